@@ -1,0 +1,1 @@
+"""The delivered-token protocol: streaming client, workloads, raw records, summaries."""

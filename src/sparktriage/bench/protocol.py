@@ -1,0 +1,98 @@
+"""Run the delivered-token protocol against one server launch and store every raw record.
+
+Per workload: negotiate the request shape, then warm-up requests followed by measured ones,
+one at a time (single stream). Each raw record is appended to the launch's `requests.jsonl`
+the moment it completes; the summary is then derived from that file, never from memory, so a
+crash loses at most the request in flight and `bench.json` can always be rebuilt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Callable
+
+from sparktriage.bench.client import ClientSettings, make_http_client, stream_request
+from sparktriage.bench.endpoint import Capabilities, Server, choose_model, discover, negotiate
+from sparktriage.bench.records import derive
+from sparktriage.bench.summary import build_bench_document
+from sparktriage.bench.workload import Workload
+from sparktriage.store.documents import read_document, read_records
+from sparktriage.store.rundir import SCHEMA_VERSION, LaunchDir
+
+Observer = Callable[[str, dict], None]  # (event name, details) → None; the CLI prints them
+
+
+@dataclass(frozen=True)
+class ProtocolPlan:
+    """What the protocol will do: where, which model, which workloads (declared before running)."""
+
+    settings: ClientSettings
+    model: str | None
+    workloads: tuple[Workload, ...]
+
+
+def _noop(event: str, details: dict) -> None:
+    return None
+
+
+async def _run(plan: ProtocolPlan, launch: LaunchDir, observe: Observer) -> dict:
+    async with make_http_client(plan.settings) as client:
+        server = await discover(client, plan.settings.base_url)
+        model = choose_model(server, plan.model)
+        observe("server", {"base_url": server.base_url, "model": model, "version": server.version})
+        capabilities: dict[str, Capabilities] = {}
+        launch.write("launch.json", _launch_document(server, model, plan))
+        with launch.request_writer() as writer:
+            for workload in plan.workloads:
+                caps = await negotiate(client, plan.settings, workload, model)
+                capabilities[workload.name] = caps
+                observe("capabilities", {"workload": workload.name, **caps.as_dict()})
+                total = workload.warmup + workload.requests
+                for index in range(total):
+                    warmup = index < workload.warmup
+                    record = await stream_request(
+                        client, plan.settings, workload.path, workload.body(model, caps.extras),
+                        workload=workload.name, index=index, warmup=warmup,
+                    )
+                    writer.append(record)
+                    observe("request", {"workload": workload.name, "index": index,
+                                        "total": total, "warmup": warmup,
+                                        **derive(record).as_dict()})
+        launch.write("capabilities.json", {w: c.as_dict() for w, c in capabilities.items()})
+    return rebuild(launch)
+
+
+def run_protocol(plan: ProtocolPlan, launch: LaunchDir, observe: Observer = _noop) -> dict:
+    """Run the protocol, write launch.json, requests.jsonl and bench.json; return bench.json."""
+    return asyncio.run(_run(plan, launch, observe))
+
+
+def rebuild(launch: LaunchDir) -> dict:
+    """Derive bench.json from the launch's raw records on disk and write it."""
+    meta = read_document(launch.path / "launch.json")
+    caps_path = launch.path / "capabilities.json"
+    caps = read_document(caps_path) if caps_path.exists() else {}
+    caps.pop("schema_version", None)
+    records = list(read_records(launch.requests_path)) if launch.requests_path.exists() else []
+    document = build_bench_document(meta, records, caps)
+    launch.write("bench.json", document)
+    return {"schema_version": SCHEMA_VERSION, **document}
+
+
+def _launch_document(server: Server, model: str, plan: ProtocolPlan) -> dict:
+    return {
+        "kind": "launch",
+        "label": None,
+        "endpoint": server.base_url,
+        "model": model,
+        "models_listed": list(server.models),
+        "server_version": server.version,
+        "max_model_len": server.max_model_len,
+        "workloads": [w.model_dump(mode="json") for w in plan.workloads],
+        "client": {
+            "stall_timeout_s": plan.settings.stall_timeout_s,
+            "request_timeout_s": plan.settings.request_timeout_s,
+            "api_key": "set" if plan.settings.api_key else None,
+        },
+    }

@@ -1,0 +1,104 @@
+"""Raw request records and the per-request metrics derived from them (design §6).
+
+A raw record is what the client saw, nothing computed: send time, HTTP status, every chunk with
+its receive time (seconds after send, monotonic clock) and token facts, the final usage, how
+the stream ended. `derive()` turns it into TTFT, decode rate and end-to-end rate, so a change
+in a definition never needs a re-measurement.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sparktriage.bench.tokens import TokenAccount, account
+
+RECORD_TYPE = "request"
+STATUSES = ("ok", "error", "incomplete")
+
+
+@dataclass(frozen=True)
+class RequestMetrics:
+    """Per-request numbers derived from a raw record."""
+
+    status: str
+    reason: str | None
+    output_tokens: int
+    ttft_s: float | None
+    decode_tok_s: float | None
+    e2e_tok_s: float | None
+    chunks: int  # chunks that carried at least one token
+    max_tokens_per_chunk: int
+    token_source: str
+    exact: bool
+    token_totals: dict
+    disagreements: tuple[str, ...]
+    short: bool  # stopped before max_tokens although ignore_eos was asked
+
+    def as_dict(self) -> dict:
+        return {
+            "status": self.status,
+            "reason": self.reason,
+            "output_tokens": self.output_tokens,
+            "ttft_s": self.ttft_s,
+            "decode_tok_s": self.decode_tok_s,
+            "e2e_tok_s": self.e2e_tok_s,
+            "chunks": self.chunks,
+            "max_tokens_per_chunk": self.max_tokens_per_chunk,
+            "token_source": self.token_source,
+            "exact": self.exact,
+            "token_totals": dict(self.token_totals),
+            "disagreements": list(self.disagreements),
+            "short": self.short,
+        }
+
+
+def token_account(record: dict) -> TokenAccount:
+    """The token account of a raw record's content chunks."""
+    final = record.get("final_usage") or {}
+    final_tokens = final.get("completion_tokens") if isinstance(final, dict) else None
+    return account(record.get("chunks") or [], final_tokens if isinstance(final_tokens, int) else None)
+
+
+def derive(record: dict) -> RequestMetrics:
+    """Compute TTFT, decode rate and end-to-end rate of one raw request record.
+
+    TTFT: send → arrival of the first chunk carrying a token. Decode rate: tokens delivered
+    after that chunk ÷ time from its arrival to the arrival of the last token-carrying chunk.
+    End-to-end rate: tokens ÷ (last token arrival − send).
+    """
+    chunks = record.get("chunks") or []
+    tokens = token_account(record)
+    carrying = [(c["t"], n) for c, n in zip(chunks, tokens.per_chunk) if n > 0]
+    ttft = decode = e2e = None
+    if carrying:
+        first_t, first_n = carrying[0]
+        last_t = carrying[-1][0]
+        ttft = first_t
+        after = tokens.total - first_n
+        if after > 0 and last_t > first_t:
+            decode = after / (last_t - first_t)
+        if last_t > 0:
+            e2e = tokens.total / last_t
+    finish = next((c.get("finish") for c in reversed(chunks) if c.get("finish")), None)
+    max_tokens = record.get("max_tokens")
+    short = bool(
+        record.get("ignore_eos")
+        and finish == "stop"
+        and isinstance(max_tokens, int)
+        and tokens.total < max_tokens
+    )
+    return RequestMetrics(
+        status=record.get("status", "error"),
+        reason=record.get("reason"),
+        output_tokens=tokens.total,
+        ttft_s=ttft,
+        decode_tok_s=decode,
+        e2e_tok_s=e2e,
+        chunks=len(carrying),
+        max_tokens_per_chunk=max((n for _, n in carrying), default=0),
+        token_source=tokens.source,
+        exact=tokens.exact_timing,
+        token_totals=tokens.totals,
+        disagreements=tokens.disagreements,
+        short=short,
+    )

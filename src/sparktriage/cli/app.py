@@ -1,0 +1,85 @@
+"""The `sparktriage` program: global options, subcommand registration, the one error handler."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+import typer.main
+
+from sparktriage import __version__
+from sparktriage.cli import console
+from sparktriage.cli.exit_codes import ExitCode
+from sparktriage.errors import SparktriageError
+
+app = typer.Typer(
+    name="sparktriage",
+    help="Diagnose vLLM deployments of large FP4 MoE models on GB10 / DGX Spark clusters.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+_state = {"debug": False}
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"sparktriage {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks for errors."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """Diagnose vLLM deployments of large FP4 MoE models on GB10 / DGX Spark clusters."""
+    _state["debug"] = debug
+
+
+def _register() -> None:
+    # Each command lives in its own module; importing it registers it on `app`.
+    from sparktriage.cli import bench, demo  # noqa: F401
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the `sparktriage` script: run a command and exit with its ExitCode."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    _state["debug"] = "--debug" in args
+    _register()
+    command = typer.main.get_command(app)
+    try:
+        result = command.main(args=args, prog_name="sparktriage", standalone_mode=False)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        console.stderr.print("interrupted", markup=False)
+        sys.exit(ExitCode.INTERRUPTED)
+    except typer.TyperException as exc:  # usage errors of the command-line parser
+        if type(exc).__name__ == "NoArgsIsHelpError":  # bare `sparktriage`: show the help
+            console.stderr.print(exc.format_message(), markup=False)
+            sys.exit(ExitCode.USAGE)
+        message = " ".join(exc.format_message().split())
+        console.stderr.print(f"error: {message} (see sparktriage --help)", markup=False)
+        sys.exit(ExitCode.USAGE)
+    except KeyboardInterrupt:
+        console.stderr.print("interrupted", markup=False)
+        sys.exit(ExitCode.INTERRUPTED)
+    except SparktriageError as exc:
+        if _state["debug"]:
+            console.stderr.print_exception()
+        console.stderr.print(f"error: {exc.one_line()}", markup=False)
+        sys.exit(exc.exit_code)
+    except Exception as exc:  # a bug: say so in one line unless --debug asks for the traceback
+        if _state["debug"]:
+            console.stderr.print_exception()
+        console.stderr.print(
+            f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for a traceback)",
+            markup=False,
+        )
+        sys.exit(ExitCode.INTERNAL)
+    sys.exit(int(result or 0))

@@ -1,0 +1,98 @@
+"""`sparktriage bench`: the delivered-token protocol against one running server."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from sparktriage.bench.client import ClientSettings
+from sparktriage.bench.protocol import ProtocolPlan, run_protocol
+from sparktriage.bench.workload import load_workloads
+from sparktriage.cli import console
+from sparktriage.cli.app import app
+from sparktriage.cli.exit_codes import ExitCode
+from sparktriage.store.rundir import RunDir, default_run_path
+
+
+def _progress(event: str, details: dict) -> None:
+    if event == "server":
+        version = details["version"] or "unknown version"
+        console.info(f"server {details['base_url']} ({version}), model {details['model']}")
+    elif event == "capabilities":
+        sources = ", ".join(details["sources"]) or "none"
+        console.info(f"{details['workload']}: token sources {sources}")
+        for note in details["notes"]:
+            console.warn(note)
+    elif event == "request":
+        tag = "warm-up" if details["warmup"] else "request"
+        rate = details["decode_tok_s"]
+        rate_text = f"{rate:8.1f} tok/s" if rate is not None else "       - tok/s"
+        line = (f"{details['workload']:>8} {tag} {details['index'] + 1:>3}/{details['total']}: "
+                f"{details['status']:<10} {details['output_tokens']:>5} tok {rate_text}")
+        if details["status"] != "ok":
+            line += f"  ({details['reason']})"
+        console.info(line)
+
+
+def _fmt(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def render_table(document: dict) -> Table:
+    table = Table(title=f"Delivered tokens: {document['model']} at {document['endpoint']}")
+    for column in ("workload", "n", "decode tok/s", "95% CI", "median", "MAD", "TTFT s",
+                   "e2e tok/s", "failed"):
+        table.add_column(column, justify="right" if column != "workload" else "left")
+    for w in document["workloads"]:
+        s = w["summary"]
+        d = s["decode_tok_s"]
+        ci = "-" if d["ci95_low"] is None else f"{d['ci95_low']:.1f}–{d['ci95_high']:.1f}"
+        table.add_row(w["name"], str(d["n"]), _fmt(d["mean"]), ci, _fmt(d["median"]),
+                      _fmt(d["mad"]), _fmt(s["ttft_s"]["mean"], 3), _fmt(s["e2e_tok_s"]["mean"]),
+                      str(s["counts"]["error"] + s["counts"]["incomplete"]))
+    return table
+
+
+@app.command("bench")
+def bench(
+    endpoint: str = typer.Option(..., "--endpoint", help="Server base URL, e.g. http://host:8000."),
+    workload: list[str] = typer.Option(
+        ["code,prose"], "--workload", help="Built-in workload names or YAML files (comma lists)."
+    ),
+    requests: Optional[int] = typer.Option(None, "--requests", min=1, help="Measured requests per workload [15]."),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", min=1, help="Output tokens per request [256]."),
+    warmup: Optional[int] = typer.Option(None, "--warmup", min=0, help="Warm-up requests per workload, excluded [1]."),
+    model: Optional[str] = typer.Option(None, "--model", help="Model id [the first one /v1/models lists]."),
+    api_key: Optional[str] = typer.Option(None, "--api-key", help="Bearer token [env OPENAI_API_KEY]."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Run directory [./runs/<timestamp>]."),
+    stall_timeout: float = typer.Option(60.0, "--stall-timeout", min=0.1, help="Seconds without data before a request counts as stalled."),
+    json_out: Optional[str] = typer.Option(None, "--json", help="Write the bench document to PATH, or - for stdout."),
+) -> None:
+    """Measure tokens delivered to a streaming client (TTFT, decode and end-to-end rates)."""
+    workloads = load_workloads(workload)
+    overrides = {k: v for k, v in (("requests", requests), ("max_tokens", max_tokens),
+                                   ("warmup", warmup)) if v is not None}
+    workloads = tuple(w.model_copy(update=overrides) for w in workloads)
+    settings = ClientSettings(
+        base_url=endpoint, api_key=api_key or os.environ.get("OPENAI_API_KEY") or None,
+        stall_timeout_s=stall_timeout,
+    )
+    run = RunDir.create(out or default_run_path(), ["sparktriage", *sys.argv[1:]])
+    launch = run.next_launch()
+    console.info(f"run directory: {run.path}")
+    document = run_protocol(ProtocolPlan(settings, model, workloads), launch, _progress)
+    console.data_console(json_out).print(render_table(document))
+    for w in document["workloads"]:
+        for warning in w["warnings"]:
+            console.warn(f"{w['name']}: {warning}")
+    console.write_json(document, json_out)
+    console.info(f"raw records: {launch.requests_path}; summary: {launch.path / 'bench.json'}")
+    failed = sum(w["summary"]["counts"]["error"] + w["summary"]["counts"]["incomplete"]
+                 for w in document["workloads"])
+    if failed:
+        raise typer.Exit(ExitCode.FINDINGS)

@@ -1,0 +1,56 @@
+"""The terminal edge: one rich console for chatter (stderr), data to stdout, JSON output.
+
+Only modules under `cli/` import this. Progress and messages go to stderr so that stdout
+carries data only (a table, or JSON with `--json -`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from sparktriage.errors import InputError
+
+stderr = Console(stderr=True, highlight=False, soft_wrap=True,
+                 width=None if sys.stderr.isatty() else 160)
+# Piped output is not wrapped at 80 columns: tables stay whole in logs and files.
+stdout = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
+
+
+def info(message: str) -> None:
+    """A progress or status line on stderr."""
+    stderr.print(message, markup=False)
+
+
+def warn(message: str) -> None:
+    """A warning on stderr, prefixed so that it survives plain-text capture."""
+    stderr.print(f"warning: {message}", style="yellow", markup=False)
+
+
+def data_console(json_dest: str | None) -> Console:
+    """Where human-readable results go: stdout, unless stdout already carries JSON."""
+    return stderr if json_dest == "-" else stdout
+
+
+def write_json(document: Any, dest: str | None) -> None:
+    """Write a JSON document to PATH, or to stdout for `-`; nothing when dest is None."""
+    if dest is None:
+        return
+    text = json.dumps(document, indent=2, sort_keys=False, allow_nan=False) + "\n"
+    if dest == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    path = Path(dest)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise InputError(f"cannot write JSON to {dest}: {exc.strerror or exc}") from exc

@@ -1,0 +1,1 @@
+"""Statistics: per-launch summaries, t-intervals, launch-level aggregation."""

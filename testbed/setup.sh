@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Set up everything sparktriage's demo and tests need on a fresh machine (idempotent):
+#   - Debian packages the tests use as real parts (OpenSSH server, poppler's PDF tools)
+#   - .venv: sparktriage itself with its test dependencies
+#   - .venv-vllm: the real vLLM CPU build (testbed/setup-vllm.sh)
+#   - .testbed/models: the bundled tiny models (testbed/make_tiny_model.py)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+python=${PYTHON:-python3.11}
+
+need=()
+command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || need+=(openssh-server)
+command -v pdftotext >/dev/null 2>&1 || need+=(poppler-utils)
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "setup: installing ${need[*]}" >&2
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null 2>&1 \
+      || { apt-get update -qq >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null; }
+  else
+    echo "setup: please install ${need[*]} (tests that need them will fail)" >&2
+  fi
+fi
+
+if [ ! -x .venv/bin/sparktriage ] || [ pyproject.toml -nt .venv/.sparktriage-installed ]; then
+  echo "setup: installing sparktriage into .venv" >&2
+  [ -x .venv/bin/python ] || "$python" -m venv .venv
+  .venv/bin/pip install --quiet --disable-pip-version-check -e '.[test]' 2>&1 | grep -v "is ignored" >&2 || true
+  .venv/bin/sparktriage --version >/dev/null
+  touch .venv/.sparktriage-installed
+fi
+
+PYTHON="$python" bash testbed/setup-vllm.sh 2> >(grep -v "is ignored" >&2)
+
+for kind in main draft; do
+  name=tiny-llama; flag=
+  [ "$kind" = draft ] && { name=tiny-draft; flag=--draft; }
+  if [ ! -f ".testbed/models/$name/config.json" ]; then
+    .venv-vllm/bin/python testbed/make_tiny_model.py ".testbed/models/$name" $flag >&2
+  fi
+done
+echo "setup: ready" >&2
