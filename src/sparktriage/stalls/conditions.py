@@ -19,7 +19,7 @@ from sparktriage.stalls.signals import SIGNALS, Window, compute
 
 _DMESG_BEFORE_S = 120.0
 _DMESG_AFTER_S = 30.0
-_ROUND_GAP_S = 1.0
+_ROUND_GAP_S = 0.5  # dumps of one py-spy round lie closer together than this
 
 
 @dataclass(frozen=True)
@@ -127,14 +127,9 @@ class Evaluator:
         return Outcome(ok, f"phase {self.period.phase}", at=self.period.start,
                        node=self.period.node)
 
-    def _shared(self, records: list[dict], match, what: str, c: Condition, source: str) -> Outcome:
+    def _shared(self, rounds: list[list[dict]], match, what: str, c: Condition,
+                source: str) -> Outcome:
         node = self.period.node
-        rounds: list[list[dict]] = []
-        for record in records:
-            if rounds and record["t"] - rounds[-1][-1]["t"] <= _ROUND_GAP_S:
-                rounds[-1].append(record)
-            else:
-                rounds.append([record])
         if not rounds:
             return Outcome(None, f"{what}: none recorded in the window", node=node,
                            missing=(source,))
@@ -162,11 +157,17 @@ class Evaluator:
                         if any(p.search(text) for p in patterns):
                             return f"{dump.get('role') or 'pid ' + str(dump.get('pid'))}: {text}"
             return None
-        return self._shared(records, match, "py-spy frames", c, "stacks")
+        rounds: list[list[dict]] = []
+        for record in records:
+            if rounds and record["t"] - rounds[-1][-1]["t"] <= _ROUND_GAP_S:
+                rounds[-1].append(record)
+            else:
+                rounds.append([record])
+        return self._shared(rounds, match, "py-spy frames", c, "stacks")
 
     def _children(self, c: Condition) -> Outcome:
-        records = self.window.records("procs")
-        if records is None:
+        rounds = self.window.rounds
+        if rounds is None:
             return Outcome(None, "child processes: not recorded", node=self.period.node,
                            missing=("procs",))
         patterns = [_rx(p) for p in c.children]
@@ -182,7 +183,7 @@ class Evaluator:
                     if any(p.search(text) for p in patterns):
                         return text.strip()[:120]
             return None
-        return self._shared(records, match, "child processes", c, "procs")
+        return self._shared(rounds, match, "child processes", c, "procs")
 
     def _dmesg(self, c: Condition) -> Outcome:
         node = self.window.node

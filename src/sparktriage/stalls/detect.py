@@ -176,7 +176,7 @@ def _merge(periods: list[Period]) -> list[Period]:
     for period in sorted(periods, key=lambda p: (p.node, p.kind, p.start)):
         prev = out[-1] if out else None
         if prev and prev.node == period.node and prev.kind == period.kind == "stall" \
-                and period.start <= prev.end:
+                and period.start < prev.end:  # overlapping, not merely touching
             if period.end > prev.end:
                 prev.end = period.end
                 prev.open_ended = period.open_ended

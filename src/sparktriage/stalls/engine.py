@@ -106,8 +106,10 @@ def score_rule(compiled: CompiledRule, period: Period, evaluator: Evaluator) -> 
     positive = [n for n, neg in backing if not neg]
     support = sum(weight[n] for n in positive if outcomes[n].value is True) \
         / (sum(weight[n] for n in positive) or 1.0)
-    coverage = sum(weight[n] for n, _ in compiled.literals if outcomes[n].value is not None) \
-        / (sum(weight[n] for n, _ in compiled.literals) or 1.0)
+    # coverage: how much of what settles the decision could be evaluated (1.0 when decided)
+    needed = expr.relevant(compiled.tree, {n: o.value for n, o in outcomes.items()})
+    coverage = sum(weight[n] for n in needed if outcomes[n].value is not None) \
+        / (sum(weight[n] for n in needed) or 1.0)
     state = {True: DECIDED, None: OPEN, False: EXCLUDED}[value]
     return Score(rule, state, round(support, 4), round(coverage, 4), outcomes, tuple(backing),
                  decision_len=len(compiled.literals))

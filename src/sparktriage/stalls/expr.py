@@ -196,3 +196,26 @@ def evaluate(node: Node, values: dict[str, Truth]) -> Truth:
     if true >= need:
         return True
     return None if true + unknown >= need else False
+
+
+def relevant(node: Node, values: dict[str, Truth]) -> set[str]:
+    """The conditions that settle the decision's value: a true `or` needs only its true
+    branches, a false `and` only its false ones; an undecided node needs all of them."""
+    if isinstance(node, Name):
+        return {node.name}
+    if isinstance(node, Not):
+        return relevant(node.operand, values)
+    if isinstance(node, Of):
+        children: list[Node] = [Name(n) for n in expand(node.pattern, list(values))]
+        quantifier = node.quantifier
+    else:
+        children = list(node.operands)
+        quantifier = "all" if isinstance(node, And) else "any"
+    value = evaluate(node, values)
+    settle = {"all": False, "any": True}.get(quantifier)
+    if value is settle and settle is not None:
+        children = [c for c in children if evaluate(c, values) is settle]
+    out: set[str] = set()
+    for child in children:
+        out |= relevant(child, values)
+    return out

@@ -142,7 +142,11 @@ def run_all(root: Path, rules) -> tuple[list[Result], list[Problem]]:
                                         f"rule {rule_id} has no {polarity} fixture", "fixtures"))
     with tempfile.TemporaryDirectory(prefix="sparktriage-fixtures-") as tmp:
         for i, case in enumerate(cases):
-            expectations = load_spec(case.path).get("expect") or []
+            try:
+                expectations = load_spec(case.path).get("expect") or []
+            except Exception as exc:  # noqa: BLE001 - a broken fixture is a problem, not a crash
+                problems.append(Problem(SourceLocation(str(case.path)), str(exc), "fixtures"))
+                continue
             key = "fires" if case.polarity == "positive" else "not_fires"
             if not any(e.get(key) == case.rule or (key == "not_fires" and e.get("quiet"))
                        for e in expectations):

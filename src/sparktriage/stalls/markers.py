@@ -121,7 +121,8 @@ def build_timeline(node: str, events: list[LogEvent], markers: MarkerSet,
                 timeline.weight_start = mark.t
             if name in ("weights_loaded", "model_loaded") and timeline.weight_end is None:
                 timeline.weight_end = mark.t
-            if name == "shard_bar":
+            if name == "shard_bar" and mark.event.t_source != "inferred":
+                # a bar line without a time of its own (plain logs) cannot date progress
                 bar = _BAR.search(mark.event.message)
                 if bar:
                     timeline.bar.append((mark.t, int(bar.group(2)), int(bar.group(3))))

@@ -1,6 +1,7 @@
 """Named signals over a stall window: the numbers that rules compare with thresholds.
 
-Every signal has a source (the evidence it reads), a unit and a one-line meaning; the
+Every signal has a source (the evidence it reads), a unit and a one-line meaning; rates and
+levels are medians over the window (robust to the records at its edges), shares are means. The
 registry below is the vocabulary rules may name (`signal: host.iowait_pct`). A signal is
 `None` when its source is missing on the node or has no record in the window: conditions then
 stay unknown instead of guessing. Process signals aggregate the server's process tree per
@@ -24,6 +25,11 @@ _PAD_S = 5.0
 
 def _mean(values: list[float]) -> float | None:
     return statistics.fmean(values) if values else None
+
+
+def _typical(values: list[float]) -> float | None:
+    """The median: what the window was like, not swayed by the records at its edges."""
+    return statistics.median(values) if values else None
 
 
 def _f(value) -> float | None:
@@ -60,18 +66,19 @@ class Window:
             groups.setdefault(round(record["t"], 1), []).append(record)
         return [groups[k] for k in sorted(groups)]
 
-    def per_round(self, fn: Callable[[list[dict]], float | None]) -> float | None:
+    def per_round(self, fn: Callable[[list[dict]], float | None],
+                  how: Callable[[list[float]], float | None] = _typical) -> float | None:
         rounds = self.rounds
         if not rounds:
             return None
         values = [v for v in (fn(r) for r in rounds) if v is not None]
-        return _mean(values)
+        return how(values)
 
-    def field_mean(self, source: str, key: Callable[[dict], float | None]) -> float | None:
+    def field_typical(self, source: str, key: Callable[[dict], float | None]) -> float | None:
         found = self.records(source)
         if not found:
             return None
-        return _mean([v for v in (key(r) for r in found) if v is not None])
+        return _typical([v for v in (key(r) for r in found) if v is not None])
 
     def busiest(self, source: str, group: str, key: str,
                 skip: Callable[[str], bool] = lambda name: False) -> float | None:
@@ -85,7 +92,7 @@ class Window:
             value = _f(record.get(key))
             if value is not None and not skip(name):
                 values.setdefault(name, []).append(value)
-        means = [statistics.fmean(v) for v in values.values() if v]
+        means = [statistics.median(v) for v in values.values() if v]
         return max(means) if means else None
 
 
@@ -190,13 +197,24 @@ def _world_size(w: Window) -> float | None:
 
 
 def _bar_moving(w: Window) -> bool | None:
+    """The shard bar still advanced late in the window (its last quarter, or last silence).
+
+    A bar that moved at the start of a long window and then froze is frozen: what matters
+    is whether the load was still making progress when the window ended."""
     timeline = w.detection.timelines.get(w.period.node)
     if timeline is None or not timeline.bar:
         return None
-    inside = [b for b in timeline.bar if w.period.start <= b[0] <= w.period.end]
-    before = [b for b in timeline.bar if b[0] < w.period.start]
-    counts = {b[1] for b in inside} | ({before[-1][1]} if before else set())
-    return len(counts) > 1
+    start, end = w.period.start, w.period.end
+    late = end - max(w.detection.params.silence_s, 0.25 * (end - start))
+    count = None
+    changes: list[float] = []
+    for t, n, _total in timeline.bar:
+        if t > end:
+            break
+        if count is not None and n != count:
+            changes.append(t)
+        count = n
+    return any(t >= max(late, start) for t in changes)
 
 
 def _rdma(w: Window) -> float | None:
@@ -235,65 +253,65 @@ SIGNALS: dict[str, Signal] = {s.name: s for s in [
            _period(lambda p: p.held_by is not None)),
     Signal("stall.open_ended", "log", "bool", "the stall lasted until observation ended",
            _period(lambda p: p.open_ended)),
-    Signal("stall.bar_moving", "log", "bool", "the shard progress bar advanced in the window",
+    Signal("stall.bar_moving", "log", "bool", "the shard bar still advanced late in the window",
            _bar_moving),
     Signal("stall.weight_read_bps", "log", "B/s", "checkpoint bytes / weight-read time",
            _period(lambda p: p.facts.get("weight_read_bps"))),
     Signal("log.world_size", "log", "ranks", "largest world_size the log announced", _world_size),
-    Signal("host.iowait_pct", "host", "%", "mean CPU iowait",
-           lambda w: w.field_mean("host", lambda r: _f((r.get("cpu") or {}).get("iowait")))),
-    Signal("host.cpu_busy_pct", "host", "%", "mean CPU user+system of all CPUs",
-           lambda w: w.field_mean("host", lambda r: (_f((r.get("cpu") or {}).get("user")) or 0)
+    Signal("host.iowait_pct", "host", "%", "median CPU iowait",
+           lambda w: w.field_typical("host", lambda r: _f((r.get("cpu") or {}).get("iowait")))),
+    Signal("host.cpu_busy_pct", "host", "%", "median CPU user+system of all CPUs",
+           lambda w: w.field_typical("host", lambda r: (_f((r.get("cpu") or {}).get("user")) or 0)
                                   + (_f((r.get("cpu") or {}).get("system")) or 0))),
     Signal("host.mem_available_min_frac", "host", "fraction", "lowest MemAvailable / MemTotal",
            _mem_min),
     Signal("host.mem_available_drop_frac", "host", "fraction",
            "fall of MemAvailable / MemTotal from the window's start to its lowest", _mem_drop),
-    Signal("host.swap_bps", "host", "B/s", "mean swap-in + swap-out",
-           lambda w: w.field_mean("host", lambda r: (_f(r.get("swap_in_bps")) or 0)
+    Signal("host.swap_bps", "host", "B/s", "median swap-in + swap-out",
+           lambda w: w.field_typical("host", lambda r: (_f(r.get("swap_in_bps")) or 0)
                                   + (_f(r.get("swap_out_bps")) or 0))),
     Signal("host.psi_memory_full", "host", "%", "highest PSI memory full avg10",
            _psi("memory_full", max)),
     Signal("host.psi_memory_some", "host", "%", "highest PSI memory some avg10",
            _psi("memory_some", max)),
     Signal("host.psi_io_some", "host", "%", "mean PSI io some avg10", _psi("io_some", statistics.fmean)),
-    Signal("host.kswapd_cpu", "host", "% of a core", "mean kswapd CPU",
-           lambda w: w.field_mean("host", lambda r: _f(r.get("kswapd_cpu")))),
-    Signal("host.majfault_ps", "host", "1/s", "mean major faults per second, whole host",
-           lambda w: w.field_mean("host", lambda r: _f(r.get("pgmajfault_ps")))),
-    Signal("disk.read_bps", "disk", "B/s", "mean read rate of the busiest device",
+    Signal("host.kswapd_cpu", "host", "% of a core", "median kswapd CPU",
+           lambda w: w.field_typical("host", lambda r: _f(r.get("kswapd_cpu")))),
+    Signal("host.majfault_ps", "host", "1/s", "median major faults per second, whole host",
+           lambda w: w.field_typical("host", lambda r: _f(r.get("pgmajfault_ps")))),
+    Signal("disk.read_bps", "disk", "B/s", "median read rate of the busiest device",
            lambda w: w.busiest("disk", "device", "read_bps")),
-    Signal("disk.busy_pct", "disk", "%", "mean utilisation of the busiest device",
+    Signal("disk.busy_pct", "disk", "%", "median utilisation of the busiest device",
            lambda w: w.busiest("disk", "device", "busy_pct")),
-    Signal("net.rx_bps", "net", "B/s", "mean receive rate of the busiest non-loopback interface",
+    Signal("net.rx_bps", "net", "B/s", "median receive rate of the busiest non-loopback interface",
            lambda w: w.busiest("net", "iface", "rx_bps", _not_lo)),
-    Signal("net.tx_bps", "net", "B/s", "mean send rate of the busiest non-loopback interface",
+    Signal("net.tx_bps", "net", "B/s", "median send rate of the busiest non-loopback interface",
            lambda w: w.busiest("net", "iface", "tx_bps", _not_lo)),
     Signal("net.rdma_bps", "net", "1/s", "mean sum of RDMA counter rates", _rdma),
-    Signal("procs.read_bps", "procs", "B/s", "mean storage read rate of the server's processes",
+    Signal("procs.read_bps", "procs", "B/s", "median storage read rate of the server's processes",
            lambda w: w.per_round(lambda g: _sum(g, "read_bps"))),
-    Signal("procs.cpu_pct", "procs", "% of a core", "mean CPU of the server's processes",
+    Signal("procs.cpu_pct", "procs", "% of a core", "median CPU of the server's processes",
            lambda w: w.per_round(lambda g: sum(_cpu(r) for r in _server(g)))),
     Signal("procs.sys_share", "procs", "fraction", "system / (user + system) CPU of the server",
            _sys_share),
-    Signal("procs.top_thread_cpu", "procs", "% of a core", "mean CPU of the busiest thread",
+    Signal("procs.top_thread_cpu", "procs", "% of a core", "median CPU of the busiest thread",
            lambda w: w.per_round(_top_thread)),
-    Signal("procs.iowait_pct", "procs", "%", "mean delay-accounted iowait of the server",
+    Signal("procs.iowait_pct", "procs", "%", "median delay-accounted iowait of the server",
            lambda w: w.per_round(lambda g: max([_f(r.get("cpu_iowait_pct")) or 0.0
                                                 for r in _server(g)] or [0.0])
                                  if any(r.get("cpu_iowait_pct") is not None for r in g) else None)),
     Signal("procs.d_state_share", "procs", "fraction",
            "share of rounds with a server process or thread in uninterruptible sleep (D)",
-           lambda w: w.per_round(_in_d)),
-    Signal("procs.majflt_ps", "procs", "1/s", "mean major page faults per second of the server",
+           lambda w: w.per_round(_in_d, _mean)),
+    Signal("procs.majflt_ps", "procs", "1/s", "median major page faults per second of the server",
            lambda w: w.per_round(lambda g: _sum(g, "majflt_ps"))),
-    Signal("procs.ctx_vol_ps", "procs", "1/s", "mean voluntary context switches per second",
+    Signal("procs.ctx_vol_ps", "procs", "1/s", "median voluntary context switches per second",
            lambda w: w.per_round(lambda g: _sum(g, "ctx_vol_ps"))),
     Signal("procs.rss_growth_bps", "procs", "B/s", "slope of the server's summed RSS", _rss_slope),
     Signal("procs.lost", "procs", "bool", "a server process disappeared during the window", _lost),
-    Signal("gpu.util_pct", "gpu", "%", "mean utilisation of the busiest GPU",
+    Signal("gpu.util_pct", "gpu", "%", "median utilisation of the busiest GPU",
            lambda w: w.busiest("gpu", "index", "util_pct")),
-    Signal("gpu.power_w", "gpu", "W", "mean power of the busiest GPU",
+    Signal("gpu.power_w", "gpu", "W", "median power of the busiest GPU",
            lambda w: w.busiest("gpu", "index", "power_w")),
 ]}
 
