@@ -157,6 +157,7 @@ class ProcSample:
     children: list[ChildRef]
     rank: str | None = None  # vLLM rank label from the process title, e.g. "TP1"
     read_bytes: int | None = None  # cumulative bytes read from storage (/proc/PID/io)
+    starttime: int | None = None  # start time in clock ticks since boot (pid + starttime = id)
 
 
 @dataclass(frozen=True)
