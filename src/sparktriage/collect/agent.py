@@ -23,6 +23,7 @@ import os
 import queue
 import re
 import shutil
+import subprocess
 import sys
 import threading
 import time
@@ -221,11 +222,22 @@ def _find(pattern: "re.Pattern[str]") -> int | None:
 
 
 def reap(channel: Channel, message: dict) -> None:
-    """Kill what a lost agent left behind (pids matched by start time, and whole groups)."""
+    """Kill what a lost agent left behind (pids matched by start time, and whole groups), then
+    run the plan's teardown commands (argv lists: `docker rm -f NAME`, `ray stop --force`)."""
     known = [(int(p), int(s)) for p, s in message.get("pids") or []]
     survivors = kill_all(known, [int(g) for g in message.get("pgids") or []],
                          float(message.get("grace_s") or 5.0))
-    channel.send("teardown", reason="reap", survivors=survivors, t=time.time(), killed=len(known))
+    results = []
+    for argv in message.get("commands") or []:
+        try:
+            done = subprocess.run([str(a) for a in argv], stdin=subprocess.DEVNULL,
+                                  capture_output=True, timeout=120)
+            results.append({"argv": argv, "rc": done.returncode,
+                            "stderr": done.stderr.decode("utf-8", "replace")[-300:]})
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            results.append({"argv": argv, "rc": None, "error": str(exc)[:300]})
+    channel.send("teardown", reason="reap", survivors=survivors, t=time.time(), killed=len(known),
+                 commands=results)
 
 
 def main(cleanup: str | None = None) -> None:

@@ -57,7 +57,8 @@ class AgentLink:
 
     # --- lifecycle -------------------------------------------------------------------------
 
-    def start(self, message: dict) -> None:
+    def start(self, message: dict, op: str = "start") -> None:
+        """Start the agent and send it `message` (op "start"; "reap" to clean up a node)."""
         argv = self.transport.argv(shipping.agent_argv(self.python))
         self.writer.event("agent-starting", self.node, transport=self.transport.describe())
         try:
@@ -76,7 +77,7 @@ class AgentLink:
             self.popen.stdin.flush()
         except OSError:
             pass  # the reader notices the agent is gone
-        self.send({"op": "start", "node": self.node, **message})
+        self.send({"op": op, "node": self.node, **message})
 
     def send(self, message: dict) -> bool:
         if self.popen is None or self.popen.stdin is None or self.done.is_set():

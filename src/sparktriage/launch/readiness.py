@@ -18,7 +18,7 @@ import httpx
 
 MARKERS: tuple[tuple[str, re.Pattern], ...] = tuple(
     (name, re.compile(pattern)) for name, pattern in (
-        ("version", r"vLLM (?:API )?server version|Launching vLLM \(v"),
+        ("version", r"vLLM (?:API )?server version|Launching vLLM \(v|[▄█▀] +version \d+\.\d+"),
         ("engine-config", r"Initializing a V1 LLM engine"),
         ("distributed-init", r"world_size=\d+ rank=\d+ .*distributed_init_method="),
         ("load-start", r"Starting to load model|Loading model from scratch"),

@@ -49,3 +49,30 @@ def render_collect_plan(request) -> str:
     if request.export:
         lines.append(f"  export: {request.export}")
     return "\n".join(lines)
+
+
+def render_launch_plan(plan) -> str:
+    """The `launch --dry-run` text of a LaunchPlan."""
+    lines = [f"deployment {plan.deployment}: backend {plan.backend}, {len(plan.nodes)} node(s); "
+             f"ready when {'GET /health answers 200 at ' + plan.endpoint if plan.ready == 'api' else 'the head logs Application startup complete'}",
+             f"deadlines: startup {plan.startup_timeout_s:g} s, each gated stage "
+             f"{plan.stage_timeout_s:g} s, SIGTERM→SIGKILL {plan.grace_s:g} s, "
+             f"silent link {plan.link_timeout_s:g} s", ""]
+    for node in plan.nodes:
+        python = node.python or "<this python>"
+        agent = node.transport.argv([python, "-c", "<bootstrap>"])
+        lines.append(f"node {node.name} (rank {node.rank}, {node.role}, {node.host}): "
+                     f"agent via {_quote(agent)}")
+        lines += render_collectors(node.collect, "    ")
+    for index, stage in enumerate(plan.stages, start=1):
+        lines += ["", f"stage {index}: {stage.name}"]
+        for node, proc in stage.processes:
+            gate = f" (then wait for log marker '{proc.marker}')" if proc.marker else ""
+            lines.append(f"  on {node}: {proc.name}{gate}")
+            if proc.env:
+                lines.append("    env:  " + " ".join(f"{k}={shlex.quote(v)}" for k, v in proc.env))
+            lines.append("    argv: " + _quote(proc.argv))
+    if plan.teardown:
+        lines += ["", "after teardown:"]
+        lines += [f"  on {node}: {_quote(argv)}" for node, argv in plan.teardown]
+    return "\n".join(lines)
