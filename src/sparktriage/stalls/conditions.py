@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from sparktriage.stalls import expr
-from sparktriage.stalls.markers import Mark, MarkerSet
+from sparktriage.stalls.markers import Mark, MarkerSet, matching_line
 from sparktriage.stalls.schema import Condition
 from sparktriage.stalls.signals import SIGNALS, Window, compute
 
@@ -34,7 +34,7 @@ class Outcome:
 
 @lru_cache(maxsize=512)
 def _rx(pattern: str) -> re.Pattern:
-    return re.compile(pattern)
+    return re.compile(pattern, re.M)
 
 
 def _fmt(value: float | bool | None, unit: str) -> str:
@@ -99,19 +99,20 @@ class Evaluator:
         lo, hi = bounds[c.where]
         return [m for t in timelines for m in t.marks if lo <= m.t <= hi]
 
-    def _log_test(self, c: Condition, label: str, hit) -> Outcome:
+    def _log_test(self, c: Condition, label: str, hit, rx: re.Pattern) -> Outcome:
         lines = self._lines(c)
         if lines is None:
             return Outcome(None, f"log {label}: no log", node=self.period.node, missing=("log",))
         for mark in lines:
             if hit(mark):
-                text = mark.event.message.strip()
+                text = matching_line(mark.event.message, rx)
                 return Outcome(True, f"log ({mark.event.node}): {text[:200]}", at=mark.t,
                                node=mark.event.node)
         return Outcome(False, f"log: no line {label} ({c.where})", node=self.period.node)
 
     def _log(self, c: Condition) -> Outcome:
-        return self._log_test(c, f"marked {c.log}", lambda m: c.log in m.markers)
+        return self._log_test(c, f"marked {c.log}", lambda m: c.log in m.markers,
+                              self.markers.compiled[c.log])
 
     def _log_match(self, c: Condition) -> Outcome:
         rx = _rx(c.log_match)
@@ -120,7 +121,7 @@ class Evaluator:
             event = mark.event
             return bool(rx.search(event.message) or rx.search(f"{event.relay or ''} "
                                                               f"{event.process or ''}"))
-        return self._log_test(c, f"matching /{c.log_match}/", hit)
+        return self._log_test(c, f"matching /{c.log_match}/", hit, rx)
 
     def _phase(self, c: Condition) -> Outcome:
         ok = self.period.phase in c.phase or "any" in c.phase

@@ -104,7 +104,7 @@ def _silences(timeline: NodeTimeline, progress: list[Mark], markers: MarkerSet,
     out: list[Period] = []
     seen: set = set()
     if started is not None and progress and progress[0].t - started >= params.spawn_s:
-        out.append(Period(timeline.node, "stall", started, progress[0].t, "startup", ["silence"],
+        out.append(Period(timeline.node, "stall", started, progress[0].t, timeline.phase_at(started), ["silence"],
                           f"no log line for {progress[0].t - started:.0f} s after the start"))
     for prev, nxt in zip(progress, progress[1:]):
         seen.add((prev.event.process, prev.event.pid))
@@ -154,19 +154,27 @@ def _crawl(timeline: NodeTimeline, progress: list[Mark], params: DetectParams) -
     for mark in progress:
         if mark.t <= timeline.weight_start:
             last = mark
-    return Period(timeline.node, "stall", timeline.weight_start, end, "weight-read", ["crawl"],
+    return Period(timeline.node, "stall", timeline.weight_start, end, "weight_read", ["crawl"],
                   reason, last_line=last, open_ended=open_ended, facts=facts)
 
 
-def _failure(timeline: NodeTimeline, progress: list[Mark]) -> Period | None:
+def _failure_text(mark: Mark, markers: MarkerSet) -> str:
+    """The line of the failing event that names the error (a traceback's last line)."""
+    lines = [line.strip() for line in mark.event.message.split("\n") if line.strip()]
+    if len(lines) > 1 and lines[-1] and not lines[-1].startswith("File "):
+        return f"{lines[0]} ({lines[-1]})" if lines[0] != lines[-1] else lines[0]
+    return lines[0] if lines else mark.event.message
+
+
+def _failure(timeline: NodeTimeline, progress: list[Mark], markers: MarkerSet) -> Period | None:
     if timeline.failed_at is None:
         return None
-    first = next(m for m in timeline.marks if m.t >= timeline.failed_at)
+    first = timeline.failed_mark or next(m for m in timeline.marks if m.t >= timeline.failed_at)
     end = max(timeline.failed_at, timeline.marks[-1].t)
     before = [m for m in progress if m.t < timeline.failed_at]
     return Period(timeline.node, "failure", timeline.failed_at, end,
                   timeline.phase_at(timeline.failed_at), ["failure"],
-                  f"the start failed: {first.event.message[:160]}",
+                  f"the start failed: {_failure_text(first, markers)[:200]}",
                   last_line=before[-1] if before else None)
 
 
@@ -201,7 +209,7 @@ def _asymmetry(timelines: dict[str, NodeTimeline], params: DetectParams) -> list
         if duration - typical >= params.min_stall_s and duration >= params.asym_ratio * max(typical, 1e-3):
             timeline = timelines[node]
             out.append(Period(node, "stall", timeline.weight_start + typical, timeline.weight_end,
-                              "weight-read", ["asymmetry"],
+                              "weight_read", ["asymmetry"],
                               f"weight read took {duration:.0f} s on {node} against a median of "
                               f"{typical:.0f} s on the other nodes",
                               facts={"weight_read_s": round(duration, 3),
@@ -218,7 +226,8 @@ def detect(evidence: Evidence, markers: MarkerSet, params: DetectParams | None =
         span = node.span()
         end_hint = max(s for s in (span[1] if span else None, evidence.ended) if s is not None) \
             if (span or evidence.ended) else None
-        timeline = build_timeline(name, node.events, markers, end_hint)
+        timeline = build_timeline(name, node.events, markers, end_hint,
+                                  evidence.attempts.get(name))
         if timeline is None:
             continue
         timelines[name] = timeline
@@ -228,7 +237,7 @@ def detect(evidence: Evidence, markers: MarkerSet, params: DetectParams | None =
         crawl = _crawl(timeline, progress, params)
         if crawl:
             found.append(crawl)
-        failure = _failure(timeline, progress)
+        failure = _failure(timeline, progress, markers)
         if failure:
             found.append(failure)
         periods += found

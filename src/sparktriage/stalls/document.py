@@ -128,13 +128,12 @@ def build(classification: Classification, rules_dir: str) -> dict:
     evidence, detection = classification.evidence, classification.detection
     span = evidence.span()
     origin = span[0] if span else 0.0
-    phases, nodes = [], {}
+    nodes = {}
     for name, timeline in detection.timelines.items():
-        for span_ in phase_spans(timeline):
-            phases.append({**span_, "node": name})
         outcome = "ready" if timeline.ready_at else "failed" if timeline.failed_at else "not-ready"
         nodes[name] = {"start": timeline.start, "end": timeline.end, "ready_at": timeline.ready_at,
                        "failed_at": timeline.failed_at, "outcome": outcome,
+                       "phases": phase_spans(timeline),
                        "lines": len(timeline.marks),
                        "sources": sorted(s for s in _SOURCES if evidence.nodes[name].has(s)),
                        "skipped": dict(evidence.nodes[name].skipped)}
@@ -146,7 +145,7 @@ def build(classification: Classification, rules_dir: str) -> dict:
         "input": {"path": evidence.origin, "form": evidence.form, "rules": rules_dir},
         "params": dict(detection.params.__dict__),
         "nodes": nodes,
-        "phases": phases,
+        "phases": evidence.logs.get("phases", []),  # exactly as `sparktriage logs` shows them
         "findings": findings,
         "summary": {
             "stalls": sum(1 for f in findings if f["kind"] == "stall"),

@@ -2,9 +2,9 @@
 
 A marker is a named pattern of `rules/_vocabulary.yaml`. One combined expression rejects the
 many lines that match no marker before any single pattern is tried. The timeline knows, per
-node, the phase at any time (the phase of the last phase-marker seen: the last line narrows
-the phase), when the start became ready or failed, the shard progress bar and the
-checkpoint size the log announced.
+node, the phase at any time (the startup phases of the log parser, `evidence.timeline`, so
+that `stalls` and `logs` name phases alike), when the start became ready or failed, the shard
+progress bar and the checkpoint size the log announced.
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ import bisect
 import re
 from dataclasses import dataclass, field
 
+from sparktriage.evidence.catalog import PHASES
 from sparktriage.evidence.events import LogEvent
+from sparktriage.evidence.timeline import Timeline
 from sparktriage.stalls.schema import Marker, Vocabulary
 
 _BAR = re.compile(r"(\d+)%[^|]*\|\s*(\d+)/(\d+)")
@@ -35,9 +37,10 @@ class MarkerSet:
     def __init__(self, vocabulary: Vocabulary) -> None:
         self.vocabulary = vocabulary
         self.markers: dict[str, Marker] = dict(vocabulary.markers)
-        self.compiled = {name: re.compile(m.pattern) for name, m in self.markers.items()}
-        self.any = re.compile("|".join(_scoped(m.pattern) for m in self.markers.values()))
-        self.phases = list(vocabulary.phases)
+        # multi-line events (a message with its traceback): ^ and $ anchor at every line
+        self.compiled = {name: re.compile(m.pattern, re.M) for name, m in self.markers.items()}
+        self.any = re.compile("|".join(_scoped(m.pattern) for m in self.markers.values()), re.M)
+        self.phases = list(PHASES)
 
     def match(self, message: str) -> tuple[str, ...]:
         if not self.any.search(message):
@@ -64,6 +67,7 @@ class NodeTimeline:
     end: float  # end of observation on this node (log, samples or bundle end)
     ready_at: float | None = None
     failed_at: float | None = None
+    failed_mark: Mark | None = None  # the line that said the start failed
     phase_points: list[tuple[float, str]] = field(default_factory=list)
     bar: list[tuple[float, int, int]] = field(default_factory=list)  # (t, n, total) shards
     checkpoint_bytes: float | None = None
@@ -71,10 +75,12 @@ class NodeTimeline:
     weight_end: float | None = None
 
     def phase_at(self, t: float) -> str:
-        """The phase of the last phase-marker at or before t ("startup" before any)."""
+        """The phase that had started at t (the first phase before any)."""
         times = [p[0] for p in self.phase_points]
         i = bisect.bisect_right(times, t) - 1
-        return self.phase_points[i][1] if i >= 0 else "startup"
+        if i >= 0:
+            return self.phase_points[i][1]
+        return self.phase_points[0][1] if self.phase_points else PHASES[0]
 
     def lines(self, start: float, end: float) -> list[Mark]:
         times = [m.t for m in self.marks]
@@ -92,26 +98,22 @@ class NodeTimeline:
 
 
 def build_timeline(node: str, events: list[LogEvent], markers: MarkerSet,
-                   end_hint: float | None) -> NodeTimeline | None:
+                   end_hint: float | None, attempts: list[Timeline] | None = None
+                   ) -> NodeTimeline | None:
     timed = [e for e in events if e.t is not None]
     if not timed:
         return None
     marks = [Mark(e.t, e, markers.match(e.message)) for e in timed]
     end = max(timed[-1].t, end_hint or timed[-1].t)
     timeline = NodeTimeline(node, marks, start=timed[0].t, end=end)
-    seen_phases: set[str] = set()
-    order = {name: i for i, name in enumerate(markers.phases)}
+    timeline.phase_points = [(p.start, p.name) for attempt in attempts or []
+                             for p in attempt.phases]
+    timeline.phase_points.sort(key=lambda p: p[0])
     for mark in marks:
         for name in mark.markers:
             marker = markers.markers[name]
             if marker.ready and timeline.ready_at is None:
                 timeline.ready_at = mark.t
-            if marker.phase and (timeline.ready_at is None or mark.t <= timeline.ready_at):
-                current = timeline.phase_points[-1][1] if timeline.phase_points else "startup"
-                # phases move forward; an early-phase line late in the start does not rewind
-                if order.get(marker.phase, 0) >= order.get(current, 0) and marker.phase != current:
-                    timeline.phase_points.append((mark.t, marker.phase))
-                seen_phases.add(marker.phase)
             if name == "fs_type":
                 size = _SIZE.search(mark.event.message)
                 if size:
@@ -129,16 +131,25 @@ def build_timeline(node: str, events: list[LogEvent], markers: MarkerSet,
     if timeline.ready_at is None:
         for mark in marks:
             if any(markers.markers[n].failure for n in mark.markers):
-                timeline.failed_at = mark.t
+                timeline.failed_at, timeline.failed_mark = mark.t, mark
                 break
     return timeline
+
+
+def matching_line(message: str, rx: re.Pattern) -> str:
+    """The line of a (multi-line) message that the pattern matched, else its first line."""
+    for line in message.split("\n"):
+        if rx.search(line):
+            return line.strip()
+    return message.split("\n", 1)[0].strip()
 
 
 def phase_spans(timeline: NodeTimeline) -> list[dict]:
     """The node's phases as {name, start, end, duration_s} (end = next phase's start)."""
     spans = []
-    points = [(timeline.start, "startup")] + [p for p in timeline.phase_points
-                                               if p[0] >= timeline.start]
+    first = timeline.phase_points[0][1] if timeline.phase_points else PHASES[0]
+    points = [(timeline.start, first)] + [p for p in timeline.phase_points
+                                           if p[0] >= timeline.start]
     merged: list[tuple[float, str]] = []
     for t, name in points:
         if merged and merged[-1][0] == t:

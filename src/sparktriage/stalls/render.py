@@ -15,7 +15,7 @@ def render(document: dict) -> list[str]:
         sources = ", ".join(node["sources"]) or "none"
         out.append(f"node {name}: {node['outcome']}, {node['lines']} log lines, "
                    f"evidence: {sources}")
-        for phase in (p for p in document["phases"] if p.get("node") == name):
+        for phase in node["phases"]:
             marks = [f for f in document["findings"] if f["node"] == name
                      and phase["start"] <= f["start"] < max(phase["end"], phase["start"] + 1e-9)]
             flag = "  <- " + ", ".join(f"{f['kind']} {f['duration_s']:.0f} s" for f in marks) \

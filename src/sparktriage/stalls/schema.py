@@ -137,7 +137,6 @@ class Marker(_Strict):
     """A named log pattern: what a line means for the startup."""
 
     pattern: str
-    phase: str | None = Field(None, description="the phase this line starts or belongs to")
     progress: bool = Field(True, description="false for 'still waiting' lines")
     after_import: bool = Field(False, description="the line follows a (sub)process import")
     ready: bool = Field(False, description="the startup is complete")
@@ -152,10 +151,9 @@ class Marker(_Strict):
 
 
 class Vocabulary(_Strict):
-    """`rules/_vocabulary.yaml`: phases, log markers and advice per missing source."""
+    """`rules/_vocabulary.yaml`: log markers, shared conditions, advice per missing source."""
 
     schema_version: Literal[1]
-    phases: list[str] = Field(min_length=1)
     markers: dict[str, Marker] = Field(min_length=1)
     shared: dict[str, Condition] = Field(default_factory=dict,
                                          description="conditions rules reuse with `use: NAME`")

@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 from sparktriage.errors import SourceLocation
+from sparktriage.evidence.catalog import PHASES
 from sparktriage.stalls import expr
 from sparktriage.stalls.loader import LoadedRule, Problem, RuleSet
 from sparktriage.stalls.schema import Condition
@@ -152,10 +153,10 @@ class Vocabulary(Validator):
 
     def check(self, loaded, ruleset):
         vocab = ruleset.vocabulary
-        phases = set(vocab.phases) if vocab else set()
+        phases = set(PHASES)  # the log parser's startup phases (docs/logs.md)
         markers = set(vocab.markers) if vocab else set()
         for phase in loaded.rule.phases:
-            if phase != "any" and vocab and phase not in phases:
+            if phase != "any" and phase not in phases:
                 yield loaded.location("phases"), f"unknown phase {phase}"
         for condition, path in _conditions(loaded):
             if condition.signal is not None and condition.signal not in SIGNALS:
@@ -168,7 +169,7 @@ class Vocabulary(Validator):
             if condition.log is not None and vocab and condition.log not in markers:
                 yield loaded.location(*path, "log"), f"unknown marker {condition.log}"
             for phase in condition.phase or []:
-                if phase != "any" and vocab and phase not in phases:
+                if phase != "any" and phase not in phases:
                     yield loaded.location(*path, "phase"), f"unknown phase {phase}"
             if condition.use is not None and vocab and condition.use not in vocab.shared:
                 yield loaded.location(*path, "use"), f"unknown shared condition {condition.use}"
@@ -177,7 +178,7 @@ class Vocabulary(Validator):
         vocab = ruleset.vocabulary
         if vocab is None:
             return []
-        out = []
+        out: list[Problem] = []
         vocab_file = str(ruleset.directory / "_vocabulary.yaml")
         for name, shared in vocab.shared.items():
             for condition, path in _walk(shared, ("shared", name)):
@@ -193,11 +194,6 @@ class Vocabulary(Validator):
                     out.append(Problem(SourceLocation(vocab_file, line),
                                        f"shared {name}: shared conditions cannot `use` others",
                                        self.name))
-        for name, marker in vocab.markers.items():
-            if marker.phase and marker.phase not in vocab.phases:
-                line = ruleset.vocabulary_lines.get(("markers", name))
-                out.append(Problem(SourceLocation(str(ruleset.directory / "_vocabulary.yaml"), line),
-                                   f"marker {name}: unknown phase {marker.phase}", self.name))
         return out
 
 
