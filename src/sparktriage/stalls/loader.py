@@ -172,6 +172,7 @@ def require_clean(problems: list[Problem], what: str) -> None:
     errors = [p for p in problems if p.severity == "error"]
     if errors:
         first = errors[0]
-        more = f" (and {len(errors) - 1} more; run `sparktriage rules check`)" if len(errors) > 1 else ""
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         raise ConfigError(f"{what}: {first.message}{more}", location=first.location,
-                          errors=[str(p) for p in errors])
+                          errors=[str(p) for p in errors],
+                          hint="`sparktriage rules check` lists every problem")

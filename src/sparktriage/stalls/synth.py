@@ -184,6 +184,8 @@ def write_bundle(spec: dict, out: Path, base: Path, segments: dict | None = None
     nodes = spec.get("nodes") or {}
     if not nodes:
         raise InputError("a spec needs at least one node")
+    if out.exists() and any(out.iterdir()):
+        raise InputError(f"{out}: exists and is not empty (a bundle is written into a new folder)")
     out.mkdir(parents=True, exist_ok=True)
     manifest, ends = [], []
     for name, node in nodes.items():
