@@ -94,7 +94,7 @@ class Evaluator:
         if c.where == "last":
             return [self.period.last_line] if self.period.last_line else []
         start, end = self.period.start, self.period.end
-        bounds = {"before": (float("-inf"), start), "during": (start, end),
+        bounds = {"before": (float("-inf"), start), "during": (self.window.start, end),
                   "until_end": (float("-inf"), end), "anywhere": (float("-inf"), float("inf"))}
         lo, hi = bounds[c.where]
         return [m for t in timelines for m in t.marks if lo <= m.t <= hi]

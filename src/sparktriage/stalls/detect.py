@@ -52,6 +52,7 @@ class Period:
     last_line: Mark | None = None
     open_ended: bool = False
     held_by: str | None = None
+    evidence_from: float | None = None  # evidence window start when it differs from `start`
     facts: dict = field(default_factory=dict)  # numbers the detectors measured
 
     @property
@@ -90,12 +91,20 @@ def _progress_marks(timeline: NodeTimeline, markers: MarkerSet) -> list[Mark]:
     return out
 
 
-def _allowed_gap(nxt: Mark, seen_processes: set, markers: MarkerSet, params: DetectParams) -> float:
-    process = (nxt.event.process, nxt.event.pid)
-    if nxt.event.pid is not None and process not in seen_processes:
-        return params.spawn_s
+_SPAWN_LOOKAHEAD_S = 5.0  # a new process's first lines may lack its prefix (warnings, glog)
+
+
+def _allowed_gap(following: list[Mark], seen_processes: set, markers: MarkerSet,
+                 params: DetectParams) -> float:
+    """The silence allowed before `following[0]`: longer when a new process starts there."""
+    nxt = following[0]
     if any(markers.markers[name].after_import for name in nxt.markers):
         return params.spawn_s
+    for mark in following:
+        if mark.t > nxt.t + _SPAWN_LOOKAHEAD_S:
+            break
+        if mark.event.pid is not None and (mark.event.process, mark.event.pid) not in seen_processes:
+            return params.spawn_s
     return params.silence_s
 
 
@@ -106,10 +115,11 @@ def _silences(timeline: NodeTimeline, progress: list[Mark], markers: MarkerSet,
     if started is not None and progress and progress[0].t - started >= params.spawn_s:
         out.append(Period(timeline.node, "stall", started, progress[0].t, timeline.phase_at(started), ["silence"],
                           f"no log line for {progress[0].t - started:.0f} s after the start"))
-    for prev, nxt in zip(progress, progress[1:]):
+    for i, (prev, nxt) in enumerate(zip(progress, progress[1:])):
         seen.add((prev.event.process, prev.event.pid))
         gap = nxt.t - prev.t
-        if gap >= max(params.min_stall_s, _allowed_gap(nxt, seen, markers, params)):
+        if gap >= max(params.min_stall_s, params.silence_s) and \
+                gap >= _allowed_gap(progress[i + 1:i + 40], seen, markers, params):
             out.append(Period(timeline.node, "stall", prev.t, nxt.t, timeline.phase_at(prev.t),
                               ["silence"], f"no progress for {gap:.0f} s", last_line=prev))
     if progress and timeline.ready_at is None and timeline.failed_at is None:
@@ -172,10 +182,12 @@ def _failure(timeline: NodeTimeline, progress: list[Mark], markers: MarkerSet) -
     first = timeline.failed_mark or next(m for m in timeline.marks if m.t >= timeline.failed_at)
     end = max(timeline.failed_at, timeline.marks[-1].t)
     before = [m for m in progress if m.t < timeline.failed_at]
+    # what led to the failure (a silent wait, a crawl) is evidence for its cause too
     return Period(timeline.node, "failure", timeline.failed_at, end,
                   timeline.phase_at(timeline.failed_at), ["failure"],
                   f"the start failed: {_failure_text(first, markers)[:200]}",
-                  last_line=before[-1] if before else None)
+                  last_line=before[-1] if before else None,
+                  evidence_from=before[-1].t if before else None)
 
 
 def _merge(periods: list[Period]) -> list[Period]:

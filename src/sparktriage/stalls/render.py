@@ -15,9 +15,13 @@ def render(document: dict) -> list[str]:
         sources = ", ".join(node["sources"]) or "none"
         out.append(f"node {name}: {node['outcome']}, {node['lines']} log lines, "
                    f"evidence: {sources}")
-        for phase in node["phases"]:
+        rows = node["phases"]
+        for i, phase in enumerate(rows):
+            # a finding is flagged on the last row of its phase that began before it
             marks = [f for f in document["findings"] if f["node"] == name
-                     and phase["start"] <= f["start"] < max(phase["end"], phase["start"] + 1e-9)]
+                     and f["phase"] == phase["name"] and phase["start"] <= f["start"] + 1e-6
+                     and not any(r["name"] == f["phase"] and r["start"] <= f["start"] + 1e-6
+                                 for r in rows[i + 1:])]
             flag = "  <- " + ", ".join(f"{f['kind']} {f['duration_s']:.0f} s" for f in marks) \
                 if marks else ""
             out.append(f"  {_rel(phase['start'], origin):>10}  {phase['name']:<17}"

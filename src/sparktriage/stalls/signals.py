@@ -45,14 +45,20 @@ class Window:
         self.period = period
         self.node: NodeEvidence = evidence.nodes[period.node]
 
+    @property
+    def start(self) -> float:
+        """Where the evidence window begins (a failure reads back to its last progress)."""
+        p = self.period
+        return p.evidence_from if p.evidence_from is not None else p.start
+
     def records(self, source: str) -> list[dict] | None:
         """Records of a source in the window (padded when the window is shorter than a round)."""
         if not self.node.has(source):
             return None
         series = self.node.get(source)
-        found = series.window(self.period.start, self.period.end)
+        found = series.window(self.start, self.period.end)
         if len(found) < 2:
-            found = series.window(self.period.start - _PAD_S, self.period.end + _PAD_S)
+            found = series.window(self.start - _PAD_S, self.period.end + _PAD_S)
         return found
 
     @cached_property
