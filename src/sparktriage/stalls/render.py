@@ -19,8 +19,8 @@ def render(document: dict) -> list[str]:
         for i, phase in enumerate(rows):
             # a finding is flagged on the last row of its phase that began before it
             marks = [f for f in document["findings"] if f["node"] == name
-                     and f["phase"] == phase["name"] and phase["start"] <= f["start"] + 1e-6
-                     and not any(r["name"] == f["phase"] and r["start"] <= f["start"] + 1e-6
+                     and f["phase"] == phase["name"] and phase["start"] <= f["start"] + 0.01
+                     and not any(r["name"] == f["phase"] and r["start"] <= f["start"] + 0.01
                                  for r in rows[i + 1:])]
             flag = "  <- " + ", ".join(f"{f['kind']} {f['duration_s']:.0f} s" for f in marks) \
                 if marks else ""
