@@ -73,7 +73,7 @@ def _progress_marks(timeline: NodeTimeline, markers: MarkerSet) -> list[Mark]:
     last_bar: dict[str, tuple[int, int]] = {}
     limit = timeline.settled
     for mark in timeline.marks:
-        if mark.t > limit:
+        if mark.t > limit or (timeline.stopped_at is not None and mark.t >= timeline.stopped_at):
             break
         if not mark.event.message.strip():
             continue
@@ -124,12 +124,13 @@ def _silences(timeline: NodeTimeline, progress: list[Mark], markers: MarkerSet,
                               ["silence"], f"no progress for {gap:.0f} s", last_line=prev))
     if progress and timeline.ready_at is None and timeline.failed_at is None:
         last = progress[-1]
-        gap = timeline.end - last.t
+        end = timeline.stopped_at or timeline.end
+        gap = end - last.t
         if gap >= max(params.min_stall_s, params.silence_s):
-            out.append(Period(timeline.node, "stall", last.t, timeline.end,
-                              timeline.phase_at(last.t), ["hang"],
-                              f"no progress for the last {gap:.0f} s; the start never became "
-                              f"ready", last_line=last, open_ended=True))
+            how = "it was stopped" if timeline.stopped_at else "observation ended"
+            out.append(Period(timeline.node, "stall", last.t, end, timeline.phase_at(last.t),
+                              ["hang"], f"no progress for the last {gap:.0f} s, until {how}; "
+                              f"the start never became ready", last_line=last, open_ended=True))
     return out
 
 

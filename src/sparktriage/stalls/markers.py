@@ -68,6 +68,7 @@ class NodeTimeline:
     ready_at: float | None = None
     failed_at: float | None = None
     failed_mark: Mark | None = None  # the line that said the start failed
+    stopped_at: float | None = None  # a signal from outside stopped the server before ready
     phase_points: list[tuple[float, str]] = field(default_factory=list)
     bar: list[tuple[float, int, int]] = field(default_factory=list)  # (t, n, total) shards
     checkpoint_bytes: float | None = None
@@ -93,8 +94,8 @@ class NodeTimeline:
 
     @property
     def settled(self) -> float:
-        """When the startup ended: ready, failed, or the end of observation."""
-        return self.ready_at or self.failed_at or self.end
+        """When the startup ended: ready, failed, stopped, or the end of observation."""
+        return self.ready_at or self.failed_at or self.stopped_at or self.end
 
 
 def build_timeline(node: str, events: list[LogEvent], markers: MarkerSet,
@@ -130,6 +131,9 @@ def build_timeline(node: str, events: list[LogEvent], markers: MarkerSet,
                     timeline.bar.append((mark.t, int(bar.group(2)), int(bar.group(3))))
     if timeline.ready_at is None:
         for mark in marks:
+            if any(markers.markers[n].stopped for n in mark.markers):
+                timeline.stopped_at = mark.t  # teardown lines that follow are not a failure
+                break
             if any(markers.markers[n].failure for n in mark.markers):
                 timeline.failed_at, timeline.failed_mark = mark.t, mark
                 break

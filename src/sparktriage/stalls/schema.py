@@ -141,6 +141,7 @@ class Marker(_Strict):
     after_import: bool = Field(False, description="the line follows a (sub)process import")
     ready: bool = Field(False, description="the startup is complete")
     failure: bool = Field(False, description="the startup failed")
+    stopped: bool = Field(False, description="the server was stopped from outside")
     description: str | None = None
 
     @field_validator("pattern")
