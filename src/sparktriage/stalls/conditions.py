@@ -17,7 +17,7 @@ from sparktriage.stalls.markers import Mark, MarkerSet, matching_line
 from sparktriage.stalls.schema import Condition
 from sparktriage.stalls.signals import SIGNALS, Window, compute
 
-_DMESG_BEFORE_S = 120.0
+_DMESG_BEFORE_S = 60.0
 _DMESG_AFTER_S = 30.0
 _ROUND_GAP_S = 0.5  # dumps of one py-spy round lie closer together than this
 
