@@ -308,7 +308,8 @@ def _gaps(tl: Timeline, last_phase_t: dict[str, float]) -> list[Gap]:
     capture = tl.reported_detail.get("graph_capture_s")
     if capture:
         end = capture[-1]["t"]
-        starts = [p.start for p in tl.phases if p.name in ("cuda_graphs", "kernel_jit")]
+        starts = [p.start for p in tl.phases if p.name == "cuda_graphs"] or [
+            p.start for p in tl.phases if p.name == "kernel_jit"]
         add("graph_capture", "graph_capture_s", starts[0] if starts else None, end)
     loaded = last_phase_t.get("post_load", last_phase_t.get("weight_read"))
     add("init_engine", "init_engine_s", loaded, tl.anchors_last.get("reported.init_engine"))
