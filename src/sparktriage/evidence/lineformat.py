@@ -27,18 +27,18 @@ from typing import NamedTuple
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
 _PAREN = re.compile(
-    r"\((?:(?P<name>[A-Za-z_][\w.:\-]*) )?pid=(?P<pid>\d+)(?:, ip=(?P<ip>[^)\s]*))?\) ?"
+    r"\((?:(?P<name>[A-Za-z_][\w.:\-]*) )?pid=(?P<pid>\d{1,10})(?:, ip=(?P<ip>[^)\s]*))?\) ?"
 )
 _VLLM = re.compile(
     r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL|WARN|TRACE) "
     r"(?P<stamp>\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,](?P<frac>\d{1,9}))? "
-    r"\[(?P<file>[^\]\s]+?):(?P<line>\d+)\] ?"
+    r"\[(?P<file>[^\]\s]+?):(?P<line>\d{1,9})\] ?"
 )
 _STAMP_HINT = re.compile(r"\d\d-\d\d \d\d:\d\d:\d\d")
 _UVICORN = re.compile(r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL|TRACE):\s+")
 _GLOG = re.compile(
     r"\[?(?P<level>[IWEF])(?P<mm>\d\d)(?P<dd>\d\d) (?P<hms>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d{1,9}))?"
-    r"(?: +\d+)? (?P<file>[^\s\]:]+):(?P<line>\d+)\] ?"
+    r"(?: +\d+)? (?P<file>[^\s\]:]+):(?P<line>\d{1,9})\] ?"
 )
 _PYLOG = re.compile(
     r"(?P<date>\d{4}-\d\d-\d\d)[ T](?P<hms>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d{1,9}))?"
@@ -115,9 +115,9 @@ def _overwrite(text: str) -> str:
 
 
 _FAST = re.compile(
-    r"\((?P<name>[A-Za-z_][\w.:\-]*) pid=(?P<pid>\d+)\) "
+    r"\((?P<name>[A-Za-z_][\w.:\-]*) pid=(?P<pid>\d{1,10})\) "
     r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<stamp>\d\d-\d\d \d\d:\d\d:\d\d) "
-    r"\[(?P<file>[^\]\s]+?):(?P<line>\d+)\] ?"
+    r"\[(?P<file>[^\]\s]+?):(?P<line>\d{1,9})\] ?"
 )
 
 

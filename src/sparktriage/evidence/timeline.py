@@ -148,8 +148,11 @@ class TimelineBuilder:
             tl = None
         if tl is None:
             tl = self._open(event)
-        if not tl.complete:
-            self._silence(tl, event)
+        elif tl.complete:  # serving: only a restart (above) changes the timeline
+            tl.last_t, tl.last_line = event.t, _summary_line(event)
+            self._prev = event
+            return
+        self._silence(tl, event)
         tl.last_t, tl.last_line = event.t, _summary_line(event)
         for hit in hits:
             tl.anchors.setdefault(hit.id, event.t)
