@@ -5,8 +5,10 @@
 Each scenario starts the test bed's real `vllm serve` (testbed/server.py) and keeps its line
 records (`<name>.lines.jsonl`: every stdout/stderr line with its receive time):
 
-* plain   - the tiny model, 12 streamed requests, until two stats lines followed the traffic;
-* ngram   - ngram speculative decoding on a repetitive prompt, with SpecDecoding lines;
+* plain   - the tiny model, 12 streamed requests, until two stats lines followed the traffic
+            (and `/metrics` before and after the requests: tests/fixtures/metrics/plain-*.prom);
+* ngram   - ngram speculative decoding on a repetitive prompt, with SpecDecoding lines (and
+            `/metrics` before and after: ngram-*.prom);
 * killed  - requests in flight, then SIGKILL to the worker process (the engine dies);
 * failed  - a copy of the model with a truncated safetensors file (startup fails in load).
 
@@ -59,11 +61,19 @@ def _wait_for_lines(server: LocalServer, needle: str, count: int, timeout: float
         time.sleep(0.5)
 
 
+def _metrics(server: LocalServer, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(httpx.get(server.base_url + "/metrics", timeout=10).text)
+
+
 def plain(out: Path, bed) -> None:
     with LocalServer(bed, ServeSpec(model=bed.model()), out / "work" / "server.log") as server:
         server.wait_ready(420)
-        for i in range(12):
-            _complete(server.base_url, f"Once upon a time number {i}", 96)
+        _metrics(server, out.parent.parent / "metrics" / "plain-before.prom")
+        tokens = sum(_complete(server.base_url, f"Once upon a time number {i}", 96)
+                     for i in range(12))
+        _metrics(server, out.parent.parent / "metrics" / "plain-after.prom")
+        print(f"plain: {tokens} chunks streamed", file=sys.stderr)
         _wait_for_lines(server, "Avg generation throughput", 2, 30)
     _keep(server, out / "plain.lines.jsonl")
 
@@ -72,8 +82,10 @@ def ngram(out: Path, bed) -> None:
     spec = ServeSpec(model=bed.model(), speculative_config=NGRAM)
     with LocalServer(bed, spec, out / "work" / "server.log") as server:
         server.wait_ready(420)
+        _metrics(server, out.parent.parent / "metrics" / "ngram-before.prom")
         for _ in range(8):
             _complete(server.base_url, "a b c d e f g " * 20, 128)
+        _metrics(server, out.parent.parent / "metrics" / "ngram-after.prom")
         _wait_for_lines(server, "SpecDecoding metrics", 1, 30)
         _wait_for_lines(server, "Avg generation throughput", 2, 30)
     _keep(server, out / "ngram.lines.jsonl")

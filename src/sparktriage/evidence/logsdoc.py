@@ -194,7 +194,8 @@ class LogAnalyzer:
                 "version": self.facts.versions.get(last.node)}
 
     def _window(self, w: StatsWindow) -> dict:
-        return {"end": self._t(w.t), "start": self._t(w.start), "engine": w.engine,
+        return {"end": self._t(w.t), "start": self._t(w.start),
+                "start_estimated": w.start_estimated, "engine": w.engine,
                 "node": w.node, "prompt": w.prompt, "generation": w.generation,
                 "level": w.level, **w.parts}
 

@@ -53,6 +53,7 @@ class StatsWindow:
     node: str
     start: float | None = None
     parts: dict = field(default_factory=dict)
+    start_estimated: bool = False  # the previous line was hidden (idle): start = end - interval
 
     @property
     def length_s(self) -> float | None:
@@ -229,9 +230,9 @@ class StatsSeries:
         for w in sorted(self.windows, key=lambda x: x.t):
             before = prev.get((w.node, w.engine))
             if before is not None and 0 <= w.t - before.t <= 1.5 * interval + 1.0:
-                w.start = before.t
+                w.start, w.start_estimated = before.t, False
             else:
-                w.start = w.t - interval
+                w.start, w.start_estimated = w.t - interval, True
             prev[(w.node, w.engine)] = w
 
 
