@@ -86,6 +86,29 @@ def _number(name: str, text: str):
     return _float(text)
 
 
+# The shapes of 0.14-0.33 (parts after the two throughputs, and the spec line), matched in one
+# go; anything else falls back to the `Name: value` scan.
+_STATS_COMMON = re.compile(
+    r", Running: (\d{1,9}) reqs, Waiting: (\d{1,9}) reqs, (?:GPU|CPU|XPU|TPU|HPU|NPU) KV cache "
+    r"usage: (\d{1,3}\.\d)%(?:, Prefix cache hit rate: (\d{1,3}\.\d)%)?$")
+_SPEC_COMMON = re.compile(
+    r"Mean acceptance length: (\d{1,6}\.\d\d), Accepted throughput: (\d{1,9}\.\d\d) tokens/s, "
+    r"Drafted throughput: (\d{1,9}\.\d\d) tokens/s, Accepted: (\d{1,15}) tokens, Drafted: "
+    r"(\d{1,15}) tokens, Per-position acceptance rate: ((?:\d\.\d{3}(?:, )?)*), Avg Draft "
+    r"acceptance rate: (\d{1,3}\.\d|nan)%$")
+
+
+def _stats_parts(rest: str) -> dict:
+    m = _STATS_COMMON.match(rest)
+    if m is None:
+        return _pairs(rest, _STATS_NAMES)
+    parts = {"running": int(m.group(1)), "waiting": int(m.group(2)),
+             "kv_usage_pct": float(m.group(3))}
+    if m.group(4) is not None:
+        parts["prefix_hit_pct"] = float(m.group(4))
+    return parts
+
+
 def _pairs(text: str, names: dict) -> dict:
     """`Name: value` parts of a stats or spec line, under our names (unknown parts skipped)."""
     out = {}
@@ -112,19 +135,26 @@ def parse_stats(hit: Hit, event: LogEvent) -> StatsWindow | None:
     elif engine.isdigit() and len(engine) < 10:
         engine = str(int(engine))
     return StatsWindow(event.t, engine, prompt, gen, event.level, event.node,
-                       parts=_pairs(m["rest"] or "", _STATS_NAMES))
+                       parts=_stats_parts(m["rest"] or ""))
 
 
 def parse_spec(hit: Hit, event: LogEvent) -> SpecWindow | None:
     rest = hit.match["rest"] or ""
     if event.t is None:
         return None
-    values = _pairs(rest, _SPEC_NAMES)
-    if "accepted" not in values and "drafted" not in values:
-        return None
-    per_pos_m = _PER_POS.search(rest)
-    per_position = [v for v in (_float(x) for x in per_pos_m.group(1).split(", "))
-                    if v is not None] if per_pos_m else []
+    m = _SPEC_COMMON.match(rest)
+    if m is not None:
+        values = {"mean_acceptance_length": float(m.group(1)), "accepted_tps": float(m.group(2)),
+                  "drafted_tps": float(m.group(3)), "accepted": int(m.group(4)),
+                  "drafted": int(m.group(5)), "acceptance_pct": _float(m.group(7))}
+        per_position = [float(x) for x in m.group(6).split(", ") if x]
+    else:
+        values = _pairs(rest, _SPEC_NAMES)
+        if "accepted" not in values and "drafted" not in values:
+            return None
+        per_pos_m = _PER_POS.search(rest)
+        per_position = [v for v in (_float(x) for x in per_pos_m.group(1).split(", "))
+                        if v is not None] if per_pos_m else []
     drafts, exact = _drafts(values, per_position)
     return SpecWindow(event.t, event.node, values, per_position, drafts, exact)
 

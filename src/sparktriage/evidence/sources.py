@@ -81,8 +81,7 @@ def split_lines(stream: BinaryIO, max_line: int = MAX_LINE,
 
 
 def _decode(raw: bytes) -> str:
-    text = raw.decode("utf-8", errors="replace")
-    return text[:-1] if text.endswith("\r\n") else text  # CRLF files: the CR is not vLLM's
+    return raw.decode("utf-8", errors="replace")
 
 
 @dataclass(frozen=True)
