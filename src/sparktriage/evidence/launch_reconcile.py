@@ -20,7 +20,7 @@ from typing import Callable, Sequence
 from sparktriage.errors import SparktriageError
 from sparktriage.evidence.clock import iso
 from sparktriage.evidence.logsdoc import LogAnalyzer
-from sparktriage.evidence.parser import ParseOptions, merge_events, source_events
+from sparktriage.evidence.parser import ParseOptions, merge_events, parse_bytes, source_events
 from sparktriage.evidence.prometheus import metrics_window, parse_text, scrape
 from sparktriage.evidence.reconcile import delivered_from_records, reconcile
 from sparktriage.evidence.scan import fast_events
@@ -29,6 +29,8 @@ from sparktriage.store.documents import RecordWriter, read_records
 from sparktriage.store.rundir import LaunchDir
 
 Observer = Callable[[str, dict], None]
+WINDOW_MARGIN_S = 120.0  # stats windows kept around the protocol window (for their starts)
+TAIL_BYTES = 256 * 1024
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -95,17 +97,47 @@ def metric_windows(launch: LaunchDir) -> list[dict] | None:
         a.t, b.t = before["t"], record["t"]
         window.update(start=a.t, end=b.t, **metrics_window(a, b))
         windows.append(window)
+    for workload, before in pending.items():  # the run stopped before its "after" scrape
+        windows.append({"workload": workload, "start": None, "end": None,
+                        "generation_tokens": None,
+                        "error": before.get("error") or "no after scrape (the run stopped)"})
     return windows
 
 
-def _log_windows(specs: Sequence[str], tz: _dt.tzinfo | None):
+def _log_windows(specs: Sequence[str], tz: _dt.tzinfo | None,
+                 around: tuple[float, float] | None = None):
+    """Stats windows of the log (those ending within `around`, a margin added), and the edge
+    uncertainty of their times (receive times are exact, log stamps are whole seconds)."""
     sources = [s for spec in specs for s in resolve_inputs([spec])]
     options = ParseOptions(tz=tz)
     streams = [source_events(s, options) if s.records else fast_events(s, options) for s in sources]
-    analyzer = LogAnalyzer(tz).feed_all(merge_events(streams))
+    keep = None if around is None else (around[0] - WINDOW_MARGIN_S, around[1] + WINDOW_MARGIN_S)
+    analyzer = LogAnalyzer(tz, windows_around=keep).feed_all(merge_events(streams))
     analyzer.stats.place()
     receive = analyzer.t_sources.get("receive", 0) >= analyzer.t_sources.get("log", 0)
     return analyzer.stats.windows, (0.25 if receive else 1.0)
+
+
+def _tail_stats_times(specs: Sequence[str], tz: _dt.tzinfo | None) -> list[float]:
+    """Times of the stats lines near the end of each log file (reads its last 256 KiB only)."""
+    times: list[float] = []
+    for source in (s for spec in specs for s in resolve_inputs([spec])):
+        if source.path is None or source.member is not None:
+            continue
+        try:
+            with open(source.path, "rb") as fh:
+                fh.seek(0, 2)
+                size = fh.tell()
+                fh.seek(max(0, size - TAIL_BYTES))
+                data = fh.read()
+        except OSError:
+            continue
+        if size > TAIL_BYTES:
+            data = data[data.find(b"\n") + 1:]
+        events = parse_bytes(data, records=source.records, options=ParseOptions(
+            tz=tz, reference=source.mtime()))
+        times += [e.t for e in events if e.t is not None and "Avg prompt throughput:" in e.message]
+    return times
 
 
 def wait_for_log(specs: Sequence[str], after_t: float, timeout_s: float,
@@ -115,10 +147,10 @@ def wait_for_log(specs: Sequence[str], after_t: float, timeout_s: float,
     deadline = time.monotonic() + timeout_s
     while True:
         try:
-            windows, _ = _log_windows(specs, tz)
+            times = _tail_stats_times(specs, tz)
         except SparktriageError:
-            windows = []
-        if any(w.t >= after_t for w in windows):
+            times = []
+        if any(t >= after_t for t in times):
             return True
         if time.monotonic() >= deadline:
             return False
@@ -139,7 +171,9 @@ def reconcile_launch(launch: LaunchDir, logs: Sequence[str] = (), *,
                                          if window["start"] <= a.t <= window["end"])
     log_windows, edge = (None, 1.0)
     if logs:
-        log_windows, edge = _log_windows(logs, tz)
+        spans = [(s, e) for s, _, _, e in delivered.spans] + protocol
+        around = (min(s for s, _ in spans), max(e for _, e in spans)) if spans else None
+        log_windows, edge = _log_windows(logs, tz, around)
     doc = reconcile(delivered, windows, log_windows, log_edge_s=edge, protocol=protocol or None)
     doc["inputs"] = {"requests": str(launch.requests_path), "logs": list(logs),
                      "metrics": windows is not None}

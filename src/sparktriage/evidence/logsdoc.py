@@ -34,11 +34,12 @@ LONG_SILENCE_S = 60.0
 class LogAnalyzer:
     """Accumulates what the `logs` document needs from a stream of events."""
 
-    def __init__(self, tz: _dt.tzinfo | None = None) -> None:
+    def __init__(self, tz: _dt.tzinfo | None = None,
+                 windows_around: tuple[float, float] | None = None) -> None:
         self.tz = tz
         self.builders: dict[str, TimelineBuilder] = {}
         self.facts = Facts()
-        self.stats = StatsSeries()
+        self.stats = StatsSeries(around=windows_around)
         self.spec = SpecSeries()
         self.events = 0
         self.levels: Counter = Counter()

@@ -223,8 +223,10 @@ class _Rates:
 class StatsSeries:
     """All periodic stats windows of a log: streaming summaries, the first windows kept."""
 
-    def __init__(self, keep: int = MAX_WINDOWS_KEPT) -> None:
+    def __init__(self, keep: int = MAX_WINDOWS_KEPT,
+                 around: tuple[float, float] | None = None) -> None:
         self.keep = keep
+        self.around = around  # keep only windows ending in this time range (reconciliation)
         self.windows: list[StatsWindow] = []
         self.generation = _Rates()
         self.prompt = _Rates()
@@ -241,6 +243,8 @@ class StatsSeries:
         if last is not None and w.t >= last and len(self._diffs) < 100_000:
             self._diffs[round(w.t - last, 1)] += 1
         self._last[key] = w.t
+        if self.around is not None and not self.around[0] <= w.t <= self.around[1]:
+            return
         if len(self.windows) < self.keep:
             self.windows.append(w)
 
