@@ -94,6 +94,32 @@ def render(doc: dict) -> Group:
     return Group(*parts)
 
 
+def render_reconcile(doc: dict) -> Group:
+    """The human-readable view of a reconciliation (bench --log/--metrics)."""
+    d = doc["delivered"]
+    parts: list = [Text(f"Reconciliation: {doc['verdict']}", style="bold")]
+    parts.append(Text(f"delivered: {d['tokens']} tokens in {d['requests']} requests, "
+                      f"{d['chunks']} chunks, decode mean {_s(d['decode_tok_s_mean'])} tok/s"))
+    m = doc.get("metrics")
+    if m and m.get("generation_tokens") is not None:
+        parts.append(Text(f"/metrics: vllm:generation_tokens_total rose by "
+                          f"{m['generation_tokens']:.0f} over the protocol windows "
+                          f"(difference {m['difference_tokens']:+.0f})"))
+    log = doc.get("log")
+    if log and log["windows"]:
+        table = Table(title="Log windows vs tokens delivered in them", title_justify="left")
+        for column in ("end", "s", "log tok/s", "log tokens", "delivered", "busy", "verdict"):
+            table.add_column(column, justify="left" if column in ("end", "verdict") else "right")
+        for w in log["windows"]:
+            table.add_row(_clock(w["end"]), _s(w["seconds"]), _s(w["logged_tok_s"]),
+                          _s(w["logged_tokens"], 0), str(w["delivered_tokens"]),
+                          f"{100 * w['decode_busy_fraction']:.0f}%", w["verdict"])
+        parts.append(table)
+    for r in doc["reasons"]:
+        parts.append(Text(f"- {r['text']}"))
+    return Group(*parts)
+
+
 @app.command("logs")
 def logs(
     log: List[str] = typer.Argument(..., help="Log files, NODE=FILE, bundles (folder or .tar.gz), or - for stdin."),

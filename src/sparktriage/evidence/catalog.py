@@ -9,6 +9,7 @@ logs; docs/logs.md lists them by phase.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -210,6 +211,7 @@ RULES: tuple[Rule, ...] = (
 )
 
 RULES_BY_ID = {rule.id: rule for rule in RULES}
+_STATS, _SPEC = RULES_BY_ID["stats"], RULES_BY_ID["spec"]  # when they match, the only match
 
 
 @dataclass(frozen=True)
@@ -226,13 +228,22 @@ class Hit:
     def num(self, group: str = "s") -> float | None:
         value = self.match.group(group)
         try:
-            return float(value.replace(",", "")) if value is not None else None
-        except ValueError:
+            number = float(value.replace(",", "")) if value is not None else None
+        except (ValueError, OverflowError):
             return None
+        return number if number is None or math.isfinite(number) else None
 
 
 def match_message(message: str) -> list[Hit]:
     """Every rule that matches the message (usually none or one)."""
+    if "Avg prompt throughput:" in message:  # the periodic stats line says nothing else
+        m = _STATS.regex.search(message)
+        if m is not None:
+            return [Hit(_STATS, m)]
+    elif "SpecDecoding metrics:" in message:
+        m = _SPEC.regex.search(message)
+        if m is not None:
+            return [Hit(_SPEC, m)]
     hits = []
     for rule in RULES:
         if rule.key in message:
@@ -242,8 +253,26 @@ def match_message(message: str) -> list[Hit]:
     return hits
 
 
-# Literals whose presence makes a line worth parsing at all (scan.py's fast path): every rule
-# key, plus what the error and warning collection needs.
-EXTRA_KEYS = ("WARNING", "ERROR", "CRITICAL", "Traceback (most recent call last)", "Error",
-              "Exception", "Warning", "Killed", "NV_ERR", "NCCL WARN", "Segmentation fault",
-              "core dumped", "OutOfMemory")
+# The analysis gate (gate.py): while a server starts, every line is read; while it serves, only
+# lines whose vLLM message starts with one of MESSAGE_STARTS (right after "[file.py:123] " and
+# an optional "[tag] ") or that hold one of GATE_LITERALS. Every rule above must be reachable
+# through the gate (tests/evidence/test_scan.py checks it on every fixture).
+MESSAGE_STARTS = (
+    "Avg prompt throughput", "Engine [0-9]", "[0-9]+ Engines Aggregated", "SpecDecoding",
+    "vLLM ", "non-default args", "Resolved architecture", "Downloading", "Initializing ",
+    "Initial profiling", "Launching ", "DP group leader", "world_size=", "Adjusting world_size",
+    "rank [0-9]", "Waiting for", "No current placement", "No available shared memory",
+    "Creating a new placement", "Starting ", "Loading ", "Filesystem type",
+    "Auto-prefetch", "Prefetching", "Model loading took", "Detected MTP", "Using ",
+    "Dynamo bytecode", "Compiling a graph", "Cache the graph", "Directly load", "saved AOT",
+    "torch.compile", "Warming up", "Profiling CUDA", "Estimated CUDA", "CUDA graph memory",
+    "Memory profiling", "Available ", "Explicitly set", "[A-Z]{3}(?: \\+ host)? KV cache size",
+    "Maximum concurrency", "Compile and warming", "Capturing ", "Graph capturing",
+    "Skipping CUDA graph", "init engine", "Supported", "Application startup",
+    "Your GPU", "NVFP4 ", "NvFp4 ", "Mxfp4 ", "MXFP4 ", "Requested ", "Falling back",
+    "Weight-only", "Worker proc", "EngineCore", "WorkerProc", "Engine core", "\\[c10d\\]",
+    "\\[shutdown\\]", "\\[Autotuner\\]", "Timed out",
+)
+GATE_LITERALS = (  # levels, tracebacks, the 0.20+ logo (a restart), crashes
+    "WARN", "ERR", "CRITICAL", "Traceback (", "\u2588  ", "Segmentation fault",
+)

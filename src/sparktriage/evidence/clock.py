@@ -63,16 +63,28 @@ class StampClock:
         self.last: float | None = None
         self.year_source = "given" if year is not None else "reference"
         self._cache: tuple[str, float | None] = ("", None)
+        self._hours: dict[tuple, float] = {}
 
     def _unix(self, year: int, month: int, day: int, hms: str) -> float | None:
-        h, m, s = (int(x) for x in hms.split(":"))
+        try:
+            h, m, s = int(hms[0:2]), int(hms[3:5]), int(hms[6:8])
+        except ValueError:
+            return None
         if month == 2 and day == 29:
             year = _leap_before(year)
-        try:
-            moment = _dt.datetime(year, month, day, h, m, min(s, 59), tzinfo=self.tz)
-            return moment.timestamp()
-        except (ValueError, OverflowError, OSError):
+        key = (year, month, day, h)
+        base = self._hours.get(key)
+        if base is None:  # zone offsets (DST) change on hour boundaries: cache per hour
+            try:
+                base = _dt.datetime(year, month, day, h, tzinfo=self.tz).timestamp()
+            except (ValueError, OverflowError, OSError):
+                return None
+            if len(self._hours) > 4096:
+                self._hours.clear()
+            self._hours[key] = base
+        if m > 59 or s > 60:
             return None
+        return base + 60 * m + min(s, 59)
 
     def _reference_year(self) -> int:
         return _dt.datetime.fromtimestamp(self.reference, self.tz).year

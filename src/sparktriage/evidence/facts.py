@@ -13,6 +13,7 @@ leaves this module passes through `redact` (API keys, tokens, passwords).
 from __future__ import annotations
 
 import ast
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -30,6 +31,7 @@ _SECRET_VALUES = re.compile(r"\b(?:hf_[A-Za-z0-9]{16,}|sk-[A-Za-z0-9_-]{16,}|gh[
 _EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt)\b:?")
 _FATAL = ("died unexpectedly", "NV_ERR_NO_MEMORY", "Segmentation fault", "core dumped",
           "OutOfMemoryError", "out of memory", "Killed process", "NCCL error")
+_FATAL_RE = re.compile("|".join(re.escape(f) for f in _FATAL))
 _CONFIG_KEYS = {
     "model": "model", "served_model_name": "served_model_name", "dtype": "dtype",
     "quantization": "quantization", "kv_cache_dtype": "kv_cache_dtype",
@@ -47,9 +49,29 @@ _CONFIG_KEYS = {
 }
 
 
+_SECRET_HINTS = ("key", "token", "pass", "secret", "bearer", "hf_", "sk-", "gh")
+
+
+def _i(text: str | None) -> int | None:
+    """An int from a matched group; None for absurd input (no exception ever)."""
+    text = (text or "").replace(",", "")
+    return int(text) if text.isdigit() and len(text) <= 15 else None
+
+
+def _f(text: str | None) -> float | None:
+    try:
+        value = float((text or "").replace(",", ""))
+    except (ValueError, OverflowError):
+        return None
+    return value if math.isfinite(value) else None
+
+
 def redact(text: str) -> str:
     """Replace secrets (API keys, tokens, passwords) by ***."""
     if not text:
+        return text
+    low = text.lower()
+    if not any(hint in low for hint in _SECRET_HINTS):
         return text
     text = _SECRET_KV.sub(lambda m: m.group(1) + "***", text)
     return _SECRET_VALUES.sub("***", text)
@@ -139,6 +161,10 @@ def _speculative(value) -> dict | None:
 
 
 def _jsonable(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 2**63:
+        return str(value)[:40]
     if value is None or isinstance(value, (bool, int, float, str)):
         return redact(value) if isinstance(value, str) else value
     if isinstance(value, (list, tuple)):
@@ -167,6 +193,7 @@ class Facts:
     warnings_total: int = 0
     errors: list[dict] = field(default_factory=list)
     errors_total: int = 0
+    engine_configs: int = 0
 
     def feed(self, event: LogEvent, hits: list[Hit]) -> None:
         for hit in hits:
@@ -190,7 +217,7 @@ class Facts:
                     text = f"{text} | {last}"
         elif level is None and _EXCEPTION_LINE.match(first) and event.kind == "text":
             text = first
-        elif any(f in event.message for f in _FATAL):
+        elif _FATAL_RE.search(event.message):
             text = first
         if text is not None:
             self.errors_total += 1
@@ -201,12 +228,13 @@ class Facts:
             return
         if level == "WARNING":
             self.warnings_total += 1
-            key = redact(first[:500])
+            key = first[:500]
             entry = self.warnings.get(key)
             if entry is not None:
                 entry["count"] += 1
             elif len(self.warnings) < MAX_WARNINGS:
-                self.warnings[key] = {"t": event.t, "text": key, "count": 1, "node": event.node}
+                self.warnings[key] = {"t": event.t, "text": redact(key), "count": 1,
+                                      "node": event.node}
 
     def version(self) -> str | None:
         values = list(self.versions.values())
@@ -231,6 +259,9 @@ def _version(f: Facts, hit: Hit, event: LogEvent) -> None:
 
 def _engine_config(f: Facts, hit: Hit, event: LogEvent) -> None:
     _version(f, hit, event)
+    f.engine_configs += 1
+    if f.engine_configs > 8:  # a restart loop repeats the same dump; the first ones suffice
+        return
     raw = parse_engine_config(hit.match.group("config"))
     for key, name in _CONFIG_KEYS.items():
         if key in raw and name not in f.config:
@@ -257,20 +288,20 @@ def _dist(f: Facts, hit: Hit, event: LogEvent) -> None:
     m = hit.match.groupdict()
     d = f.distributed
     if hit.id == "dist.init":
-        d.setdefault("world_size", int(m["ws"]))
+        d.setdefault("world_size", _i(m["ws"]))
         d.setdefault("init_method", redact(m["method"]))
         d.setdefault("backend", m["backend"])
         d.setdefault("ranks_seen", [])
-        if int(m["rank"]) not in d["ranks_seen"] and len(d["ranks_seen"]) < 1024:
-            d["ranks_seen"].append(int(m["rank"]))
+        if _i(m["rank"]) not in d["ranks_seen"] and len(d["ranks_seen"]) < 1024:
+            d["ranks_seen"].append(_i(m["rank"]))
     elif hit.id == "engine.dp_leader":
         d.setdefault("master_addr", m["master"])
         d.setdefault("mq_connect_ip", m["mq"])
-        d.setdefault("world_size", int(m["ws"]))
+        d.setdefault("world_size", _i(m["ws"]))
     elif hit.id == "dist.nccl":
         d["nccl"] = m["nccl"]
     elif hit.id == "dist.pg_wait":
-        d["placement_group_wait_s"] = max(d.get("placement_group_wait_s", 0), int(m["s"]))
+        d["placement_group_wait_s"] = max(d.get("placement_group_wait_s", 0), _i(m["s"]) or 0)
 
 
 def _kernel(f: Facts, hit: Hit, event: LogEvent) -> None:
@@ -310,15 +341,15 @@ def _kernel(f: Facts, hit: Hit, event: LogEvent) -> None:
 def _storage(f: Facts, hit: Hit, event: LogEvent) -> None:
     m, s = hit.match.groupdict(), f.storage
     if hit.id == "storage.fs":
-        s.update(filesystem=m["fs"], checkpoint_gib=float(m["size"]), available_ram_gib=float(m["ram"]))
+        s.update(filesystem=m["fs"], checkpoint_gib=_f(m["size"]), available_ram_gib=_f(m["ram"]))
     elif hit.id == "storage.no_prefetch":
         s.update(prefetch="disabled", prefetch_reason=m["why"][:300])
     elif hit.id == "storage.prefetch_start":
         s.update(prefetch="started", prefetch_started=event.t)
         if m.get("threads"):
-            s["prefetch_threads"] = int(m["threads"])
+            s["prefetch_threads"] = _i(m["threads"])
     elif hit.id == "storage.prefetch_progress":
-        s.update(prefetch_pct=int(m["pct"]), prefetch_files=f"{m['n']}/{m['total']}")
+        s.update(prefetch_pct=_i(m["pct"]), prefetch_files=f"{m['n']}/{m['total']}")
         s.setdefault("prefetch", "started")
     elif hit.id == "storage.prefetch_done":
         s.update(prefetch="finished", prefetch_s=hit.num("s"), prefetch_finished=event.t)
@@ -327,12 +358,14 @@ def _storage(f: Facts, hit: Hit, event: LogEvent) -> None:
 def _shards(f: Facts, hit: Hit, event: LogEvent) -> None:
     m = hit.match.groupdict()
     key = (event.node, m["desc"].strip())
-    n, total = int(m["n"]), int(m["total"])
+    n, total = _i(m["n"]), _i(m["total"])
+    if n is None or total is None:
+        return
     bar = f.shards.get(key)
     if bar is None:
         bar = f.shards[key] = {"desc": key[1], "node": event.node, "first_t": event.t,
                                "updates": 0, "total": total}
-    bar.update(last_t=event.t, n=n, total=total, percent=int(m["pct"]), elapsed=m["elapsed"],
+    bar.update(last_t=event.t, n=n, total=total, percent=_i(m["pct"]), elapsed=m["elapsed"],
                rate=m["rate"].strip(), complete=n >= total)
     bar["updates"] += 1
 
@@ -340,15 +373,15 @@ def _shards(f: Facts, hit: Hit, event: LogEvent) -> None:
 def _kv(f: Facts, hit: Hit, event: LogEvent) -> None:
     m, kv = hit.match.groupdict(), f.kv_cache
     if hit.id in ("kv.available", "kv.cpu_explicit"):
-        kv.setdefault("memory_gib", float(m["gib"]))
+        kv.setdefault("memory_gib", _f(m["gib"]))
     elif hit.id == "kv.size":
-        kv.setdefault("tokens", int(m["tok"].replace(",", "")))
+        kv.setdefault("tokens", _i(m["tok"]))
         kv.setdefault("device", (m["dev"] or "").strip() or None)
     elif hit.id == "kv.concurrency":
-        kv.setdefault("max_concurrency", float(m["x"]))
-        kv.setdefault("tokens_per_request", int(m["len"].replace(",", "")))
+        kv.setdefault("max_concurrency", _f(m["x"]))
+        kv.setdefault("tokens_per_request", _i(m["len"]))
     elif hit.id == "kv.graph_estimate":
-        kv.setdefault("cuda_graph_memory_gib", float(m["gib"]))
+        kv.setdefault("cuda_graph_memory_gib", _f(m["gib"]))
 
 
 _HANDLERS = {

@@ -23,22 +23,22 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
 _PAREN = re.compile(
-    r"\((?:(?P<name>[A-Za-z_][\w.:\-]*) )?pid=(?P<pid>\d+)(?:, ip=(?P<ip>[^)\s]*))?\) ?"
+    r"\((?:(?P<name>[A-Za-z_][\w.:\-]*) )?pid=(?P<pid>\d{1,10})(?:, ip=(?P<ip>[^)\s]*))?\) ?"
 )
 _VLLM = re.compile(
     r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL|WARN|TRACE) "
     r"(?P<stamp>\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,](?P<frac>\d{1,9}))? "
-    r"\[(?P<file>[^\]\s]+?):(?P<line>\d+)\] ?"
+    r"\[(?P<file>[^\]\s]+?):(?P<line>\d{1,9})\] ?"
 )
 _STAMP_HINT = re.compile(r"\d\d-\d\d \d\d:\d\d:\d\d")
 _UVICORN = re.compile(r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL|TRACE):\s+")
 _GLOG = re.compile(
     r"\[?(?P<level>[IWEF])(?P<mm>\d\d)(?P<dd>\d\d) (?P<hms>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d{1,9}))?"
-    r"(?: +\d+)? (?P<file>[^\s\]:]+):(?P<line>\d+)\] ?"
+    r"(?: +\d+)? (?P<file>[^\s\]:]+):(?P<line>\d{1,9})\] ?"
 )
 _PYLOG = re.compile(
     r"(?P<date>\d{4}-\d\d-\d\d)[ T](?P<hms>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d{1,9}))?"
@@ -56,8 +56,7 @@ _LEVELS = {"WARN": "WARNING", "I": "INFO", "W": "WARNING", "E": "ERROR", "F": "C
            "TRACE": "DEBUG"}
 
 
-@dataclass(frozen=True)
-class LineFields:
+class LineFields(NamedTuple):
     """What one physical line says about itself, before records are joined and timed."""
 
     message: str
@@ -115,8 +114,26 @@ def _overwrite(text: str) -> str:
     return parts[-1] if parts else ""
 
 
+_FAST = re.compile(
+    r"\((?P<name>[A-Za-z_][\w.:\-]*) pid=(?P<pid>\d{1,10})\) "
+    r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<stamp>\d\d-\d\d \d\d:\d\d:\d\d) "
+    r"\[(?P<file>[^\]\s]+?):(?P<line>\d{1,9})\] ?"
+)
+
+
 def parse_line(text: str) -> LineFields:
     """Parse one physical line (decoded, without its newline). Never raises."""
+    if text[:1] == "(" and "\x1b" not in text:
+        m = _FAST.match(text)  # the common case: one regex for prefix and header
+        if m is not None:
+            cont = text.endswith("\r")
+            message = text[m.end():-1] if cont else text[m.end():]
+            if "\r" in message:
+                message = _overwrite(message)
+            file = m["file"]
+            return LineFields(message, m["level"], m["name"], int(m["pid"]), None,
+                              file.rsplit("/", 1)[-1] if "/" in file else file, int(m["line"]),
+                              m["stamp"], None, None, None, False, cont, "vllm")
     text = strip_ansi(text)
     cont = text.endswith("\r")
     if cont:
@@ -151,8 +168,8 @@ def parse_line(text: str) -> LineFields:
 
 
 def _with_receive(fields: LineFields, stamp_full: str, frac, offset, receive) -> LineFields:
-    return LineFields(**{**fields.__dict__, "stamp_full": stamp_full, "frac": frac,
-                         "utc_offset": offset, "receive_stamp": receive})
+    return fields._replace(stamp_full=stamp_full, frac=frac, utc_offset=offset,
+                           receive_stamp=receive)
 
 
 def _looks_like_bar(message: str) -> bool:

@@ -17,15 +17,14 @@ from sparktriage.evidence.catalog import PHASE_INDEX, match_message
 from sparktriage.evidence.clock import iso
 from sparktriage.evidence.events import LogEvent
 from sparktriage.evidence.facts import Facts, redact
+from sparktriage.evidence.gate import interesting, restart_mark, serving_mark
 from sparktriage.evidence.series import (
-    MAX_WINDOWS_KEPT,
+    SpecSeries,
     SpecWindow,
+    StatsSeries,
     StatsWindow,
     parse_spec,
     parse_stats,
-    place_windows,
-    spec_summary,
-    summary,
 )
 from sparktriage.evidence.timeline import Timeline, TimelineBuilder
 
@@ -35,12 +34,13 @@ LONG_SILENCE_S = 60.0
 class LogAnalyzer:
     """Accumulates what the `logs` document needs from a stream of events."""
 
-    def __init__(self, tz: _dt.tzinfo | None = None) -> None:
+    def __init__(self, tz: _dt.tzinfo | None = None,
+                 windows_around: tuple[float, float] | None = None) -> None:
         self.tz = tz
         self.builders: dict[str, TimelineBuilder] = {}
         self.facts = Facts()
-        self.stats: list[StatsWindow] = []
-        self.spec: list[SpecWindow] = []
+        self.stats = StatsSeries(around=windows_around)
+        self.spec = SpecSeries()
         self.events = 0
         self.levels: Counter = Counter()
         self.t_sources: Counter = Counter()
@@ -49,8 +49,17 @@ class LogAnalyzer:
         self.first_t: float | None = None
         self.last_t: float | None = None
         self.inputs: dict[str, dict] = {}
+        self._serving: dict[str, bool] = {}  # origin → startup over: read gated lines only
 
     def feed(self, event: LogEvent) -> None:
+        serving = self._serving.get(event.origin, False)
+        if serving:  # gate.py: a serving server's log is read through the gate
+            if not interesting(event.raw):
+                return
+            if restart_mark(event.raw):
+                self._serving[event.origin] = False
+        elif serving_mark(event.raw):
+            self._serving[event.origin] = True
         self.events += 1
         self.levels[event.level or "none"] += 1
         self.t_sources[event.t_source] += 1
@@ -72,12 +81,12 @@ class LogAnalyzer:
         for hit in hits:
             if hit.id == "stats":
                 window = parse_stats(hit, event)
-                if window is not None and len(self.stats) < MAX_WINDOWS_KEPT:
-                    self.stats.append(window)
+                if window is not None:
+                    self.stats.add(window)
             elif hit.id == "spec":
                 window = parse_spec(hit, event)
-                if window is not None and len(self.spec) < MAX_WINDOWS_KEPT:
-                    self.spec.append(window)
+                if window is not None:
+                    self.spec.add(window)
         self.facts.feed(event, hits)
 
     def feed_all(self, events: Iterable[LogEvent]) -> "LogAnalyzer":
@@ -90,13 +99,12 @@ class LogAnalyzer:
         return iso(t, self.tz)
 
     def document(self) -> dict:
-        timelines = {node: b.finish() for node, b in self.builders.items()}
+        timelines = {node: attempts for node, b in self.builders.items()
+                     if (attempts := b.finish())}
         primary = _primary(timelines)
         tl = timelines[primary][-1] if primary else Timeline(node="local")
-        interval, hidden = place_windows(self.stats)
-        gen = [w.generation for w in self.stats]
-        prompt = [w.prompt for w in self.stats]
-        spec = spec_summary(self.spec)
+        self.stats.place()
+        spec = self.spec.summary()
         doc = {
             "kind": "logs",
             "inputs": list(self.inputs.values()),
@@ -112,15 +120,16 @@ class LogAnalyzer:
             "silences": [self._silence(s) for s in tl.silences],
             "nodes": {node: self._node(atts) for node, atts in timelines.items()},
             "throughput": {
-                "generation": summary(gen),
-                "prompt": summary(prompt),
-                "interval_s": round(interval, 3),
-                "hidden_idle_windows": hidden,
-                "engines": sorted({w.engine for w in self.stats}),
-                "windows": [self._window(w) for w in self.stats],
+                "generation": self.stats.generation.summary(),
+                "prompt": self.stats.prompt.summary(),
+                "interval_s": round(self.stats.interval(), 3),
+                "hidden_idle_windows": self.stats.hidden_idle(),
+                "engines": sorted(self.stats.engines),
+                "windows": [self._window(w) for w in self.stats.windows],
+                "windows_kept": len(self.stats.windows),
             },
             "spec_decode": None if spec is None else {
-                **spec, "windows_detail": [self._spec_window(w) for w in self.spec]},
+                **spec, "windows_detail": [self._spec_window(w) for w in self.spec.windows]},
             "kernels": list(self.facts.kernels),
             "kernel_detail": [{**k, "t": self._t(k["t"])} for k in self.facts.kernel_detail],
             "kernel_rejections": list(self.facts.kernel_rejections),
@@ -186,7 +195,8 @@ class LogAnalyzer:
                 "version": self.facts.versions.get(last.node)}
 
     def _window(self, w: StatsWindow) -> dict:
-        return {"end": self._t(w.t), "start": self._t(w.start), "engine": w.engine,
+        return {"end": self._t(w.t), "start": self._t(w.start),
+                "start_estimated": w.start_estimated, "engine": w.engine,
                 "node": w.node, "prompt": w.prompt, "generation": w.generation,
                 "level": w.level, **w.parts}
 

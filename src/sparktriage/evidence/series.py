@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import re
-import statistics
+from collections import Counter
 from dataclasses import dataclass, field
 
 from sparktriage.evidence.catalog import Hit
@@ -26,24 +26,18 @@ from sparktriage.evidence.events import LogEvent
 DEFAULT_INTERVAL_S = 10.0
 MAX_WINDOWS_KEPT = 20000
 
-_PART = {
-    "running": re.compile(r"Running: (\d+) reqs"),
-    "waiting": re.compile(r"(?:Waiting|Pending): (\d+) reqs"),
-    "deferred": re.compile(r"Deferred: (\d+) reqs"),
-    "preemptions": re.compile(r"Preemptions: (\d+)"),
-    "kv_usage_pct": re.compile(r"(?:^|, )(?:GPU|CPU|XPU|TPU|HPU|NPU|\w+) KV cache usage: ([\d.]+)%"),
-    "prefix_hit_pct": re.compile(r"(?<!External )Prefix cache hit rate: ([\d.]+)%"),
-    "external_prefix_hit_pct": re.compile(r"External prefix cache hit rate: ([\d.]+)%"),
-    "mm_cache_hit_pct": re.compile(r"MM cache hit rate: ([\d.]+)%"),
-}
-_SPEC = {
-    "mean_acceptance_length": re.compile(r"Mean acceptance length: ([\d.]+|nan)"),
-    "accepted_tps": re.compile(r"Accepted throughput: ([\d.]+|nan) tokens/s"),
-    "drafted_tps": re.compile(r"Drafted throughput: ([\d.]+|nan) tokens/s"),
-    "accepted": re.compile(r"(?:^|, )Accepted: (\d+) tokens"),
-    "drafted": re.compile(r"(?:^|, )Drafted: (\d+) tokens"),
-    "acceptance_pct": re.compile(r"(?:Avg )?Draft acceptance rate: ([\d.]+|nan)%"),
-}
+_PAIR = re.compile(r"(?:^|, )([A-Za-z][\w +-]*?): (-?\d+(?:\.\d+)?|nan)")
+_STATS_NAMES = {"running": "running", "waiting": "waiting", "pending": "waiting",
+                "deferred": "deferred", "preemptions": "preemptions", "corrupted": "corrupted",
+                "prefix cache hit rate": "prefix_hit_pct",
+                "external prefix cache hit rate": "external_prefix_hit_pct",
+                "mm cache hit rate": "mm_cache_hit_pct"}
+_SPEC_NAMES = {"mean acceptance length": "mean_acceptance_length", "accepted throughput":
+               "accepted_tps", "drafted throughput": "drafted_tps", "accepted": "accepted",
+               "drafted": "drafted", "avg draft acceptance rate": "acceptance_pct",
+               "draft acceptance rate": "acceptance_pct",
+               "number of accepted tokens": "accepted", "number of draft tokens": "drafted"}
+_COUNTS = {"running", "waiting", "deferred", "preemptions", "corrupted", "accepted", "drafted"}
 _PER_POS = re.compile(r"Per-position acceptance rate: ((?:[\d.]+|nan)(?:, (?:[\d.]+|nan))*)")
 
 
@@ -59,6 +53,7 @@ class StatsWindow:
     node: str
     start: float | None = None
     parts: dict = field(default_factory=dict)
+    start_estimated: bool = False  # the previous line was hidden (idle): start = end - interval
 
     @property
     def length_s(self) -> float | None:
@@ -80,9 +75,53 @@ class SpecWindow:
 def _float(text: str) -> float | None:
     try:
         value = float(text)
-    except ValueError:
+    except (ValueError, OverflowError):
         return None
     return value if math.isfinite(value) else None
+
+
+def _number(name: str, text: str):
+    if name in _COUNTS:
+        return int(text) if text.isdigit() and len(text) <= 15 else None
+    return _float(text)
+
+
+# The shapes of 0.14-0.33 (parts after the two throughputs, and the spec line), matched in one
+# go; anything else falls back to the `Name: value` scan.
+_STATS_COMMON = re.compile(
+    r", Running: (\d{1,9}) reqs, Waiting: (\d{1,9}) reqs, (?:GPU|CPU|XPU|TPU|HPU|NPU) KV cache "
+    r"usage: (\d{1,3}\.\d)%(?:, Prefix cache hit rate: (\d{1,3}\.\d)%)?$")
+_SPEC_COMMON = re.compile(
+    r"Mean acceptance length: (\d{1,6}\.\d\d), Accepted throughput: (\d{1,9}\.\d\d) tokens/s, "
+    r"Drafted throughput: (\d{1,9}\.\d\d) tokens/s, Accepted: (\d{1,15}) tokens, Drafted: "
+    r"(\d{1,15}) tokens, Per-position acceptance rate: ((?:\d\.\d{3}(?:, )?)*), Avg Draft "
+    r"acceptance rate: (\d{1,3}\.\d|nan)%$")
+
+
+def _stats_parts(rest: str) -> dict:
+    m = _STATS_COMMON.match(rest)
+    if m is None:
+        return _pairs(rest, _STATS_NAMES)
+    parts = {"running": int(m.group(1)), "waiting": int(m.group(2)),
+             "kv_usage_pct": float(m.group(3))}
+    if m.group(4) is not None:
+        parts["prefix_hit_pct"] = float(m.group(4))
+    return parts
+
+
+def _pairs(text: str, names: dict) -> dict:
+    """`Name: value` parts of a stats or spec line, under our names (unknown parts skipped)."""
+    out = {}
+    for name, value in _PAIR.findall(text):
+        key = name.lower()
+        field_name = names.get(key)
+        if field_name is None and key.endswith("kv cache usage"):
+            field_name = "kv_usage_pct"
+        if field_name is not None and field_name not in out:
+            number = _number(field_name, value)
+            if number is not None:
+                out[field_name] = number
+    return out
 
 
 def parse_stats(hit: Hit, event: LogEvent) -> StatsWindow | None:
@@ -90,33 +129,32 @@ def parse_stats(hit: Hit, event: LogEvent) -> StatsWindow | None:
     prompt, gen = _float(m["prompt"]), _float(m["gen"])
     if prompt is None or gen is None or event.t is None:
         return None
-    engine = m["engine"] if m["engine"] is not None else (
-        f"aggregated({m['n']})" if m["n"] else "0")
-    if engine.isdigit():
+    engine = m["engine"]
+    if engine is None:
+        engine = f"aggregated({m['n']})" if m["n"] else "0"
+    elif engine.isdigit() and len(engine) < 10:
         engine = str(int(engine))
-    rest = m["rest"] or ""
-    parts = {}
-    for name, regex in _PART.items():
-        found = regex.search(rest)
-        if found:
-            parts[name] = _float(found.group(1)) if "pct" in name else int(found.group(1))
-    return StatsWindow(event.t, engine, prompt, gen, event.level, event.node, parts=parts)
+    return StatsWindow(event.t, engine, prompt, gen, event.level, event.node,
+                       parts=_stats_parts(m["rest"] or ""))
 
 
 def parse_spec(hit: Hit, event: LogEvent) -> SpecWindow | None:
     rest = hit.match["rest"] or ""
     if event.t is None:
         return None
-    values: dict = {}
-    for name, regex in _SPEC.items():
-        found = regex.search(rest)
-        if found:
-            values[name] = int(found.group(1)) if name in ("accepted", "drafted") else _float(found.group(1))
-    per_pos_m = _PER_POS.search(rest)
-    per_position = [v for v in (_float(x) for x in per_pos_m.group(1).split(", "))
-                    if v is not None] if per_pos_m else []
-    if "accepted" not in values and "drafted" not in values:
-        return None
+    m = _SPEC_COMMON.match(rest)
+    if m is not None:
+        values = {"mean_acceptance_length": float(m.group(1)), "accepted_tps": float(m.group(2)),
+                  "drafted_tps": float(m.group(3)), "accepted": int(m.group(4)),
+                  "drafted": int(m.group(5)), "acceptance_pct": _float(m.group(7))}
+        per_position = [float(x) for x in m.group(6).split(", ") if x]
+    else:
+        values = _pairs(rest, _SPEC_NAMES)
+        if "accepted" not in values and "drafted" not in values:
+            return None
+        per_pos_m = _PER_POS.search(rest)
+        per_position = [v for v in (_float(x) for x in per_pos_m.group(1).split(", "))
+                        if v is not None] if per_pos_m else []
     drafts, exact = _drafts(values, per_position)
     return SpecWindow(event.t, event.node, values, per_position, drafts, exact)
 
@@ -138,73 +176,171 @@ def _drafts(values: dict, per_position: list[float]) -> tuple[float | None, bool
 
 def interval_of(times: list[float]) -> float:
     """Median spacing of consecutive stats lines (the logging interval), or the default."""
-    diffs = [b - a for a, b in zip(times, times[1:]) if b - a > 0.5]
-    if not diffs:
+    counts: Counter = Counter(round(b - a, 1) for a, b in zip(times, times[1:]))
+    return _interval(counts)
+
+
+def _interval(diffs: Counter) -> float:
+    usable = {d: n for d, n in diffs.items() if d > 0.5}
+    if not usable:
         return DEFAULT_INTERVAL_S
-    short = [d for d in diffs if d <= 1.5 * min(diffs) + 1.0]
-    return statistics.median(short)
+    shortest = min(usable)
+    short = sorted((d, n) for d, n in usable.items() if d <= 1.5 * shortest + 1.0)
+    half, seen = sum(n for _, n in short) / 2, 0
+    for d, n in short:  # weighted median
+        seen += n
+        if seen >= half:
+            return d
+    return short[-1][0]
+
+
+class _Rates:
+    """Streaming {windows, mean, mean_active, peak} of per-window rates."""
+
+    def __init__(self) -> None:
+        self.n = self.active = 0
+        self.total = self.total_active = 0.0
+        self.peak: float | None = None
+
+    def add(self, value: float) -> None:
+        self.n += 1
+        self.total += value
+        if value > 0:
+            self.active += 1
+            self.total_active += value
+        if self.peak is None or value > self.peak:
+            self.peak = value
+
+    def summary(self) -> dict:
+        return {
+            "windows": self.n,
+            "mean": round(self.total / self.n, 3) if self.n else None,
+            "mean_active": round(self.total_active / self.active, 3) if self.active else None,
+            "peak": self.peak,
+        }
+
+
+class StatsSeries:
+    """All periodic stats windows of a log: streaming summaries, the first windows kept."""
+
+    def __init__(self, keep: int = MAX_WINDOWS_KEPT,
+                 around: tuple[float, float] | None = None) -> None:
+        self.keep = keep
+        self.around = around  # keep only windows ending in this time range (reconciliation)
+        self.windows: list[StatsWindow] = []
+        self.generation = _Rates()
+        self.prompt = _Rates()
+        self._last: dict[tuple, float] = {}
+        self._diffs: Counter = Counter()
+        self.engines: set[str] = set()
+
+    def add(self, w: StatsWindow) -> None:
+        self.generation.add(w.generation)
+        self.prompt.add(w.prompt)
+        key = (w.node, w.engine)
+        self.engines.add(w.engine)
+        last = self._last.get(key)
+        if last is not None and w.t >= last and len(self._diffs) < 100_000:
+            self._diffs[round(w.t - last, 1)] += 1
+        self._last[key] = w.t
+        if self.around is not None and not self.around[0] <= w.t <= self.around[1]:
+            return
+        if len(self.windows) < self.keep:
+            self.windows.append(w)
+
+    def interval(self) -> float:
+        return _interval(self._diffs)
+
+    def hidden_idle(self) -> int:
+        """Windows that were not logged (idle windows drop to DEBUG) between logged ones."""
+        interval = self.interval()
+        return sum(n * max(0, round(d / interval) - 1) for d, n in self._diffs.items()
+                   if d > 1.5 * interval + 1.0)
+
+    def place(self) -> None:
+        """Set the start of every kept window (see the module docstring)."""
+        interval = self.interval()
+        prev: dict[tuple, StatsWindow] = {}
+        for w in sorted(self.windows, key=lambda x: x.t):
+            before = prev.get((w.node, w.engine))
+            if before is not None and 0 <= w.t - before.t <= 1.5 * interval + 1.0:
+                w.start, w.start_estimated = before.t, False
+            else:
+                w.start, w.start_estimated = w.t - interval, True
+            prev[(w.node, w.engine)] = w
 
 
 def place_windows(windows: list[StatsWindow]) -> tuple[float, int]:
     """Set every window's start; return (interval, idle windows hidden between logged ones)."""
-    by_engine: dict[str, list[StatsWindow]] = {}
-    for w in windows:
-        by_engine.setdefault((w.node, w.engine), []).append(w)
-    intervals = []
-    hidden = 0
-    for series in by_engine.values():
-        series.sort(key=lambda w: w.t)
-        interval = interval_of([w.t for w in series])
-        intervals.append(interval)
-        prev = None
-        for w in series:
-            if prev is not None and w.t - prev.t <= 1.5 * interval + 1.0:
-                w.start = prev.t
-            else:
-                w.start = w.t - interval
-                if prev is not None:
-                    hidden += max(0, round((w.t - prev.t) / interval) - 1)
-            prev = w
-    return (statistics.median(intervals) if intervals else DEFAULT_INTERVAL_S), hidden
+    series = StatsSeries(keep=len(windows) + 1)
+    for w in sorted(windows, key=lambda x: x.t):
+        series.add(w)
+    series.windows = windows
+    series.place()
+    return series.interval(), series.hidden_idle()
 
 
 def summary(values: list[float]) -> dict:
     """{windows, mean, mean_active, peak} of per-window rates (tokens/s)."""
-    active = [v for v in values if v > 0]
-    return {
-        "windows": len(values),
-        "mean": round(statistics.fmean(values), 3) if values else None,
-        "mean_active": round(statistics.fmean(active), 3) if active else None,
-        "peak": max(values) if values else None,
-    }
+    rates = _Rates()
+    for v in values:
+        rates.add(v)
+    return rates.summary()
+
+
+class SpecSeries:
+    """All SpecDecoding windows: totals over every window, the first windows kept."""
+
+    def __init__(self, keep: int = MAX_WINDOWS_KEPT) -> None:
+        self.keep = keep
+        self.windows: list[SpecWindow] = []
+        self.n = self.accepted = self.drafted = 0
+        self.drafts = 0.0
+        self.per_pos_accepted: list[float] = []
+        self.peak_accepted_tps: float | None = None
+
+    def add(self, w: SpecWindow) -> None:
+        self.n += 1
+        self.accepted += w.values.get("accepted", 0)
+        self.drafted += w.values.get("drafted", 0)
+        if w.drafts is not None:
+            self.drafts += w.drafts
+            for i, rate in enumerate(w.per_position[:64]):
+                if i >= len(self.per_pos_accepted):
+                    self.per_pos_accepted.append(0.0)
+                self.per_pos_accepted[i] += rate * w.drafts
+        tps = w.values.get("accepted_tps")
+        if tps is not None and (self.peak_accepted_tps is None or tps > self.peak_accepted_tps):
+            self.peak_accepted_tps = tps
+        if len(self.windows) < self.keep:
+            self.windows.append(w)
+
+    def summary(self) -> dict | None:
+        """Totals over all windows; None when there were none."""
+        if not self.n:
+            return None
+        drafts = self.drafts
+        return {
+            "windows": self.n,
+            "mean_acceptance_length": round(1 + self.accepted / drafts, 4) if drafts > 0 else None,
+            "accepted": self.accepted,
+            "drafted": self.drafted,
+            "per_position": [round(a / drafts, 4) for a in self.per_pos_accepted] if drafts > 0 else [],
+            "acceptance_rate": round(self.accepted / self.drafted, 4) if self.drafted else None,
+            "drafts_estimated": round(drafts, 1) if drafts else None,
+            "num_speculative_tokens": len(self.per_pos_accepted) or None,
+            "peak_accepted_tps": self.peak_accepted_tps,
+        }
 
 
 def spec_summary(windows: list[SpecWindow]) -> dict | None:
-    """Totals over all SpecDecoding windows; None when there were none."""
-    if not windows:
-        return None
-    accepted = sum(w.values.get("accepted", 0) for w in windows)
-    drafted = sum(w.values.get("drafted", 0) for w in windows)
-    drafts = sum(w.drafts for w in windows if w.drafts is not None)
-    positions = max((len(w.per_position) for w in windows), default=0)
-    per_position = []
-    if drafts > 0:
-        for i in range(positions):
-            acc_i = sum(w.per_position[i] * w.drafts for w in windows
-                        if w.drafts is not None and i < len(w.per_position))
-            per_position.append(round(acc_i / drafts, 4))
-    return {
-        "windows": len(windows),
-        "mean_acceptance_length": round(1 + accepted / drafts, 4) if drafts > 0 else None,
-        "accepted": accepted,
-        "drafted": drafted,
-        "per_position": per_position,
-        "acceptance_rate": round(accepted / drafted, 4) if drafted else None,
-        "drafts_estimated": round(drafts, 1) if drafts else None,
-        "num_speculative_tokens": positions or None,
-        "peak_accepted_tps": max((w.values.get("accepted_tps") or 0.0 for w in windows), default=None),
-    }
+    """Totals over a list of SpecDecoding windows."""
+    series = SpecSeries()
+    for w in windows:
+        series.add(w)
+    return series.summary()
 
 
-__all__ = ["StatsWindow", "SpecWindow", "parse_stats", "parse_spec", "place_windows", "summary",
-           "spec_summary", "interval_of", "DEFAULT_INTERVAL_S", "MAX_WINDOWS_KEPT"]
+__all__ = ["StatsWindow", "SpecWindow", "StatsSeries", "SpecSeries", "parse_stats", "parse_spec",
+           "place_windows", "summary", "spec_summary", "interval_of", "DEFAULT_INTERVAL_S",
+           "MAX_WINDOWS_KEPT"]

@@ -22,7 +22,7 @@ import sys
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Iterator, Sequence
+from typing import BinaryIO, Iterator, NamedTuple, Sequence
 
 from sparktriage.errors import InputError
 
@@ -32,8 +32,7 @@ _NODE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$")
 _RECORD_NAME = (".lines.jsonl", ".lines.jsonl.gz")
 
 
-@dataclass(frozen=True)
-class RawLine:
+class RawLine(NamedTuple):
     """One physical line as read, before parsing."""
 
     text: str  # decoded, without the newline
@@ -82,8 +81,7 @@ def split_lines(stream: BinaryIO, max_line: int = MAX_LINE,
 
 
 def _decode(raw: bytes) -> str:
-    text = raw.decode("utf-8", errors="replace")
-    return text[:-1] if text.endswith("\r\n") else text  # CRLF files: the CR is not vLLM's
+    return raw.decode("utf-8", errors="replace")
 
 
 @dataclass(frozen=True)

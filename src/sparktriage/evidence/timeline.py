@@ -148,8 +148,11 @@ class TimelineBuilder:
             tl = None
         if tl is None:
             tl = self._open(event)
-        if not tl.complete:
-            self._silence(tl, event)
+        elif tl.complete:  # serving: only a restart (above) changes the timeline
+            tl.last_t, tl.last_line = event.t, _summary_line(event)
+            self._prev = event
+            return
+        self._silence(tl, event)
         tl.last_t, tl.last_line = event.t, _summary_line(event)
         for hit in hits:
             tl.anchors.setdefault(hit.id, event.t)
@@ -308,7 +311,8 @@ def _gaps(tl: Timeline, last_phase_t: dict[str, float]) -> list[Gap]:
     capture = tl.reported_detail.get("graph_capture_s")
     if capture:
         end = capture[-1]["t"]
-        starts = [p.start for p in tl.phases if p.name in ("cuda_graphs", "kernel_jit")]
+        starts = [p.start for p in tl.phases if p.name == "cuda_graphs"] or [
+            p.start for p in tl.phases if p.name == "kernel_jit"]
         add("graph_capture", "graph_capture_s", starts[0] if starts else None, end)
     loaded = last_phase_t.get("post_load", last_phase_t.get("weight_read"))
     add("init_engine", "init_engine_s", loaded, tl.anchors_last.get("reported.init_engine"))
