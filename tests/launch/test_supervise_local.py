@@ -156,3 +156,34 @@ def test_ctrl_c_tears_down_and_exits_130(tmp_path, mark):
     with Bundle.open(tmp_path / "run" / "launches" / "L001" / "bundle") as bundle:
         assert bundle.info.outcome == "interrupted"
     assert not psutil.pid_exists(cli.pid) or psutil.Process(cli.pid).status() == "zombie"
+
+
+def test_missing_executable_fails_without_running_anything(tmp_path, mark):
+    canary = tmp_path / "canary"
+    _, result, _ = _launch(tmp_path, mark, engine={"vllm": [f"/nonexistent/vllm; touch {canary}"]})
+    assert result["outcome"] == "failed"
+    assert "server could not start: FileNotFoundError" in result["failure"]
+    assert not canary.exists() and wait_gone(mark, 2) == []
+
+
+def test_unreachable_node_is_reported_and_exits_3(tmp_path, mark):
+    from launchkit import free_port
+    nodes = [{"name": "far", "host": "127.0.0.1", "ssh": "root@127.0.0.1", "port": free_port()}]
+    deployment = fake_deployment(tmp_path / "d.yaml", mark, nodes=nodes)
+    done = subprocess.run([sys.executable, "-m", "sparktriage", "launch", str(deployment),
+                           "--out", str(tmp_path / "run")], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 3
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: launch L001 unreachable: far: link lost (agent exited with "
+                           "status 255") and "Connection refused" in last
+    with Bundle.open(tmp_path / "run" / "launches" / "L001" / "bundle") as bundle:
+        assert bundle.info.outcome == "unreachable"
+        assert any(e["event"] == "link-lost" for e in bundle.events())
+
+
+def test_readiness_by_log_marker(tmp_path, mark):
+    plan, result, events = _launch(tmp_path, mark, ready="log")
+    assert plan.ready == "log" and result["outcome"] == "completed"
+    assert any(e == "marker" and d["marker"] == "ready" for e, d in events)
+    assert wait_gone(mark, 2) == []
