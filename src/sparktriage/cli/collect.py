@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import re
 import shlex
 from pathlib import Path
 from typing import Optional
@@ -59,6 +60,11 @@ def collect(
     """Collect an evidence bundle around a running server (by PID, by command-line match, or by running a command)."""
     if sum(x is not None for x in (pid, match, cmd)) != 1:
         raise UsageError("give exactly one of --pid, --match or --cmd")
+    if match is not None:
+        try:
+            re.compile(match)
+        except re.error as exc:
+            raise UsageError(f"--match: not a regular expression ({exc})") from None
     argv = None
     if cmd is not None:
         try:

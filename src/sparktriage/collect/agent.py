@@ -130,7 +130,11 @@ class Agent:
             return
         pid = spec.get("pid")
         if pid is None and spec.get("match"):
-            pattern = re.compile(spec["match"])
+            try:
+                pattern = re.compile(spec["match"])
+            except re.error as exc:
+                self.ch.send("attached", pid=None, error=f"bad pattern: {exc}")
+                return
             deadline = time.monotonic() + float(spec.get("wait_s") or 0)
             while pid is None:
                 pid = _find(pattern)

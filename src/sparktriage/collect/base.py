@@ -52,6 +52,7 @@ class Context:
         self._tree_at = -1.0
         self._info_cache: dict[tuple[int, int], ProcInfo] = {}
         self.seen: dict[tuple[int, int], ProcInfo] = {}  # every process ever observed
+        self.stopping = threading.Event()  # set when collection ends: waits must give up
 
     def roots(self) -> list[int]:
         return [pid for pid in self._roots() if pid]

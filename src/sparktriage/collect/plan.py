@@ -67,7 +67,7 @@ def default_plan(node: str, *, interval_s: float = DEFAULT_INTERVAL_S,
     "none".
     """
     options: dict[str, dict[str, Any]] = {
-        "stacks": {"pyspy": pyspy},
+        "stacks": {"pyspy": pyspy, "nonblocking": True},
         "gpu": {"source": gpu_source},
         "dmesg": {"backlog_s": dmesg_backlog_s, "max_backlog_lines": 2000},
         "environment": {"python": python},

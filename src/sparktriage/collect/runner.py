@@ -134,6 +134,7 @@ class Runner:
 
     def stop(self, final_stacks: bool = True) -> list[dict]:
         """Stop every collector (one last stack dump first) and return the manifest lines."""
+        self.ctx.stopping.set()
         stacks = self._states.get("stacks")
         if final_stacks and stacks and not stacks.skipped:
             self._run(stacks, lambda: stacks.collector.collect(time.time()))

@@ -58,7 +58,11 @@ class StacksCollector(Collector):
         if self._pyspy is None:
             where = self.options.get("pyspy") or "PATH"
             raise Skip(f"py-spy not installed on the node (looked in {where})")
-        self.command = [self._pyspy, "dump", "--json", "--pid", "{pid}"]
+        # --nonblocking: py-spy reads the target's memory without stopping it. A paused engine
+        # or worker stalls every stream it serves (measured: benchmarks/, docs/benchmarks.md);
+        # a hung process, the case stacks are for, reads the same either way.
+        self._flags = ["--nonblocking"] if self.options.get("nonblocking", True) else []
+        self.command = [self._pyspy, "dump", "--json", *self._flags, "--pid", "{pid}"]
         if not is_root():
             self.note = "not root: py-spy needs ptrace permission (CAP_SYS_PTRACE) on other users"
 
@@ -67,7 +71,7 @@ class StacksCollector(Collector):
         record = {"t": time.time(), "pid": pid, "role": role, "rank": rank, "threads": [],
                   "error": None, "name": comm, "duration_s": None}
         try:
-            done = subprocess.run([self._pyspy, "dump", "--json", "--pid", str(pid)],
+            done = subprocess.run([self._pyspy, "dump", "--json", *self._flags, "--pid", str(pid)],
                                   stdin=subprocess.DEVNULL, capture_output=True,
                                   timeout=self.spec.timeout_s)
             self.rc = done.returncode

@@ -16,7 +16,7 @@ from typing import Literal, Union
 from pydantic import Field, field_validator, model_validator
 
 from sparktriage.config.lab import Lab, Strict, env_mapping
-from sparktriage.config.yamlload import load_model, load_yaml, validate
+from sparktriage.config.yamlload import load_model, load_yaml, merge_errors, validate
 from sparktriage.errors import ConfigError, SourceLocation
 
 FLAG_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
@@ -167,8 +167,15 @@ def load_deployment(path: Path, lab_override: Path | None = None) -> Deployment:
         lab_base = Path(os.path.abspath(lab_path)).parent
         data = {**data, "lab": lab.model_dump()}
     elif isinstance(lab_ref, dict):
-        lab = validate(Lab, lab_ref, marks, path, prefix=("lab",))
         lab_base = base
+        try:
+            lab = validate(Lab, lab_ref, marks, path, prefix=("lab",))
+        except ConfigError as lab_error:  # report the deployment's own problems too
+            try:
+                validate(Deployment, {**data, "lab": "<inline>"}, marks, path)
+            except ConfigError as dep_error:
+                raise merge_errors(lab_error, dep_error) from None
+            raise
     else:
         lab = None
         lab_base = base

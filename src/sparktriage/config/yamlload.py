@@ -93,6 +93,23 @@ def _message(error: dict) -> str:
     return error.get("msg", "invalid").removeprefix("Value error, ")
 
 
+def merge_errors(*errors: ConfigError) -> ConfigError:
+    """One ConfigError listing the problems of several (same file), in line order."""
+    problems = []
+    path = None
+    for error in errors:
+        for line in error.errors:
+            where, _, text = line.partition(": ")
+            file, _, number = where.rpartition(":")
+            path = path or file
+            problems.append((int(number), text))
+    try:
+        _fail(Path(path or "?"), problems)
+    except ConfigError as merged:
+        return merged
+    return errors[0]
+
+
 def _fail(path: Path, problems: list[tuple[int, str]]) -> None:
     problems.sort()
     lines = [f"{path}:{line}: {text}" for line, text in problems]

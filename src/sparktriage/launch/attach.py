@@ -49,6 +49,7 @@ class CollectRequest:
     match_wait_s: float = 600.0
     export: Path | None = None
     grace_s: float = 20.0
+    ready_tail_s: float = 2.0  # keep collecting this long after ready: the last startup lines
     plan: CollectPlan | None = None
 
     def collect_plan(self) -> CollectPlan:
@@ -121,6 +122,7 @@ def run_collect(req: CollectRequest, observe: Observer | None = None) -> dict:
                 ready_s = round(time.time() - started, 3)
                 outcome = "ready"
                 observe("ready", {"after_s": ready_s})
+                time.sleep(req.ready_tail_s)
                 break
             if deadline is not None and time.monotonic() >= deadline:
                 outcome = "duration-elapsed"

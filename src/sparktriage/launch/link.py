@@ -156,6 +156,8 @@ class AgentLink:
                 self.writer.event("bad-agent-message", self.node, kind=str(kind)[:40],
                                   error=str(exc)[:200])
         rc = self.popen.wait()
+        if self._threads:
+            self._threads[1].join(timeout=5)  # the stderr reader: ssh's last words
         if not bye:
             tail = next((line for line in reversed(self.stderr_tail) if line), "")
             self._lose(f"agent exited with status {rc} without saying goodbye"
