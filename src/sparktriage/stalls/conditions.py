@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from sparktriage.stalls import expr
+from sparktriage.stalls.evidence import frames_text
 from sparktriage.stalls.markers import Mark, MarkerSet, matching_line
 from sparktriage.stalls.schema import Condition
 from sparktriage.stalls.signals import SIGNALS, Window, compute
@@ -35,6 +36,18 @@ class Outcome:
 @lru_cache(maxsize=512)
 def _rx(pattern: str) -> re.Pattern:
     return re.compile(pattern, re.M)
+
+
+@lru_cache(maxsize=512)
+def _any_of(patterns: tuple[str, ...]) -> re.Pattern:
+    """One expression for a list of patterns, matched line by line (re.M)."""
+    return re.compile("|".join(f"(?:{p})" for p in patterns), re.M)
+
+
+def _frames_text(dump: dict) -> str:
+    """A dump's frames as `function (file)` lines (loaders store them as `frames_text`)."""
+    text = dump.get("frames_text")
+    return text if isinstance(text, str) else frames_text(dump)
 
 
 def _fmt(value: float | bool | None, unit: str) -> str:
@@ -148,15 +161,14 @@ class Evaluator:
         if records is None:
             return Outcome(None, "py-spy stacks: not recorded", node=self.period.node,
                            missing=("stacks",))
-        patterns = [_rx(p) for p in c.frames]
+        rx = _any_of(tuple(c.frames))
 
         def match(group: list[dict]) -> str | None:
             for dump in group:
-                for thread in dump.get("threads") or []:
-                    for frame in thread.get("frames") or []:
-                        text = f"{frame.get('function')} ({frame.get('file')})"
-                        if any(p.search(text) for p in patterns):
-                            return f"{dump.get('role') or 'pid ' + str(dump.get('pid'))}: {text}"
+                found = rx.search(_frames_text(dump))
+                if found:
+                    line = matching_line(_frames_text(dump)[found.start():], rx)
+                    return f"{dump.get('role') or 'pid ' + str(dump.get('pid'))}: {line}"
             return None
         rounds: list[list[dict]] = []
         for record in records:
@@ -194,7 +206,8 @@ class Evaluator:
         timeline = self.window.detection.timelines.get(self.period.node)
         lo = (timeline.start if timeline else self.period.start) - _DMESG_BEFORE_S
         patterns = [_rx(p) for p in c.dmesg]
-        for record in node.get("dmesg").window(lo, self.period.end + _DMESG_AFTER_S):
+        for record in node.get("dmesg").window(lo, self.period.end + _DMESG_AFTER_S,
+                                               max_rounds=1 << 30):  # every kernel line
             line = str(record.get("line") or "")
             if any(p.search(line) for p in patterns):
                 return Outcome(True, f"dmesg: {line.strip()[:200]}", at=record["t"],

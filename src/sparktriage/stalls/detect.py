@@ -241,9 +241,15 @@ def detect(evidence: Evidence, markers: MarkerSet, params: DetectParams | None =
             if (span or evidence.ended) else None
         timeline = build_timeline(name, node.events, markers, end_hint,
                                   evidence.attempts.get(name))
-        if timeline is None:
-            continue
-        timelines[name] = timeline
+        if timeline is not None:
+            timelines[name] = timeline
+    # headless nodes never log "startup complete": the cluster is ready when its head is
+    ready = [t.ready_at for t in timelines.values() if t.ready_at is not None]
+    for timeline in timelines.values():
+        if ready and timeline.ready_at is None and timeline.failed_at is None \
+                and timeline.stopped_at is None:
+            timeline.ready_at = min(ready)
+    for name, timeline in timelines.items():
         progress = _progress_marks(timeline, markers)
         found = _silences(timeline, progress, markers, params,
                           evidence.started if evidence.form == "bundle" else None)

@@ -93,9 +93,37 @@ def _fix(verdict: Verdict) -> dict | None:
     return {"summary": fix.summary, "steps": list(fix.steps), "before_after": list(fix.before_after)}
 
 
+def _held(verdict: Verdict, origin: float) -> dict:
+    """The verdict of a node that waited for a slower one: the holder's cause and fix."""
+    holder = verdict.holder
+    own = finding(Verdict(verdict.period, "unknown", 0.0, verdict.winner, verdict.ranked,
+                          verdict.open, verdict.advice), origin)["verdict"]
+    return {
+        "id": verdict.id,
+        "title": holder.winner.rule.title if holder.winner else verdict.id,
+        "confidence": verdict.confidence,
+        "state": "held",
+        "evidence": [{"condition": "held_by", "t": holder.period.start,
+                      "node": holder.period.node,
+                      "observed": f"waited while {holder.period.node} was stuck in "
+                                  f"{holder.period.phase} ({holder.id}, confidence "
+                                  f"{holder.confidence:.2f}); this node logged nothing new"}]
+                    + own["evidence"],
+        "alternatives": own["alternatives"],
+        "open": own["open"],
+        "to_raise_confidence": own["to_raise_confidence"],
+        "fix": _fix(holder),
+    }
+
+
 def finding(verdict: Verdict, origin: float) -> dict:
     period = verdict.period
     last = period.last_line
+    if verdict.holder is not None:
+        out = finding(Verdict(period, verdict.id, verdict.confidence, None, verdict.ranked,
+                              verdict.open, verdict.advice), origin)
+        out["verdict"] = _held(verdict, origin)
+        return out
     return {
         "kind": period.kind,
         "node": period.node,

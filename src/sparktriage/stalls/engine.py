@@ -86,6 +86,7 @@ class Verdict:
     ranked: list[Score]
     open: list[str] = field(default_factory=list)
     advice: list[str] = field(default_factory=list)
+    holder: "Verdict | None" = None  # the slower node's verdict this node waited for
 
 
 def score_rule(compiled: CompiledRule, period: Period, evaluator: Evaluator) -> Score:
@@ -173,4 +174,25 @@ def classify_all(evidence: Evidence, detection: Detection, ruleset: RuleSet,
     compiled = compile_rules(ruleset)
     verdicts = [classify(p, compiled, Window(evidence, detection, p), markers)
                 for p in detection.periods]
+    _inherit_held(verdicts)
     return Classification(evidence, detection, verdicts)
+
+
+HELD_FACTOR = 0.9  # a held node's cause is its holder's, one inference removed
+
+
+def _inherit_held(verdicts: list[Verdict]) -> None:
+    """A node that only waited for a slower node takes that node's cause (when it is known
+    and its own evidence decided nothing else): one slow rank holds all the others."""
+    for verdict in verdicts:
+        period = verdict.period
+        if period.held_by is None or (verdict.winner and verdict.winner.state == DECIDED):
+            continue
+        holders = [v for v in verdicts if v.period.node == period.held_by
+                   and v.period.start <= period.end and v.period.end >= period.start
+                   and v.id != UNKNOWN and v.holder is None]
+        if holders:
+            holder = max(holders, key=lambda v: v.confidence)
+            verdict.holder = holder
+            verdict.id = holder.id
+            verdict.confidence = round(holder.confidence * HELD_FACTOR, 3)

@@ -5,15 +5,21 @@ with `evidence.bundle.Bundle`, which refuses unsafe archives), a launch folder, 
 line-records file, or a plain vLLM log; log lines go through the log parser of `evidence/`
 (all vLLM formats, receive times first). A plain log gives nodes with the `log` source only:
 the classifier then says which signals were missing rather than guessing them. Every node's
-records are moved onto the collecting machine's clock with its `clock.json` offset. Sample
-records stay plain dicts read with a fast JSON parser: a one-hour, eight-node bundle holds
-hundreds of thousands of them.
+records are moved onto the collecting machine's clock with its `clock.json` offset.
+
+Sample files are not parsed up front: a one-hour, eight-node bundle holds hundreds of
+thousands of records (hundreds of MB). Loading indexes each file (time and byte offset of
+every line, read with a small regex); a window then parses only its own records, and over a
+long window an evenly spaced subset of at most `MAX_ROUNDS` sampling rounds, which is plenty
+for the medians and shares the rules compare (docs/stalls.md).
 """
 
 from __future__ import annotations
 
 import bisect
 import json
+import re
+from array import array
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -27,31 +33,117 @@ from sparktriage.evidence.timeline import Timeline
 SAMPLE_SOURCES = ("host", "disk", "net", "procs", "gpu")
 SOURCES = ("log",) + SAMPLE_SOURCES + ("stacks", "dmesg")
 
-try:  # orjson parses sample lines 3-5x faster; the standard library is the fallback
-    import orjson as _fastjson
-
-    def _loads(raw: bytes):
-        return _fastjson.loads(raw)
-except ImportError:  # pragma: no cover - exercised only where orjson is absent
-    def _loads(raw: bytes):
-        return json.loads(raw)
+MAX_ROUNDS = 300  # sampling rounds read per window and source (evenly spaced over it)
+MAX_STACK_ROUNDS = 100  # py-spy rounds (every 10 s by default: 100 cover 16 minutes each)
 
 
-@dataclass
+def frames_text(dump: dict) -> str:
+    """All frames of a py-spy dump as `function (file)` lines, innermost first."""
+    return "\n".join(f"{frame.get('function')} ({frame.get('file')})"
+                     for thread in dump.get("threads") or [] if isinstance(thread, dict)
+                     for frame in thread.get("frames") or [] if isinstance(frame, dict))
+
+
+def _compact_stack(dump: dict) -> dict:
+    """A dump as the rules read it: who, when, and its frames as text (threads dropped)."""
+    return {"t": dump["t"], "pid": dump.get("pid"), "role": dump.get("role"),
+            "rank": dump.get("rank"), "frames_text": frames_text(dump)}
+_ROUND_S = 0.05  # records closer in time than this belong to one sampling round
+_T = re.compile(rb'(?<!\\)"t":\s*(-?[0-9][0-9.eE+-]*)')
+
+
 class Series:
-    """Time-ordered records of one source on one node."""
+    """The time-ordered records of one file, indexed by time and byte offset, read lazily."""
 
-    records: list[dict] = field(default_factory=list)
-    times: list[float] = field(default_factory=list)
+    def __init__(self, path: Path | None = None, clock_offset: float = 0.0,
+                 max_rounds: int = 0, compact=None) -> None:
+        self.path = path
+        self.clock_offset = clock_offset
+        self.max_rounds = max_rounds or MAX_ROUNDS
+        self.compact = compact  # turns a parsed record into what the rules read of it
+        self.times = array("d")
+        self.offsets = array("q")
+        self._cache: dict[int, dict] = {}
 
-    def window(self, start: float, end: float) -> list[dict]:
-        """Records with start <= t <= end."""
-        lo = bisect.bisect_left(self.times, start)
-        hi = bisect.bisect_right(self.times, end)
-        return self.records[lo:hi]
+    @classmethod
+    def scan(cls, path: Path, clock_offset: float = 0.0, max_rounds: int = 0,
+             compact=None) -> "Series":
+        series = cls(path, clock_offset, max_rounds, compact)
+        if not path.is_file():
+            return series
+        pairs: list[tuple[float, int]] = []
+        position = 0
+        try:
+            with open(path, "rb") as fh:
+                for line in fh:
+                    t = _line_time(line)
+                    if t is not None:
+                        pairs.append((t - clock_offset, position))
+                    position += len(line)
+        except OSError as exc:
+            raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+        if any(pairs[i][0] > pairs[i + 1][0] for i in range(len(pairs) - 1)):
+            pairs.sort(key=lambda p: p[0])
+        series.times = array("d", (p[0] for p in pairs))
+        series.offsets = array("q", (p[1] for p in pairs))
+        return series
 
     def __len__(self) -> int:
-        return len(self.records)
+        return len(self.times)
+
+    def window(self, start: float, end: float, max_rounds: int | None = None) -> list[dict]:
+        """Records with start <= t <= end: all of them, or those of `max_rounds` evenly spaced
+        sampling rounds when the window holds more (the first and last rounds always)."""
+        max_rounds = max_rounds or self.max_rounds
+        lo = bisect.bisect_left(self.times, start)
+        hi = bisect.bisect_right(self.times, end)
+        if hi <= lo:
+            return []
+        rounds = [lo]
+        for i in range(lo + 1, hi):
+            if self.times[i] - self.times[i - 1] > _ROUND_S:
+                rounds.append(i)
+        if len(rounds) > max_rounds:
+            step = (len(rounds) - 1) / (max_rounds - 1)
+            rounds = [rounds[round(k * step)] for k in range(max_rounds)]
+            picked: list[int] = []
+            for first in rounds:
+                i = first
+                while i < hi and (i == first or self.times[i] - self.times[i - 1] <= _ROUND_S):
+                    picked.append(i)
+                    i += 1
+        else:
+            picked = list(range(lo, hi))
+        return self._read(picked)
+
+    def _read(self, indices: list[int]) -> list[dict]:
+        missing = [i for i in indices if i not in self._cache]
+        if missing and self.path is not None:
+            with open(self.path, "rb") as fh:
+                for i in missing:
+                    fh.seek(self.offsets[i])
+                    try:
+                        value = json.loads(fh.readline())
+                    except ValueError:
+                        value = None
+                    if isinstance(value, dict):
+                        value["t"] = self.times[i]
+                        self._cache[i] = self.compact(value) if self.compact else value
+        return [self._cache[i] for i in indices if i in self._cache]
+
+
+def _line_time(line: bytes) -> float | None:
+    match = _T.search(line)
+    if match:
+        try:
+            return float(match.group(1))
+        except ValueError:
+            return None
+    try:  # unusual formatting: parse the whole line
+        value = json.loads(line)
+    except ValueError:
+        return None
+    return _num(value.get("t")) if isinstance(value, dict) else None
 
 
 @dataclass
@@ -60,7 +152,7 @@ class NodeEvidence:
 
     name: str
     events: list[LogEvent] = field(default_factory=list)
-    series: dict[str, Series] = field(default_factory=dict)  # host/disk/net/procs/gpu/stacks/dmesg
+    series: dict[str, "Series"] = field(default_factory=dict)  # host/disk/net/procs/gpu/stacks/dmesg
     skipped: dict[str, str] = field(default_factory=dict)  # source -> why it was not recorded
 
     def has(self, source: str) -> bool:
@@ -74,7 +166,7 @@ class NodeEvidence:
     def span(self) -> tuple[float, float] | None:
         times = [e.t for e in self.events if e.t is not None]
         for series in self.series.values():
-            if series.times:
+            if len(series):
                 times += [series.times[0], series.times[-1]]
         return (min(times), max(times)) if times else None
 
@@ -158,41 +250,6 @@ def source_of_collector(name: str) -> str | None:
     return None
 
 
-def _iter_records(path: Path):
-    try:
-        with open(path, "rb") as fh:
-            for raw in fh:
-                try:
-                    value = _loads(raw)
-                except ValueError:
-                    continue  # a torn last line of a crashed collector
-                if isinstance(value, dict):
-                    yield value
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from exc
-
-
-def _load_series(path: Path, offset: float) -> Series:
-    """Records of one file, sorted by time, moved onto the collector's clock."""
-    series = Series()
-    if not path.is_file():
-        return series
-    pairs = []
-    for record in _iter_records(path):
-        t = _num(record.get("t"))
-        if t is None:
-            continue
-        if offset:
-            t -= offset
-            record["t"] = t
-        pairs.append((t, record))
-    if any(pairs[i][0] > pairs[i + 1][0] for i in range(len(pairs) - 1)):
-        pairs.sort(key=lambda p: p[0])
-    series.times = [p[0] for p in pairs]
-    series.records = [p[1] for p in pairs]
-    return series
-
-
 def _from_bundle(bundle: Bundle) -> Evidence:
     skipped: dict[str, dict[str, str]] = {}
     for entry in bundle.manifest():
@@ -213,9 +270,10 @@ def _from_bundle(bundle: Bundle) -> Evidence:
                        for e in events]
         base = bundle.node_dir(name)
         for source in SAMPLE_SOURCES:
-            node.series[source] = _load_series(base / "samples" / f"{source}.jsonl", offset)
-        node.series["stacks"] = _load_series(base / "stacks.jsonl", offset)
-        node.series["dmesg"] = _load_series(base / "dmesg.jsonl", offset)
+            node.series[source] = Series.scan(base / "samples" / f"{source}.jsonl", offset)
+        node.series["stacks"] = Series.scan(base / "stacks.jsonl", offset, MAX_STACK_ROUNDS,
+                                            _compact_stack)
+        node.series["dmesg"] = Series.scan(base / "dmesg.jsonl", offset)
         nodes[name] = node
         all_events += node.events
     all_events.sort(key=lambda e: e.t if e.t is not None else float("-inf"))

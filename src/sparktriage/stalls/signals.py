@@ -44,6 +44,7 @@ class Window:
         self.detection = detection
         self.period = period
         self.node: NodeEvidence = evidence.nodes[period.node]
+        self._records: dict[str, list[dict] | None] = {}
 
     @property
     def start(self) -> float:
@@ -53,12 +54,15 @@ class Window:
 
     def records(self, source: str) -> list[dict] | None:
         """Records of a source in the window (padded when the window is shorter than a round)."""
-        if not self.node.has(source):
-            return None
-        series = self.node.get(source)
-        found = series.window(self.start, self.period.end)
-        if len(found) < 2:
-            found = series.window(self.start - _PAD_S, self.period.end + _PAD_S)
+        if source in self._records:
+            return self._records[source]
+        found = None
+        if self.node.has(source):
+            series = self.node.get(source)
+            found = series.window(self.start, self.period.end)
+            if len(found) < 2:
+                found = series.window(self.start - _PAD_S, self.period.end + _PAD_S)
+        self._records[source] = found
         return found
 
     @cached_property
