@@ -92,3 +92,23 @@ def test_failure_is_a_failure_not_a_stall(classify):
     doc, _ = classify(_spec(log), form="log")
     (finding,) = doc["findings"]
     assert finding["kind"] == "failure" and "sm_121a" in finding["reason"]
+
+
+def test_headless_nodes_are_ready_when_the_head_is(classify):
+    head = {"log": HEAD + [{"segment": "ready", "at": 50}]}
+    worker = {"log": [[40, "Worker_TP1", "world_size=2 rank=1 local_rank=0 distributed_init_method=tcp://10.0.0.1:1 backend=nccl"],
+                      [45, "Worker_TP1", "Loading weights took 1.00 seconds"]],
+              "samples": {"host": [{"from": 0, "to": 300, "profile": "host_calm"}]}}
+    doc, _ = classify({"nodes": {"head": head, "worker": worker}})
+    assert doc["findings"] == []  # the worker's silence after the head was ready is serving
+
+
+def test_a_stopped_start_is_a_hang_not_a_failure(classify):
+    log = HEAD + [[41, "Worker", "Starting to load model /m..."],
+                  [100, "EngineCore", "[shutdown] EngineCore: trigger received signal=SIGTERM"],
+                  [102, "EngineCore", "ERROR", "EngineCore failed to start."]]
+    doc, _ = classify(_spec(log))
+    (stall,) = doc["findings"]
+    assert stall["kind"] == "stall" and stall["how"] == ["hang"]
+    assert stall["end"] - stall["start"] == 59  # until it was stopped
+    assert "stopped" in stall["reason"]

@@ -77,3 +77,35 @@ def test_json_contract_of_a_finding(classify):
     assert finding["duration_s"] == finding["end"] - finding["start"]
     assert doc["schema_version"] == 1 and isinstance(doc["phases"], list)
     assert [p["name"] for p in doc["phases"]][:2] == ["resolve", "engine_start"]
+
+
+def test_held_nodes_take_the_slow_nodes_cause(classify):
+    spec = _spec("nccl-hang/positive/tp2-spin-after-load.yaml")
+    # make spark-2 crawl through its weights while spark-1 waits at its first collective
+    slow = {"log": [[40, "Worker_TP1", "world_size=2 rank=1 local_rank=0 distributed_init_method=tcp://10.10.0.1:29500 backend=nccl"],
+                    [41, "Worker_TP1", "Starting to load model /models/big-moe..."],
+                    [41, "Worker_TP1", "Filesystem type for checkpoints: EXT4. Checkpoint size: 100.00 GiB. Available RAM: 110.00 GiB."],
+                    *[[41 + 30 * i, f"Loading safetensors checkpoint shards: {5 * i:3d}% Completed | {i}/20 [00:30<09:30, 30.00s/it]"] for i in range(1, 21)],
+                    [641, "Worker_TP1", "Loading weights took 600.00 seconds"]],
+            "samples": {"procs": [{"from": 40, "to": 700, "profile": "worker", "record": {
+                "state": "R", "cpu_user_pct": 14.0, "cpu_system_pct": 81.0, "read_bps": 179000000,
+                "majflt_ps": 4100, "threads": [{"tid": 7000, "name": "VLLM::Worker_TP1", "state": "R", "cpu_pct": 95.0}]}}],
+                        "host": [{"from": 0, "to": 700, "profile": "host_calm"}],
+                        "disk": [{"from": 0, "to": 700, "profile": "disk_nvme", "record": {"read_bps": 180000000, "busy_pct": 30.0}}]},
+            "dmesg": []}
+    fast = {"log": [{"segment": "api_start", "at": 0},
+                    [40, "Worker_TP0", "world_size=2 rank=0 local_rank=0 distributed_init_method=tcp://10.10.0.1:29500 backend=nccl"],
+                    [41, "Worker_TP0", "Starting to load model /models/big-moe..."],
+                    [51, "Worker_TP0", "Loading weights took 10.00 seconds"],
+                    [645, "Worker_TP0", "Model loading took 96.1 GiB memory and 604.0 seconds"],
+                    {"segment": "ready", "at": 650}],
+            "samples": {"host": [{"from": 0, "to": 700, "profile": "host_calm"}]}}
+    spec = {"nodes": {"spark-1": fast, "spark-2": slow}}
+    doc, _ = classify(spec)
+    by_node = {f["node"]: f for f in doc["findings"]}
+    assert by_node["spark-2"]["verdict"]["id"] == "mmap-fault-crawl"
+    held = by_node["spark-1"]
+    assert held["held_by"] == "spark-2" and held["verdict"]["state"] == "held"
+    assert held["verdict"]["id"] == "mmap-fault-crawl"
+    assert held["verdict"]["confidence"] < by_node["spark-2"]["verdict"]["confidence"]
+    assert held["verdict"]["evidence"][0]["condition"] == "held_by"
