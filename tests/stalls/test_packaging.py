@@ -20,6 +20,8 @@ def test_wheel_carries_the_rules(tmp_path):
                     str(REPO)], check=True, capture_output=True, timeout=600)
     (wheel,) = tmp_path.glob("sparktriage-*.whl")
     with zipfile.ZipFile(wheel) as archive:
+        assert {"sparktriage/stalls/__init__.py", "sparktriage/stalls/engine.py",
+                "sparktriage/testbed/faults.py"} <= set(archive.namelist())
         names = [n for n in archive.namelist() if n.startswith("sparktriage/stalls/rules/")]
         assert sorted(Path(n).name for n in names) == sorted(
             p.name for p in (REPO / "rules").glob("*.yaml"))
