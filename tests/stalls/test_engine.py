@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 
 from sparktriage.stalls import fixtures as fixture_layer
@@ -109,3 +110,15 @@ def test_held_nodes_take_the_slow_nodes_cause(classify):
     assert held["verdict"]["id"] == "mmap-fault-crawl"
     assert held["verdict"]["confidence"] < by_node["spark-2"]["verdict"]["confidence"]
     assert held["verdict"]["evidence"][0]["condition"] == "held_by"
+
+
+def test_secrets_in_log_lines_never_reach_the_document(classify):
+    secret = "sk-live-0123456789abcdef"
+    spec = {"nodes": {"n1": {"log": [
+        [0, "APIServer", f"non-default args: {{'model': '/m', 'api_key': '{secret}'}}"],
+        [1, "APIServer", "Resolved architecture: LlamaForCausalLM"],
+        [2, "Worker", f"world_size=2 rank=0 local_rank=0 distributed_init_method=tcp://10.0.0.1:1 backend=gloo --api-key {secret}"],
+    ], "samples": {"host": [{"from": 0, "to": 200, "profile": "host_calm"}]}}}}
+    doc, _ = classify(spec)
+    assert doc["findings"], "the silent rendezvous must be a finding"
+    assert secret not in json.dumps(doc)

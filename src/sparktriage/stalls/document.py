@@ -8,6 +8,7 @@ none. Everything else here is ours and may grow.
 from __future__ import annotations
 
 from sparktriage import __version__
+from sparktriage.evidence.facts import redact
 from sparktriage.stalls.engine import DECIDED, EXCLUDED, OPEN, Classification, Score, Verdict
 from sparktriage.stalls.markers import phase_spans
 
@@ -26,8 +27,8 @@ def _evidence(verdict: Verdict) -> list[dict]:
     out = []
     for name, negated, outcome in winner.satisfied():
         condition = winner.rule.conditions[name]
-        item = {"condition": ("not " if negated else "") + name, "observed": outcome.detail,
-                "t": outcome.at, "node": outcome.node}
+        item = {"condition": ("not " if negated else "") + name,
+                "observed": redact(outcome.detail), "t": outcome.at, "node": outcome.node}
         if condition.explain:
             item["means"] = condition.explain
         out.append(item)
@@ -81,7 +82,7 @@ def _alternatives(verdict: Verdict) -> list[dict]:
             told = _told_apart(winner, score.rule.id)
             if told:
                 why = f"{why}; {told}"
-        out.append({"id": score.rule.id, "why_not": why, "state": score.state,
+        out.append({"id": score.rule.id, "why_not": redact(why), "state": score.state,
                     "support": score.support})
     return out
 
@@ -133,10 +134,10 @@ def finding(verdict: Verdict, origin: float) -> dict:
         "phase": period.phase,
         "start_offset_s": round(period.start - origin, 3),
         "how": list(period.how),
-        "reason": period.reason,
+        "reason": redact(period.reason),
         "open_ended": period.open_ended,
         "held_by": period.held_by,
-        "last_line": last.event.message.strip()[:300] if last else None,
+        "last_line": redact(last.event.message.strip()[:300]) if last else None,
         "verdict": {
             "id": verdict.id,
             "title": verdict.winner.rule.title if verdict.winner else "no rule fits",
