@@ -75,3 +75,14 @@ def test_restart_attempts_and_nodes():
     assert len(attempts) == 2
     assert attempts[0].failed and attempts[0].phases[-1].name == "engine_start"
     assert attempts[1].phases[0].start == unix("2026-11-29T10:01:00")
+
+
+def test_a_log_that_starts_mid_serving_has_no_startup():
+    lines = [
+        'INFO:     127.0.0.1:5555 - "POST /v1/completions HTTP/1.1" 200 OK',
+        "(APIServer pid=1) INFO 11-29 10:00:10 [loggers.py:1] Engine 000: Avg prompt throughput: "
+        "1.0 tokens/s, Avg generation throughput: 50.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, "
+        "GPU KV cache usage: 0.1%",
+    ]
+    tl = startup_timeline(parse_lines(lines, tz=UTC, year=2026))
+    assert tl.complete and tl.serving_only and tl.phases == []

@@ -54,6 +54,8 @@ def render(doc: dict) -> Group:
     st = doc["startup"]
     state = ("complete" if st["complete"] else "FAILED" if st["failed"] else
              f"incomplete (in {st['current_phase']})")
+    if not st["seen"]:
+        state = "not in this log (it starts while serving)" if st["complete"] else "not found"
     head = (f"vLLM {doc['version'] or 'version unknown'}, model {doc['model'] or 'unknown'}: "
             f"startup {state}")
     if st["startup_s"] is not None:
