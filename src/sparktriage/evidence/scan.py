@@ -13,18 +13,20 @@ paths give the same document on every fixture and on generated logs.
 from __future__ import annotations
 
 import datetime as _dt
+import re
 import sys
 from typing import BinaryIO, Iterator, Sequence
 
 from sparktriage.errors import InputError
 from sparktriage.evidence.gate import candidate_starts, first_serving_mark, restart_mark
 from sparktriage.evidence.events import LogEvent
-from sparktriage.evidence.lineformat import parse_line
+from sparktriage.evidence.lineformat import FAST_PREFIX, parse_line
 from sparktriage.evidence.logsdoc import LogAnalyzer
 from sparktriage.evidence.parser import ParseOptions, _Assembler, merge_events, source_events
 from sparktriage.evidence.sources import MAX_LINE, LogSource, RawLine, _decode, resolve_inputs
 
 BLOCK = 4 << 20
+_STAMPED = re.compile(FAST_PREFIX.encode())
 MAX_FOLLOW = 4000  # lines fed after a candidate while its record stays open
 
 
@@ -179,6 +181,8 @@ class _FastFeeder:
                      candidate: bool = True) -> None:
         """Feed the nearest stamped line before `start` (when the line at `start` has none)."""
         if candidate:
+            if _STAMPED.match(block, start):  # vLLM's common prefix: the line has its own stamp
+                return
             end = block.find(b"\n", start)
             fields = parse_line(_decode(block[start:end][:MAX_LINE], self.crlf))
             if fields.stamp is not None or fields.stamp_full is not None:
