@@ -55,3 +55,22 @@ def test_one_gigabyte_log_streams_in_bounded_memory():
     assert (small["windows"], big["windows"]) == (small_windows, big_windows)
     assert big["complete"] and big_windows > 40_000
     assert big["rss_mb"] - small["rss_mb"] < 48, (small, big)
+
+
+FULL_CHILD = """
+import json, resource
+from sparktriage.evidence.parser import iter_events
+n = sum(1 for _ in iter_events(["-"]))
+print(json.dumps({"windows": n, "complete": True,
+                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+@pytest.mark.slow
+def test_every_event_streams_in_bounded_memory(monkeypatch):
+    """The full event stream (parse_files/iter_events, for other stages) is bounded too."""
+    monkeypatch.setattr(sys.modules[__name__], "CHILD", FULL_CHILD)
+    small, _ = _stream(4 << 20)
+    big, _ = _stream(64 << 20)
+    assert big["windows"] > 10 * small["windows"]
+    assert big["rss_mb"] - small["rss_mb"] < 24, (small, big)

@@ -50,9 +50,9 @@ def test_bench_reconciles_delivered_tokens_with_metrics_and_log(vllm_server, tmp
 
     # log: every stats window inside the protocol window agrees with the tokens that arrived
     log = doc["log"]
+    assert log["windows"], "stats windows overlapping the run"
     inside = [w for w in log["windows"] if w["inside_protocol_fraction"] >= 0.9]
-    assert inside, "the run should span at least one 10 s stats window"
-    for w in inside:
+    for w in inside or log["windows"]:  # a fast machine may finish inside two windows
         assert w["verdict"] == "consistent", w
         assert abs(w["logged_tokens"] - w["delivered_tokens"]) <= w["tolerance_tokens"]
     seen = sum(w["delivered_tokens"] for w in log["windows"])

@@ -75,3 +75,27 @@ def test_candidate_starts_on_bytes_matches_the_text_gate():
         text = line.decode("utf-8", errors="replace")
         assert (offset in starts) == interesting(text), text[:200]
         offset += len(line) + 1
+
+
+def test_several_nodes_give_the_same_document_both_ways(tmp_path):
+    a, b = tmp_path / "head.log", tmp_path / "worker.log"
+    a.write_bytes(CASES[PLAIN.index(FIXTURES / "vllm-cpu-startup.log")])
+    b.write_bytes("\n".join(render("0.27-ray-multinode")[0]).encode())
+    specs = [f"head={a}", f"worker={b}"]
+    full = analyze_inputs(specs, tz=UTC, year=2026, fast=False)
+    fast = analyze_inputs(specs, tz=UTC, year=2026)
+    assert json.dumps(fast, sort_keys=True) == json.dumps(full, sort_keys=True)
+    assert set(fast["nodes"]) == {"head", "worker"}
+
+
+@pytest.mark.parametrize("index", [PLAIN.index(FIXTURES / "vllm-cpu-startup.log"),
+                                   PLAIN.index(FIXTURES / "vllm-cpu-default-kv-failure.log")])
+def test_a_windows_crlf_copy_reads_like_the_original(index):
+    original = CASES[index]
+    crlf = original.replace(b"\n", b"\r\n")
+    for block_size in (211, 1 << 22):
+        _same(crlf, block_size)
+    a = analyze_inputs([BytesSource("a", "n", False, data=original)], tz=UTC, year=2026)
+    b = analyze_inputs([BytesSource("a", "n", False, data=crlf)], tz=UTC, year=2026)
+    for key in ("phases", "reported", "throughput", "startup", "errors", "warnings"):
+        assert a[key] == b[key], key

@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
+import pytest
+
 from sparktriage.evidence.parser import parse_files, parse_lines
 from sparktriage.evidence.timeline import startup_timeline, startup_timelines
 
@@ -75,3 +77,42 @@ def test_restart_attempts_and_nodes():
     assert len(attempts) == 2
     assert attempts[0].failed and attempts[0].phases[-1].name == "engine_start"
     assert attempts[1].phases[0].start == unix("2026-11-29T10:01:00")
+
+
+def test_a_log_that_starts_mid_serving_has_no_startup():
+    lines = [
+        'INFO:     127.0.0.1:5555 - "POST /v1/completions HTTP/1.1" 200 OK',
+        "(APIServer pid=1) INFO 11-29 10:00:10 [loggers.py:1] Engine 000: Avg prompt throughput: "
+        "1.0 tokens/s, Avg generation throughput: 50.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, "
+        "GPU KV cache usage: 0.1%",
+    ]
+    tl = startup_timeline(parse_lines(lines, tz=UTC, year=2026))
+    assert tl.complete and tl.serving_only and tl.phases == []
+
+
+REAL = {
+    "vllm-cpu-startup.log": (["resolve", "engine_start", "distributed_init", "weight_read",
+                              "post_load", "compile", "kv_profiling", "ready"],
+                             {"loading_weights_s": 0.02, "init_engine_s": 44.15}, 4, True),
+    "vllm-cpu-startup-eager.log": (["resolve", "engine_start", "distributed_init", "weight_read",
+                                    "post_load", "kv_profiling", "ready"],
+                                   {"loading_weights_s": 0.01, "init_engine_s": 0.84}, 0, True),
+    "vllm-cpu-spec-ngram.log": (["resolve", "engine_start", "distributed_init", "weight_read",
+                                 "post_load", "kv_profiling", "ready"],
+                                {"loading_weights_s": 0.01, "init_engine_s": 2.16}, 2, True),
+    "vllm-cpu-default-kv-failure.log": (["resolve", "engine_start"], {}, 0, False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REAL))
+def test_real_cpu_logs_golden(name):
+    from sparktriage.evidence.scan import analyze_inputs
+
+    phases, reported, windows, complete = REAL[name]
+    doc = analyze_inputs([str(FIXTURES / name)], tz=UTC, year=2026)
+    assert [p["name"] for p in doc["phases"]] == phases
+    assert doc["reported"] == reported
+    assert doc["throughput"]["generation"]["windows"] == windows
+    assert doc["startup"]["complete"] is complete
+    assert doc["version"] == "0.32.0"
+    assert doc["kv_cache"].get("tokens") == (1_048_576 if complete else None)

@@ -54,6 +54,8 @@ def render(doc: dict) -> Group:
     st = doc["startup"]
     state = ("complete" if st["complete"] else "FAILED" if st["failed"] else
              f"incomplete (in {st['current_phase']})")
+    if not st["seen"]:
+        state = "not in this log (it starts while serving)" if st["complete"] else "not found"
     head = (f"vLLM {doc['version'] or 'version unknown'}, model {doc['model'] or 'unknown'}: "
             f"startup {state}")
     if st["startup_s"] is not None:
@@ -65,6 +67,10 @@ def render(doc: dict) -> Group:
         parts.append(_phase_table(doc))
     if doc["gaps"]:
         parts.append(_gap_table(doc))
+    for silence in sorted(doc["silences"], key=lambda x: -x["duration_s"])[:3]:
+        if silence["duration_s"] >= 10:
+            parts.append(Text(f"silent {silence['duration_s']:.0f} s during {silence['phase']} "
+                              f"after: {silence['before'][:120]}"))
     reported = ", ".join(f"{k} {v:g}" for k, v in doc["reported"].items())
     if reported:
         parts.append(Text(f"reported: {reported}"))
@@ -84,6 +90,9 @@ def render(doc: dict) -> Group:
             f"{spec['drafted']} drafted, per position [{per_pos}]"))
     if doc["kernels"]:
         parts.append(Text("kernels: " + "; ".join(doc["kernels"])))
+    if doc["warnings_total"]:
+        parts.append(Text(f"{doc['warnings_total']} warnings ({len(doc['warnings'])} distinct; "
+                          "see --json)"))
     for e in doc["errors"][:10]:
         parts.append(Text(f"error {_clock(e['time'])}: {e['text'][:300]}", style="red"))
     if doc["errors_total"] > 10:

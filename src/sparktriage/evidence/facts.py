@@ -7,7 +7,7 @@ config: model='…', …``, split at top-level commas) and the ``non-default arg
 the FP4/MoE/linear/attention backends vLLM says it chose (§11), as short strings, with fallbacks
 flagged. Errors are ERROR/CRITICAL records, unprefixed tracebacks (their exception line),
 exception lines and fatal signatures; warnings are deduplicated with a count. Everything that
-leaves this module passes through `redact` (API keys, tokens, passwords).
+leaves this module passes through `redact.redact` (API keys, tokens, passwords).
 """
 
 from __future__ import annotations
@@ -19,15 +19,10 @@ from dataclasses import dataclass, field
 
 from sparktriage.evidence.catalog import Hit
 from sparktriage.evidence.events import LogEvent
+from sparktriage.evidence.redact import redact, secret_name
 
 MAX_ERRORS = 200
 MAX_WARNINGS = 200
-_SECRET_KV = re.compile(
-    r"(?i)(['\"]?(?:[\w-]*(?:api[_-]?key|token|password|passwd|secret))['\"]?\s*[:=]\s*)"
-    r"(?:'[^']*'|\"[^\"]*\"|[^\s,}]+)"
-)
-_SECRET_VALUES = re.compile(r"\b(?:hf_[A-Za-z0-9]{16,}|sk-[A-Za-z0-9_-]{16,}|gh[pousr]_[A-Za-z0-9]{20,})\b"
-                            r"|(?i:bearer)\s+[A-Za-z0-9._~+/=-]{8,}")
 _EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt)\b:?")
 _FATAL = ("died unexpectedly", "NV_ERR_NO_MEMORY", "Segmentation fault", "core dumped",
           "OutOfMemoryError", "out of memory", "Killed process", "NCCL error")
@@ -49,9 +44,6 @@ _CONFIG_KEYS = {
 }
 
 
-_SECRET_HINTS = ("key", "token", "pass", "secret", "bearer", "hf_", "sk-", "gh")
-
-
 def _i(text: str | None) -> int | None:
     """An int from a matched group; None for absurd input (no exception ever)."""
     text = (text or "").replace(",", "")
@@ -64,17 +56,6 @@ def _f(text: str | None) -> float | None:
     except (ValueError, OverflowError):
         return None
     return value if math.isfinite(value) else None
-
-
-def redact(text: str) -> str:
-    """Replace secrets (API keys, tokens, passwords) by ***."""
-    if not text:
-        return text
-    low = text.lower()
-    if not any(hint in low for hint in _SECRET_HINTS):
-        return text
-    text = _SECRET_KV.sub(lambda m: m.group(1) + "***", text)
-    return _SECRET_VALUES.sub("***", text)
 
 
 def split_top_level(text: str, sep: str = ", ") -> list[str]:
@@ -275,7 +256,8 @@ def _engine_config(f: Facts, hit: Hit, event: LogEvent) -> None:
 
 def _args(f: Facts, hit: Hit, event: LogEvent) -> None:
     args = parse_args_dict(hit.match.group("args"))
-    f.args = {k: _jsonable(v) for k, v in args.items()}
+    f.args = {k: "***" if secret_name(k) and v not in (None, "") else _jsonable(v)
+              for k, v in args.items()}
     for key, name in _CONFIG_KEYS.items():
         if key in args and name not in f.config:
             f.config[name] = _jsonable(args[key])

@@ -114,11 +114,12 @@ def _overwrite(text: str) -> str:
     return parts[-1] if parts else ""
 
 
-_FAST = re.compile(
-    r"\((?P<name>[A-Za-z_][\w.:\-]*) pid=(?P<pid>\d{1,10})\) "
-    r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<stamp>\d\d-\d\d \d\d:\d\d:\d\d) "
-    r"\[(?P<file>[^\]\s]+?):(?P<line>\d{1,9})\] ?"
+FAST_PREFIX = (  # the common case, "(Proc pid=N) LEVEL MM-DD HH:MM:SS [file:line] ", ASCII only
+    r"\((?P<name>[A-Za-z_][A-Za-z0-9_.:\-]*) pid=(?P<pid>[0-9]{1,10})\) "
+    r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<stamp>[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}) "
+    r"\[(?P<file>[^\]\s]+?):(?P<line>[0-9]{1,9})\] ?"
 )
+_FAST = re.compile(FAST_PREFIX, re.ASCII)
 
 
 def parse_line(text: str) -> LineFields:

@@ -16,7 +16,8 @@ from typing import Iterable
 from sparktriage.evidence.catalog import PHASE_INDEX, match_message
 from sparktriage.evidence.clock import iso
 from sparktriage.evidence.events import LogEvent
-from sparktriage.evidence.facts import Facts, redact
+from sparktriage.evidence.facts import Facts
+from sparktriage.evidence.redact import redact
 from sparktriage.evidence.gate import interesting, restart_mark, serving_mark
 from sparktriage.evidence.series import (
     SpecSeries,
@@ -171,6 +172,7 @@ class LogAnalyzer:
             else round(tl.startup_s, 3), "start": self._t(start),
             "current_phase": tl.current_phase, "last_line": redact(tl.last_line or "") or None,
             "last_time": self._t(tl.last_t), "attempts": attempts,
+            "seen": not tl.serving_only and bool(tl.phases),
         }
 
     def _entry(self, e: dict) -> dict:

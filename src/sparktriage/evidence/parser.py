@@ -33,6 +33,7 @@ from sparktriage.evidence.sources import (
     RawLine,
     resolve_inputs,
     split_lines,
+    stream_crlf,
     _decode,
 )
 
@@ -231,7 +232,7 @@ def parse_lines(lines: Iterable[str | bytes], *, node: str = "local", origin: st
     raws = (
         RawLine(_decode(line) if isinstance(line, bytes) else line.rstrip("\n"), number)
         for number, line in enumerate(lines, 1)
-    )
+    )  # lines given one by one: their CRs are kept (no CRLF sniffing)
     return list(source_events(source, ParseOptions(tz=tz, year=year, reference=reference), raws))
 
 
@@ -246,7 +247,8 @@ def iter_stream(stream, *, node: str = "local", origin: str = "<stream>",
                 options: ParseOptions | None = None) -> Iterator[LogEvent]:
     """Events from any binary stream of plain log text, in bounded memory."""
     source = BytesSource(origin, node, False)
-    raws = (RawLine(_decode(raw), n, truncated=cut)
+    crlf = stream_crlf(stream)
+    raws = (RawLine(_decode(raw, crlf), n, truncated=cut)
             for n, (raw, cut) in enumerate(split_lines(stream), 1))
     return source_events(source, options, raws)
 

@@ -13,18 +13,20 @@ paths give the same document on every fixture and on generated logs.
 from __future__ import annotations
 
 import datetime as _dt
+import re
 import sys
 from typing import BinaryIO, Iterator, Sequence
 
 from sparktriage.errors import InputError
 from sparktriage.evidence.gate import candidate_starts, first_serving_mark, restart_mark
 from sparktriage.evidence.events import LogEvent
-from sparktriage.evidence.lineformat import parse_line
+from sparktriage.evidence.lineformat import FAST_PREFIX, parse_line
 from sparktriage.evidence.logsdoc import LogAnalyzer
 from sparktriage.evidence.parser import ParseOptions, _Assembler, merge_events, source_events
 from sparktriage.evidence.sources import MAX_LINE, LogSource, RawLine, _decode, resolve_inputs
 
 BLOCK = 4 << 20
+_STAMPED = re.compile(FAST_PREFIX.encode())
 MAX_FOLLOW = 4000  # lines fed after a candidate while its record stays open
 
 
@@ -67,16 +69,17 @@ WINDOW_FIRST, WINDOW = 16 * 1024, 1024 * 1024  # candidates are searched window 
 class _FastFeeder:
     """Feeds an assembler with the lines of blocks that the gate (and exactness) requires."""
 
-    def __init__(self, assembler: _Assembler) -> None:
+    def __init__(self, assembler: _Assembler, crlf: bool = False) -> None:
         self.asm = assembler
         self.line_base = 0  # lines before the current block
         self.serving = False
+        self.crlf = crlf  # a Windows file: each line's own CR is dropped
+        self.mark = b"\r\r\n" if crlf else b"\r\n"  # the end of a line that continues a record
 
-    @staticmethod
-    def _raw(block: bytes, start: int, end: int, line_no: int) -> RawLine:
+    def _raw(self, block: bytes, start: int, end: int, line_no: int) -> RawLine:
         raw = block[start:end]
         cut = len(raw) > MAX_LINE
-        return RawLine(_decode(raw[:MAX_LINE] if cut else raw), line_no, truncated=cut)
+        return RawLine(_decode(raw[:MAX_LINE] if cut else raw, self.crlf), line_no, truncated=cut)
 
     def _follow(self, block: bytes, pos: int, number: int) -> tuple[int, int]:
         """Feed lines from `pos` (line `number`) while the assembler holds an open record."""
@@ -94,11 +97,12 @@ class _FastFeeder:
         if stop <= pos:
             return pos, number
         feed, raw = self.asm.feed, self._raw
+        crlf = self.crlf
         for line in block[pos:stop - 1].split(b"\n"):
             if len(line) > MAX_LINE:
-                feed(RawLine(_decode(line[:MAX_LINE]), number, truncated=True))
+                feed(RawLine(_decode(line[:MAX_LINE], crlf), number, truncated=True))
             else:
-                feed(RawLine(_decode(line), number))
+                feed(RawLine(_decode(line, crlf), number))
             number += 1
         return stop, number
 
@@ -107,7 +111,9 @@ class _FastFeeder:
         count = block.count
         pos, next_line = self._follow(block, 0, self.line_base + 1)
         limit = len(block)  # trailing lines that may open a record travel to the next block
-        while limit >= 2 and block[limit - 2:limit] == b"\r\n" and len(block) - limit < CARRY_MAX:
+        mark, width = self.mark, len(self.mark)
+        while limit >= width and block[limit - width:limit] == mark and \
+                len(block) - limit < CARRY_MAX:
             limit = block.rfind(b"\n", 0, limit - 1) + 1
             if limit <= pos:
                 limit = len(block)
@@ -144,19 +150,24 @@ class _FastFeeder:
         """Feed the candidates in block[pos:limit] until a restart mark; return where it stopped."""
         asm, out = self.asm, self.asm.out
         find, rfind, count = block.find, block.rfind, block.count
-        for start in self._candidates(block, pos, limit):
-            if start < pos:
+        mark, width = self.mark, len(self.mark)
+        for candidate in self._candidates(block, pos, limit):
+            if candidate < pos:
                 continue
+            start = candidate
             line_no = next_line + count(b"\n", pos, start)
-            while start - 2 >= pos and block[start - 2:start] == b"\r\n":
-                start = max(rfind(b"\n", pos, start - 2) + 1, pos)  # the record's first line
+            backed = 0
+            while start - width >= pos and block[start - width:start] == mark and \
+                    backed < MAX_FOLLOW:  # back to the first line of the candidate's record
+                start = max(rfind(b"\n", pos, start - width + 1) + 1, pos)
                 line_no -= 1
+                backed += 1
             if start > pos:
                 self._time_anchor(block, pos, start, line_no)
             emitted = len(out)
-            end = find(b"\n", start)
-            asm.feed(self._raw(block, start, end, line_no))
-            pos, next_line = self._follow(block, end + 1, line_no + 1)
+            end = find(b"\n", candidate)
+            fed, number = self._feed_all(block, start, end + 1, line_no)  # through the candidate
+            pos, next_line = self._follow(block, fed, number)
             if any(restart_mark(e.raw) for e in out[emitted:]):
                 self.serving = False  # a new server process: read its startup in full
                 return pos, next_line
@@ -170,15 +181,17 @@ class _FastFeeder:
                      candidate: bool = True) -> None:
         """Feed the nearest stamped line before `start` (when the line at `start` has none)."""
         if candidate:
+            if _STAMPED.match(block, start):  # vLLM's common prefix: the line has its own stamp
+                return
             end = block.find(b"\n", start)
-            fields = parse_line(_decode(block[start:end][:MAX_LINE]))
+            fields = parse_line(_decode(block[start:end][:MAX_LINE], self.crlf))
             if fields.stamp is not None or fields.stamp_full is not None:
                 return
         hi = start - 1  # the newline that ends the previous line
         number = line_no - 1
         while hi >= lo and hi > 0:
             begin = max(block.rfind(b"\n", lo, hi) + 1, lo)
-            text = _decode(block[begin:hi][:MAX_LINE])
+            text = _decode(block[begin:hi][:MAX_LINE], self.crlf)
             prev = parse_line(text)
             if prev.stamp is not None or prev.stamp_full is not None:
                 self.asm.feed(RawLine(text, number))
@@ -192,9 +205,9 @@ def fast_events(source: LogSource, options: ParseOptions,
                 block_size: int = BLOCK) -> Iterator[LogEvent]:
     """The events of a plain-text source that the analysis needs (see module docstring)."""
     assembler = _Assembler(source, options)
-    feeder = _FastFeeder(assembler)
     out = assembler.out
     stream = source.open_binary()
+    feeder = _FastFeeder(assembler, source.is_crlf(stream))
     carry = b""
     try:
         for block in iter_blocks(stream, block_size):

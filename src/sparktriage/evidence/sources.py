@@ -80,8 +80,30 @@ def split_lines(stream: BinaryIO, max_line: int = MAX_LINE,
         yield tail, False
 
 
-def _decode(raw: bytes) -> str:
+def _decode(raw: bytes, crlf: bool = False) -> str:
+    """Bytes of one line as text; in a CRLF file the line's own CR is not vLLM's marker."""
+    if crlf and raw.endswith(b"\r"):
+        raw = raw[:-1]
     return raw.decode("utf-8", errors="replace")
+
+
+def detect_crlf(head: bytes) -> bool:
+    """A Windows text file: every complete line of its head ends in CR LF (vLLM's own CR LF
+    appears only inside multi-line records, never on every line)."""
+    lines = head.split(b"\n")[:-1][:200]
+    lines = [line for line in lines if line]
+    return len(lines) >= 3 and all(line.endswith(b"\r") for line in lines)
+
+
+def stream_crlf(stream: BinaryIO) -> bool:
+    """Sniff a stream's first bytes without consuming them (when it can peek)."""
+    peek = getattr(stream, "peek", None)
+    if peek is None:
+        return False
+    try:
+        return detect_crlf(peek(65536)[:65536])
+    except (OSError, ValueError, EOFError):
+        return False
 
 
 @dataclass(frozen=True)
@@ -123,6 +145,10 @@ class LogSource:
     def open_binary(self) -> BinaryIO:
         return self._open()
 
+    def is_crlf(self, stream: BinaryIO) -> bool:
+        """Is this plain-text source a CRLF file? (sniffed from the open stream's head)"""
+        return stream_crlf(stream)
+
     def lines(self) -> Iterator[RawLine]:
         """The source's physical lines, decoded, in order."""
         stream = self._open()
@@ -130,8 +156,9 @@ class LogSource:
             if self.records:
                 yield from _record_lines(stream, self.origin)
             else:
+                crlf = self.is_crlf(stream)
                 for number, (raw, cut) in enumerate(_guarded(split_lines(stream), self.origin), 1):
-                    yield RawLine(_decode(raw), number, truncated=cut)
+                    yield RawLine(_decode(raw, crlf), number, truncated=cut)
         finally:
             if stream is not sys.stdin.buffer:
                 stream.close()
@@ -294,3 +321,6 @@ class BytesSource(LogSource):
 
     def _open(self) -> BinaryIO:
         return io.BytesIO(self.data)
+
+    def is_crlf(self, stream: BinaryIO) -> bool:
+        return detect_crlf(self.data[:65536])

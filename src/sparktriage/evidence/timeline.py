@@ -103,6 +103,7 @@ class Timeline:
     gaps: list[Gap] = field(default_factory=list)
     silences: list[Silence] = field(default_factory=list)
     complete: bool = False  # reached ready
+    serving_only: bool = False  # the log holds no startup, only a server already serving
     failed: bool = False
     failure: str | None = None
     failure_t: float | None = None
@@ -134,8 +135,6 @@ class TimelineBuilder:
         self._silences: list[tuple[float, int, Silence]] = []
         self._seq = 0
         self._kv_sized = False
-        self._serving = False
-        self._ranks_t: dict[str, float] = {}
         self._last_phase_t: dict[str, float] = {}
 
     def feed(self, event: LogEvent, hits: list[Hit] | None = None) -> None:
@@ -165,11 +164,14 @@ class TimelineBuilder:
                 tl.failure = event.message.split("\n", 1)[0][:300]
         if not tl.complete and tl.phases:
             self._last_phase_t[tl.phases[-1].name] = event.t
+        serving = "stats" in ids or (event.kind == "uvicorn" and '" 200' in event.message)
+        if serving and not tl.complete and not self._beyond_resolve(tl) and not tl.failed:
+            tl.phases, tl.complete, tl.serving_only = [], True, True  # the log starts mid-serving
         if tl.phases and tl.phases[-1].name == "ready" and not tl.complete:
             if "ready.complete" in ids:
                 tl.phases[-1].end = event.t
                 tl.complete = True
-            elif "stats" in ids or (event.kind == "uvicorn" and '" 200' in event.message):
+            elif serving:
                 tl.complete = True  # serving without a captured startup-complete line
                 tl.phases[-1].end = tl.anchors_last.get("ready.routes", tl.anchors_last.get(
                     "ready.server", tl.phases[-1].start))
