@@ -117,6 +117,8 @@ def main() -> None:
                         help="blocks in all, OFF first and last (odd: OFF ON OFF ... OFF)")
     parser.add_argument("--requests", type=int, default=20, help="measured requests per block")
     parser.add_argument("--max-tokens", type=int, default=256)
+    parser.add_argument("--stacks", type=float, default=15.0,
+                        help="py-spy interval given to collect (0: no dumps during the blocks)")
     parser.add_argument("--out", type=Path, default=Path("runs/bench-collect-overhead.json"))
     args = parser.parse_args()
 
@@ -138,7 +140,8 @@ def main() -> None:
                 started = time.monotonic()
                 collect = subprocess.Popen(
                     [sys.executable, "-m", "sparktriage", "collect", "--pid",
-                     str(server.process.pid), "--out", str(work / f"bundle-{index}")],
+                     str(server.process.pid), "--out", str(work / f"bundle-{index}"),
+                     "--stacks", str(args.stacks)],
                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 time.sleep(6.0)  # agent up, first samples and the environment capture taken
                 tree = [psutil.Process(collect.pid)] + psutil.Process(collect.pid).children(True)
@@ -191,7 +194,8 @@ def main() -> None:
         "schema_version": 1, "kind": "bench-collect-overhead",
         "created": time.time(), "machine": {"cpus": os.cpu_count(), "load1": os.getloadavg()[0]},
         "settings": {"blocks": args.blocks, "requests": args.requests,
-                     "max_tokens": args.max_tokens, "plan": "default (1 s samples, 15 s stacks)"},
+                     "max_tokens": args.max_tokens,
+                     "plan": f"default (1 s samples, stacks every {args.stacks:g} s)"},
         "collector_cpu_pct_of_core": {"steady": steady, "with_startup_and_teardown": whole},
         "tok_s": rates,
         "goal": {"cpu_under_2pct": steady["mean"] < 2.0, "no_measurable_tok_s_change": no_change},
