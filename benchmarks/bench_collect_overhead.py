@@ -34,6 +34,7 @@ import json
 import math
 import os
 import resource
+import shutil
 import signal
 import statistics
 import subprocess
@@ -201,6 +202,7 @@ def main() -> None:
         "goal": {"cpu_under_2pct": steady["mean"] < 2.0, "no_measurable_tok_s_change": no_change},
         "blocks": blocks,
     }
+    shutil.rmtree(work, ignore_errors=True)  # server log, bundles and raw records of the blocks
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(document, indent=2) + "\n")
     print(json.dumps({

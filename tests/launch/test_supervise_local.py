@@ -6,10 +6,12 @@ the launch survives.
 
 from __future__ import annotations
 
+import glob
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 import psutil
@@ -123,9 +125,13 @@ def test_lost_local_agent_is_reaped(tmp_path, mark):
     plan = build_plan(load_deployment(fake_deployment(tmp_path / "d.yaml", mark)))
     run = RunDir.create(tmp_path / "run", ["test"])
 
+    killed = []
+
     def kill_agent(supervisor):
         agent = supervisor.links["local"].hello["pid"]
+        assert glob.glob(f"{tempfile.gettempdir()}/sparktriage-agent-{agent}-*")
         os.kill(agent, signal.SIGKILL)
+        killed.append(agent)
         supervisor.watch(20)
 
     result = launch_once(plan, run.next_launch(), None, 0.0, while_ready=kill_agent)
@@ -137,6 +143,8 @@ def test_lost_local_agent_is_reaped(tmp_path, mark):
         assert "link-lost" in events
         reap = [e for e in bundle.events() if e["event"] == "teardown"]
         assert reap and reap[-1]["reason"] == "reap" and reap[-1]["survivors"] == []
+    # the killed agent could not delete its unpacked copy; the reaping agent did
+    assert not glob.glob(f"{tempfile.gettempdir()}/sparktriage-agent-{killed[0]}-*")
 
 
 def test_ctrl_c_tears_down_and_exits_130(tmp_path, mark):
