@@ -88,7 +88,7 @@ class PublicKey:
 def parse_public_key(text: str, origin: str) -> PublicKey:
     """Parse one `type base64 [comment]` line (an `.pub` file's content)."""
     fields = text.strip().split(None, 2)
-    if len(fields) < 2:
+    if len(fields) < 2 or not fields[0].startswith(("ssh-", "ecdsa-", "sk-")):
         raise InputError(f"{origin}: not an OpenSSH public key (expected 'ssh-ed25519 AAAA...')")
     key_type, data = fields[0], fields[1]
     try:

@@ -102,9 +102,10 @@ def paragraphs(inputs: RunInputs, sections: dict, anonymized: bool) -> list[dict
     out.append({"title": "Reproducibility",
                 "text": "The data/ folder of this report holds, redacted, every file the report was "
                         "built from; `sparktriage report data --out OTHER_DIR` rebuilds the same "
-                        "report. Two builds from the same data are byte-identical except for the "
-                        "generated_at time (and, through it, the digests of the report files in "
-                        "MANIFEST and the signature); setting SOURCE_DATE_EPOCH pins that too."})
+                        "sections, numbers and plots from it. Two builds from the same run directory "
+                        "are byte-identical except for the generated_at time (and, through it, the "
+                        "digests of the three report files in MANIFEST and the signature); setting "
+                        "SOURCE_DATE_EPOCH pins that too."})
     return out
 
 

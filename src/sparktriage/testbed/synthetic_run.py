@@ -143,8 +143,8 @@ def _side_documents(launch: LaunchDir, spec: SyntheticSpec, rng: random.Random, 
                         "fix": "warm the page cache or prefetch the checkpoint before launch"}})
     launch.write("stalls.json", {"kind": "stalls", "synthetic": True, "phases": phases,
                                  "findings": findings})
-    windows, t = [], ready + 10.0
-    while t < end:
+    windows, t = [], ready + 15.0  # the end of the first 10 s window after the first request
+    while t < end + 10.0:
         windows.append({"t": round(t, 3), "value": round(bench["workloads"][0]["summary"]["decode_tok_s"]["mean"]
                                                          * rng.uniform(1.05, 1.45), 2)})
         t += 10.0
@@ -192,6 +192,19 @@ def _side_documents(launch: LaunchDir, spec: SyntheticSpec, rng: random.Random, 
         write_document(bundle / "nodes" / node / "environment.json", env)
     write_document(bundle / "environment-diff.json", {"schema_version": 1, "differences": [
         {"key": "nccl", "values": {nodes[0]: "2.27.7", nodes[-1]: "2.26.2"}}]})
+
+
+def add_side_documents(launch_path: Path, plant: bool = True, seed: int = 7) -> None:
+    """SYNTHETIC logs/stalls/probe/reconcile/bundle documents beside a launch whose bench
+    results are real (requests.jsonl and bench.json from an actual server)."""
+    launch = LaunchDir(launch_path)
+    bench = json.loads((launch.path / "bench.json").read_text(encoding="utf-8"))
+    records = [json.loads(line) for line in launch.requests_path.read_text(encoding="utf-8").splitlines()
+               if line.strip()]
+    first = min(r["sent_unix"] for r in records)
+    last = max(r["sent_unix"] + (r.get("t_end") or 0.0) for r in records)
+    spec = SyntheticSpec(plant=plant, stall_every=1)
+    _side_documents(launch, spec, random.Random(seed), first - 100.0, first - 5.0, last, 0, 1, bench)
 
 
 def make_run(root: Path, spec: SyntheticSpec = SyntheticSpec()) -> Path:
