@@ -97,7 +97,9 @@ def _startup(doc: dict, section: dict) -> list[str]:
             out += [f"- evidence: {esc(e)}" for e in f["evidence"]]
             out += [f"- not {esc(a['id'])}: {esc(a['why_not'])}" for a in f["alternatives"]]
             out += [f"- fix: {esc(f['fix'])}", ""] if f["fix"] else [""]
-        out += _plot(doc, f"startup_{launch['label']}.png")
+    for plot in doc["plots"]:
+        if plot["file"].startswith("plots/startup"):
+            out += _plot(doc, plot["file"][len("plots/"):])
     return out
 
 

@@ -28,6 +28,11 @@ def _clean(value) -> str:
     return escape(raw).replace("\n", "<br/>")
 
 
+def _plain(text: str) -> str:
+    """Text for a plain (non-Paragraph) table cell: cp1252 repertoire, no markup."""
+    return text.encode("cp1252", errors="replace").decode("cp1252")
+
+
 class _Builder:
     def __init__(self, document: dict, plots: dict[str, bytes]) -> None:
         from reportlab.lib import colors
@@ -64,11 +69,21 @@ class _Builder:
 
         if not rows:
             return
+        col = [w * self.width for w in widths] if widths else [self.width / len(header)] * len(header)
+        # a Paragraph (wrapping, slow) only where the text may not fit its column
+        fits = [int(w / 3.6) for w in col]
         data = [[Paragraph(f"<b>{_clean(h)}</b>", self.small) for h in header]]
-        data += [[Paragraph(_clean(c), self.small) for c in row] for row in rows]
-        col = [w * self.width for w in widths] if widths else None
+        for row in rows:
+            cells = []
+            for c, room in zip(row, fits):
+                text = cell(c)
+                cells.append(_plain(text) if len(text) <= room and "\n" not in text
+                             else Paragraph(_clean(text), self.small))
+            data.append(cells)
         table = Table(data, colWidths=col, repeatRows=1, hAlign="LEFT")
         table.setStyle(TableStyle([
+            ("FONTNAME", (0, 1), (-1, -1), "Helvetica"), ("FONTSIZE", (0, 1), (-1, -1), 7.5),
+            ("LEADING", (0, 1), (-1, -1), 9),
             ("GRID", (0, 0), (-1, -1), 0.25, self.colors.grey),
             ("BACKGROUND", (0, 0), (-1, 0), self.colors.HexColor("#e8eef6")),
             ("VALIGN", (0, 0), (-1, -1), "TOP"),
@@ -130,10 +145,17 @@ class _Builder:
         env = s["environment"]
         if env["status"] == "missing":
             self.missing(env)
+        seen: dict[str, str] = {}
         for launch in env.get("launches", []):
             self.heading(f"Launch {launch['label']}: {len(launch['nodes'])} node(s)", 3)
+            key = repr((launch["differs"], launch["captures"]))
+            if key in seen:  # relaunches of one deployment usually capture the same environment
+                self.p(f"Same environment captures as launch {seen[key]}.")
+                continue
+            seen[key] = launch["label"]
             if launch["differs"]:
                 nodes = sorted({n for x in launch["differs"] for n in x["values"]})
+                self.p("Differences between nodes:", self.small)
                 self.table(["setting", *nodes], [[x["key"], *[x["values"].get(n, "") for n in nodes]]
                                                  for x in launch["differs"]])
             for node, rows in launch["captures"].items():
@@ -150,13 +172,30 @@ class _Builder:
         self.heading("Startup")
         if section["status"] == "missing":
             return self.missing(section)
+        names: list[str] = []
         for launch in section["launches"]:
+            for p in sorted(launch["phases"], key=lambda p: p["start"]):
+                if p["name"] not in names:
+                    names.append(p["name"])
+        if names and len(names) <= 9:  # one row per launch and node, one column per phase
+            self.p("Phase durations in seconds (report.md lists every start and end):", self.small)
+            rows = []
+            for launch in section["launches"]:
+                for node in sorted({p["node"] or "all" for p in launch["phases"]}):
+                    took = {p["name"]: p["duration_s"] for p in launch["phases"] if (p["node"] or "all") == node}
+                    rows.append([launch["label"], node, seconds(launch["ready_s"]),
+                                 *[number(took.get(n)) for n in names]])
+            self.table(["launch", "node", "ready", *names], rows)
+        for launch in section["launches"]:
+            if names and len(names) <= 9 and not launch["findings"] and launch["classified"]:
+                continue
             self.heading(f"Launch {launch['label']} (ready after {seconds(launch['ready_s'])})", 3)
-            self.table(["phase", "node", "start s", "end s", "duration s"],
-                       [[p["name"], p["node"] or "all", number(p["start"]), number(p["end"]),
-                         number(p["duration_s"])] for p in launch["phases"]])
-            if launch["classified"] and not launch["findings"]:
-                self.p("No stall found.")
+            if not names or len(names) > 9:
+                self.table(["phase", "node", "start s", "end s", "duration s"],
+                           [[p["name"], p["node"] or "all", number(p["start"]), number(p["end"]),
+                             number(p["duration_s"])] for p in launch["phases"]])
+            if not launch["classified"]:
+                self.p("Timeline only: stalls not classified (no stalls.json).")
             for f in launch["findings"]:
                 self.p(f"{f['kind']} on {f['node'] or 'all nodes'}, {number(f['start'])}-{number(f['end'])} s: "
                        f"{f['id']} (confidence {cell(f['confidence'])}). Fix: {f['fix'] or '-'}")
@@ -164,7 +203,12 @@ class _Builder:
                     self.p(f"evidence: {line}", self.small)
                 for alt in f["alternatives"]:
                     self.p(f"not {alt['id']}: {alt['why_not']}", self.small)
-            self.image(f"startup_{launch['label']}.png")
+        classified = [l for l in section["launches"] if l["classified"]]
+        if classified and not any(l["findings"] for l in classified):
+            self.p("No stall found in any classified launch.")
+        for plot in self.doc["plots"]:
+            if plot["file"].startswith("plots/startup"):
+                self.image(plot["file"][len("plots/"):])
 
     def _probe(self, section: dict) -> None:
         self.heading("Output quality (garbage probe)")

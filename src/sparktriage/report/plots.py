@@ -19,6 +19,7 @@ _STYLE = {"font.family": "DejaVu Sans", "font.size": 8.5, "svg.hashsalt": "spark
 _COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf", "#7f7f7f")
 _EXTRA = ("#bcbd22", "#e377c2", "#aec7e8", "#98df8a", "#ffbb78", "#c5b0d5")
 MAX_SERIES_PANELS = 15
+MAX_GANTT_ROWS = 32
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ def per_launch(protocol: dict) -> Plot | None:
         return None
     names = sorted({w["name"] for l in launches for w in l["workloads"]})
     figure = _figure(7.0, 3.2)
+    figure.subplots_adjust(left=0.09, right=0.98, top=0.9, bottom=0.2)
     axes = figure.add_subplot()
     labels = [l["label"] for l in launches]
     for k, name in enumerate(names):
@@ -73,7 +75,6 @@ def per_launch(protocol: dict) -> Plot | None:
     axes.set_ylabel("delivered decode tok/s")
     axes.set_title("Delivered decode rate per launch (mean, 95% interval over requests)")
     axes.legend(loc="best", frameon=False)
-    figure.tight_layout()
     return Plot("delivered_per_launch.png", _png(figure), "Delivered tok/s per launch",
                 "Mean decode rate of each launch's measured requests with its 95% t-interval.")
 
@@ -84,7 +85,10 @@ def delivered_vs_logged(series: list[dict]) -> Plot | None:
         return None
     cols = 1 if len(series) == 1 else 2 if len(series) <= 4 else 3
     rows = (len(series) + cols - 1) // cols
-    figure = _figure(7.0, 1.2 + 1.7 * rows)
+    height = 0.9 + 1.6 * rows
+    figure = _figure(7.0, height)
+    figure.subplots_adjust(left=0.08, right=0.98, top=1 - 0.45 / height, bottom=0.45 / height,
+                           hspace=0.55, wspace=0.22)
     for index, item in enumerate(series):
         axes = figure.add_subplot(rows, cols, index + 1)
         if item["delivered"]:
@@ -92,62 +96,104 @@ def delivered_vs_logged(series: list[dict]) -> Plot | None:
                       where="post", color=_COLORS[0], linewidth=1.2, label="delivered (client)")
         if item["logged"]:
             axes.plot([w["t"] for w in item["logged"]], [w["tok_s"] for w in item["logged"]],
-                      "s", color=_COLORS[1], markersize=3.5, label="logged (server)")
-        axes.set_title(item["label"], fontsize=8)
-        axes.set_xlabel("s since first request", fontsize=7)
-        axes.set_ylabel("tok/s", fontsize=7)
+                      "s", color=_COLORS[1], markersize=3, label="logged (server)")
+        axes.set_title(item["label"], fontsize=8, pad=3)
+        axes.tick_params(labelsize=6.5)
+        if index >= len(series) - cols:
+            axes.set_xlabel("s since first request", fontsize=7)
+        if index % cols == 0:
+            axes.set_ylabel("tok/s", fontsize=7)
         if index == 0:
-            axes.legend(loc="lower right", frameon=False, fontsize=7)
+            axes.legend(loc="lower right", frameon=False, fontsize=6.5)
     figure.suptitle("Delivered vs logged generation throughput (10 s windows)", fontsize=9)
-    figure.tight_layout()
     return Plot("delivered_vs_logged.png", _png(figure), "Delivered vs logged over time",
                 "Tokens reaching the client per 10 s window (line) against the generation "
                 "throughput the server logged (squares), per launch.")
 
 
-def startup_gantt(launch: dict) -> Plot | None:
+def _phase_colors(launches: list[dict]) -> dict[str, str]:
+    names: list[str] = []
+    for launch in launches:
+        for p in sorted(launch["phases"], key=lambda p: p["start"]):
+            if p["name"] not in names:
+                names.append(p["name"])
+    palette = _COLORS + _EXTRA
+    return {n: palette[i % len(palette)] for i, n in enumerate(names)}
+
+
+def _gantt_rows(launches: list[dict]) -> list[tuple[dict, str]]:
+    rows = []
+    for launch in launches:
+        nodes = sorted({p["node"] or "all" for p in launch["phases"]}
+                       | {f["node"] or "all" for f in launch["findings"]})
+        rows += [(launch, node) for node in nodes]
+    return rows
+
+
+def startup_gantt(launches: list[dict], part: int, parts: int, colors: dict[str, str]) -> Plot:
+    """One Gantt chart: a row per (launch, node), phases as bars, stalls hatched in red."""
     from matplotlib.patches import Patch
 
-    phases, findings = launch["phases"], launch["findings"]
-    if not phases and not findings:
-        return None
-    nodes = sorted({p["node"] or "all" for p in phases} | {f["node"] or "all" for f in findings})
-    figure = _figure(7.0, 1.6 + 0.45 * len(nodes))
+    rows = _gantt_rows(launches)
+    height = 1.25 + 0.3 * len(rows)
+    figure = _figure(7.0, height)
+    figure.subplots_adjust(left=1.55 / 7.0, right=0.98, top=1 - 0.35 / height, bottom=0.9 / height)
     axes = figure.add_subplot()
-    names: list[str] = []
-    for p in sorted(phases, key=lambda p: p["start"]):
-        if p["name"] not in names:
-            names.append(p["name"])
-    color_of = {n: _COLORS[i % len(_COLORS)] if i < len(_COLORS) else _EXTRA[i % len(_EXTRA)]
-                for i, n in enumerate(names)}
-    for p in phases:
-        if p["end"] is None:
-            continue
-        row = nodes.index(p["node"] or "all")
-        axes.barh(row, p["end"] - p["start"], left=p["start"], height=0.5, color=color_of[p["name"]],
-                  alpha=0.8, edgecolor="white", linewidth=0.5)
-    for f in findings:
-        if f["start"] is None:
-            continue
-        end = f["end"] if f["end"] is not None else f["start"] + (f["duration_s"] or 0)
-        rows = [nodes.index(f["node"])] if f["node"] in nodes else list(range(len(nodes)))
-        for row in rows:
-            axes.barh(row, max(end - f["start"], 0.01), left=f["start"], height=0.8, fill=False,
-                      hatch="///", edgecolor="#d62728", linewidth=1.0)
-        axes.annotate(f"stall: {f['id']}", (f["start"], rows[0] - 0.45), fontsize=7,
-                      color="#d62728", va="bottom")
-    axes.set_yticks(range(len(nodes)), nodes)
-    axes.set_ylim(len(nodes) - 0.4, -0.9)
-    axes.set_xlabel("s since the first recorded startup event")
-    handles = [Patch(color=color_of[n], label=n) for n in names]
-    if findings:
+    index = {(launch["label"], node): i for i, (launch, node) in enumerate(rows)}
+    bars: dict[str, tuple[list, list, list]] = {}
+    for launch in launches:
+        for p in launch["phases"]:
+            if p["end"] is not None:
+                entry = bars.setdefault(p["name"], ([], [], []))
+                entry[0].append(index[(launch["label"], p["node"] or "all")])
+                entry[1].append(p["end"] - p["start"])
+                entry[2].append(p["start"])
+    for name, (ys, widths, lefts) in bars.items():
+        axes.barh(ys, widths, left=lefts, height=0.55, color=colors[name], edgecolor="white",
+                  linewidth=0.4)
+    stalls = 0
+    for launch in launches:
+        for f in launch["findings"]:
+            if f["start"] is None:
+                continue
+            stalls += 1
+            end = f["end"] if f["end"] is not None else f["start"] + (f["duration_s"] or 0)
+            node_rows = [index[(launch["label"], f["node"])]] if (launch["label"], f["node"]) in index \
+                else [i for (label, _), i in index.items() if label == launch["label"]]
+            axes.barh(node_rows, [max(end - f["start"], 0.01)] * len(node_rows), left=f["start"],
+                      height=0.85, fill=False, hatch="///", edgecolor="#d62728", linewidth=0.9)
+            axes.annotate(f["id"], (end, node_rows[0]), xytext=(3, 0), textcoords="offset points",
+                          fontsize=6.5, color="#d62728", va="center",
+                          bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85})
+    labels = [f"{launch['label']} {node}"[:26] for launch, node in rows]
+    axes.set_yticks(range(len(rows)), labels, fontsize=7)
+    axes.set_ylim(len(rows) - 0.5, -0.5)
+    axes.set_xlabel("s since the launch's first recorded startup event")
+    handles = [Patch(color=c, label=n) for n, c in colors.items() if n in bars]
+    if stalls:
         handles.append(Patch(fill=False, hatch="///", edgecolor="#d62728", label="stall"))
-    axes.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=5,
-                frameon=False, fontsize=6.5)
-    axes.set_title(f"Startup timeline, launch {launch['label']}")
-    figure.tight_layout()
-    return Plot(f"startup_{launch['label']}.png", _png(figure), f"Startup, {launch['label']}",
-                "Startup phases per node; hatched red boxes are stalls, labelled with their cause.")
+    axes.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.42 / (height - 1.25)),
+                ncol=6, frameon=False, fontsize=6.5)
+    suffix = f" ({part} of {parts})" if parts > 1 else ""
+    axes.set_title(f"Startup timeline per node{suffix}")
+    return Plot(f"startup_{part}.png" if parts > 1 else "startup.png", _png(figure),
+                f"Startup timeline{suffix}",
+                "Startup phases per launch and node; hatched red boxes are stalls, labelled with "
+                "their classified cause.")
+
+
+def startup_plots(startup: dict) -> list[Plot]:
+    """The startup Gantt charts, at most MAX_GANTT_ROWS rows (launch x node) each."""
+    launches = [l for l in startup.get("launches", []) if l["phases"] or l["findings"]]
+    if not launches:
+        return []
+    colors = _phase_colors(launches)
+    groups: list[list[dict]] = [[]]
+    for launch in launches:
+        if groups[-1] and len(_gantt_rows(groups[-1] + [launch])) > MAX_GANTT_ROWS:
+            groups.append([])
+        groups[-1].append(launch)
+    return [startup_gantt(group, i + 1, len(groups), colors) for i, group in enumerate(groups)]
 
 
 def sweep_curve(sweep: dict) -> Plot | None:
@@ -155,6 +201,7 @@ def sweep_curve(sweep: dict) -> Plot | None:
     if not points:
         return None
     figure = _figure(7.0, 3.0)
+    figure.subplots_adjust(left=0.09, right=0.91, top=0.9, bottom=0.15)
     axes = figure.add_subplot()
     depths = [p["depth"] for p in points]
     means = [p["mean"] for p in points]
@@ -180,7 +227,6 @@ def sweep_curve(sweep: dict) -> Plot | None:
     axes.set_xticks(depths)
     axes.legend(loc="upper left", frameon=False)
     axes.set_title("Speculative-depth sweep")
-    figure.tight_layout()
     return Plot("sweep.png", _png(figure), "Sweep per depth",
                 "Delivered decode rate per speculative depth (mean of launch means, 95% interval "
                 "over launches; dots are launches) and the mean acceptance length.")
@@ -191,6 +237,6 @@ def render_all(document: dict) -> list[Plot]:
     sections = document["sections"]
     plots = [per_launch(sections["protocol"]),
              delivered_vs_logged(sections["reconciliation"].get("series", []))]
-    plots += [startup_gantt(l) for l in sections["startup"].get("launches", [])]
+    plots += startup_plots(sections["startup"])
     plots.append(sweep_curve(sections["sweep"]))
     return [p for p in plots if p is not None]

@@ -25,6 +25,7 @@ from sparktriage.report.secrets import SECRET_FLAG, SecretBook, SecretScrubber, 
 MAP_SCHEMA_VERSION = 1
 MAP_KIND = "sparktriage-redaction-map"
 _CACHE_MAX_LEN = 64
+_PLAIN = (int, float, bool, type(None))  # values with nothing to scrub
 
 
 @dataclass
@@ -48,6 +49,7 @@ class Redactor:
             self._seed(seed)
         self.scrubber = SecretScrubber(self.book)
         self._cache: dict[str, str] = {}
+        self._secret_keys: dict[str, bool] = {}
 
     def _seed(self, seed: dict) -> None:
         for item in seed.get("secrets") or []:
@@ -76,27 +78,42 @@ class Redactor:
             self._cache[value] = out
         return out
 
+    def _secret_key(self, key: str) -> bool:
+        known = self._secret_keys.get(key)
+        if known is None:
+            known = self._secret_keys[key] = secret_name(key)
+        return known
+
     def value(self, value: Any, key: str | None = None) -> Any:
         """A JSON/YAML value, rebuilt with every string scrubbed."""
-        if isinstance(value, str):
-            if key is not None and secret_name(key) and value.strip():
+        kind = type(value)
+        if kind is str:
+            if key is not None and self._secret_key(key) and value.strip():
                 return self.scrubber.replace("secret", value)
             return self.text(value)
-        if isinstance(value, dict):
-            return {(self.text(k) if isinstance(k, str) else k): self.value(v, k if isinstance(k, str) else None)
-                    for k, v in value.items()}
-        if isinstance(value, list):
-            out = []
+        if kind is dict:
+            out = {}
+            for k, v in value.items():
+                if type(k) is str:
+                    new_key = self.text(k)
+                else:
+                    new_key, k = k, None
+                out[new_key] = v if type(v) in _PLAIN else self.value(v, k)
+            return out
+        if kind is list:
+            if all(type(item) in _PLAIN for item in value):
+                return list(value)  # numbers (token ids, timings): nothing to scrub
+            out_list = []
             secret_next = False
-            inherit = key if key is not None and secret_name(key) else None
+            inherit = key if key is not None and self._secret_key(key) else None
             for item in value:
-                if secret_next and isinstance(item, str):
-                    out.append(self.scrubber.replace("flag-value", item))
+                if secret_next and type(item) is str:
+                    out_list.append(self.scrubber.replace("flag-value", item))
                     secret_next = False
                     continue
-                secret_next = isinstance(item, str) and bool(SECRET_FLAG.match(item))
-                out.append(self.value(item, inherit))
-            return out
+                secret_next = type(item) is str and bool(SECRET_FLAG.match(item))
+                out_list.append(self.value(item, inherit))
+            return out_list
         return value
 
     def path(self, rel: str) -> str:
@@ -107,16 +124,19 @@ class Redactor:
 
     # -- learning (anonymize) -------------------------------------------------------------------
     def _learn(self, value: Any, key: str | None = None) -> None:
-        if isinstance(value, str):
+        kind = type(value)
+        if kind is str:
             if key is not None:
                 self.anonymizer.learn_pair(key, value)
             self.anonymizer.learn_text(value)
-        elif isinstance(value, dict):
+        elif kind is dict:
             for k, v in value.items():
-                self._learn(v, str(k))
-        elif isinstance(value, list):
+                if type(v) not in _PLAIN:
+                    self._learn(v, str(k))
+        elif kind is list:
             for item in value:
-                self._learn(item, key)
+                if type(item) not in _PLAIN:
+                    self._learn(item, key)
 
     def learn(self, inputs: RunInputs) -> None:
         for rel, source in inputs.files.items():
