@@ -94,3 +94,14 @@ def test_out_cannot_hold_the_run(report_run):
         plan_report(report_run, report_run)
     with pytest.raises(UsageError, match="cannot be the run directory"):
         plan_report(report_run, report_run.parent)
+
+
+def test_a_run_with_nothing_but_run_json_still_gives_a_report(tmp_path, report_build):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text('{"schema_version": 1, "kind": "sparktriage-run"}')
+    report_build(run, tmp_path / "out", anonymize=False)
+    markdown = (tmp_path / "out" / "report.md").read_text()
+    assert markdown.count("**Missing.**") == 8  # every section says it is missing, and how to fix it
+    assert "sparktriage bench --endpoint URL" in markdown
+    assert (tmp_path / "out" / "report.pdf").read_bytes().startswith(b"%PDF-")

@@ -149,3 +149,35 @@ def test_synthetic_run_sections_all_present(report_run):
     assert len(s["reconciliation"]["series"]) == 4
     assert math.isfinite(s["roofline"]["ceiling_tok_s"])
     assert s["environment"]["launches"][0]["differs"]  # nccl differs between the two nodes
+
+
+def test_startup_from_logs_only_and_iso_times(tmp_path):
+    root = _run(tmp_path, {"L001": [10.0, 11.0]})
+    folder = root / "launches" / "L001"
+    (folder / "logs.json").write_text(json.dumps({
+        "version": "0.11.0",
+        "phases": [{"name": "weight-read", "start": "2026-01-01T00:00:10Z", "end": "2026-01-01T00:01:10Z",
+                    "duration_s": 60.0},
+                   {"name": "ready", "start": "2026-01-01T00:01:10Z", "end": None, "duration_s": 1.5}],
+        "reported": {"loading_weights_s": 58.2, "model_loading_gib": "not a number"},
+        "throughput": {"generation": {"windows": 7, "mean": 30.0, "mean_active": 35.0, "peak": 42.0}}}))
+    doc = _doc(root)
+    startup = doc["sections"]["startup"]
+    launch, = startup["launches"]
+    assert startup["status"] == "partial" and not launch["classified"]
+    assert [(p["name"], p["start"], p["end"]) for p in launch["phases"]] == [
+        ("weight-read", 0.0, 60.0), ("ready", 60.0, 61.5)]
+    assert launch["reported"] == {"loading_weights_s": 58.2} and launch["version"] == "0.11.0"
+    rec, = doc["sections"]["reconciliation"]["launches"]
+    assert rec["logged_peak"] == 42.0 and rec["peak_over_delivered"] == pytest.approx(42.0 / 10.5)
+    verdict = {v["topic"]: v["verdict"] for v in doc["summary"]["verdicts"]}["Startup stalls"]
+    assert verdict == "not classified"
+
+
+def test_contract_field_of_wrong_type_names_the_file(tmp_path):
+    from sparktriage.errors import InputError
+
+    root = _run(tmp_path, {"L001": [10.0, 11.0]})
+    (root / "launches" / "L001" / "stalls.json").write_text(json.dumps({"phases": [], "findings": {}}))
+    with pytest.raises(InputError, match="launches/L001/stalls.json: field 'findings' must be list"):
+        _doc(root)

@@ -118,6 +118,8 @@ def verification(signing) -> dict:
                         "was written, but nothing shows who wrote it."}
     commands += [
         f"echo '{signing.allowed_signers_line}' > allowed_signers",
+        "awk '{print $3\" \"$4}' allowed_signers | ssh-keygen -l -f -    "
+        "# must print the fingerprint the signer gave you",
         f"ssh-keygen -Y verify -f allowed_signers -I {signing.identity} -n {NAMESPACE} "
         "-s MANIFEST.sig < MANIFEST",
     ]

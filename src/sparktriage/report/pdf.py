@@ -71,7 +71,7 @@ class _Builder:
             return
         col = [w * self.width for w in widths] if widths else [self.width / len(header)] * len(header)
         # a Paragraph (wrapping, slow) only where the text may not fit its column
-        fits = [int(w / 3.6) for w in col]
+        fits = [int(w / 4.3) for w in col]  # Helvetica 7.5 pt: at most ~4.3 pt per character
         data = [[Paragraph(f"<b>{_clean(h)}</b>", self.small) for h in header]]
         for row in rows:
             cells = []
