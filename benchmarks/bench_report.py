@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 from sparktriage.report import manifest, markdown, pdf, plots
-from sparktriage.report.build import _write_data, execute, plan_report
+from sparktriage.report.build import write_data, execute, plan_report
 from sparktriage.report.inputs import load_run
 from sparktriage.report.model import Context, build_document
 from sparktriage.report.redact import Redactor
@@ -58,7 +58,7 @@ def _stages(run: Path, out: Path, key: Path) -> dict:
     _, timings["markdown"] = _timed(lambda: markdown.render(document))
     pdf_bytes, timings["pdf"] = _timed(lambda: pdf.render(document, {p.name: p.png for p in rendered}))
     out.mkdir(parents=True)
-    _, timings["copy_data"] = _timed(lambda: _write_data(out, clean))
+    _, timings["copy_data"] = _timed(lambda: write_data(out, clean))
     (out / "plots").mkdir()
     for plot in rendered:
         (out / "plots" / plot.name).write_bytes(plot.png)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
+import subprocess
 
 import pytest
 
@@ -105,3 +107,26 @@ def test_a_run_with_nothing_but_run_json_still_gives_a_report(tmp_path, report_b
     assert markdown.count("**Missing.**") == 8  # every section says it is missing, and how to fix it
     assert "sparktriage bench --endpoint URL" in markdown
     assert (tmp_path / "out" / "report.pdf").read_bytes().startswith(b"%PDF-")
+
+
+def test_hostile_and_odd_text_renders(tmp_path, report_build):
+    run = tmp_path / "run"
+    (run / "launches" / "L001").mkdir(parents=True)
+    (run / "run.json").write_text(json.dumps({"schema_version": 1, "kind": "sparktriage-run",
+                                              "command": ["x", "<script>alert(1)</script>"]}))
+    huge = "A" * 200_000
+    odd = "ctl\x00\x1b[31m red \u2603 \u6f22\u5b57 \U0001F600 | <b>bold</b> & ]]>"
+    yaml_odd = odd.replace("\x00", "").replace("\x1b", "")  # YAML forbids raw control characters
+    (run / "deployment.yaml").write_text(f"name: '{yaml_odd}'\nblob: {huge}\nlist: [1, 2.5e300, null, true]\n")
+    (run / "launches" / "L001" / "probe.json").write_text(json.dumps({
+        "verdict": "suspect", "pattern": "F3", "families": [
+            {"name": odd, "status": "suspect", "numbers": {"x": float("1e308")},
+             "evidence": [huge, {"text": odd, "n": 1}]}]}))
+    report_build(run, tmp_path / "out", anonymize=True)
+    text = subprocess.run(["pdftotext", str(tmp_path / "out" / "report.pdf"), "-"],
+                          capture_output=True, text=True, check=True).stdout
+    assert "suspect" in text and "[...]" in text
+    markdown = (tmp_path / "out" / "report.md").read_text()
+    outside_code = re.sub(r"`[^`\n]*`", "", re.sub(r"```.*?```", "", markdown, flags=re.S))
+    assert "<script>" not in outside_code and "<b>" not in outside_code  # code spans show it literally
+    assert "&lt;b&gt;bold&lt;/b&gt;" in markdown

@@ -105,7 +105,8 @@ def plan_report(run_dir: Path, out_dir: Path | None = None, formats: str = "md,p
                       generated_at(now), sign)
 
 
-def _write_data(folder: Path, inputs: RunInputs) -> list[str]:
+def write_data(folder: Path, inputs: RunInputs) -> list[str]:
+    """Copy the (redacted) inputs under folder/data at their run-directory paths."""
     written = []
     for rel, source in inputs.files.items():
         target = folder / "data" / rel
@@ -166,7 +167,7 @@ def execute(plan: ReportPlan, observe: Observer = lambda event, details: None) -
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         tmp.mkdir()
-        _write_data(tmp, clean)
+        write_data(tmp, clean)
         (tmp / "plots").mkdir()
         for plot in rendered:
             (tmp / "plots" / plot.name).write_bytes(plot.png)

@@ -119,7 +119,7 @@ def _read_yaml(path: Path, rel: str) -> dict:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{rel}:{mark.line + 1}" if mark is not None else rel
-        problem = getattr(exc, "problem", None) or "malformed"
+        problem = getattr(exc, "problem", None) or getattr(exc, "reason", None) or "malformed"
         raise InputError(f"{where}: not valid YAML ({problem})") from exc
     except OSError as exc:
         raise InputError(f"{rel}: unreadable ({exc.strerror or exc})") from exc

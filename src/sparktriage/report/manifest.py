@@ -44,7 +44,7 @@ def folder_files(folder: Path) -> list[str]:
     """Every file under folder (relative POSIX paths, byte-sorted), minus MANIFEST and its .sig."""
     paths = []
     for path in folder.rglob("*"):
-        if path.is_file() or path.is_symlink():
+        if path.is_file():
             rel = path.relative_to(folder).as_posix()
             if rel not in EXCLUDED:
                 paths.append(rel)

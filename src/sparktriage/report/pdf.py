@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import struct
 from xml.sax.saxutils import escape
 
@@ -20,9 +21,18 @@ from sparktriage.report.format import cell, interval, number, percent, seconds
 PAGE_MARGIN = 42.0
 
 
+MAX_CELL = 600  # characters of one table cell or paragraph from data; the rest is in report.md
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def _clip(text: str) -> str:
+    text = _CONTROL.sub(" ", text)
+    return text if len(text) <= MAX_CELL else text[:MAX_CELL] + " [...]"
+
+
 def _clean(value) -> str:
-    """Text safe for a Helvetica paragraph: cp1252 repertoire, XML-escaped."""
-    raw = cell(value).replace("\r", " ")
+    """Text safe for a Helvetica paragraph: clipped, cp1252 repertoire, XML-escaped."""
+    raw = _clip(cell(value)).replace("\r", " ")
     raw = raw.replace("≥", ">=").replace("≤", "<=").replace("→", "->").replace("√", "sqrt").replace("−", "-")
     raw = raw.encode("cp1252", errors="replace").decode("cp1252")
     return escape(raw).replace("\n", "<br/>")
@@ -30,7 +40,7 @@ def _clean(value) -> str:
 
 def _plain(text: str) -> str:
     """Text for a plain (non-Paragraph) table cell: cp1252 repertoire, no markup."""
-    return text.encode("cp1252", errors="replace").decode("cp1252")
+    return _clip(text).encode("cp1252", errors="replace").decode("cp1252")
 
 
 class _Builder:

@@ -34,9 +34,9 @@ def headline(sections: dict) -> list[dict]:
                       + ("" if pool["stable"] else "; UNSTABLE across launches"))
             value = f"{number(d['mean'])} tok/s {interval(d['ci95_low'], d['ci95_high'])}"
         else:
-            label = pool["launches"][0]
-            launch = next(l for l in protocol["launches"] if l["label"] == label)
-            w = next(w for w in launch["workloads"] if w["name"] == pool["workload"])
+            members = [(l["label"], w) for l in protocol["launches"] if l["label"] in pool["launches"]
+                       for w in l["workloads"] if w["name"] == pool["workload"]]
+            label, w = next(((lb, w) for lb, w in members if w["decode_tok_s"]["n"]), members[0])
             s = w["decode_tok_s"]
             value = f"{number(s['mean'])} tok/s {interval(s['ci95_low'], s['ci95_high'])}"
             detail = (f"launch {label}: mean of {s['n']} requests, 95% t-interval over requests; "
