@@ -12,7 +12,6 @@ from sparktriage.report import roofline
 from sparktriage.report.inputs import load_run
 from sparktriage.report.model import Context, build_document
 from sparktriage.report.results import delivered_series
-from sparktriage.report.sweep import welch
 
 
 def _record(index, sent, times, per_chunk=1, warmup=False):
@@ -91,7 +90,8 @@ def test_launches_that_differ_are_not_pooled(tmp_path):
     doc = _doc(_run(tmp_path, {"L001": [10.0, 11.0], "L002": [10.0, 11.0]}, {"L002": "0.33.0"}))
     pools = doc["sections"]["protocol"]["across"]
     assert [p["launches"] for p in pools] == [["L001"], ["L002"]]
-    assert all("not pooled" in " ".join(p["notes"]) for p in pools)
+    assert all("not pooled (launches differ in server_version: '0.32.0', '0.33.0')" in " ".join(p["notes"])
+               for p in pools)
 
 
 def test_delivered_series_counts_tokens_per_window(tmp_path):
@@ -124,13 +124,24 @@ def test_roofline_from_deployment_numbers():
     assert roofline.compute(None)["status"] == "missing"
 
 
-def test_welch_matches_scipy():
+def test_sweep_statements_use_welch_on_launch_means(tmp_path):
+    from sparktriage.report.sweep import sweep_section
+
+    root = _run(tmp_path, {})
     a, b = [30.1, 31.0, 29.7], [27.2, 27.9, 26.8, 27.5]
-    ours = welch(a, b)
+    depths = [{"depth": 0, "launches": [{"label": f"A{i}", "delivered_tok_s": v} for i, v in enumerate(b)]},
+              {"depth": 2, "launches": [{"label": f"B{i}", "delivered_tok_s": v} for i, v in enumerate(a)]},
+              {"depth": 3, "launches": [{"label": "C0", "delivered_tok_s": 29.0}]}]
+    (root / "sweep.json").write_text(json.dumps({"schema_version": 1, "kind": "sweep", "depths": depths,
+                                                 "decision": {"depth": 2, "reason": "fastest"}}))
+    section = sweep_section(load_run(root))
+    versus0, versus3 = section["comparisons"]
     theirs = sps.ttest_ind(a, b, equal_var=False)
-    assert ours["t"] == pytest.approx(theirs.statistic)
-    assert ours["p"] == pytest.approx(theirs.pvalue, rel=1e-6)
-    assert welch([1.0], [2.0, 3.0]) is None
+    assert versus0["versus"] == 0 and versus0["test"]["p_value"] == pytest.approx(theirs.pvalue, rel=1e-6)
+    assert f"Welch p = {theirs.pvalue:.3g}: significant" in versus0["statement"]
+    assert versus3["versus"] == 3 and "run more launches" in versus3["statement"]
+    assert section["points"][0]["ci95_low"] == pytest.approx(
+        sps.t.interval(0.95, 3, loc=sum(b) / 4, scale=sps.sem(b))[0])
 
 
 def test_synthetic_run_sections_all_present(report_run):

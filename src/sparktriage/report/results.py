@@ -19,6 +19,7 @@ from sparktriage.bench.records import token_account
 from sparktriage.bench.summary import build_bench_document
 from sparktriage.report.inputs import RunInputs
 from sparktriage.report.values import as_dict, as_list, integer, num, require, text
+from sparktriage.stats.compare import check_poolable
 from sparktriage.stats.summary import aggregate_launches
 
 WINDOW_S = 10.0  # delivered-token windows, the length of vLLM's periodic stats interval
@@ -117,10 +118,17 @@ def across_launches(launches: list[dict], depth_of: dict[str, int | None]) -> li
             "within_variance": agg.within_variance, "between_variance": agg.between_variance,
             "stable": agg.stable, "reasons": list(agg.reasons), "notes": list(agg.notes),
         })
-    for pool in out:
-        if by_workload[pool["workload"]] > 1:
-            pool["notes"].append("other launches of this workload differ in model, server "
-                                 "version, request shape or sweep depth and are not pooled")
+    for name, count in by_workload.items():
+        if count < 2:
+            continue
+        metadata = [{"model": p["model"], "server_version": p["server_version"],
+                     "request_shape": p["shape"], "sweep_depth": p["depth"]}
+                    for p in out if p["workload"] == name]
+        reasons = check_poolable(metadata, ("model", "server_version", "request_shape", "sweep_depth"))
+        for pool in out:
+            if pool["workload"] == name:
+                pool["notes"].append(f"{name}: {count} groups of launches are not pooled ("
+                                     + "; ".join(reasons) + ")")
     return out
 
 

@@ -4,38 +4,18 @@ The sweep stage decides; the report restates its decision next to the evidence: 
 launches, the mean of their delivered tok/s with a t-interval over launches (the launch is the
 unit of replication) and the mean acceptance length, and a Welch t-test of the chosen depth
 against depth 0 and against the runner-up, so that a difference that is not significant is
-said to be so. Per-launch figures are cross-checked with the launch's own bench document.
+said to be so (stats.compare). Per-launch figures are cross-checked with the launch's own
+bench document.
 """
 
 from __future__ import annotations
-
-import math
 
 from sparktriage.errors import InputError
 from sparktriage.report.inputs import RunInputs
 from sparktriage.report.sections import missing
 from sparktriage.report.values import as_dict, as_list, integer, num, text
+from sparktriage.stats.compare import welch
 from sparktriage.stats.summary import summarize
-from sparktriage.stats.tdist import t_cdf
-
-ALPHA = 0.05
-
-
-def welch(a: list[float], b: list[float]) -> dict | None:
-    """Two-sided Welch t-test of two samples of launch means; None with fewer than 2 each."""
-    if len(a) < 2 or len(b) < 2:
-        return None
-    ma, mb = sum(a) / len(a), sum(b) / len(b)
-    va = sum((x - ma) ** 2 for x in a) / (len(a) - 1)
-    vb = sum((x - mb) ** 2 for x in b) / (len(b) - 1)
-    se2 = va / len(a) + vb / len(b)
-    if se2 == 0:
-        p = 1.0 if ma == mb else 0.0
-        return {"difference": ma - mb, "t": None, "df": None, "p": p, "significant": p < ALPHA}
-    t = (ma - mb) / math.sqrt(se2)
-    df = se2 ** 2 / ((va / len(a)) ** 2 / (len(a) - 1) + (vb / len(b)) ** 2 / (len(b) - 1))
-    p = max(0.0, min(1.0, 2.0 * (1.0 - t_cdf(abs(t), df))))
-    return {"difference": ma - mb, "t": t, "df": df, "p": p, "significant": p < ALPHA}
 
 
 def _bench_mean(inputs: RunInputs, label: str, workload: str | None) -> float | None:
@@ -99,8 +79,8 @@ def sweep_section(inputs: RunInputs) -> dict:
         if others and others[0] not in against:
             against.append(others[0])
         for other in against:
-            test = welch(by_depth[chosen]["rates"], other["rates"])
-            comparisons.append({"depth": chosen, "versus": other["depth"], "test": test,
+            test = welch(other["rates"], by_depth[chosen]["rates"])  # B = the chosen depth
+            comparisons.append({"depth": chosen, "versus": other["depth"], "test": test.as_dict(),
                                 "statement": _statement(chosen, other["depth"], test)})
     elif chosen is not None:
         warnings.append(f"the decision names depth {chosen}, which the sweep did not measure")
@@ -111,10 +91,11 @@ def sweep_section(inputs: RunInputs) -> dict:
             "comparisons": comparisons, "warnings": warnings}
 
 
-def _statement(depth: int, other: int, test: dict | None) -> str:
-    if test is None:
-        return (f"depth {depth} vs depth {other}: fewer than two launches on one side, "
-                "significance cannot be tested (run more launches)")
-    verdict = "significant" if test["significant"] else "not significant"
-    return (f"depth {depth} vs depth {other}: {test['difference']:+.2f} tok/s, Welch p = "
-            f"{test['p']:.3g}: {verdict} at the 5% level")
+def _statement(depth: int, other: int, test) -> str:
+    if test.difference is None:
+        return f"depth {depth} vs depth {other}: {test.verdict}"
+    if test.p_value is None:
+        return (f"depth {depth} vs depth {other}: {test.difference:+.2f} tok/s; {test.verdict} "
+                "(run more launches)")
+    return f"depth {depth} vs depth {other}: {test.difference:+.2f} tok/s, Welch p = {test.p_value:.3g}: " + (
+        "significant at the 5% level" if test.significant else "not significant at the 5% level")
