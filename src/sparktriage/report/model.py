@@ -68,7 +68,7 @@ def _series(inputs: RunInputs) -> list[dict]:
         if not delivered and not logged:
             continue
         start = delivered[0]["start_unix"] if delivered else None
-        if start is not None:
+        if start is not None and start > 1e9 and all(w["t_unix"] > 1e9 for w in logged):
             logged = [{"t": round(w["t_unix"] - start, 3), "tok_s": w["tok_s"]} for w in logged]
         else:
             logged = []

@@ -22,6 +22,7 @@ from sparktriage.report import allowed_signers, manifest, sshsig
 from sparktriage.report.keys import PublicKey
 
 SCHEMA_VERSION = 1
+MAX_SIGNATURE_BYTES = 64 * 1024  # an Ed25519 SSHSIG is about 300 bytes
 
 
 @dataclass(frozen=True)
@@ -141,6 +142,10 @@ def verify(folder: Path, anchor: TrustAnchor | None = None) -> VerifyResult:
     sig_path = folder / manifest.SIGNATURE
     if not sig_path.is_file():
         result.signature_problem = "MANIFEST.sig is missing: the report is not signed"
+        return result
+    if sig_path.stat().st_size > MAX_SIGNATURE_BYTES:
+        result.signature = "malformed"
+        result.signature_problem = f"MANIFEST.sig is larger than {MAX_SIGNATURE_BYTES} bytes"
         return result
     try:
         signature = sshsig.parse(sig_path.read_text(encoding="utf-8", errors="replace"))
