@@ -32,3 +32,14 @@ def cell(value) -> str:
 
 def percent(fraction: float | None) -> str:
     return "–" if fraction is None else f"{fraction * 100:.0f}%"
+
+
+def pool_notes(pools: list[dict]) -> list[str]:
+    """Stability reasons (prefixed with their configuration) and pooling notes, without repeats."""
+    out: list[str] = []
+    for pool in pools:
+        name = pool["workload"] + ("" if pool["depth"] is None else f", depth {pool['depth']}")
+        for line in [f"{name}: {reason}" for reason in pool["reasons"]] + pool["notes"]:
+            if line not in out:
+                out.append(line)
+    return out

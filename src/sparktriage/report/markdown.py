@@ -6,7 +6,7 @@ directory is escaped so that it cannot break a table or inject HTML into a Markd
 
 from __future__ import annotations
 
-from sparktriage.report.format import cell, interval, number, percent, seconds
+from sparktriage.report.format import cell, interval, number, percent, pool_notes, seconds
 
 _ESCAPES = str.maketrans({"|": "\\|", "<": "&lt;", ">": "&gt;", "\n": " ", "\r": " ", "`": "'"})
 
@@ -140,7 +140,7 @@ def _protocol(doc: dict, section: dict) -> list[str]:
                    number(p["decode_tok_s"]["mean"]), interval(p["decode_tok_s"]["ci95_low"], p["decode_tok_s"]["ci95_high"]),
                    number(p["between_variance"], 3), number(p["within_variance"], 3),
                    "yes" if p["stable"] else "NO"] for p in section["across"]])
-    notes = sorted({n for p in section["across"] for n in p["reasons"] + p["notes"]})
+    notes = pool_notes(section["across"])
     return out + [f"- {esc(n)}" for n in notes] + ([""] if notes else [])
 
 
@@ -180,14 +180,18 @@ def _roofline(doc: dict, section: dict) -> list[str]:
     out = ["## Roofline", ""]
     if section["status"] == "missing":
         return out + _missing(section)
+    r = section
     out += table(["quantity", "value"], [
-        ["active parameter bytes per token per node", f"{section['active_param_bytes_per_token_per_node']:.4g} B ({section['bytes_derivation']})"],
-        ["memory bandwidth", f"{section['memory_bandwidth_bytes_s'] / 1e9:.4g} GB/s"],
-        ["interconnect floor per token", f"{section['interconnect_floor_s'] * 1e3:.4g} ms ({section['floor_derivation']})"],
-        ["time per token (floor)", f"{section['t_token_s'] * 1e3:.4g} ms"],
-        ["ceiling", f"{section['ceiling_tok_s']:.4g} tok/s"]])
+        ["active parameter bytes per token per node",
+         f"{r['active_param_bytes_per_token_per_node']:.4g} B ({r['bytes_derivation']})"],
+        ["memory bandwidth", f"{r['memory_bandwidth_bytes_s'] / 1e9:.4g} GB/s"],
+        ["interconnect floor per token",
+         f"{r['interconnect_floor_s'] * 1e3:.4g} ms ({r['floor_derivation']})"],
+        ["time per token (floor)", f"{r['t_token_s'] * 1e3:.4g} ms"],
+        ["ceiling", f"{r['ceiling_tok_s']:.4g} tok/s"]])
     out += table(["configuration", "delivered tok/s", "share of ceiling"],
-                 [[f["what"], number(f["delivered_tok_s"]), percent(f["fraction"])] for f in section.get("fractions", [])])
+                 [[f["what"], number(f["delivered_tok_s"]), percent(f["fraction"])]
+                  for f in r.get("fractions", [])])
     return out + [esc(section.get("note", "")), ""]
 
 

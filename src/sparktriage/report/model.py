@@ -91,7 +91,8 @@ def _warnings(sections: dict) -> list[str]:
         for w in launch["workloads"]:
             out += [f"{launch['label']} {w['name']}: {warning}" for warning in w["warnings"]]
     for pool in protocol.get("across", []):
-        out += [f"{pool['workload']} across {len(pool['launches'])} launches: {reason}"
+        depth = "" if pool["depth"] is None else f", depth {pool['depth']}"
+        out += [f"{pool['workload']}{depth} across {len(pool['launches'])} launches: {reason}"
                 for reason in pool["reasons"]]
     for launch in sections["probe"].get("launches", []):
         if launch["verdict"] not in ("healthy", "healthy-uncalibrated"):

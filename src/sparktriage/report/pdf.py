@@ -16,7 +16,7 @@ import re
 import struct
 from xml.sax.saxutils import escape
 
-from sparktriage.report.format import cell, interval, number, percent, seconds
+from sparktriage.report.format import cell, interval, number, percent, pool_notes, seconds
 
 PAGE_MARGIN = 42.0
 
@@ -252,7 +252,7 @@ class _Builder:
                      number(p["decode_tok_s"]["mean"]),
                      interval(p["decode_tok_s"]["ci95_low"], p["decode_tok_s"]["ci95_high"]),
                      "yes" if p["stable"] else "NO"] for p in section["across"]])
-        for note in sorted({n for p in section["across"] for n in p["reasons"] + p["notes"]}):
+        for note in pool_notes(section["across"]):
             self.p(f"- {note}", self.small)
 
     def _reconciliation(self, section: dict) -> None:
