@@ -32,7 +32,10 @@ def test_signed_report_of_two_real_launches(vllm_server, report_keys, tmp_path):
                                            vllm_server.base_url, "--api-key", API_SECRET])
     workloads = tuple(w.model_copy(update={"requests": 4, "warmup": 1, "max_tokens": 32})
                       for w in load_workloads(["code,prose"]))
-    plan = ProtocolPlan(ClientSettings(base_url=vllm_server.base_url), None, workloads)
+    # a generous stall limit: this test is about the report, and a shared 2-core machine under
+    # heavy load can keep the CPU server from answering for a minute
+    settings = ClientSettings(base_url=vllm_server.base_url, stall_timeout_s=300.0)
+    plan = ProtocolPlan(settings, None, workloads)
     for _ in range(2):
         launch = run.next_launch()
         run_protocol(plan, launch)
