@@ -1,7 +1,7 @@
 """Collector overhead on a real vLLM CPU server running the delivered-token protocol.
 
     .venv/bin/python benchmarks/bench_collect_overhead.py [--blocks 8] [--requests 6]
-        [--max-tokens 128] [--out runs/bench-collect-overhead.json]
+        [--max-tokens 256] [--out benchmarks/results/collect-overhead.json]
 
 One real `vllm serve` of the tiny test-bed model is started and warmed up. Then blocks of the
 protocol (single stream, `--requests` requests of the code workload) alternate between
@@ -120,7 +120,7 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=256)
     parser.add_argument("--stacks", type=float, default=15.0,
                         help="py-spy interval given to collect (0: no dumps during the blocks)")
-    parser.add_argument("--out", type=Path, default=Path("runs/bench-collect-overhead.json"))
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/collect-overhead.json"))
     args = parser.parse_args()
 
     bed = locate().check()
