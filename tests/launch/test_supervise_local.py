@@ -7,6 +7,7 @@ the launch survives.
 from __future__ import annotations
 
 import glob
+import json
 import os
 import signal
 import subprocess
@@ -72,6 +73,11 @@ def test_ready_then_teardown_leaves_nothing(tmp_path, mark):
         assert env["env"]["HF_TOKEN"].startswith("***") and "hf_secret123" not in str(env)
     run_launch = tmp_path / "run" / "launches" / "L001"
     assert "Application startup complete" in (run_launch / "server.log").read_text()
+    # the log parser's startup timeline of the launch (logs.json, and a summary in the result)
+    logs = json.loads((run_launch / "logs.json").read_text())
+    assert logs["startup"]["complete"] and logs["startup"]["current_phase"] == "ready"
+    assert result["startup"]["complete"] and "weight_read" in [
+        p["name"] for p in result["startup"]["phases"]]
     assert (run_launch / "server.log.lines.jsonl").is_file()
 
 
