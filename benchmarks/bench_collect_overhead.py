@@ -1,7 +1,7 @@
 """Collector overhead on a real vLLM CPU server running the delivered-token protocol.
 
     .venv/bin/python benchmarks/bench_collect_overhead.py [--blocks 8] [--requests 6]
-        [--max-tokens 128] [--out runs/bench-collect-overhead.json]
+        [--max-tokens 256] [--out benchmarks/results/collect-overhead.json]
 
 One real `vllm serve` of the tiny test-bed model is started and warmed up. Then blocks of the
 protocol (single stream, `--requests` requests of the code workload) alternate between
@@ -34,6 +34,7 @@ import json
 import math
 import os
 import resource
+import shutil
 import signal
 import statistics
 import subprocess
@@ -117,7 +118,9 @@ def main() -> None:
                         help="blocks in all, OFF first and last (odd: OFF ON OFF ... OFF)")
     parser.add_argument("--requests", type=int, default=20, help="measured requests per block")
     parser.add_argument("--max-tokens", type=int, default=256)
-    parser.add_argument("--out", type=Path, default=Path("runs/bench-collect-overhead.json"))
+    parser.add_argument("--stacks", type=float, default=15.0,
+                        help="py-spy interval given to collect (0: no dumps during the blocks)")
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/collect-overhead.json"))
     args = parser.parse_args()
 
     bed = locate().check()
@@ -138,7 +141,8 @@ def main() -> None:
                 started = time.monotonic()
                 collect = subprocess.Popen(
                     [sys.executable, "-m", "sparktriage", "collect", "--pid",
-                     str(server.process.pid), "--out", str(work / f"bundle-{index}")],
+                     str(server.process.pid), "--out", str(work / f"bundle-{index}"),
+                     "--stacks", str(args.stacks)],
                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 time.sleep(6.0)  # agent up, first samples and the environment capture taken
                 tree = [psutil.Process(collect.pid)] + psutil.Process(collect.pid).children(True)
@@ -191,12 +195,14 @@ def main() -> None:
         "schema_version": 1, "kind": "bench-collect-overhead",
         "created": time.time(), "machine": {"cpus": os.cpu_count(), "load1": os.getloadavg()[0]},
         "settings": {"blocks": args.blocks, "requests": args.requests,
-                     "max_tokens": args.max_tokens, "plan": "default (1 s samples, 15 s stacks)"},
+                     "max_tokens": args.max_tokens,
+                     "plan": f"default (1 s samples, stacks every {args.stacks:g} s)"},
         "collector_cpu_pct_of_core": {"steady": steady, "with_startup_and_teardown": whole},
         "tok_s": rates,
         "goal": {"cpu_under_2pct": steady["mean"] < 2.0, "no_measurable_tok_s_change": no_change},
         "blocks": blocks,
     }
+    shutil.rmtree(work, ignore_errors=True)  # server log, bundles and raw records of the blocks
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(document, indent=2) + "\n")
     print(json.dumps({

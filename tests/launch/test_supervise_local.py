@@ -6,10 +6,13 @@ the launch survives.
 
 from __future__ import annotations
 
+import glob
+import json
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 import psutil
@@ -70,6 +73,11 @@ def test_ready_then_teardown_leaves_nothing(tmp_path, mark):
         assert env["env"]["HF_TOKEN"].startswith("***") and "hf_secret123" not in str(env)
     run_launch = tmp_path / "run" / "launches" / "L001"
     assert "Application startup complete" in (run_launch / "server.log").read_text()
+    # the log parser's startup timeline of the launch (logs.json, and a summary in the result)
+    logs = json.loads((run_launch / "logs.json").read_text())
+    assert logs["startup"]["complete"] and logs["startup"]["current_phase"] == "ready"
+    assert result["startup"]["complete"] and "weight_read" in [
+        p["name"] for p in result["startup"]["phases"]]
     assert (run_launch / "server.log.lines.jsonl").is_file()
 
 
@@ -123,9 +131,13 @@ def test_lost_local_agent_is_reaped(tmp_path, mark):
     plan = build_plan(load_deployment(fake_deployment(tmp_path / "d.yaml", mark)))
     run = RunDir.create(tmp_path / "run", ["test"])
 
+    killed = []
+
     def kill_agent(supervisor):
         agent = supervisor.links["local"].hello["pid"]
+        assert glob.glob(f"{tempfile.gettempdir()}/sparktriage-agent-{agent}-*")
         os.kill(agent, signal.SIGKILL)
+        killed.append(agent)
         supervisor.watch(20)
 
     result = launch_once(plan, run.next_launch(), None, 0.0, while_ready=kill_agent)
@@ -137,6 +149,8 @@ def test_lost_local_agent_is_reaped(tmp_path, mark):
         assert "link-lost" in events
         reap = [e for e in bundle.events() if e["event"] == "teardown"]
         assert reap and reap[-1]["reason"] == "reap" and reap[-1]["survivors"] == []
+    # the killed agent could not delete its unpacked copy; the reaping agent did
+    assert not glob.glob(f"{tempfile.gettempdir()}/sparktriage-agent-{killed[0]}-*")
 
 
 def test_ctrl_c_tears_down_and_exits_130(tmp_path, mark):

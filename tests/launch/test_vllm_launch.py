@@ -9,6 +9,7 @@ OpenSSH "node", agent under the system python3, to readiness and back down.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -94,6 +95,12 @@ def test_launch_real_vllm_locally(tmp_path, testbed, mark):
         (teardown,) = [e for e in bundle.events() if e["event"] == "teardown"]
         assert teardown["survivors"] == []
     assert "Application startup complete" in (out / "launches" / "L001" / "server.log").read_text()
+    logs = json.loads((out / "launches" / "L001" / "logs.json").read_text())
+    assert logs["startup"]["complete"] and logs["version"].startswith("0.32.0")
+    phases = {p["name"]: p for p in logs["phases"]}
+    assert {"weight_read", "ready"} <= set(phases)
+    result = json.loads((tmp_path / "result.json").read_text())["launches"][0]
+    assert result["startup"]["complete"] and result["outcome"] == "completed"
 
 
 def test_launch_real_vllm_over_ssh(tmp_path, testbed, mark):

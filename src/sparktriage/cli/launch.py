@@ -72,6 +72,11 @@ def launch(
             line += f", ready after {result['ready_s']:.1f} s"
         left = sum(len(v) for v in (result.get("survivors") or {}).values())
         line += f", {left} process(es) left running" if left else ", nothing left running"
+        startup = result.get("startup") or {}
+        phases = [p for p in startup.get("phases") or [] if p.get("duration_s") is not None]
+        if phases:
+            line += "\n  startup: " + ", ".join(f"{p['name']} {p['duration_s']:.1f} s"
+                                               for p in phases)
         console.data_console(json_out).print(line, markup=False)
     console.write_json({"schema_version": 1, "kind": "launch-result", "run": str(run.path),
                         "launches": json.loads(json.dumps(results, default=str))}, json_out)

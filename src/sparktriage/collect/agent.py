@@ -25,6 +25,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -244,7 +245,22 @@ def reap(channel: Channel, message: dict) -> None:
                  commands=results)
 
 
+def remove_stale_copies(own: str | None) -> None:
+    """Delete unpacked agents left by agents that were killed (their pid no longer exists)."""
+    folder = tempfile.gettempdir()
+    for entry in os.listdir(folder):
+        parts = entry.split("-")
+        if entry.startswith("sparktriage-agent-") and len(parts) >= 4 and parts[2].isdigit():
+            path = os.path.join(folder, entry)
+            if path != own and not os.path.exists(f"/proc/{parts[2]}"):
+                shutil.rmtree(path, ignore_errors=True)
+
+
 def main(cleanup: str | None = None) -> None:
+    try:
+        remove_stale_copies(cleanup)
+    except OSError:
+        pass
     channel = Channel(sys.stdout.buffer, sys.stdin.buffer)
     threading.Thread(target=channel.read_loop, daemon=True).start()
     try:

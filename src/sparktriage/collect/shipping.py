@@ -22,7 +22,7 @@ BOOTSTRAP = (
     "import os,sys,tempfile\n"
     "b=sys.stdin.buffer\n"
     "n=int(b.readline())\n"
-    "d=tempfile.mkdtemp(prefix='sparktriage-agent-')\n"
+    "d=tempfile.mkdtemp(prefix='sparktriage-agent-%d-'%os.getpid())\n"
     "p=os.path.join(d,'agent.zip')\n"
     "f=open(p,'wb');f.write(b.read(n));f.close()\n"
     "sys.path.insert(0,p)\n"

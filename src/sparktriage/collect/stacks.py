@@ -58,9 +58,9 @@ class StacksCollector(Collector):
         if self._pyspy is None:
             where = self.options.get("pyspy") or "PATH"
             raise Skip(f"py-spy not installed on the node (looked in {where})")
-        # --nonblocking: py-spy reads the target's memory without stopping it. A paused engine
-        # or worker stalls every stream it serves (measured: benchmarks/, docs/benchmarks.md);
-        # a hung process, the case stacks are for, reads the same either way.
+        # --nonblocking: py-spy reads the target's memory without stopping it (a blocking dump
+        # paused the engine core for 60-500 ms here, stalling every stream it serves); a hung
+        # process, the case stacks are for, reads the same either way. docs/benchmarks.md.
         self._flags = ["--nonblocking"] if self.options.get("nonblocking", True) else []
         self.command = [self._pyspy, "dump", "--json", *self._flags, "--pid", "{pid}"]
         if not is_root():

@@ -1,8 +1,9 @@
 """Launches inside a run directory: one launch, and relaunches for replicates.
 
 Each launch gets its own folder (`launches/L001`, `L002`, ...) holding its evidence bundle and,
-for the head node's server, the plain `server.log` and `server.log.lines.jsonl` that the
-log stage reads (docs/formats.md, run directory). A failed launch still leaves its bundle; the
+for the head node's server, the plain `server.log` and `server.log.lines.jsonl` (docs/formats.md,
+run directory), and `logs.json`: the log parser's document of every node's line records, with
+the startup timeline (phases, unaccounted gaps). A failed launch still leaves its bundle; the
 caller decides whether to go on with the next replicate.
 """
 
@@ -12,11 +13,12 @@ import shutil
 from pathlib import Path
 from typing import Callable
 
-from sparktriage.errors import LaunchError
+from sparktriage.errors import LaunchError, SparktriageError
 from sparktriage.evidence import layout
+from sparktriage.evidence.scan import analyze_inputs
 from sparktriage.launch.plan import LaunchPlan
 from sparktriage.launch.supervisor import Supervisor
-from sparktriage.store.documents import read_records
+from sparktriage.store.documents import read_records, write_document
 from sparktriage.store.rundir import LaunchDir, RunDir
 
 Observer = Callable[[str, dict], None]
@@ -32,6 +34,20 @@ def _server_log(plan: LaunchPlan, launch: LaunchDir) -> None:
     with open(launch.path / "server.log", "w", encoding="utf-8") as out:
         for record in read_records(source):
             out.write(str(record.get("line", "")) + "\n")
+
+
+def _startup_timeline(launch: LaunchDir) -> dict | None:
+    """The `logs` document of the launch's line records (startup phases, gaps, findings),
+    written as `logs.json`; None (and a note in the result) when the parser fails."""
+    try:
+        document = analyze_inputs([str(launch.path / "bundle")])
+    except (SparktriageError, OSError, ValueError) as exc:
+        return {"error": str(exc)[:300]}
+    write_document(launch.path / "logs.json", document)
+    startup = document.get("startup") or {}
+    return {"complete": startup.get("complete"), "failed": startup.get("failed"),
+            "phases": [{"name": p.get("name"), "duration_s": p.get("duration_s"),
+                        "open": p.get("open")} for p in document.get("phases") or []]}
 
 
 def launch_once(plan: LaunchPlan, launch: LaunchDir, observe: Observer | None = None,
@@ -54,7 +70,7 @@ def launch_once(plan: LaunchPlan, launch: LaunchDir, observe: Observer | None = 
         _server_log(plan, launch)
     summary = getattr(supervisor, "summary", {})
     return {"label": launch.label, "bundle": str(launch.path / "bundle"), "error": error,
-            **summary}
+            **summary, "startup": _startup_timeline(launch)}
 
 
 def launch_replicates(plan: LaunchPlan, run: RunDir, count: int, observe: Observer | None = None,
