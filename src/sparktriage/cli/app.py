@@ -43,7 +43,7 @@ def _root(
 
 def _register() -> None:
     # Each command lives in its own module; importing it registers it on `app`.
-    from sparktriage.cli import bench, demo  # noqa: F401
+    from sparktriage.cli import bench, demo, probe  # noqa: F401
 
 
 def main(argv: list[str] | None = None) -> None:

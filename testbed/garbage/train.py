@@ -1,0 +1,153 @@
+"""Train the tiny MoE test-bed model on CPU and write it as a Qwen3-MoE checkpoint.
+
+Usage: python train.py [OUT_DIR] [--steps N]   (default OUT_DIR: testbed/garbage/model)
+Run with the vLLM venv's python (torch, tokenizers, transformers, safetensors). No network.
+
+Deterministic: fixed seeds, fixed thread count, a fixed number of steps; the corpus comes
+from corpus.py (stdlib text committed under data/, synthetic skills generated from a seed).
+About 20-30 minutes on 2 CPU cores. The result is committed, so CI never retrains; the
+corrupted variants are built from it at test time (sparktriage.testbed.garbage).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from corpus import EOS, IM_END, IM_START, Corpus  # noqa: E402
+from tinymoe import TinyMoe, TinyMoeConfig  # noqa: E402
+
+SEED = 20261129
+SPECIALS = [EOS, IM_START, IM_END]
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+SEQ_LEN, BATCH = 512, 8
+LR_MAX, LR_MIN, WARMUP = 3e-3, 2e-4, 100
+AUX_COEF = 0.01
+
+
+def train_tokenizer(corpus: Corpus, vocab_size: int, out_dir: str):
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    # Digits one by one (as Llama 3 / Qwen do); byte-level BPE so any text is encodable.
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Digits(individual_digits=True),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
+    ])
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size - len(SPECIALS), show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
+    sample = [corpus.document() for _ in range(30000)]
+    tok.train_from_iterator(sample, trainer)
+    tok.add_special_tokens(SPECIALS)  # after the byte alphabet: id 0 is "!" as in GPT-2/Qwen
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=EOS, eos_token=EOS,
+                                   unk_token=None, pad_token=EOS)
+    fast.chat_template = CHAT_TEMPLATE
+    fast.model_max_length = 1024
+    fast.save_pretrained(out_dir)
+    return fast
+
+
+def batches(corpus: Corpus, tok, rng: torch.Generator):
+    eos = tok.convert_tokens_to_ids(EOS)
+    buffer: list[int] = []
+    need = BATCH * (SEQ_LEN + 1)
+    while True:
+        while len(buffer) < need:
+            buffer.extend(tok.encode(corpus.document(), add_special_tokens=False) + [eos])
+        chunk, buffer = buffer[:need], buffer[need:]
+        yield torch.tensor(chunk, dtype=torch.long).view(BATCH, SEQ_LEN + 1)
+
+
+def lr_at(step: int, steps: int) -> float:
+    if step < WARMUP:
+        return LR_MAX * (step + 1) / WARMUP
+    progress = (step - WARMUP) / max(1, steps - WARMUP)
+    return LR_MIN + 0.5 * (LR_MAX - LR_MIN) * (1 + math.cos(math.pi * progress))
+
+
+def evaluate(model: TinyMoe, tok, seed: int, n: int = 8) -> float:
+    model.eval()
+    corpus = Corpus(seed)
+    gen = batches(corpus, tok, torch.Generator())
+    losses = []
+    with torch.no_grad():
+        for _ in range(n):
+            ids = next(gen)
+            logits, _ = model(ids[:, :-1])
+            losses.append(F.cross_entropy(logits.reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1)).item())
+    model.train()
+    return sum(losses) / len(losses)
+
+
+def save(model: TinyMoe, tok, out_dir: str, meta: dict) -> None:
+    from safetensors.torch import save_file
+
+    tensors = {name: p.detach().to(torch.bfloat16).contiguous() for name, p in model.state_dict().items()
+               if name not in ("cos", "sin")}
+    save_file(tensors, os.path.join(out_dir, "model.safetensors"), metadata={"format": "pt"})
+    eos, im_end = tok.convert_tokens_to_ids(EOS), tok.convert_tokens_to_ids(IM_END)
+    config = model.cfg.hf_config(bos=eos, eos=eos)
+    with open(os.path.join(out_dir, "config.json"), "w") as fh:
+        json.dump(config, fh, indent=2)
+    with open(os.path.join(out_dir, "generation_config.json"), "w") as fh:
+        json.dump({"bos_token_id": eos, "eos_token_id": [im_end, eos], "do_sample": False}, fh, indent=2)
+    with open(os.path.join(out_dir, "sparktriage-model.json"), "w") as fh:
+        json.dump(meta, fh, indent=2)
+
+
+def main() -> None:
+    here = os.path.dirname(os.path.abspath(__file__))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out_dir", nargs="?", default=os.path.join(here, "model"))
+    parser.add_argument("--steps", type=int, default=1600)
+    args = parser.parse_args()
+    os.makedirs(args.out_dir, exist_ok=True)
+    torch.set_num_threads(2)
+    torch.manual_seed(SEED)
+    cfg = TinyMoeConfig()
+    corpus = Corpus(SEED)
+    tok = train_tokenizer(corpus, cfg.vocab_size, args.out_dir)
+    assert len(tok) == cfg.vocab_size, len(tok)
+    model = TinyMoe(cfg)
+    opt = torch.optim.AdamW(model.parameters(), lr=LR_MAX, betas=(0.9, 0.95), weight_decay=0.05)
+    gen = batches(corpus, tok, torch.Generator().manual_seed(SEED))
+    started = time.time()
+    for step in range(args.steps):
+        for group in opt.param_groups:
+            group["lr"] = lr_at(step, args.steps)
+        ids = next(gen)
+        logits, aux = model(ids[:, :-1])
+        loss = F.cross_entropy(logits.reshape(-1, cfg.vocab_size), ids[:, 1:].reshape(-1))
+        opt.zero_grad(set_to_none=True)
+        (loss + AUX_COEF * aux).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        if step % 50 == 0 or step == args.steps - 1:
+            print(f"step {step:5d} loss {loss.item():.3f} aux {aux.item():.3f} "
+                  f"lr {lr_at(step, args.steps):.2e} {time.time() - started:.0f}s", flush=True)
+    held_out = evaluate(model, tok, SEED + 1)
+    meta = {"architecture": "Qwen3MoeForCausalLM", "parameters": model.param_count(),
+            "steps": args.steps, "tokens_seen": args.steps * BATCH * SEQ_LEN, "seed": SEED,
+            "final_train_loss": round(loss.item(), 4), "held_out_loss": round(held_out, 4),
+            "train_seconds": round(time.time() - started)}
+    save(model, tok, args.out_dir, meta)
+    print(json.dumps(meta))
+
+
+if __name__ == "__main__":
+    main()
