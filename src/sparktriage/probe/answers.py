@@ -4,7 +4,7 @@ Scored on the sequential completions pass (two-shot "Q: / A:"): at most 7 of 24 
 strong evidence (a working model passes about 70 % or more; a broken one passes only by luck),
 8-16 weak. The chat pass is reported beside it: chat answers empty while tokens were spent
 (F7), or a chat pass far worse than the completions pass (template or tokenizer trouble, F8),
-is weak evidence. Long-context probes failing while short ones pass point at F6.
+is evidence too (strong when the chat pass is as bad as garbage). Long-context probes failing while short ones pass point at F6.
 """
 
 from __future__ import annotations
@@ -85,19 +85,26 @@ def evaluate(obs: Observations) -> FamilyResult:
     else:
         result.evidence.append("the completions pass did not run; scored on chat only")
     if chat:
+        chat_share = chat_passed / len(chat)
+        burst = pass_results(obs, "C:burst:")
+        burst_share = (sum(v["passed"] for v in burst.values()) / len(burst)) if burst else None
         line = f"chat: {chat_passed}/{len(chat)} passed"
+        completions_fine = total and passed / total > WEAK_MAX_SHARE and (burst_share is None or burst_share > WEAK_MAX_SHARE)
         if len(empty_chat) >= max(2, len(chat) // 2):
-            result.raise_to(SUSPECT, line + f"; {len(empty_chat)} chat answers empty although tokens were "
+            status = GARBAGE if chat_share <= STRONG_MAX_SHARE else SUSPECT
+            result.raise_to(status, line + f"; {len(empty_chat)} chat answers empty although tokens were "
                             "generated (no content, no reasoning)", "F7")
-        elif total and passed / total > WEAK_MAX_SHARE and chat_passed / len(chat) < 0.4:
-            result.raise_to(SUSPECT, line + " while completions pass: the chat path (template, "
-                            "tokenizer, parser) is wrong", "F8")
+        elif completions_fine and chat_share <= STRONG_MAX_SHARE:
+            # Same questions, same concurrency: only the chat path (template, tokenizer, parser) differs.
+            result.raise_to(GARBAGE, line + f" while completions pass {passed}/{total}: the chat path "
+                            "(template, tokenizer, parser) is wrong", "F8")
+        elif completions_fine and chat_share <= WEAK_MAX_SHARE - 0.25:
+            result.raise_to(SUSPECT, line + f" while completions pass {passed}/{total}", "F8")
         else:
             result.evidence.append(line)
         if not total:
-            share = chat_passed / len(chat)
-            if share <= STRONG_MAX_SHARE:
+            if chat_share <= STRONG_MAX_SHARE:
                 result.raise_to(GARBAGE, f"{chat_passed}/{len(chat)} chat probes passed")
-            elif share <= WEAK_MAX_SHARE:
+            elif chat_share <= WEAK_MAX_SHARE:
                 result.raise_to(SUSPECT, f"{chat_passed}/{len(chat)} chat probes passed")
     return result

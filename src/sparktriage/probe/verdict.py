@@ -22,8 +22,10 @@ PATTERNS = {
     "F7": "structurally empty answers",
     "F8": "chat template or tokenizer mismatch (the model itself looks fine)",
 }
-PRIORITY = ("F2", "F3", "F7", "F8", "F6", "F1", "F4")
+PRIORITY = ("F3", "F2", "F7", "F6", "F8", "F1", "F4")  # F3 first: finite, uniform logits also end at token 0
 ADVICE = {
+    "F1": ["relaunch with a reference MoE backend (`--moe-backend marlin`) and compare; a wrong expert "
+           "output loops like this", "rule out a chat template or tokenizer mismatch: probe the completions path"],
     "F2": ["relaunch with a reference MoE/GEMM backend (`--moe-backend marlin`, `--linear-backend marlin`) "
            "and compare", "check the FP4 conversion path of this GPU (sm_121 needs software E2M1 in some builds)"],
     "F3": ["the output layer or final norm is zeroed or not loaded: check the checkpoint conversion and "
@@ -77,8 +79,11 @@ def pattern(verdict: str, families: list[FamilyResult]) -> str | None:
         if f.status in (SUSPECT, GARBAGE):
             for h in f.hints:
                 hints[h] = hints.get(h, 0) + (2 if f.status == GARBAGE else 1)
+    if not hints:
+        return "F5"
+    top = max(hints.values())  # strong evidence first, then the order of PRIORITY
     for candidate in PRIORITY:
-        if candidate in hints:
+        if hints.get(candidate) == top:
             return candidate
     return "F5"
 
