@@ -97,7 +97,8 @@ def e5m2_decode(b: np.ndarray) -> np.ndarray:
 
 
 def ue8m0_decode(b: np.ndarray) -> np.ndarray:
-    out = np.ldexp(np.float32(1.0), b.astype(np.int32) - 127).astype(np.float32)
+    with np.errstate(over="ignore"):
+        out = np.ldexp(np.float32(1.0), b.astype(np.int32) - 127).astype(np.float32)
     return np.where(b == 0xFF, np.float32(np.nan), out)
 
 
