@@ -12,6 +12,7 @@ python=${PYTHON:-python3.11}
 need=()
 command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || need+=(openssh-server)
 command -v pdftotext >/dev/null 2>&1 || need+=(poppler-utils)
+[ -f /usr/share/dict/words ] || need+=(wamerican)  # word list for the probe's dictionary check
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "setup: installing ${need[*]}" >&2

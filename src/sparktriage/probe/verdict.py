@@ -93,3 +93,13 @@ def advice(verdict: str, pat: str | None, calibrated: bool) -> list[str]:
     if not calibrated and verdict != "garbage":
         out.append(CALIBRATE)
     return out
+
+
+def from_documents(families: list[dict], with_baseline: bool = True) -> str:
+    """The verdict of a probe document's families (optionally as if no baseline had been given)."""
+    results = []
+    for fam in families:
+        if not with_baseline and fam["name"] == "differential":
+            continue
+        results.append(FamilyResult(fam["name"], fam["status"]))
+    return decide(results)[0]
