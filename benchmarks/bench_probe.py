@@ -10,7 +10,8 @@ probe both ways (the verdict with the baseline, and the verdict the same familie
 it). Compared with the issue's targets in the same run: zero false alarms (a healthy launch
 called suspect or garbage), fewer than 10,000 tokens per probe, and under 60 s per probe at 30
 tok/s single-stream decode (projected from the probe's own request records: sequential tokens
-at 30 tok/s plus the longest request of each concurrent phase).
+at 30 tok/s plus the longest request of each concurrent phase, plus 0.25 s of first-token
+latency per sequential request and per phase).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from sparktriage.testbed.paths import locate
 from sparktriage.testbed.server import LocalServer
 
 TOKEN_BUDGET, WALL_BUDGET_S, REFERENCE_TOK_S = 10_000, 60.0, 30.0
+FIRST_TOKEN_S = 0.25  # allowance per sequential request and per concurrent phase (prefill, network)
 
 
 def projected_wall(records: list[dict], tok_s: float = REFERENCE_TOK_S) -> float:
@@ -40,10 +42,11 @@ def projected_wall(records: list[dict], tok_s: float = REFERENCE_TOK_S) -> float
     def gen(r):
         usage = (r.get("response") or {}).get("usage") or {}
         return usage.get("completion_tokens") or 0
-    seq = sum(gen(r) for r in records if r["id"].startswith(("N:", "C:seq:", "R:")))
+    sequential = [r for r in records if r["id"].startswith(("N:", "C:seq:", "R:"))]
+    seq = sum(gen(r) for r in sequential)
     concurrent = max((gen(r) for r in records if r["id"].startswith(("B:", "C:burst:", "C:chat:", "D:"))), default=0)
     followup = max((gen(r) for r in records if r["id"].startswith("E:")), default=0)
-    return (seq + concurrent + followup) / tok_s
+    return (seq + concurrent + followup) / tok_s + FIRST_TOKEN_S * (len(sequential) + 2)
 
 
 def one_probe(url: str, seed: int, baseline: Path | None) -> tuple[dict, list[dict]]:

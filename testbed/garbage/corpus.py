@@ -66,6 +66,9 @@ DECLARATION = (
     "Happiness."
 )
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
+KINDS = ["doc", "code", "few_shot", "chat", "retrieval", "counting", "copy_list", "facts_prose", "declaration"]
+BASE_WEIGHTS = [36, 10, 20, 16, 6, 4, 4, 3, 1]
+SKILL_WEIGHTS = [12, 4, 30, 20, 8, 5, 14, 5, 2]  # second phase: mostly the skills, some prose
 
 
 def load_blocks(name: str) -> list[str]:
@@ -76,8 +79,9 @@ def load_blocks(name: str) -> list[str]:
 class Corpus:
     """An endless, seeded stream of training documents."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, skills: bool = False) -> None:
         self.rng = random.Random(seed)
+        self.weights = SKILL_WEIGHTS if skills else BASE_WEIGHTS
         self.docs = load_blocks("stdlib-docs.txt.gz")
         self.code = load_blocks("stdlib-code.txt.gz")
         words = re.findall(r"\b[a-z]{3,9}\b", " ".join(self.docs[:3000]))
@@ -204,9 +208,7 @@ class Corpus:
 
     def document(self) -> str:
         r = self.rng
-        kind = r.choices(
-            ["doc", "code", "few_shot", "chat", "retrieval", "counting", "copy_list", "facts_prose",
-             "declaration"], weights=[36, 10, 20, 16, 6, 4, 4, 3, 1])[0]
+        kind = r.choices(KINDS, weights=self.weights)[0]
         if kind == "doc":
             return r.choice(self.docs).partition(": ")[2] + "\n"
         if kind == "code":

@@ -3,8 +3,7 @@
 Used by train.py. The maths follow `Qwen3MoeForCausalLM` (transformers / vLLM): RMSNorm before
 attention and MLP, grouped-query attention with per-head RMSNorm on q and k, rotary embeddings
 (rotate-half form), and a sparse MoE MLP: softmax router, top-k experts renormalized, SwiGLU
-experts (`down(silu(gate(x)) * up(x))`). For speed on CPU every expert is computed densely and
-the router weights of unselected experts are zero, which gives exactly the sparse result.
+experts (`down(silu(gate(x)) * up(x))`), each expert computing only the tokens routed to it.
 Parameter names are the checkpoint names (`model.layers.N.mlp.experts.E.gate_proj.weight`, ...).
 """
 
@@ -135,20 +134,23 @@ class SparseMoe(nn.Module):
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         cfg = self.cfg
-        probs = F.softmax(self.gate(x), dim=-1, dtype=torch.float32)
+        shape = x.shape
+        flat = x.reshape(-1, shape[-1])
+        probs = F.softmax(self.gate(flat), dim=-1, dtype=torch.float32)
         top_w, top_i = probs.topk(cfg.num_experts_per_tok, dim=-1)
         top_w = top_w / top_w.sum(-1, keepdim=True)
-        weights = torch.zeros_like(probs).scatter(-1, top_i, top_w)  # [b, t, E]
-        gate = torch.stack([e.gate_proj.weight for e in self.experts])  # [E, I, D]
-        up = torch.stack([e.up_proj.weight for e in self.experts])
-        down = torch.stack([e.down_proj.weight for e in self.experts])  # [E, D, I]
-        h = F.silu(torch.einsum("btd,eid->btei", x, gate)) * torch.einsum("btd,eid->btei", x, up)
-        h = h * weights.unsqueeze(-1)
-        out = torch.einsum("btei,edi->btd", h, down)
+        out = torch.zeros_like(flat)
+        for e, expert in enumerate(self.experts):  # sparse: each expert sees only its tokens
+            rows, slot = (top_i == e).nonzero(as_tuple=True)
+            if rows.numel() == 0:
+                continue
+            h = flat[rows]
+            y = expert.down_proj(F.silu(expert.gate_proj(h)) * expert.up_proj(h))
+            out.index_add_(0, rows, y * top_w[rows, slot].unsqueeze(-1))
         # Switch-style load-balancing loss: fraction routed x mean router probability.
-        routed = F.one_hot(top_i, cfg.num_experts).float().sum(-2).mean((0, 1)) / cfg.num_experts_per_tok
-        aux = cfg.num_experts * (routed * probs.mean((0, 1))).sum()
-        return out, aux
+        routed = F.one_hot(top_i, cfg.num_experts).float().sum(-2).mean(0) / cfg.num_experts_per_tok
+        aux = cfg.num_experts * (routed * probs.mean(0)).sum()
+        return out.reshape(shape), aux
 
 
 class Layer(nn.Module):

@@ -31,8 +31,8 @@ CHAT_TEMPLATE = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n"
     "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
-SEQ_LEN, BATCH = 512, 8
-LR_MAX, LR_MIN, WARMUP = 3e-3, 2e-4, 100
+SEQ_LEN, BATCH = 256, 8
+LR_MAX, LR_MIN, WARMUP = 3e-3, 2e-4, 50
 AUX_COEF = 0.01
 
 
@@ -114,20 +114,42 @@ def main() -> None:
     here = os.path.dirname(os.path.abspath(__file__))
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out_dir", nargs="?", default=os.path.join(here, "model"))
-    parser.add_argument("--steps", type=int, default=1600)
+    parser.add_argument("--steps", type=int, default=1000)
+    parser.add_argument("--init", default=None,
+                        help="continue from this checkpoint (its weights and tokenizer) with a fresh schedule")
+    parser.add_argument("--phase", type=int, default=0,
+                        help="1: continue with the skill-heavy mixture (corpus seed offset 1)")
+    parser.add_argument("--stop-after", type=int, default=None,
+                        help="stop (and save) after this many steps of the --steps schedule")
+    parser.add_argument("--save-every", type=int, default=100,
+                        help="also write the checkpoint every N steps (the last one is the result)")
     args = parser.parse_args()
     os.makedirs(args.out_dir, exist_ok=True)
-    torch.set_num_threads(2)
+    torch.set_num_threads(1)  # one thread: bit-reproducible on any machine, no OpenMP spinning when shared
     torch.manual_seed(SEED)
     cfg = TinyMoeConfig()
-    corpus = Corpus(SEED)
-    tok = train_tokenizer(corpus, cfg.vocab_size, args.out_dir)
+    corpus = Corpus(SEED + args.phase, skills=args.phase > 0)
+    if args.init:
+        from safetensors.torch import load_file
+        from transformers import PreTrainedTokenizerFast
+
+        tok = PreTrainedTokenizerFast.from_pretrained(args.init)
+        if os.path.abspath(args.init) != os.path.abspath(args.out_dir):
+            tok.save_pretrained(args.out_dir)
+        model = TinyMoe(cfg)
+        state = {k: v.float() for k, v in load_file(os.path.join(args.init, "model.safetensors")).items()}
+        model.load_state_dict(state, strict=False)
+        previous = json.load(open(os.path.join(args.init, "sparktriage-model.json")))
+    else:
+        tok = train_tokenizer(corpus, cfg.vocab_size, args.out_dir)
+        model = TinyMoe(cfg)
+        previous = None
     assert len(tok) == cfg.vocab_size, len(tok)
-    model = TinyMoe(cfg)
     opt = torch.optim.AdamW(model.parameters(), lr=LR_MAX, betas=(0.9, 0.95), weight_decay=0.05)
-    gen = batches(corpus, tok, torch.Generator().manual_seed(SEED))
+    gen = batches(corpus, tok, torch.Generator().manual_seed(SEED + args.phase))
     started = time.time()
-    for step in range(args.steps):
+    last = args.steps if args.stop_after is None else min(args.steps, args.stop_after)
+    for step in range(last):
         for group in opt.param_groups:
             group["lr"] = lr_at(step, args.steps)
         ids = next(gen)
@@ -137,12 +159,16 @@ def main() -> None:
         (loss + AUX_COEF * aux).backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-        if step % 50 == 0 or step == args.steps - 1:
+        if step % 50 == 0 or step == last - 1:
             print(f"step {step:5d} loss {loss.item():.3f} aux {aux.item():.3f} "
                   f"lr {lr_at(step, args.steps):.2e} {time.time() - started:.0f}s", flush=True)
+        if args.save_every and (step + 1) % args.save_every == 0 and step + 1 < last:
+            save(model, tok, args.out_dir, {"steps_done": step + 1, "steps_planned": args.steps,
+                                            "seed": SEED, "train_loss": round(loss.item(), 4)})
     held_out = evaluate(model, tok, SEED + 1)
     meta = {"architecture": "Qwen3MoeForCausalLM", "parameters": model.param_count(),
-            "steps": args.steps, "tokens_seen": args.steps * BATCH * SEQ_LEN, "seed": SEED,
+            "steps": last, "steps_scheduled": args.steps, "tokens_seen": last * BATCH * SEQ_LEN, "seed": SEED, "phase": args.phase,
+            "continued_from": previous,
             "final_train_loss": round(loss.item(), 4), "held_out_loss": round(held_out, 4),
             "train_seconds": round(time.time() - started)}
     save(model, tok, args.out_dir, meta)

