@@ -119,3 +119,26 @@ def test_live_reference_endpoint_is_compared():
     assert doc["baseline"]["kind"] == "reference" and doc["baseline"]["url"] == good.url
     assert family(doc, "differential")["status"] == "garbage"
     assert doc["reference_tokens_spent"] > 0
+
+
+def test_a_weak_model_is_judged_against_its_own_baseline(tmp_path):
+    """A model that always fails some absolute guards (a tiny model) is not flagged on every
+    launch once a baseline of it exists: only the change counts (calibrate.py)."""
+    weak = FakeConfig(fluent_wrong=True)
+    with FakeServer(weak) as server:
+        first = asyncio.run(run_probe(ProbeSettings(server.url, seed=1), lambda *_: None, lambda _: None))
+        baseline_io.save(first.fingerprint, tmp_path / "fp.json", server.url, "fake-1")
+        second = asyncio.run(run_probe(ProbeSettings(server.url, seed=2, baseline=tmp_path / "fp.json"),
+                                       lambda *_: None, lambda _: None))
+    assert first.document["verdict"] == "suspect"
+    doc = second.document
+    assert doc["verdict"] == "healthy"
+    assert family(doc, "answers")["numbers"]["uncalibrated_status"] == "suspect"
+    assert any("not counted" in e for e in family(doc, "likelihood")["evidence"])
+    from sparktriage.probe.verdict import from_documents
+    assert from_documents(doc["families"], with_baseline=False) == "suspect"
+    # ...but a real change against that baseline is still caught
+    with FakeServer(FakeConfig(garbage="!")) as broken:
+        third = asyncio.run(run_probe(ProbeSettings(broken.url, seed=3, baseline=tmp_path / "fp.json"),
+                                      lambda *_: None, lambda _: None))
+    assert third.document["verdict"] == "garbage"

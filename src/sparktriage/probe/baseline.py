@@ -41,6 +41,7 @@ class Fingerprint:
     passages: tuple[Passage, ...]
     prints: dict[str, PassagePrint]
     answers: dict | None  # {"passed", "asked"}
+    summary: dict | None = None  # the saving launch's reference-free family numbers (calibrate.py)
 
     def describe(self) -> dict:
         return {**self.source, "model": self.model, "created": self.created, "top_k": self.top_k,
@@ -51,12 +52,14 @@ def _lp(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def from_observations(obs: Observations, model: str | None, source: dict, answers: dict | None) -> Fingerprint:
+def from_observations(obs: Observations, model: str | None, source: dict, answers: dict | None,
+                      summary: dict | None = None) -> Fingerprint:
     prints = {}
     for name, scored in scored_all(obs).items():
         prints[name] = PassagePrint(name, scored.token_ids, tuple(
             (p.token, p.logprob, tuple(p.top)) for p in scored.positions))
-    return Fingerprint(source, model, utc_now(), obs.caps.prompt_logprobs, tuple(obs.passages), prints, answers)
+    return Fingerprint(source, model, utc_now(), obs.caps.prompt_logprobs, tuple(obs.passages), prints, answers,
+                       summary)
 
 
 def to_document(fp: Fingerprint, endpoint: str, server_version: str | None) -> dict:
@@ -69,6 +72,7 @@ def to_document(fp: Fingerprint, endpoint: str, server_version: str | None) -> d
                           "positions": [[tok, _lp(v), [[t, _lp(x)] for t, x in top]] for tok, v, top in pp.positions]}
                    for name, pp in fp.prints.items()},
         "answers": fp.answers,
+        "summary": fp.summary,
     }
 
 
@@ -98,6 +102,6 @@ def load(path: Path) -> Fingerprint:
                               for tok, v, top in item["positions"])
             prints[name] = PassagePrint(name, tuple(int(i) for i in item["token_ids"]), positions)
         return Fingerprint({"kind": "file", "path": str(path)}, doc.get("model"), doc.get("created"),
-                           int(doc.get("top_k") or 0), passages, prints, doc.get("answers"))
+                           int(doc.get("top_k") or 0), passages, prints, doc.get("answers"), doc.get("summary"))
     except (KeyError, TypeError, ValueError) as exc:
         raise InputError(f"{path}: malformed fingerprint ({type(exc).__name__}: {exc})") from exc

@@ -1,11 +1,11 @@
 """Reference passages scored through `prompt_logprobs`, and their controls.
 
-Two passages are *easy* for any working language model whatever its size or training: the
-second copy of a fresh random word list (in-context copying) and a counting sequence. Their
-bits per byte are near zero on healthy models, so they carry the absolute (uncalibrated) guard.
-The others are ordinary text for the shuffle control and the baseline comparison: fresh prose
-and an explanation written for this tool (no model has memorized them), simple Python code, and
-a memorized canary (the opening of the US Declaration of Independence, public domain). A
+Three passages are *easy* for a working language model: the second copy of a fresh random word
+list (in-context copying), a counting sequence, and a memorized canary (the opening of the US
+Declaration of Independence, public domain). Healthy models score at least one of them near
+zero bits per byte, so the easiest carries the absolute (uncalibrated) guard. The others are
+ordinary text for the shuffle control and the baseline comparison: fresh prose and an
+explanation written for this tool (no model has memorized them) and simple Python code. A
 word-shuffled copy of two passages is the control: a model that reads text scores the original
 far better than the shuffle; a broken one cannot tell them apart.
 """
@@ -99,7 +99,7 @@ def passage_set(seed: int) -> list[Passage]:
     explain = Passage("explain", EXPLAIN, "text")
     return [
         copy_passage(rng), count_passage(), prose, explain,
-        Passage("code", CODE, "text"), Passage("canary", CANARY, "text"),
+        Passage("code", CODE, "text"), Passage("canary", CANARY, "easy"),
         shuffled(prose, rng), shuffled(explain, rng),
     ]
 

@@ -19,8 +19,8 @@ import httpx
 
 from sparktriage.bench.client import ClientSettings, make_http_client
 from sparktriage.bench.endpoint import choose_model, discover
-from sparktriage.probe import (answers, baseline, consistency, differential, generation, likelihood, plan,
-                               sanity, verdict)
+from sparktriage.probe import (answers, baseline, calibrate, consistency, differential, generation, likelihood,
+                               plan, sanity, verdict)
 from sparktriage.probe.api import Reply, call
 from sparktriage.probe.negotiate import Negotiation
 from sparktriage.probe.observations import Observations
@@ -145,11 +145,15 @@ async def run_probe(settings: ProbeSettings, progress: Progress, on_record: Call
     seq = answers.pass_results(obs, "C:seq:")
     answered = [v for v in seq.values() if v["read_from"] != "error"]
     answer_rate = {"passed": sum(v["passed"] for v in answered), "asked": len(answered)}
-    here = baseline.from_observations(obs, model, {"kind": "endpoint", "url": server.base_url}, answer_rate)
     families = [sanity.evaluate(obs, retried), likelihood.evaluate(obs), answers.evaluate(obs),
-                generation.evaluate(obs), consistency.evaluate(obs),
-                differential.evaluate(ref_print, here, answer_rate)]
+                generation.evaluate(obs), consistency.evaluate(obs)]
+    here = baseline.from_observations(obs, model, {"kind": "endpoint", "url": server.base_url}, answer_rate,
+                                      calibrate.summary(families))
+    families.append(differential.evaluate(ref_print, here, answer_rate))
+    cleared = calibrate.apply(families, ref_print.summary if ref_print else None)
     decided, reasons = verdict.decide(families)
+    if cleared:
+        reasons.append(f"off as much as on the baseline launch, so not counted: {', '.join(cleared)}")
     pat = verdict.pattern(decided, families)
     calibrated = any(f.name == "differential" and f.status != "skipped" for f in families)
     limitations = list(caps.limitations) + [f"{f.name} skipped: {f.reason}" for f in families

@@ -72,10 +72,10 @@ def row(variant: Variant, doc: dict) -> dict:
 
 
 def expectation_met(r: dict) -> bool:
-    """Controls never garbage (nor suspect); gross bugs garbage even without a baseline;
-    subtle bugs at least suspect with one."""
+    """Controls healthy against a baseline and never garbage without one; gross bugs garbage
+    even without a baseline; subtle bugs at least suspect with one."""
     if r["severity"] == "control":
-        return r["verdict"].startswith("healthy") and r["verdict_without_baseline"].startswith("healthy")
+        return r["verdict"] == "healthy" and r["verdict_without_baseline"] != "garbage"
     if r["severity"] == "gross":
         return r["verdict"] == "garbage" and r["verdict_without_baseline"] == "garbage"
     return r["verdict"] in ("suspect", "garbage")
@@ -110,7 +110,7 @@ def _f(value, digits: int = 2) -> str:
 
 def table(rows: list[dict]) -> str:
     """The confusion table as Markdown (docs/garbage.md)."""
-    lines = ["| variant | expected | verdict (baseline) | verdict (none) | pattern | copy/count bpb | shuffle gap "
+    lines = ["| variant | expected | verdict (baseline) | verdict (none) | pattern | easiest bpb | shuffle gap "
              "| answers | chat | flagged gens | KL vs base | ΔNLL vs base | top-1 agree | met |",
              "|" + "---|" * 14]
     for r in rows:
