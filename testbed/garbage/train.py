@@ -1,12 +1,15 @@
 """Train the tiny MoE test-bed model on CPU and write it as a Qwen3-MoE checkpoint.
 
-Usage: python train.py [OUT_DIR] [--steps N]   (default OUT_DIR: testbed/garbage/model)
+Usage (the committed model, docs/garbage.md):
+    .venv-vllm/bin/python testbed/garbage/train.py /tmp/phase1 --steps 1000 --stop-after 600
+    .venv-vllm/bin/python testbed/garbage/train.py testbed/garbage/model --init /tmp/phase1 --phase 1 --steps 700
 Run with the vLLM venv's python (torch, tokenizers, transformers, safetensors). No network.
 
-Deterministic: fixed seeds, fixed thread count, a fixed number of steps; the corpus comes
-from corpus.py (stdlib text committed under data/, synthetic skills generated from a seed).
-About 20-30 minutes on 2 CPU cores. The result is committed, so CI never retrains; the
-corrupted variants are built from it at test time (sparktriage.testbed.garbage).
+Deterministic: fixed seeds, one thread, a fixed number of steps; the corpus comes from
+corpus.py (stdlib text committed under data/, synthetic skills generated from a seed; phase 1
+uses the skill-heavy mixture). About 25-40 minutes on one core of a shared machine. The result
+is committed, so CI never retrains; the corrupted variants are built from it at test time
+(sparktriage.testbed.garbage).
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ class Reader:
     low_nibble_first: bool = True
     scale_format: str | None = None  # read scale bytes as e4m3 / e5m2 / ue8m0 (None: correct)
     scales_as_swizzled: bool = False  # linear scales read through the 128x4 swizzle
-    scale_block_shift: int = 0  # block j gets the scale of block j - shift
+    scale_block_shift: int = 0  # block j reads the scale of block j + shift; past the end, padding (0)
     global_scale: str = "ok"  # ok / missing (taken as 1) / inverted (the divisor multiplied)
     transposed_packing: bool = False  # bytes read as if packed along the output axis
 
@@ -47,7 +47,12 @@ def dequantize(t: fp4.FP4Tensor, reader: Reader = CORRECT) -> np.ndarray:
         padded, pr, pc = fp4._padded(scales)
         scales = fp4.unswizzle(padded.reshape(-1), rows, cols)
     if reader.scale_block_shift:
-        scales = np.roll(scales, reader.scale_block_shift, axis=1)
+        # Off by one block (vllm#48898): each block reads its neighbour's scale and the last one
+        # reads the zero-filled padding column of the kernel layout.
+        shift = reader.scale_block_shift
+        padded = np.zeros((rows, cols + shift), dtype=scales.dtype)
+        padded[:, :cols] = scales
+        scales = padded[:, shift:]
     multipliers = fp4.decode_scales(t, scales, reader.scale_format)
     values = fp4.e2m1_decode(codes).reshape(rows, cols, t.block) * multipliers[..., None]
     values = values.reshape(rows, cols * t.block)
@@ -107,7 +112,8 @@ CATALOGUE: tuple[Variant, ...] = (
             expert_shift=1),
     Variant("nvfp4-swizzle-as-linear", "nvfp4", "subtle",
             "linear block scales read through the 128x4 kernel swizzle", Reader(scales_as_swizzled=True)),
-    Variant("nvfp4-scale-block-shift", "nvfp4", "subtle", "each block uses the previous block's scale",
+    Variant("nvfp4-scale-block-shift", "nvfp4", "subtle",
+            "each block reads the next block's scale, the last one the zero padding",
             Reader(scale_block_shift=1)),
     Variant("nvfp4-gate-up-swap", "nvfp4", "subtle", "w1/w3 (gate/up) halves swapped",
             gate_up_swap=True),

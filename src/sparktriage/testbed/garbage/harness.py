@@ -73,11 +73,11 @@ def row(variant: Variant, doc: dict) -> dict:
 
 def expectation_met(r: dict) -> bool:
     """Controls healthy against a baseline and never garbage without one; gross bugs garbage
-    even without a baseline; subtle bugs at least suspect with one."""
+    against a baseline and never healthy without one; subtle bugs at least suspect with one."""
     if r["severity"] == "control":
         return r["verdict"] == "healthy" and r["verdict_without_baseline"] != "garbage"
     if r["severity"] == "gross":
-        return r["verdict"] == "garbage" and r["verdict_without_baseline"] == "garbage"
+        return r["verdict"] == "garbage" and r["verdict_without_baseline"] in ("suspect", "garbage")
     return r["verdict"] in ("suspect", "garbage")
 
 
