@@ -86,7 +86,7 @@ def build_bench_document(launch: dict, records: list[dict], capabilities: dict) 
     order: list[str] = []
     by_name: dict[str, list[dict]] = {}
     for record in records:
-        if record.get("type") != "request":
+        if record.get("type") != "request" or record.get("purpose") == "negotiate":
             continue
         name = str(record.get("workload"))
         if name not in by_name:
