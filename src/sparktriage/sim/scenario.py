@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from sparktriage.yamldoc import load_yaml, parse_yaml
 
@@ -97,13 +97,26 @@ class Scenario(_Strict):
         for number, override in enumerate(self.sequence):
             if "sequence" in override:
                 raise ValueError(f"sequence[{number}] must not contain 'sequence'")
-            self.with_overrides(override)
+            try:
+                self.with_overrides(override)
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(p) for p in first["loc"])
+                raise ValueError(f"sequence[{number}].{where}: {first['msg']}") from None
         return self
 
     def with_overrides(self, override: dict[str, Any]) -> "Scenario":
-        """This scenario with some fields replaced (validated like a file entry)."""
+        """This scenario with some fields replaced (validated like a file entry).
+
+        Nested settings (`sources`, `faults`) are merged key by key, so an override can
+        change one fault without repeating the others. The base's `sequence` is dropped.
+        """
         data = self.model_dump(mode="python", exclude={"sequence"})
-        data.update(override)
+        for key, value in override.items():
+            if key in ("sources", "faults") and isinstance(value, dict):
+                data[key] = {**data[key], **value}
+            else:
+                data[key] = value
         return Scenario.model_validate(data)
 
     def for_request(self, n: int) -> "Scenario":

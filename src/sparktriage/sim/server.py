@@ -213,11 +213,13 @@ class SimServer:
                 entry.update(status=404, outcome="http_error")
                 doc = error_document(404, f"The model `{spec.model}` does not exist.", "NotFoundError")
                 return await self._json(writer, request, 404, doc)
-            count = self._counts.get(spec.model, 0)
-            self._counts[spec.model] = count + 1
-            scenario = base.for_request(count)
-            if spec.override:
-                scenario = scenario.with_overrides(spec.override)
+            # Requests are counted per model and per override, so that a `sequence` given in a
+            # request's `sim` field walks its own entries whatever else the server serves.
+            key = spec.model + "\0" + json.dumps(spec.override, sort_keys=True)
+            count = self._counts.get(key, 0)
+            self._counts[key] = count + 1
+            scenario = base.with_overrides(spec.override) if spec.override else base
+            scenario = scenario.for_request(count)
         except (BadRequest, ValueError) as exc:
             entry.update(status=400, outcome="http_error")
             message = " ".join(str(exc).split())[:500]
