@@ -46,14 +46,14 @@ def test_protocol_writes_each_record_as_it_arrives_and_derives_the_summary(sim, 
     assert all(r["output_tokens"] == 32 and r["status"] == "ok" for r in code["requests"] + prose["requests"])
     assert code["summary"]["max_tokens_per_chunk"] == 3 and code["summary"]["decode_tok_s"]["n"] == 3
     assert code["capabilities"]["sources"] == ["token_ids", "logprobs", "continuous_usage", "final_usage"]
-    # Every measured rate matches what the simulator really sent.
+    # Every request's chunks and tokens are what the simulator really sent (rates are checked
+    # against the truth on long streams in test_client_sim.py; these streams last 30 ms).
     truths = sim.truths(since)
     records = [json.loads(l) for l in launch.requests_path.read_text().splitlines()]
-    by_id = {r["response_id"]: r for r in records}
-    rates = [r["decode_tok_s"] for r in code["requests"]]
-    real = [truths[rid].decode_tok_s for rid in by_id if by_id[rid]["workload"] == "code"
-            and by_id[rid].get("purpose") != "negotiate"]
-    assert rates == pytest.approx(real, rel=0.05)
+    code_records = [r for r in records if r["workload"] == "code" and r.get("purpose") != "negotiate"]
+    assert [r["chunks"] for r in code["requests"]] == [truths[r["response_id"]].chunks for r in code_records]
+    assert [r["output_tokens"] for r in code["requests"]] == [truths[r["response_id"]].tokens
+                                                              for r in code_records]
     assert (launch.path / "launch.json").exists() and (launch.path / "capabilities.json").exists()
 
 

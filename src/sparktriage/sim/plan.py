@@ -143,6 +143,8 @@ def _chunk_sizes(scenario: Scenario, total: int, cuts: set[int]) -> list[int]:
 def plan_stream(scenario: Scenario, spec: RequestSpec) -> StreamPlan:
     """Lay out the response of `scenario` to the request `spec`."""
     limit = spec.max_tokens if spec.max_tokens is not None else scenario.default_max_tokens
+    if scenario.fixed_tokens is not None:
+        limit = scenario.fixed_tokens
     total, finish = limit, "length"
     if scenario.eos_after is not None and not (spec.ignore_eos and scenario.honour_ignore_eos):
         if scenario.eos_after <= limit:

@@ -19,7 +19,7 @@ import httpx
 
 from sparktriage.errors import LaunchError
 from sparktriage.sim.scenario import SimConfig
-from sparktriage.sim.truth import Truth, truth
+from sparktriage.sim.truth import Truth
 
 
 class SimProcess:
@@ -75,8 +75,8 @@ class SimProcess:
         return self._get(f"/sim/trace?since={since}")["requests"]
 
     def truths(self, since: int = 0) -> dict[str, Truth]:
-        """Ground truth of every traced request, by response id."""
-        return {e["id"]: truth(e) for e in self.trace(since)}
+        """Ground truth of every traced request, by response id (computed by the server)."""
+        return {t["id"]: Truth(**t) for t in self._get(f"/sim/truth?since={since}")["requests"]}
 
     def reset(self) -> int:
         """Forget the trace and the per-model counters; return the next request number."""

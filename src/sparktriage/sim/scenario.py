@@ -65,6 +65,7 @@ class Scenario(_Strict):
     chunk_order: Literal["cycle", "random"] = Field("cycle", description="walk the pattern in order or at random")
     seed: int = Field(0, description="seed of `random` chunk order and of token ids")
     default_max_tokens: int = Field(16, ge=1, description="output length when the request names none")
+    fixed_tokens: int | None = Field(None, ge=1, description="generate this many tokens whatever max_tokens says")
     eos_after: int | None = Field(None, ge=1, description="natural length: the model emits EOS here")
     honour_ignore_eos: bool = Field(True, description="whether `ignore_eos` makes it run past eos_after")
     sources: Sources = Field(default_factory=Sources)

@@ -1,8 +1,8 @@
 """The simulated OpenAI-compatible server: a small asyncio HTTP/1.1 server with exact pacing.
 
 Routes: `GET /v1/models`, `POST /v1/completions`, `POST /v1/chat/completions` (streaming and
-not), `GET /health`, `GET /version`, and for tests `GET /sim/trace[?since=N]`,
-`POST /sim/reset`, `GET /sim/config`. Each response follows a plan (plan.py) whose steps are
+not), `GET /health`, `GET /version`, and for tests `GET /sim/trace[?since=N]` (every send),
+`GET /sim/truth[?since=N]` (the ground truth per request), `POST /sim/reset`, `GET /sim/config`. Each response follows a plan (plan.py) whose steps are
 sent at `received + step.at`: the loop sleeps until about `spin_s` before the deadline and
 busy-waits the rest. The write buffer limit is zero, so a step counts as sent only once the
 kernel has taken all its bytes; that moment (`time.perf_counter`, CLOCK_MONOTONIC, the same
@@ -17,11 +17,13 @@ import signal
 import socket
 import struct
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 from sparktriage.sim import http
 from sparktriage.sim.plan import BadRequest, RequestSpec, StreamPlan, plan_stream, read_request
 from sparktriage.sim.scenario import SCHEMA_VERSION, SimConfig
+from sparktriage.sim.truth import truth
 from sparktriage.sim.wire import Renderer, error_document
 from sparktriage.store.documents import RecordWriter
 
@@ -171,6 +173,11 @@ class SimServer:
             doc = {"schema_version": SCHEMA_VERSION, "kind": "sim-trace", "clock": "CLOCK_MONOTONIC",
                    "unix_minus_clock": time.time() - time.perf_counter(),
                    "requests": [e for e in self.trace if e["n"] >= since]}
+            return await self._json(writer, request, 200, doc)
+        if path == "/sim/truth":
+            since = int((request.query.get("since") or ["0"])[0] or 0)
+            doc = {"schema_version": SCHEMA_VERSION, "kind": "sim-truth",
+                   "requests": [asdict(truth(e)) for e in self.trace if e["n"] >= since]}
             return await self._json(writer, request, 200, doc)
         if path == "/sim/reset" and request.method == "POST":
             self.trace.clear()

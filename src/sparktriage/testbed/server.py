@@ -136,6 +136,8 @@ class LocalServer:
         while time.monotonic() < deadline:
             code = self.process.poll()
             if code is not None:
+                for thread in self._pumps:  # the log is complete only once both pipes hit EOF
+                    thread.join(timeout=5)
                 raise LaunchError(f"vllm serve exited with status {code} before it was ready: "
                                   f"{self.last_error()}")
             try:
