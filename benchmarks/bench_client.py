@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import datetime as dt
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -41,7 +42,7 @@ MODES = {"k1": 1, "k4": 4}
 
 def tokens_for(rate: float, duration: float, k: int) -> int:
     n = int(rate * duration)
-    return max(64 * k, min(n - n % k, 500_000))
+    return max(64 * k, min(n - n % k, 400_000))
 
 
 def scenario(rate: float, k: int) -> dict:
@@ -95,7 +96,7 @@ def _vllm(sim: SimProcess, rates, duration, reps, k, workdir: Path) -> tuple[lis
             "--extra-body", json.dumps({"sim": {"sequence": sequence}})]
     started = time.monotonic()
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=3600,
-                          env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
     wall = time.monotonic() - started
     if proc.returncode != 0 or not result.exists():
         raise SystemExit(f"vllm bench serve failed ({proc.returncode}): {proc.stderr[-2000:]}")
@@ -113,6 +114,8 @@ def _vllm(sim: SimProcess, rates, duration, reps, k, workdir: Path) -> tuple[lis
                    decode, len(itl) + 1 if ok == "ok" else 0, ok)
         row["vllm_chunk_count_error"] = (len(itl) + 1) / truth.tokens - 1 if ok == "ok" else None
         row["vllm_mean_itl_s"] = statistics.fmean(itl) if itl else None
+        error_lines = (doc["errors"][i] or "").strip().splitlines()
+        row["vllm_error"] = error_lines[-1][:300] if error_lines else None
         rows.append(row)
     summary = {"wall_s": wall, "max_output_tokens_per_s": doc.get("max_output_tokens_per_s"),
                "total_output_tokens": doc.get("total_output_tokens"), "completed": doc.get("completed"),
@@ -153,13 +156,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "bench_client.json")
     parser.add_argument("--rates", default=",".join(map(str, DEFAULT_RATES)))
-    parser.add_argument("--duration", type=float, default=1.0, help="seconds per request")
-    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--duration", type=float, default=2.0, help="seconds per request")
+    parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--skip-vllm", action="store_true")
     args = parser.parse_args()
     rates = [float(r) for r in args.rates.split(",")]
     rows: list[dict] = []
     vllm_runs = {}
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         config = {"scenarios": {"bench": {}, **{f"vllm-{k}": {} for k in MODES.values()}}}
@@ -176,6 +180,8 @@ def main() -> None:
     caps = {c: {name: capacity(summary, c, k) for name, k in MODES.items()} for c in clients}
     result = {"schema_version": 1, "kind": "bench-client", "created": dt.datetime.now(dt.timezone.utc).isoformat(),
               "tolerance": TOLERANCE, "duration_s": args.duration, "reps": args.reps,
+              "machine": {"cpus": os.cpu_count(), "loadavg_before": load_before,
+                          "loadavg_after": os.getloadavg()},
               "command": [sys.executable, *sys.argv], "capacity": caps, "summary": summary,
               "vllm_runs": vllm_runs, "requests": rows}
     if not args.skip_vllm:

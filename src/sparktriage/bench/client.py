@@ -92,7 +92,7 @@ async def request(client: Client, settings: ClientSettings, method: str, path: s
     headers = {"Content-Type": "application/json"} if body is not None else {}
     deadline = time.monotonic() + settings.request_timeout_s
     conn, _, head = await client.send(method, path, data, headers, settings.stall_timeout_s, deadline)
-    reply = await client.read_body(conn, settings.stall_timeout_s, deadline, limit=1024 * 1024)
+    reply = await client.read_body(conn, settings.stall_timeout_s, deadline, limit=16 * 1024 * 1024)
     if reply.failure is not None:
         raise reply.failure
     return Reply(head.status, head.headers.get("content-type", ""), b"".join(p for _, p in reply.pieces))
