@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
+from sparktriage.report.build import execute, plan_report
+from sparktriage.report.signing import SignSpec
 from sparktriage.testbed.paths import locate
 from sparktriage.testbed.server import LocalServer, ServeSpec
+from sparktriage.testbed.synthetic_run import SyntheticSpec, make_run
 
 NGRAM_SPEC = json.dumps({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4,
                          "prompt_lookup_min": 2})
@@ -55,6 +61,69 @@ def vllm_ngram_server(testbed, tmp_path_factory):
 @pytest.fixture
 def run_dir(tmp_path) -> Path:
     return tmp_path / "run"
+
+
+# --- report tests (issue 7): SYNTHETIC run directories, stock ssh-keygen keys, built reports ---
+
+REPORT_TIME = dt.datetime(2026, 3, 1, 12, 0, 0, tzinfo=dt.timezone.utc)
+REPORT_SPEC = SyntheticSpec(depths=(0, 2), launches_per_depth=2, requests=5, warmup=1,
+                            max_tokens=48, plant=True, stall_every=2)
+
+
+def report_keygen(folder: Path, name: str, comment: str = "consultant@example.com",
+                  passphrase: str = "") -> Path:
+    """A fresh Ed25519 key pair made by ssh-keygen; returns the private key path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    key = folder / name
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", passphrase, "-C", comment,
+                    "-f", str(key)], check=True)
+    return key
+
+
+@pytest.fixture(scope="session")
+def report_keys(tmp_path_factory) -> dict[str, Path]:
+    """Ed25519 keys made by the stock ssh-keygen: main, other, and a passphrase-protected one."""
+    folder = tmp_path_factory.mktemp("keys")
+    return {"main": report_keygen(folder, "id_main"),
+            "other": report_keygen(folder, "id_other", "someone@else"),
+            "encrypted": report_keygen(folder, "id_enc", passphrase="s3cret-pass")}
+
+
+@pytest.fixture(scope="session")
+def report_run(tmp_path_factory) -> Path:
+    """A planted synthetic run (secrets and identifying names in every kind of place)."""
+    return make_run(tmp_path_factory.mktemp("synthetic") / "run", REPORT_SPEC)
+
+
+def report_build_fn(run: Path, out: Path, key: Path | None = None, anonymize: bool = True,
+                    now: dt.datetime = REPORT_TIME, formats: str = "md,pdf",
+                    map_path: Path | None = None):
+    """Build a report at a fixed time (REPORT_TIME unless given)."""
+    plan = plan_report(run, out, formats, SignSpec(str(key)) if key else None, anonymize,
+                       map_path, now)
+    return execute(plan)
+
+
+@pytest.fixture(scope="session")
+def report_build():
+    """report_build_fn as a fixture, for test modules outside tests/."""
+    return report_build_fn
+
+
+@pytest.fixture(scope="session")
+def report_built(report_run, report_keys, tmp_path_factory) -> Path:
+    """One signed, anonymized report of the synthetic run (read-only: copy before changing)."""
+    out = tmp_path_factory.mktemp("built") / "report"
+    report_build_fn(report_run, out, report_keys["main"])
+    return out
+
+
+@pytest.fixture
+def report_copy(report_built, tmp_path) -> Path:
+    """A private copy of the built report that a test may tamper with."""
+    target = tmp_path / "report"
+    shutil.copytree(report_built, target)
+    return target
 
 
 # --- the simulated OpenAI-compatible server (src/sparktriage/sim) --------------------------

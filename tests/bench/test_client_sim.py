@@ -53,14 +53,14 @@ def token_counts(entry: dict) -> list[int]:
 
 @pytest.mark.parametrize("rate", [50, 500, 2000])
 def test_decode_rate_within_0_3_percent_of_ground_truth(sim, rate):
-    # Streams of about two seconds: a scheduler hiccup of a few ms on a busy machine stays
-    # well below 0.3%; the median of three requests is what must be that close.
+    # Streams of three seconds: a scheduler hiccup of a few ms on a busy 2-core machine stays
+    # well below 0.3% (9 ms); the median of three requests is what must be that close.
     scenario = {"ttft_s": 0.02, "gap_s": 1.0 / rate}
-    pairs = fetch(sim, [("completions", body("completions", 2 * rate, scenario))] * 3)
+    pairs = fetch(sim, [("completions", body("completions", 3 * rate, scenario))] * 3)
     errors = []
     for record, entry in pairs:
         m, real = derive(record), truth(entry)
-        assert record["status"] == "ok" and m.output_tokens == real.tokens == 2 * rate
+        assert record["status"] == "ok" and m.output_tokens == real.tokens == 3 * rate
         assert m.chunks == real.chunks
         errors.append(abs(m.decode_tok_s / real.decode_tok_s - 1))
         # The client's TTFT includes sending the request; the server's starts on receipt.

@@ -107,9 +107,10 @@ def test_pacing_follows_the_schedule(sim, rate):
     events = [e for e in entry["events"] if e["kind"] == "tokens"]
     late = [e["t"] - (entry["received"] + e["at"]) for e in events]
     assert min(late) > -1e-4  # never early
-    assert statistics.median(late) < 0.0005, statistics.median(late)
+    # Typically 0.1 ms late; the bounds leave room for a machine shared with other jobs.
+    assert statistics.median(late) < 0.001, statistics.median(late)
     real = truth(entry)
-    assert real.tokens == n and real.ttft_server_s == pytest.approx(0.05, abs=0.003)
+    assert real.tokens == n and real.ttft_server_s == pytest.approx(0.05, abs=0.01)
     assert real.decode_tok_s == pytest.approx(rate, rel=0.02)
 
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import typer
 from rich.table import Table
@@ -15,7 +16,11 @@ from sparktriage.bench.workload import load_workloads
 from sparktriage.cli import console
 from sparktriage.cli.app import app, invoked_argv
 from sparktriage.cli.exit_codes import ExitCode
+from sparktriage.cli.logs import render_reconcile
 from sparktriage.errors import UsageError
+from sparktriage.evidence.clock import parse_tz
+from sparktriage.evidence.launch_reconcile import MetricsRecorder, reconcile_launch, wait_for_log
+from sparktriage.evidence.sources import resolve_inputs
 from sparktriage.store.rundir import RunDir, default_run_path
 
 
@@ -90,6 +95,10 @@ def bench(
     insecure: bool = typer.Option(False, "--insecure", help="Do not verify the server's TLS certificate (https)."),
     rebuild: Optional[Path] = typer.Option(None, "--rebuild", help="Rebuild bench.json of RUN_DIR from its raw records; nothing is sent."),
     json_out: Optional[str] = typer.Option(None, "--json", help="Write the bench document to PATH, or - for stdout."),
+    log: Optional[List[str]] = typer.Option(None, "--log", help="Server log to reconcile with: FILE, NODE=FILE or *.lines.jsonl (repeatable)."),
+    metrics: Optional[str] = typer.Option(None, "--metrics", help="Prometheus URL scraped before and after each workload, e.g. http://host:8000/metrics."),
+    log_wait: float = typer.Option(15.0, "--log-wait", min=0, help="Seconds to wait for the stats line that covers the end of the run."),
+    log_tz: Optional[str] = typer.Option(None, "--log-tz", help="Time zone of the log's stamps: UTC, +02:00, Europe/Paris [local]."),
 ) -> None:
     """Measure tokens delivered to a streaming client (TTFT, decode and end-to-end rates)."""
     if rebuild is not None:
@@ -110,11 +119,23 @@ def bench(
     run = RunDir.create(out or default_run_path(), ["sparktriage", *redact_argv(invoked_argv())])
     launch = run.next_launch()
     console.info(f"run directory: {run.path}")
-    document = run_protocol(ProtocolPlan(settings, model, workloads), launch, _progress)
+    zone = parse_tz(log_tz)
+    if log:
+        resolve_inputs(log)  # a wrong path fails now, not after the measurement
+    headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else None
+    recorder = MetricsRecorder(metrics, launch, console.warn, headers) if metrics else None
+    observe = recorder.observer(_progress) if recorder else _progress
+    document = run_protocol(ProtocolPlan(settings, model, workloads), launch, observe)
     console.data_console(json_out).print(render_table(document))
     for w in document["workloads"]:
         for warning in w["warnings"]:
             console.warn(f"{w['name']}: {warning}")
+    if log or metrics:
+        if log and not wait_for_log(log, time.time() - 1.0, log_wait, zone):
+            console.warn(f"no stats line in {', '.join(log)} after the run within {log_wait:g} s")
+        reconciled = reconcile_launch(launch, log or (), tz=zone)
+        console.data_console(json_out).print(render_reconcile(reconciled))
+        document = {**document, "reconcile": reconciled}
     console.write_json(document, json_out)
     console.info(f"raw records: {launch.requests_path}; summary: {launch.path / 'bench.json'}")
     if _failed(document):

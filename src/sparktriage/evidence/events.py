@@ -27,3 +27,6 @@ class LogEvent:
     raw: str  # the original line as read (decoded, without newline)
     line_no: int  # 1-based line number in its input
     origin: str  # file path, "<stdin>", or the bundle-relative path
+    # Added by the log parser (issue 3); defaults keep older constructors valid.
+    kind: str = "text"  # line shape: vllm, uvicorn, tqdm, glog, pylog, json, nccl, pywarn, traceback, text
+    truncated: bool = False  # a physical line was longer than the reader keeps (sources.MAX_LINE)

@@ -1,0 +1,151 @@
+"""Turn a log line's own time stamp into Unix seconds: the year, the time zone, the rollover.
+
+vLLM stamps are ``MM-DD HH:MM:SS`` in the server process's local time, with no year and no
+sub-second part. The year is inferred from a reference moment that the log cannot be later than
+(the receive times of our line records, the file's modification time, or now for stdin): the
+first stamp gets the latest year that does not put it after the reference (one day of slack for
+time-zone doubt). Later stamps keep that year until the date jumps back by more than half a year
+(Dec → Jan: a new year); a stamp that jumps forward by more than half a year belongs to the
+previous year (an out-of-order line from before the rollover). The zone is the analysing
+machine's local zone unless one is given (``--tz``). Feb 29 in a non-leap year moves to the
+latest leap year before it.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+import time
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from sparktriage.errors import UsageError
+
+HALF_YEAR = 183 * 86400.0
+SLACK = 86400.0
+_OFFSET = re.compile(r"^(?:UTC|GMT)?([+-])(\d\d):?(\d\d)$")
+
+
+def parse_tz(name: str | None) -> _dt.tzinfo | None:
+    """`None`/`local` → None (local zone); `UTC`, `+02:00`, `-0530`, or an IANA name."""
+    if name is None or name.lower() == "local":
+        return None
+    if name.upper() in ("UTC", "Z", "GMT"):
+        return _dt.timezone.utc
+    m = _OFFSET.match(name.strip())
+    if m:
+        sign = 1 if m.group(1) == "+" else -1
+        return _dt.timezone(sign * _dt.timedelta(hours=int(m.group(2)), minutes=int(m.group(3))))
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise UsageError(f"unknown time zone {name!r} (use UTC, +02:00 or an IANA name)") from exc
+
+
+def _frac(frac: str | None) -> float:
+    return float("0." + frac) if frac else 0.0
+
+
+def _leap_before(year: int) -> int:
+    while not (year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)):
+        year -= 1
+    return year
+
+
+class StampClock:
+    """Converts the year-less stamps of one log stream to Unix seconds, in order."""
+
+    def __init__(self, reference: float | None = None, tz: _dt.tzinfo | None = None,
+                 year: int | None = None) -> None:
+        self.reference = time.time() if reference is None else reference
+        self.tz = tz
+        self.fixed_year = year
+        self.year: int | None = year
+        self.last: float | None = None
+        self.year_source = "given" if year is not None else "reference"
+        self._cache: tuple[str, float | None] = ("", None)
+        self._hours: dict[tuple, float] = {}
+
+    def _unix(self, year: int, month: int, day: int, hms: str) -> float | None:
+        try:
+            h, m, s = int(hms[0:2]), int(hms[3:5]), int(hms[6:8])
+        except ValueError:
+            return None
+        if month == 2 and day == 29:
+            year = _leap_before(year)
+        key = (year, month, day, h)
+        base = self._hours.get(key)
+        if base is None:  # zone offsets (DST) change on hour boundaries: cache per hour
+            try:
+                base = _dt.datetime(year, month, day, h, tzinfo=self.tz).timestamp()
+            except (ValueError, OverflowError, OSError):
+                return None
+            if len(self._hours) > 4096:
+                self._hours.clear()
+            self._hours[key] = base
+        if m > 59 or s > 60:
+            return None
+        return base + 60 * m + min(s, 59)
+
+    def _reference_year(self) -> int:
+        return _dt.datetime.fromtimestamp(self.reference, self.tz).year
+
+    def from_stamp(self, stamp: str, frac: str | None = None) -> float | None:
+        """Unix seconds of a ``MM-DD HH:MM:SS`` stamp, or None when it is not a real date."""
+        if stamp == self._cache[0]:
+            base = self._cache[1]
+            return None if base is None else base + _frac(frac)
+        try:
+            month, day = int(stamp[0:2]), int(stamp[3:5])
+        except ValueError:
+            return None
+        hms = stamp[6:]
+        if self.year is None:
+            year = self._reference_year()
+            t = self._unix(year, month, day, hms)
+            if t is not None and t > self.reference + SLACK:
+                year -= 1
+                t = self._unix(year, month, day, hms)
+            if t is None:
+                return None
+            self.year = year
+        else:
+            t = self._unix(self.year, month, day, hms)
+            if t is None:
+                return None
+            if self.last is not None and t < self.last - HALF_YEAR:
+                self.year += 1  # Dec → Jan rollover
+                t = self._unix(self.year, month, day, hms)
+            elif self.last is not None and t > self.last + HALF_YEAR:
+                t = self._unix(self.year - 1, month, day, hms)  # a straggler from last year
+                self._cache = ("", None)
+                return None if t is None else t + _frac(frac)
+        if t is not None:
+            self.last = t
+        self._cache = (stamp, t)
+        return None if t is None else t + _frac(frac)
+
+    def from_full(self, stamp_full: str, frac: str | None = None,
+                  utc_offset: str | None = None) -> float | None:
+        """Unix seconds of ``YYYY-MM-DD HH:MM:SS`` (with an optional ``Z``/``+hh:mm`` offset)."""
+        try:
+            year, month, day = int(stamp_full[0:4]), int(stamp_full[5:7]), int(stamp_full[8:10])
+            h, m, s = (int(x) for x in stamp_full[11:19].split(":"))
+            tz = self.tz
+            if utc_offset:
+                tz = parse_tz("UTC" if utc_offset == "Z" else utc_offset)
+            moment = _dt.datetime(year, month, day, h, m, min(s, 59), tzinfo=tz)
+            return moment.timestamp() + _frac(frac)
+        except (ValueError, OverflowError, OSError, UsageError):
+            return None
+
+
+def iso(t: float | None, tz: _dt.tzinfo | None = None) -> str | None:
+    """ISO 8601 with offset and millisecond precision, in the given zone (default local)."""
+    if t is None:
+        return None
+    try:
+        moment = _dt.datetime.fromtimestamp(t, tz) if tz is not None else \
+            _dt.datetime.fromtimestamp(t).astimezone()
+    except (ValueError, OverflowError, OSError):
+        return None
+    return moment.isoformat(timespec="milliseconds")

@@ -1,0 +1,289 @@
+"""Split one physical log line into its prefix fields and its message (no timing, no joining).
+
+Recognised line shapes (docs/logs.md lists them with examples):
+
+* vLLM's logging format, 0.11-0.33: ``LEVEL MM-DD HH:MM:SS [file.py:123] message``, preceded by
+  any number of parenthesised ``(Name pid=N)`` groups: the process prefix (decorated stdout before
+  0.31, the logging format from 0.31), Ray's relay prefix ``(RayWorkerWrapper pid=N, ip=A)``,
+  and any custom ``VLLM_LOGGING_PREFIX`` or container prefix before them;
+* uvicorn's ``INFO:     text`` lines; tqdm bars (``\\r``-separated updates, no prefix from 0.31);
+* torch's C++ glog lines ``[W1129 20:54:04.553711373 utils.cpp:68] ...`` and
+  ``W1129 21:23:28.947000 31225 torch/x.py:53] ...``;
+* Python ``logging`` lines with a full date (FlashInfer, Ray): ``2026-03-08 16:44:29,692 - INFO - ...``;
+* the JSON formatter of vLLM 0.32+ (one JSON object per line);
+* NCCL's ``host:pid:tid [rank] NCCL INFO ...``; Python warnings ``file.py:12: FutureWarning: ...``;
+* a leading RFC 3339 receive stamp (``docker logs -t``, ``kubectl logs --timestamps``).
+
+ANSI colour codes are removed everywhere. A line that ends in ``\\r`` is flagged `cont`: vLLM's
+NewLineFormatter writes a multi-line message as ``\\r\\n`` + the full prefix, so the next line with
+the same prefix continues the same record (the assembler in parser.py joins them).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import NamedTuple
+
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
+_PAREN = re.compile(
+    r"\((?:(?P<name>[A-Za-z_][\w.:\-]*) )?pid=(?P<pid>\d{1,10})(?:, ip=(?P<ip>[^)\s]*))?\) ?"
+)
+_VLLM = re.compile(
+    r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL|WARN|TRACE) "
+    r"(?P<stamp>\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,](?P<frac>\d{1,9}))? "
+    r"\[(?P<file>[^\]\s]+?):(?P<line>\d{1,9})\] ?"
+)
+_STAMP_HINT = re.compile(r"\d\d-\d\d \d\d:\d\d:\d\d")
+_UVICORN = re.compile(r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL|TRACE):\s+")
+_GLOG = re.compile(
+    r"\[?(?P<level>[IWEF])(?P<mm>\d\d)(?P<dd>\d\d) (?P<hms>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d{1,9}))?"
+    r"(?: +\d+)? (?P<file>[^\s\]:]+):(?P<line>\d{1,9})\] ?"
+)
+_PYLOG = re.compile(
+    r"(?P<date>\d{4}-\d\d-\d\d)[ T](?P<hms>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d{1,9}))?"
+    r"(?:\s*-\s*|\s+)(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)(?:\s*-\s*|\s+)"
+    r"(?:(?P<file>[\w./-]+\.py):(?P<line>\d+)(?:\s*-\s*|\s+))?"
+)
+_RFC3339 = re.compile(
+    r"(?P<date>\d{4}-\d\d-\d\d)T(?P<hms>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d{1,9}))?"
+    r"(?P<tz>Z|[+-]\d\d:?\d\d) "
+)
+_NCCL = re.compile(r"\S+:\d+:\d+ \[\d+\] NCCL (?P<level>INFO|WARN|ERROR|TRACE) ")
+_PYWARN = re.compile(r"(?P<file>\S+?\.py):(?P<line>\d+): (?P<cat>[A-Z]\w*Warning): ")
+
+_LEVELS = {"WARN": "WARNING", "I": "INFO", "W": "WARNING", "E": "ERROR", "F": "CRITICAL",
+           "TRACE": "DEBUG"}
+
+
+class LineFields(NamedTuple):
+    """What one physical line says about itself, before records are joined and timed."""
+
+    message: str
+    level: str | None = None
+    process: str | None = None
+    pid: int | None = None
+    relay: str | None = None
+    source_file: str | None = None
+    source_line: int | None = None
+    stamp: str | None = None  # "MM-DD HH:MM:SS" (year-less; clock.py adds the year)
+    stamp_full: str | None = None  # "YYYY-MM-DD HH:MM:SS" (full-date formats)
+    frac: str | None = None  # sub-second digits when the format has them
+    utc_offset: str | None = None  # for stamp_full from RFC 3339 ("Z", "+02:00")
+    receive_stamp: bool = False  # stamp_full is a receive time (docker/kubectl), not the log's own
+    cont: bool = False  # ended in "\r": vLLM continues this record on the next line
+    kind: str = "text"  # vllm | uvicorn | glog | pylog | json | nccl | pywarn | tqdm | text
+
+
+def strip_ansi(text: str) -> str:
+    """Remove ANSI escape sequences (colours, cursor moves)."""
+    return _ANSI.sub("", text) if "\x1b" in text else text
+
+
+def _take_parens(text: str) -> tuple[list[re.Match], str]:
+    groups = []
+    while text.startswith("("):
+        m = _PAREN.match(text)
+        if m is None:
+            break
+        groups.append(m)
+        text = text[m.end():]
+    return groups, text
+
+
+def _prefix_owner(groups: list[re.Match]) -> tuple[str | None, int | None, str | None]:
+    """(process, pid, relay) from the parenthesised groups in front of a line."""
+    if not groups:
+        return None, None, None
+    outer = groups[0]
+    relay_like = outer["ip"] is not None or outer["name"] is None or (
+        outer["name"] or "").startswith("Ray")
+    if len(groups) == 1:
+        if relay_like:
+            return None, None, outer.group(0).strip()[1:-1]
+        return outer["name"], int(outer["pid"]), None
+    inner = groups[-1]
+    return inner["name"], int(inner["pid"]), outer.group(0).strip()[1:-1]
+
+
+def _overwrite(text: str) -> str:
+    """Terminal semantics of an inner carriage return: the last non-empty segment is shown."""
+    if "\r" not in text:
+        return text
+    parts = [p for p in text.split("\r") if p.strip()]
+    return parts[-1] if parts else ""
+
+
+FAST_PREFIX = (  # the common case, "(Proc pid=N) LEVEL MM-DD HH:MM:SS [file:line] ", ASCII only
+    r"\((?P<name>[A-Za-z_][A-Za-z0-9_.:\-]*) pid=(?P<pid>[0-9]{1,10})\) "
+    r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<stamp>[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}) "
+    r"\[(?P<file>[^\]\s]+?):(?P<line>[0-9]{1,9})\] ?"
+)
+_FAST = re.compile(FAST_PREFIX, re.ASCII)
+
+
+def parse_line(text: str) -> LineFields:
+    """Parse one physical line (decoded, without its newline). Never raises."""
+    if text[:1] == "(" and "\x1b" not in text:
+        m = _FAST.match(text)  # the common case: one regex for prefix and header
+        if m is not None:
+            cont = text.endswith("\r")
+            message = text[m.end():-1] if cont else text[m.end():]
+            if "\r" in message:
+                message = _overwrite(message)
+            file = m["file"]
+            return LineFields(message, m["level"], m["name"], int(m["pid"]), None,
+                              file.rsplit("/", 1)[-1] if "/" in file else file, int(m["line"]),
+                              m["stamp"], None, None, None, False, cont, "vllm")
+    text = strip_ansi(text)
+    cont = text.endswith("\r")
+    if cont:
+        text = text.rstrip("\r")
+    stamp_full = frac = offset = None
+    receive = False
+    if len(text) > 20 and text[4] == "-" and text[10] == "T":
+        m = _RFC3339.match(text)
+        if m:
+            stamp_full, frac, offset, receive = f"{m['date']} {m['hms']}", m["frac"], m["tz"], True
+            text = text[m.end():]
+    lead = text.lstrip("\r")
+    groups, rest = _take_parens(lead)
+    process, pid, relay = _prefix_owner(groups)
+    rest = rest.lstrip("\r")
+    fields = _parse_body(rest, process, pid, relay, cont)
+    if fields is None and _STAMP_HINT.search(rest, 0, 400):
+        # A custom VLLM_LOGGING_PREFIX or a container prefix in front of vLLM's format.
+        m = _VLLM.search(rest, 0, 400)
+        if m:
+            groups = groups + list(_PAREN.finditer(rest, 0, m.start()))
+            process, pid, relay = _prefix_owner(groups)
+            fields = _vllm_fields(m, rest[m.end():], process, pid, relay, cont)
+    if fields is None:
+        message = _overwrite(rest)
+        kind = "tqdm" if ("\r" in text or _looks_like_bar(message)) else "text"
+        fields = LineFields(message=message, process=process, pid=pid, relay=relay,
+                            cont=cont, kind=kind)
+    if stamp_full is not None:
+        fields = _with_receive(fields, stamp_full, frac, offset, receive)
+    return fields
+
+
+def _with_receive(fields: LineFields, stamp_full: str, frac, offset, receive) -> LineFields:
+    return fields._replace(stamp_full=stamp_full, frac=frac, utc_offset=offset,
+                           receive_stamp=receive)
+
+
+def _looks_like_bar(message: str) -> bool:
+    return "% Completed |" in message or ("%|" in message and "it/s" in message) or (
+        "%|" in message and "s/it" in message)
+
+
+def _vllm_fields(m: re.Match, message: str, process, pid, relay, cont) -> LineFields:
+    level = m["level"]
+    return LineFields(
+        message=_overwrite(message), level=_LEVELS.get(level, level), process=process, pid=pid,
+        relay=relay, source_file=m["file"].rsplit("/", 1)[-1], source_line=int(m["line"]),
+        stamp=m["stamp"], frac=m["frac"], cont=cont, kind="vllm",
+    )
+
+
+def _parse_body(rest: str, process, pid, relay, cont) -> LineFields | None:
+    """Formats recognised at the start of the text after the parenthesised prefixes."""
+    if not rest:
+        return LineFields(message="", process=process, pid=pid, relay=relay, cont=cont)
+    first = rest[0]
+    if first in "DIWECT":
+        m = _VLLM.match(rest)
+        if m:
+            return _vllm_fields(m, rest[m.end():], process, pid, relay, cont)
+        m = _UVICORN.match(rest)
+        if m:
+            return LineFields(message=rest[m.end():], level=_LEVELS.get(m["level"], m["level"]),
+                              process=process, pid=pid, relay=relay, cont=cont, kind="uvicorn")
+    if first == "[" or (first in "IWEF" and len(rest) > 5 and rest[1:5].isdigit()):
+        m = _GLOG.match(rest)
+        if m:
+            level = _LEVELS[m["level"]]
+            return LineFields(
+                message=rest[m.end():], level=level, process=process, pid=pid, relay=relay,
+                source_file=m["file"].rsplit("/", 1)[-1], source_line=int(m["line"]),
+                stamp=f"{m['mm']}-{m['dd']} {m['hms']}", frac=m["frac"], cont=cont, kind="glog",
+            )
+    if first.isdigit() and len(rest) > 19 and rest[4] == "-":
+        m = _PYLOG.match(rest)
+        if m:
+            file = m["file"]
+            return LineFields(
+                message=rest[m.end():], level=_LEVELS.get(m["level"], m["level"]),
+                process=process, pid=pid, relay=relay,
+                source_file=file.rsplit("/", 1)[-1] if file else None,
+                source_line=int(m["line"]) if m["line"] else None,
+                stamp_full=f"{m['date']} {m['hms']}", frac=m["frac"], cont=cont, kind="pylog",
+            )
+    if first == "{" and rest.rstrip().endswith("}"):
+        fields = _json_fields(rest, cont)
+        if fields is not None:
+            return fields
+    if "NCCL" in rest:
+        m = _NCCL.match(rest)
+        if m:
+            return LineFields(message=rest[m.end():], level=_LEVELS.get(m["level"], m["level"]),
+                              process=process, pid=pid, relay=relay, cont=cont, kind="nccl")
+    if "Warning: " in rest:
+        m = _PYWARN.match(rest)
+        if m:
+            return LineFields(
+                message=rest, level="WARNING", process=process, pid=pid, relay=relay,
+                source_file=m["file"].rsplit("/", 1)[-1], source_line=int(m["line"]),
+                cont=cont, kind="pywarn",
+            )
+    return None
+
+
+_JSON_TIME = re.compile(
+    r"(?:(?P<year>\d{4})-)?(?P<mm>\d\d)-(?P<dd>\d\d)[ T](?P<hms>\d\d:\d\d:\d\d)"
+    r"(?:[.,](?P<frac>\d{1,9}))?(?P<tz>Z|[+-]\d\d:?\d\d)?"
+)
+
+
+def _json_fields(text: str, cont: bool) -> LineFields | None:
+    """vLLM 0.32+ `--logging-config.formatter json` (python-json-logger) records."""
+    if len(text) > 1_000_000:
+        return None
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(doc, dict):
+        return None
+    message = doc.get("message", doc.get("msg"))
+    if not isinstance(message, str):
+        return None
+    level = doc.get("levelname", doc.get("level"))
+    level = str(level).upper() if level is not None else None
+    level = _LEVELS.get(level, level) if level else None
+    pid = doc.get("process")
+    proc = doc.get("vllm_process_name") or doc.get("processName")
+    file = doc.get("filename") or doc.get("fileinfo")
+    line = doc.get("lineno")
+    stamp = stamp_full = frac = tz = None
+    when = doc.get("asctime", doc.get("timestamp", doc.get("time")))
+    if isinstance(when, str):
+        m = _JSON_TIME.search(when)
+        if m:
+            frac, tz = m["frac"], m["tz"]
+            if m["year"]:
+                stamp_full = f"{m['year']}-{m['mm']}-{m['dd']} {m['hms']}"
+            else:
+                stamp = f"{m['mm']}-{m['dd']} {m['hms']}"
+    return LineFields(
+        message=message.replace("\r\n", "\n"), level=level if level in _KNOWN_LEVELS else None,
+        process=str(proc) if proc is not None else None,
+        pid=pid if isinstance(pid, int) and not isinstance(pid, bool) else None,
+        source_file=str(file).rsplit("/", 1)[-1] if file else None,
+        source_line=line if isinstance(line, int) and not isinstance(line, bool) else None,
+        stamp=stamp, stamp_full=stamp_full, frac=frac, utc_offset=tz, cont=cont, kind="json",
+    )
+
+
+_KNOWN_LEVELS = {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}

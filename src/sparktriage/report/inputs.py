@@ -1,0 +1,171 @@
+"""Reading a run directory for the report: every document it may use, tolerant of absence.
+
+The report is a pure function of these files (docs/formats.md gives their places). A file that
+is absent is simply not in `RunInputs.files` (the section that needed it says it is missing);
+a file that is present but malformed (not JSON or YAML, not an object, an unknown
+`schema_version`) stops the report with a one-line error naming the file. Extra fields are
+ignored everywhere. Files are read in a fixed, sorted order so that everything downstream
+(redaction stand-ins above all) is deterministic.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sparktriage.errors import InputError
+from sparktriage.store.rundir import SCHEMA_VERSION
+
+TOP_FILES = ("run.json", "deployment.yaml", "sweep.json")
+LAUNCH_FILES = ("launch.json", "capabilities.json", "bench.json", "requests.jsonl", "logs.json",
+                "reconcile.json", "stalls.json", "probe.json")
+BUNDLE_FILES = ("bundle.json", "environment-diff.json")
+NODE_FILES = ("environment.json", "clock.json")
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One input file, parsed: a dict (json, yaml) or a list of dicts (jsonl)."""
+
+    rel: str  # POSIX path relative to the run directory
+    kind: str  # json | jsonl | yaml
+    content: Any
+
+
+@dataclass(frozen=True)
+class RunInputs:
+    """The parsed files of one run directory, keyed by relative path (sorted)."""
+
+    root: str
+    files: dict[str, SourceFile]
+
+    def doc(self, rel: str) -> dict | None:
+        source = self.files.get(rel)
+        return source.content if source is not None and source.kind != "jsonl" else None
+
+    def records(self, rel: str) -> list[dict] | None:
+        source = self.files.get(rel)
+        return source.content if source is not None and source.kind == "jsonl" else None
+
+    @property
+    def launches(self) -> list[str]:
+        labels = {rel.split("/")[1] for rel in self.files if rel.startswith("launches/")}
+        return sorted(labels)
+
+    def launch_doc(self, label: str, name: str) -> dict | None:
+        return self.doc(f"launches/{label}/{name}")
+
+    def bundle_nodes(self, label: str) -> list[str]:
+        prefix = f"launches/{label}/bundle/nodes/"
+        return sorted({rel[len(prefix):].split("/")[0] for rel in self.files if rel.startswith(prefix)})
+
+    def with_files(self, files: dict[str, SourceFile]) -> "RunInputs":
+        return RunInputs(self.root, dict(sorted(files.items())))
+
+
+def _check_version(doc: dict, rel: str) -> None:
+    version = doc.get("schema_version")
+    if version is not None and version != SCHEMA_VERSION:
+        raise InputError(f"{rel}: schema_version {version!r} is not supported (this sparktriage "
+                         f"reads {SCHEMA_VERSION})")
+
+
+def _read_json(path: Path, rel: str) -> dict:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{rel}: not UTF-8 text ({exc.reason})") from exc
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{rel}:{exc.lineno}: not valid JSON ({exc.msg})") from exc
+    except OSError as exc:
+        raise InputError(f"{rel}: unreadable ({exc.strerror or exc})") from exc
+    if not isinstance(doc, dict):
+        raise InputError(f"{rel}: expected a JSON object, found {type(doc).__name__}")
+    _check_version(doc, rel)
+    return doc
+
+
+def _read_jsonl(path: Path, rel: str) -> list[dict]:
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").split("\n")
+    except OSError as exc:
+        raise InputError(f"{rel}: unreadable ({exc.strerror or exc})") from exc
+    records = []
+    last = len(lines) - 1
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if number - 1 == last:
+                break  # the record in flight when the writer died (no trailing newline)
+            raise InputError(f"{rel}:{number}: malformed record ({exc.msg})") from exc
+        if not isinstance(record, dict):
+            raise InputError(f"{rel}:{number}: a record must be a JSON object")
+        records.append(record)
+    return records
+
+
+def _read_yaml(path: Path, rel: str) -> dict:
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{rel}: not UTF-8 text ({exc.reason})") from exc
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{rel}:{mark.line + 1}" if mark is not None else rel
+        problem = getattr(exc, "problem", None) or getattr(exc, "reason", None) or "malformed"
+        raise InputError(f"{where}: not valid YAML ({problem})") from exc
+    except OSError as exc:
+        raise InputError(f"{rel}: unreadable ({exc.strerror or exc})") from exc
+    if doc is None:
+        doc = {}
+    if not isinstance(doc, dict):
+        raise InputError(f"{rel}: expected a YAML mapping, found {type(doc).__name__}")
+    _check_version(doc, rel)
+    return doc
+
+
+def _load(path: Path, rel: str) -> SourceFile:
+    if rel.endswith(".jsonl"):
+        return SourceFile(rel, "jsonl", _read_jsonl(path, rel))
+    if rel.endswith((".yaml", ".yml")):
+        return SourceFile(rel, "yaml", _read_yaml(path, rel))
+    return SourceFile(rel, "json", _read_json(path, rel))
+
+
+def _candidates(root: Path) -> list[str]:
+    rels = [name for name in TOP_FILES]
+    launches = root / "launches"
+    if launches.is_dir():
+        for launch in sorted(p for p in launches.iterdir() if p.is_dir()):
+            base = f"launches/{launch.name}"
+            rels += [f"{base}/{name}" for name in LAUNCH_FILES]
+            rels += [f"{base}/bundle/{name}" for name in BUNDLE_FILES]
+            nodes = launch / "bundle" / "nodes"
+            if nodes.is_dir():
+                for node in sorted(p for p in nodes.iterdir() if p.is_dir()):
+                    rels += [f"{base}/bundle/nodes/{node.name}/{name}" for name in NODE_FILES]
+    return rels
+
+
+def load_run(root: Path) -> RunInputs:
+    """Parse every report input of a run directory; InputError on the first malformed file."""
+    if not root.is_dir():
+        raise InputError(f"{root}: no such run directory")
+    if not (root / "run.json").is_file():
+        raise InputError(f"{root}: not a sparktriage run directory (no run.json)")
+    files: dict[str, SourceFile] = {}
+    for rel in _candidates(root):
+        path = root / rel
+        if path.is_file():
+            files[rel] = _load(path, rel)
+    run = files["run.json"].content
+    if run.get("kind") not in (None, "sparktriage-run"):
+        raise InputError(f"run.json: kind {run.get('kind')!r} is not a sparktriage run")
+    return RunInputs(str(root), dict(sorted(files.items())))

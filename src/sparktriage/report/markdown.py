@@ -1,0 +1,231 @@
+"""Render the report document as Markdown (a pure function: document in, text out).
+
+Plots are linked as PNG files under `plots/` in the report folder. Text that came from the run
+directory is escaped so that it cannot break a table or inject HTML into a Markdown viewer.
+"""
+
+from __future__ import annotations
+
+from sparktriage.report.format import cell, interval, number, percent, pool_notes, seconds
+
+_ESCAPES = str.maketrans({"|": "\\|", "<": "&lt;", ">": "&gt;", "\n": " ", "\r": " ", "`": "'"})
+
+
+def esc(value) -> str:
+    return cell(value).translate(_ESCAPES)
+
+
+def table(header: list[str], rows: list[list]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
+    return lines + [""]
+
+
+def _missing(section: dict) -> list[str]:
+    return [f"**Missing.** {esc(section['reason'])}. It would be in "
+            f"{', '.join('`' + f + '`' for f in section['files'])}; produce it with: "
+            f"{esc(section['produce_with'])}.", ""]
+
+
+def _plot(document: dict, name: str) -> list[str]:
+    for plot in document["plots"]:
+        if plot["file"] == f"plots/{name}":
+            return [f"![{esc(plot['title'])}]({plot['file']})", "", f"*{esc(plot['caption'])}*", ""]
+    return []
+
+
+def _summary(doc: dict) -> list[str]:
+    s = doc["summary"]
+    out = ["## Summary", "", "### Headline numbers", ""]
+    out += table(["", "value", "what it is"], [[h["label"], h["value"], h["detail"]] for h in s["headline"]]) \
+        if s["headline"] else ["No protocol results in this run.", ""]
+    out += ["### Verdicts", ""]
+    out += table(["topic", "verdict", "detail"], [[v["topic"], v["verdict"], v["detail"]] for v in s["verdicts"]])
+    out += ["### Warnings", ""]
+    out += [f"- {esc(w)}" for w in doc["warnings"]] or ["- none"]
+    return out + [""]
+
+
+def _deployment(doc: dict, section: dict) -> list[str]:
+    out = ["## Deployment", ""]
+    if section["status"] == "missing":
+        return out + _missing(section)
+    return out + table(["setting", "value"], [list(r) for r in section["rows"]])
+
+
+def _environment(doc: dict, section: dict) -> list[str]:
+    out = ["## Environment", ""]
+    if section["status"] == "missing":
+        return out + _missing(section)
+    for launch in section["launches"]:
+        out += [f"### Launch {esc(launch['label'])}: {len(launch['nodes'])} node(s) "
+                f"({esc(', '.join(launch['nodes']))})", ""]
+        if launch["differs"]:
+            nodes = sorted({n for d in launch["differs"] for n in d["values"]})
+            out += ["Differences between nodes:", ""]
+            out += table(["setting", *nodes], [[d["key"], *[d["values"].get(n, "") for n in nodes]]
+                                               for d in launch["differs"]])
+        elif len(launch["nodes"]) > 1:
+            out += ["The nodes' environment captures agree.", ""]
+        for node, rows in launch["captures"].items():
+            out += [f"Node {esc(node)}:", ""] + table(["setting", "value"], [list(r) for r in rows[:60]])
+        if launch["collector_diff"]:
+            out += ["Collector's cross-node diff:", ""] + table(["item", "value"],
+                                                                [list(r) for r in launch["collector_diff"]])
+    return out
+
+
+def _startup(doc: dict, section: dict) -> list[str]:
+    out = ["## Startup", ""]
+    if section["status"] == "missing":
+        return out + _missing(section)
+    for launch in section["launches"]:
+        out += [f"### Launch {esc(launch['label'])}", "",
+                f"Source: `{launch['source']}`; ready after {seconds(launch['ready_s'])}"
+                + ("" if launch["classified"] else " (timeline only: stalls not classified)") + ".", ""]
+        out += table(["phase", "node", "start s", "end s", "duration s"],
+                     [[p["name"], p["node"] or "all", number(p["start"]), number(p["end"]),
+                       number(p["duration_s"])] for p in launch["phases"]])
+        if launch["reported"]:
+            out += ["vLLM's own durations: " + esc(", ".join(f"{k} {v:g}" for k, v in launch["reported"].items())), ""]
+        if launch["classified"] and not launch["findings"]:
+            out += ["No stall found.", ""]
+        for f in launch["findings"]:
+            out += [f"**{esc(f['kind'])} on {esc(f['node'] or 'all nodes')}** in {esc(f['phase'] or '?')}, "
+                    f"{number(f['start'])}–{number(f['end'])} s ({seconds(f['duration_s'])}): "
+                    f"**{esc(f['id'])}** (confidence {esc(f['confidence'])})", ""]
+            out += [f"- evidence: {esc(e)}" for e in f["evidence"]]
+            out += [f"- not {esc(a['id'])}: {esc(a['why_not'])}" for a in f["alternatives"]]
+            out += [f"- fix: {esc(f['fix'])}", ""] if f["fix"] else [""]
+    for plot in doc["plots"]:
+        if plot["file"].startswith("plots/startup"):
+            out += _plot(doc, plot["file"][len("plots/"):])
+    return out
+
+
+def _probe(doc: dict, section: dict) -> list[str]:
+    out = ["## Output quality (garbage probe)", ""]
+    if section["status"] == "missing":
+        return out + _missing(section)
+    for launch in section["launches"]:
+        out += [f"### Launch {esc(launch['label'])}: **{esc(launch['verdict'])}**"
+                + (f" (pattern {esc(launch['pattern'])})" if launch["pattern"] else ""), "",
+                f"Baseline: {esc(launch['baseline'] or 'none')}; tokens spent "
+                f"{number(launch['tokens_spent'], 0)}; wall time {seconds(launch['wall_s'])}.", ""]
+        out += table(["family", "status", "numbers", "evidence"],
+                     [[f["name"], f["status"], f["numbers"], "; ".join(f["evidence"])] for f in launch["families"]])
+    return out
+
+
+def _protocol(doc: dict, section: dict) -> list[str]:
+    out = ["## Delivered-token protocol", ""]
+    if section["status"] == "missing":
+        return out + _missing(section)
+    out += ["### Per launch", ""]
+    rows = []
+    for launch in section["launches"]:
+        for w in launch["workloads"]:
+            d, c = w["decode_tok_s"], w["counts"]
+            rows.append([launch["label"], w["name"], d["n"], number(d["mean"]),
+                         interval(d["ci95_low"], d["ci95_high"]), number(d["median"]), number(d["mad"]),
+                         number(w["ttft_s"]["mean"], 3), number(w["e2e_tok_s"]["mean"]),
+                         c.get("error", 0) + c.get("incomplete", 0), w["max_tokens_per_chunk"]])
+    out += table(["launch", "workload", "n", "decode tok/s", "95% CI", "median", "MAD", "TTFT s",
+                  "e2e tok/s", "failed", "max tok/chunk"], rows)
+    out += _plot(doc, "delivered_per_launch.png")
+    out += ["### Across launches (the launch is the unit of replication)", ""]
+    out += table(["workload", "depth", "launches", "mean of means", "95% CI over launches",
+                  "between-launch var", "within-launch var", "stable"],
+                 [[p["workload"], "–" if p["depth"] is None else p["depth"], ", ".join(p["launches"]),
+                   number(p["decode_tok_s"]["mean"]), interval(p["decode_tok_s"]["ci95_low"], p["decode_tok_s"]["ci95_high"]),
+                   number(p["between_variance"], 3), number(p["within_variance"], 3),
+                   "yes" if p["stable"] else "NO"] for p in section["across"]])
+    notes = pool_notes(section["across"])
+    return out + [f"- {esc(n)}" for n in notes] + ([""] if notes else [])
+
+
+def _reconciliation(doc: dict, section: dict) -> list[str]:
+    out = ["## Delivered vs logged", ""]
+    if section["status"] == "missing":
+        out += _missing(section)
+    else:
+        out += table(["launch", "delivered mean", "log mean", "log mean (active)", "log peak",
+                      "peak / delivered", "acceptance length", "verdict"],
+                     [[r["label"], number(r["delivered_mean"]), number(r["logged_mean"]),
+                       number(r["logged_mean_active"]), number(r["logged_peak"]),
+                       number(r["peak_over_delivered"], 2), number(r["acceptance_length"], 2),
+                       r["verdict"] or "–"] for r in section["launches"]])
+        for r in section["launches"]:
+            out += [f"- {esc(r['label'])}: {esc(reason)}" for reason in r["reasons"]]
+        out += [""]
+    return out + _plot(doc, "delivered_vs_logged.png")
+
+
+def _sweep(doc: dict, section: dict) -> list[str]:
+    out = ["## Speculative-depth sweep", ""]
+    if section["status"] == "missing":
+        return out + _missing(section)
+    out += [f"Method {esc(section['method'] or '?')}, decided on workload {esc(section['workload'] or '?')}.", ""]
+    out += table(["depth", "launches", "mean tok/s", "95% CI over launches", "acceptance length"],
+                 [[p["depth"], ", ".join(l["label"] for l in p["launches"]), number(p["mean"]),
+                   interval(p["ci95_low"], p["ci95_high"]), number(p["acceptance_length"], 2)]
+                  for p in section["points"]])
+    out += [f"**Decision: depth {esc(section['decision']['depth'])}.** {esc(section['decision']['reason'] or '')}", ""]
+    out += [f"- {esc(c['statement'])}" for c in section["comparisons"]]
+    out += [f"- warning: {esc(w)}" for w in section["warnings"]]
+    return out + [""] + _plot(doc, "sweep.png")
+
+
+def _roofline(doc: dict, section: dict) -> list[str]:
+    out = ["## Roofline", ""]
+    if section["status"] == "missing":
+        return out + _missing(section)
+    r = section
+    out += table(["quantity", "value"], [
+        ["active parameter bytes per token per node",
+         f"{r['active_param_bytes_per_token_per_node']:.4g} B ({r['bytes_derivation']})"],
+        ["memory bandwidth", f"{r['memory_bandwidth_bytes_s'] / 1e9:.4g} GB/s"],
+        ["interconnect floor per token",
+         f"{r['interconnect_floor_s'] * 1e3:.4g} ms ({r['floor_derivation']})"],
+        ["time per token (floor)", f"{r['t_token_s'] * 1e3:.4g} ms"],
+        ["ceiling", f"{r['ceiling_tok_s']:.4g} tok/s"]])
+    out += table(["configuration", "delivered tok/s", "share of ceiling"],
+                 [[f["what"], number(f["delivered_tok_s"]), percent(f["fraction"])]
+                  for f in r.get("fractions", [])])
+    return out + [esc(section.get("note", "")), ""]
+
+
+def _verification(doc: dict) -> list[str]:
+    v = doc["verification"]
+    out = ["## Verification", "", esc(v["text"]), "", "```"] + v["commands"] + ["```", ""]
+    if v["signed"]:
+        out += [f"Signer identity: `{v['identity']}`; key fingerprint `{v['fingerprint']}`.", "",
+                "Allowed-signers line:", "", "```", v["allowed_signers_line"], "```", ""]
+    return out
+
+
+def render(doc: dict) -> str:
+    """The whole report as Markdown text."""
+    run = doc["run"]
+    command = run["command"] if isinstance(run["command"], str) else " ".join(run["command"] or [])
+    out = ["# sparktriage report", "",
+           f"- generated_at: {doc['generated_at']} (the only field that changes when the report is rebuilt)",
+           f"- run created: {esc(run['created'] or 'unknown')}; recorded by sparktriage {esc(run['tool_version'] or '?')}; "
+           f"report by sparktriage {esc(doc['tool_version'])}",
+           f"- launches: {esc(', '.join(run['launches']) or 'none')}",
+           f"- command: `{' '.join(command.replace('`', chr(39)).split())}`" if command else "- command: unknown",
+           f"- redaction: {doc['redaction'].get('secrets', 0)} secret occurrences replaced"
+           + ("; host names, IPs and users anonymized" if doc["redaction"]["anonymized"] else ""), ""]
+    out += _summary(doc)
+    s = doc["sections"]
+    out += _deployment(doc, s["deployment"]) + _environment(doc, s["environment"])
+    out += _startup(doc, s["startup"]) + _probe(doc, s["probe"]) + _protocol(doc, s["protocol"])
+    out += _reconciliation(doc, s["reconciliation"]) + _sweep(doc, s["sweep"]) + _roofline(doc, s["roofline"])
+    out += ["## Methodology", ""]
+    for paragraph in doc["methodology"]:
+        out += [f"### {paragraph['title']}", "", paragraph["text"], ""]
+    out += _verification(doc)
+    out += ["## Files", "", "Every file of this folder is listed with its SHA-256 in `MANIFEST`. "
+            "The data the report was built from (redacted):", ""]
+    out += [f"- `{f}`" for f in doc["data_files"]] + [""]
+    return "\n".join(out).rstrip("\n") + "\n"

@@ -1,0 +1,350 @@
+"""Render the report document as PDF with reportlab (a pure function: document in, bytes out).
+
+Page 1 is the summary (headline numbers, verdicts, warnings, signature); the sections follow
+with tables and the same PNG plots the Markdown links. Determinism: reportlab's `invariant`
+mode (fixed creation date and document id), the standard Helvetica fonts (nothing embedded
+that could differ between machines), constant document metadata (nothing taken from the run),
+and uncompressed page streams, so that two builds differ only in the bytes of `generated_at`
+(docs/report.md explains the choice of reportlab).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import struct
+from xml.sax.saxutils import escape
+
+from sparktriage.report.format import cell, interval, number, percent, pool_notes, seconds
+
+PAGE_MARGIN = 42.0
+
+
+MAX_CELL = 600  # characters of one table cell or paragraph from data; the rest is in report.md
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def _clip(text: str) -> str:
+    text = _CONTROL.sub(" ", text)
+    return text if len(text) <= MAX_CELL else text[:MAX_CELL] + " [...]"
+
+
+def _clean(value) -> str:
+    """Text safe for a Helvetica paragraph: clipped, cp1252 repertoire, XML-escaped."""
+    raw = _clip(cell(value)).replace("\r", " ")
+    raw = raw.replace("≥", ">=").replace("≤", "<=").replace("→", "->").replace("√", "sqrt").replace("−", "-")
+    raw = raw.encode("cp1252", errors="replace").decode("cp1252")
+    return escape(raw).replace("\n", "<br/>")
+
+
+def _plain(text: str) -> str:
+    """Text for a plain (non-Paragraph) table cell: cp1252 repertoire, no markup."""
+    return _clip(text).encode("cp1252", errors="replace").decode("cp1252")
+
+
+class _Builder:
+    def __init__(self, document: dict, plots: dict[str, bytes]) -> None:
+        from reportlab.lib import colors
+        from reportlab.lib.pagesizes import A4
+        from reportlab.lib.styles import ParagraphStyle, getSampleStyleSheet
+
+        self.doc = document
+        self.plots = plots
+        self.colors = colors
+        self.width = A4[0] - 2 * PAGE_MARGIN
+        base = getSampleStyleSheet()
+        self.h1 = ParagraphStyle("h1", parent=base["Heading1"], fontName="Helvetica-Bold", fontSize=16)
+        self.h2 = ParagraphStyle("h2", parent=base["Heading2"], fontName="Helvetica-Bold", fontSize=13,
+                                 spaceBefore=10)
+        self.h3 = ParagraphStyle("h3", parent=base["Heading3"], fontName="Helvetica-Bold", fontSize=10.5,
+                                 spaceBefore=6)
+        self.body = ParagraphStyle("body", parent=base["BodyText"], fontName="Helvetica", fontSize=9,
+                                   leading=11.5)
+        self.small = ParagraphStyle("small", parent=self.body, fontSize=7.5, leading=9)
+        self.mono = ParagraphStyle("mono", parent=self.body, fontName="Courier", fontSize=7, leading=8.5)
+        self.story: list = []
+
+    # -- primitives ---------------------------------------------------------------------------
+    def p(self, text, style=None, raw: bool = False) -> None:
+        from reportlab.platypus import Paragraph
+
+        self.story.append(Paragraph(text if raw else _clean(text), style or self.body))
+
+    def heading(self, text: str, level: int = 2) -> None:
+        self.p(text, {1: self.h1, 2: self.h2, 3: self.h3}[level])
+
+    def table(self, header: list[str], rows: list[list], widths: list[float] | None = None) -> None:
+        from reportlab.platypus import Paragraph, Spacer, Table, TableStyle
+
+        if not rows:
+            return
+        col = [w * self.width for w in widths] if widths else [self.width / len(header)] * len(header)
+        # a Paragraph (wrapping, slow) only where the text may not fit its column
+        fits = [int(w / 4.3) for w in col]  # Helvetica 7.5 pt: at most ~4.3 pt per character
+        data = [[Paragraph(f"<b>{_clean(h)}</b>", self.small) for h in header]]
+        for row in rows:
+            cells = []
+            for c, room in zip(row, fits):
+                text = cell(c)
+                cells.append(_plain(text) if len(text) <= room and "\n" not in text
+                             else Paragraph(_clean(text), self.small))
+            data.append(cells)
+        table = Table(data, colWidths=col, repeatRows=1, hAlign="LEFT")
+        table.setStyle(TableStyle([
+            ("FONTNAME", (0, 1), (-1, -1), "Helvetica"), ("FONTSIZE", (0, 1), (-1, -1), 7.5),
+            ("LEADING", (0, 1), (-1, -1), 9),
+            ("GRID", (0, 0), (-1, -1), 0.25, self.colors.grey),
+            ("BACKGROUND", (0, 0), (-1, 0), self.colors.HexColor("#e8eef6")),
+            ("VALIGN", (0, 0), (-1, -1), "TOP"),
+            ("LEFTPADDING", (0, 0), (-1, -1), 3), ("RIGHTPADDING", (0, 0), (-1, -1), 3),
+            ("TOPPADDING", (0, 0), (-1, -1), 1.5), ("BOTTOMPADDING", (0, 0), (-1, -1), 1.5),
+        ]))
+        self.story += [table, Spacer(1, 6)]
+
+    def image(self, name: str) -> None:
+        from reportlab.platypus import Image, KeepTogether, Paragraph
+
+        plot = next((p for p in self.doc["plots"] if p["file"] == f"plots/{name}"), None)
+        if plot is None or name not in self.plots:
+            return
+        png = self.plots[name]
+        w, h = struct.unpack(">II", png[16:24])
+        width = self.width
+        height = width * h / w
+        if height > 560:
+            width, height = width * 560 / height, 560
+        self.story.append(KeepTogether([Image(io.BytesIO(png), width=width, height=height),
+                                        Paragraph(f"<i>{_clean(plot['caption'])}</i>", self.small)]))
+
+    def missing(self, section: dict) -> None:
+        self.p(f"<b>Missing.</b> {_clean(section['reason'])}. It would be in "
+               f"{_clean(', '.join(section['files']))}; produce it with: "
+               f"{_clean(section['produce_with'])}.", raw=True)
+
+    # -- pages --------------------------------------------------------------------------------
+    def summary(self) -> None:
+        from reportlab.platypus import PageBreak
+
+        d = self.doc
+        run = d["run"]
+        self.heading("sparktriage report", 1)
+        self.p(f"generated_at {d['generated_at']}. Run created {run['created'] or 'unknown'}; "
+               f"launches {', '.join(run['launches']) or 'none'}; report by sparktriage {d['tool_version']}.")
+        self.heading("Headline numbers", 3)
+        self.table(["", "value", "what it is"], [[h["label"], h["value"], h["detail"]]
+                                                for h in d["summary"]["headline"]], [0.3, 0.22, 0.48])
+        self.heading("Verdicts", 3)
+        self.table(["topic", "verdict", "detail"], [[v["topic"], v["verdict"], v["detail"]]
+                                                   for v in d["summary"]["verdicts"]], [0.25, 0.2, 0.55])
+        self.heading("Warnings", 3)
+        for warning in d["warnings"][:25] or ["none"]:
+            self.p(f"- {warning}", self.small)
+        if len(d["warnings"]) > 25:
+            self.p(f"... and {len(d['warnings']) - 25} more (report.md lists them all)", self.small)
+        self.story.append(PageBreak())
+
+    def sections(self) -> None:
+        s = self.doc["sections"]
+        self.heading("Deployment")
+        if s["deployment"]["status"] == "missing":
+            self.missing(s["deployment"])
+        else:
+            self.table(["setting", "value"], [list(r) for r in s["deployment"]["rows"]], [0.4, 0.6])
+        self.heading("Environment")
+        env = s["environment"]
+        if env["status"] == "missing":
+            self.missing(env)
+        seen: dict[str, str] = {}
+        for launch in env.get("launches", []):
+            self.heading(f"Launch {launch['label']}: {len(launch['nodes'])} node(s)", 3)
+            key = repr((launch["differs"], launch["captures"]))
+            if key in seen:  # relaunches of one deployment usually capture the same environment
+                self.p(f"Same environment captures as launch {seen[key]}.")
+                continue
+            seen[key] = launch["label"]
+            if launch["differs"]:
+                nodes = sorted({n for x in launch["differs"] for n in x["values"]})
+                self.p("Differences between nodes:", self.small)
+                self.table(["setting", *nodes], [[x["key"], *[x["values"].get(n, "") for n in nodes]]
+                                                 for x in launch["differs"]])
+            for node, rows in launch["captures"].items():
+                self.p(f"Node {node}", self.small)
+                self.table(["setting", "value"], [list(r) for r in rows[:60]], [0.4, 0.6])
+        self._startup(s["startup"])
+        self._probe(s["probe"])
+        self._protocol(s["protocol"])
+        self._reconciliation(s["reconciliation"])
+        self._sweep(s["sweep"])
+        self._roofline(s["roofline"])
+
+    def _startup(self, section: dict) -> None:
+        self.heading("Startup")
+        if section["status"] == "missing":
+            return self.missing(section)
+        names: list[str] = []
+        for launch in section["launches"]:
+            for p in sorted(launch["phases"], key=lambda p: p["start"]):
+                if p["name"] not in names:
+                    names.append(p["name"])
+        if names and len(names) <= 9:  # one row per launch and node, one column per phase
+            self.p("Phase durations in seconds (report.md lists every start and end):", self.small)
+            rows = []
+            for launch in section["launches"]:
+                for node in sorted({p["node"] or "all" for p in launch["phases"]}):
+                    took = {p["name"]: p["duration_s"] for p in launch["phases"] if (p["node"] or "all") == node}
+                    rows.append([launch["label"], node, seconds(launch["ready_s"]),
+                                 *[number(took.get(n)) for n in names]])
+            self.table(["launch", "node", "ready", *names], rows)
+        for launch in section["launches"]:
+            if names and len(names) <= 9 and not launch["findings"] and launch["classified"]:
+                continue
+            self.heading(f"Launch {launch['label']} (ready after {seconds(launch['ready_s'])})", 3)
+            if not names or len(names) > 9:
+                self.table(["phase", "node", "start s", "end s", "duration s"],
+                           [[p["name"], p["node"] or "all", number(p["start"]), number(p["end"]),
+                             number(p["duration_s"])] for p in launch["phases"]])
+            if not launch["classified"]:
+                self.p("Timeline only: stalls not classified (no stalls.json).")
+            for f in launch["findings"]:
+                self.p(f"{f['kind']} on {f['node'] or 'all nodes'}, {number(f['start'])}-{number(f['end'])} s: "
+                       f"{f['id']} (confidence {cell(f['confidence'])}). Fix: {f['fix'] or '-'}")
+                for line in f["evidence"]:
+                    self.p(f"evidence: {line}", self.small)
+                for alt in f["alternatives"]:
+                    self.p(f"not {alt['id']}: {alt['why_not']}", self.small)
+        classified = [l for l in section["launches"] if l["classified"]]
+        if classified and not any(l["findings"] for l in classified):
+            self.p("No stall found in any classified launch.")
+        for plot in self.doc["plots"]:
+            if plot["file"].startswith("plots/startup"):
+                self.image(plot["file"][len("plots/"):])
+
+    def _probe(self, section: dict) -> None:
+        self.heading("Output quality (garbage probe)")
+        if section["status"] == "missing":
+            return self.missing(section)
+        for launch in section["launches"]:
+            self.heading(f"Launch {launch['label']}: {launch['verdict']}"
+                         + (f" (pattern {launch['pattern']})" if launch["pattern"] else ""), 3)
+            self.table(["family", "status", "numbers", "evidence"],
+                       [[f["name"], f["status"], f["numbers"], "; ".join(f["evidence"])]
+                        for f in launch["families"]], [0.18, 0.1, 0.36, 0.36])
+
+    def _protocol(self, section: dict) -> None:
+        self.heading("Delivered-token protocol")
+        if section["status"] == "missing":
+            return self.missing(section)
+        rows = []
+        for launch in section["launches"]:
+            for w in launch["workloads"]:
+                d = w["decode_tok_s"]
+                rows.append([launch["label"], w["name"], d["n"], number(d["mean"]),
+                             interval(d["ci95_low"], d["ci95_high"]), number(d["median"]),
+                             number(w["ttft_s"]["mean"], 3), number(w["e2e_tok_s"]["mean"]),
+                             w["counts"].get("error", 0) + w["counts"].get("incomplete", 0)])
+        self.table(["launch", "workload", "n", "decode tok/s", "95% CI", "median", "TTFT s",
+                    "e2e tok/s", "failed"], rows)
+        self.image("delivered_per_launch.png")
+        self.heading("Across launches (the launch is the unit of replication)", 3)
+        self.table(["workload", "depth", "launches", "mean of means", "95% CI over launches", "stable"],
+                   [[p["workload"], "-" if p["depth"] is None else p["depth"], ", ".join(p["launches"]),
+                     number(p["decode_tok_s"]["mean"]),
+                     interval(p["decode_tok_s"]["ci95_low"], p["decode_tok_s"]["ci95_high"]),
+                     "yes" if p["stable"] else "NO"] for p in section["across"]])
+        for note in pool_notes(section["across"]):
+            self.p(f"- {note}", self.small)
+
+    def _reconciliation(self, section: dict) -> None:
+        self.heading("Delivered vs logged")
+        if section["status"] == "missing":
+            self.missing(section)
+        else:
+            self.table(["launch", "delivered", "log mean", "log active", "log peak", "peak/deliv.",
+                        "accept. len", "verdict"],
+                       [[r["label"], number(r["delivered_mean"]), number(r["logged_mean"]),
+                         number(r["logged_mean_active"]), number(r["logged_peak"]),
+                         number(r["peak_over_delivered"], 2), number(r["acceptance_length"], 2),
+                         r["verdict"] or "-"] for r in section["launches"]])
+            for r in section["launches"]:
+                for reason in r["reasons"]:
+                    self.p(f"{r['label']}: {reason}", self.small)
+        self.image("delivered_vs_logged.png")
+
+    def _sweep(self, section: dict) -> None:
+        self.heading("Speculative-depth sweep")
+        if section["status"] == "missing":
+            return self.missing(section)
+        self.table(["depth", "launches", "mean tok/s", "95% CI over launches", "acceptance length"],
+                   [[p["depth"], ", ".join(l["label"] for l in p["launches"]), number(p["mean"]),
+                     interval(p["ci95_low"], p["ci95_high"]), number(p["acceptance_length"], 2)]
+                    for p in section["points"]])
+        self.p(f"Decision: depth {section['decision']['depth']}. {section['decision']['reason'] or ''}")
+        for c in section["comparisons"]:
+            self.p(f"- {c['statement']}", self.small)
+        for w in section["warnings"]:
+            self.p(f"- warning: {w}", self.small)
+        self.image("sweep.png")
+
+    def _roofline(self, section: dict) -> None:
+        self.heading("Roofline")
+        if section["status"] == "missing":
+            return self.missing(section)
+        self.p(f"Ceiling {section['ceiling_tok_s']:.4g} tok/s: "
+               f"{section['active_param_bytes_per_token_per_node']:.4g} bytes per token per node at "
+               f"{section['memory_bandwidth_bytes_s'] / 1e9:.4g} GB/s plus an interconnect floor of "
+               f"{section['interconnect_floor_s'] * 1e3:.4g} ms per token.")
+        self.table(["configuration", "delivered tok/s", "share of ceiling"],
+                   [[f["what"], number(f["delivered_tok_s"]), percent(f["fraction"])]
+                    for f in section.get("fractions", [])])
+        self.p(section.get("note", ""), self.small)
+
+    def closing(self) -> None:
+        self.heading("Methodology")
+        for paragraph in self.doc["methodology"]:
+            self.heading(paragraph["title"], 3)
+            self.p(paragraph["text"])
+        v = self.doc["verification"]
+        self.heading("Verification")
+        self.p(v["text"])
+        for command in v["commands"]:
+            self.p(command, self.mono)
+        if v["signed"]:
+            self.p(f"Allowed-signers line: {v['allowed_signers_line']}", self.mono)
+
+
+def _footer(canvas, doc) -> None:
+    canvas.saveState()
+    canvas.setFont("Helvetica", 7)
+    canvas.drawRightString(doc.pagesize[0] - PAGE_MARGIN, 20, f"sparktriage report - page {doc.page}")
+    canvas.restoreState()
+
+
+def render(document: dict, plots: dict[str, bytes]) -> bytes:
+    """The whole report as PDF bytes; `plots` maps plot file names (in plots/) to PNG bytes."""
+    builder = _Builder(document, plots)
+    builder.summary()
+    builder.sections()
+    builder.closing()
+    buffer = io.BytesIO()
+    # reportlab's invariant mode dates the PDF from SOURCE_DATE_EPOCH when it is set; the PDF's
+    # metadata must not depend on the environment (generated_at is on page 1), so hide it.
+    saved = os.environ.pop("SOURCE_DATE_EPOCH", None)
+    try:
+        _build(buffer, builder)
+    finally:
+        if saved is not None:
+            os.environ["SOURCE_DATE_EPOCH"] = saved
+    return buffer.getvalue()
+
+
+def _build(buffer: io.BytesIO, builder: _Builder) -> None:
+    from reportlab.lib.pagesizes import A4
+    from reportlab.platypus import SimpleDocTemplate
+
+    template = SimpleDocTemplate(
+        buffer, pagesize=A4, leftMargin=PAGE_MARGIN, rightMargin=PAGE_MARGIN, topMargin=PAGE_MARGIN,
+        bottomMargin=PAGE_MARGIN, title="sparktriage report", author="sparktriage",
+        subject="vLLM deployment diagnostic report", creator="sparktriage", keywords="",
+        invariant=1, pageCompression=0)
+    template.build(builder.story, onFirstPage=_footer, onLaterPages=_footer)

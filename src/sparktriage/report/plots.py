@@ -1,0 +1,242 @@
+"""The report's plots, drawn with matplotlib (Agg) as deterministic PNG bytes.
+
+Determinism: no pyplot global state (a fresh `Figure` per plot), the DejaVu Sans font that
+ships with matplotlib, fixed size and DPI, `svg.hashsalt` pinned, and PNG metadata reduced to
+nothing (no Software, no time), so the same document always yields the same bytes with the
+same matplotlib. Every string drawn comes from the redacted document; no metadata field is
+filled from data.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+
+DPI = 110
+_STYLE = {"font.family": "DejaVu Sans", "font.size": 8.5, "svg.hashsalt": "sparktriage",
+          "axes.grid": True, "grid.alpha": 0.3, "axes.spines.top": False,
+          "axes.spines.right": False, "path.simplify": True}
+_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf", "#7f7f7f")
+_EXTRA = ("#bcbd22", "#e377c2", "#aec7e8", "#98df8a", "#ffbb78", "#c5b0d5")
+MAX_SERIES_PANELS = 15
+MAX_GANTT_ROWS = 32
+
+
+@dataclass(frozen=True)
+class Plot:
+    """One rendered plot: file name inside plots/, PNG bytes, title and caption."""
+
+    name: str
+    png: bytes
+    title: str
+    caption: str
+
+
+def _figure(width: float, height: float):
+    import matplotlib
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    matplotlib.rcParams.update(_STYLE)
+    figure = Figure(figsize=(width, height), dpi=DPI)
+    FigureCanvasAgg(figure)
+    return figure
+
+
+def _png(figure) -> bytes:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=DPI, metadata={"Software": None})
+    return buffer.getvalue()
+
+
+def per_launch(protocol: dict) -> Plot | None:
+    launches = protocol.get("launches", [])
+    if not launches:
+        return None
+    names = sorted({w["name"] for l in launches for w in l["workloads"]})
+    figure = _figure(7.0, 3.2)
+    figure.subplots_adjust(left=0.09, right=0.98, top=0.9, bottom=0.2)
+    axes = figure.add_subplot()
+    labels = [l["label"] for l in launches]
+    for k, name in enumerate(names):
+        offset = (k - (len(names) - 1) / 2) * 0.18
+        xs, ys, lo, hi = [], [], [], []
+        for i, launch in enumerate(launches):
+            w = next((w for w in launch["workloads"] if w["name"] == name), None)
+            d = w["decode_tok_s"] if w else None
+            if d and d["mean"] is not None:
+                xs.append(i + offset)
+                ys.append(d["mean"])
+                lo.append(d["mean"] - (d["ci95_low"] if d["ci95_low"] is not None else d["mean"]))
+                hi.append((d["ci95_high"] if d["ci95_high"] is not None else d["mean"]) - d["mean"])
+        axes.errorbar(xs, ys, yerr=[lo, hi], fmt="o", capsize=3, markersize=4,
+                      color=_COLORS[k % len(_COLORS)], label=name)
+    axes.set_xticks(range(len(labels)), labels, rotation=45 if len(labels) > 8 else 0)
+    axes.set_ylabel("delivered decode tok/s")
+    axes.set_title("Delivered decode rate per launch (mean, 95% interval over requests)")
+    axes.legend(loc="best", frameon=False)
+    return Plot("delivered_per_launch.png", _png(figure), "Delivered tok/s per launch",
+                "Mean decode rate of each launch's measured requests with its 95% t-interval.")
+
+
+def delivered_vs_logged(series: list[dict]) -> Plot | None:
+    series = [s for s in series if s["delivered"] or s["logged"]][:MAX_SERIES_PANELS]
+    if not series:
+        return None
+    cols = 1 if len(series) == 1 else 2 if len(series) <= 4 else 3
+    rows = (len(series) + cols - 1) // cols
+    height = 0.9 + 1.6 * rows
+    figure = _figure(7.0, height)
+    figure.subplots_adjust(left=0.08, right=0.98, top=1 - 0.45 / height, bottom=0.45 / height,
+                           hspace=0.55, wspace=0.22)
+    for index, item in enumerate(series):
+        axes = figure.add_subplot(rows, cols, index + 1)
+        if item["delivered"]:
+            axes.step([w["t"] for w in item["delivered"]], [w["tok_s"] for w in item["delivered"]],
+                      where="post", color=_COLORS[0], linewidth=1.2, label="delivered (client)")
+        if item["logged"]:
+            axes.plot([w["t"] for w in item["logged"]], [w["tok_s"] for w in item["logged"]],
+                      "s", color=_COLORS[1], markersize=3, label="logged (server)")
+        axes.set_title(item["label"], fontsize=8, pad=3)
+        axes.tick_params(labelsize=6.5)
+        if index >= len(series) - cols:
+            axes.set_xlabel("s since first request", fontsize=7)
+        if index % cols == 0:
+            axes.set_ylabel("tok/s", fontsize=7)
+        if index == 0:
+            axes.legend(loc="lower right", frameon=False, fontsize=6.5)
+    figure.suptitle("Delivered vs logged generation throughput (10 s windows)", fontsize=9)
+    return Plot("delivered_vs_logged.png", _png(figure), "Delivered vs logged over time",
+                "Tokens reaching the client per 10 s window (line) against the generation "
+                "throughput the server logged (squares), per launch.")
+
+
+def _phase_colors(launches: list[dict]) -> dict[str, str]:
+    names: list[str] = []
+    for launch in launches:
+        for p in sorted(launch["phases"], key=lambda p: p["start"]):
+            if p["name"] not in names:
+                names.append(p["name"])
+    palette = _COLORS + _EXTRA
+    return {n: palette[i % len(palette)] for i, n in enumerate(names)}
+
+
+def _gantt_rows(launches: list[dict]) -> list[tuple[dict, str]]:
+    rows = []
+    for launch in launches:
+        nodes = sorted({p["node"] or "all" for p in launch["phases"]}
+                       | {f["node"] or "all" for f in launch["findings"]})
+        rows += [(launch, node) for node in nodes]
+    return rows
+
+
+def startup_gantt(launches: list[dict], part: int, parts: int, colors: dict[str, str]) -> Plot:
+    """One Gantt chart: a row per (launch, node), phases as bars, stalls hatched in red."""
+    from matplotlib.patches import Patch
+
+    rows = _gantt_rows(launches)
+    height = 1.25 + 0.3 * len(rows)
+    figure = _figure(7.0, height)
+    figure.subplots_adjust(left=1.55 / 7.0, right=0.98, top=1 - 0.35 / height, bottom=0.9 / height)
+    axes = figure.add_subplot()
+    index = {(launch["label"], node): i for i, (launch, node) in enumerate(rows)}
+    bars: dict[str, tuple[list, list, list]] = {}
+    for launch in launches:
+        for p in launch["phases"]:
+            if p["end"] is not None:
+                entry = bars.setdefault(p["name"], ([], [], []))
+                entry[0].append(index[(launch["label"], p["node"] or "all")])
+                entry[1].append(p["end"] - p["start"])
+                entry[2].append(p["start"])
+    for name, (ys, widths, lefts) in bars.items():
+        axes.barh(ys, widths, left=lefts, height=0.55, color=colors[name], edgecolor="white",
+                  linewidth=0.4)
+    stalls = 0
+    for launch in launches:
+        for f in launch["findings"]:
+            if f["start"] is None:
+                continue
+            stalls += 1
+            end = f["end"] if f["end"] is not None else f["start"] + (f["duration_s"] or 0)
+            node_rows = [index[(launch["label"], f["node"])]] if (launch["label"], f["node"]) in index \
+                else [i for (label, _), i in index.items() if label == launch["label"]]
+            axes.barh(node_rows, [max(end - f["start"], 0.01)] * len(node_rows), left=f["start"],
+                      height=0.85, fill=False, hatch="///", edgecolor="#d62728", linewidth=0.9)
+            axes.annotate(f["id"], (end, node_rows[0]), xytext=(3, 0), textcoords="offset points",
+                          fontsize=6.5, color="#d62728", va="center",
+                          bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85})
+    labels = [f"{launch['label']} {node}"[:26] for launch, node in rows]
+    axes.set_yticks(range(len(rows)), labels, fontsize=7)
+    axes.set_ylim(len(rows) - 0.5, -0.5)
+    axes.set_xlabel("s since the launch's first recorded startup event")
+    handles = [Patch(color=c, label=n) for n, c in colors.items() if n in bars]
+    if stalls:
+        handles.append(Patch(fill=False, hatch="///", edgecolor="#d62728", label="stall"))
+    axes.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.42 / (height - 1.25)),
+                ncol=6, frameon=False, fontsize=6.5)
+    suffix = f" ({part} of {parts})" if parts > 1 else ""
+    axes.set_title(f"Startup timeline per node{suffix}")
+    return Plot(f"startup_{part}.png" if parts > 1 else "startup.png", _png(figure),
+                f"Startup timeline{suffix}",
+                "Startup phases per launch and node; hatched red boxes are stalls, labelled with "
+                "their classified cause.")
+
+
+def startup_plots(startup: dict) -> list[Plot]:
+    """The startup Gantt charts, at most MAX_GANTT_ROWS rows (launch x node) each."""
+    launches = [l for l in startup.get("launches", []) if l["phases"] or l["findings"]]
+    if not launches:
+        return []
+    colors = _phase_colors(launches)
+    groups: list[list[dict]] = [[]]
+    for launch in launches:
+        if groups[-1] and len(_gantt_rows(groups[-1] + [launch])) > MAX_GANTT_ROWS:
+            groups.append([])
+        groups[-1].append(launch)
+    return [startup_gantt(group, i + 1, len(groups), colors) for i, group in enumerate(groups)]
+
+
+def sweep_curve(sweep: dict) -> Plot | None:
+    points = [p for p in sweep.get("points", []) if p["mean"] is not None]
+    if not points:
+        return None
+    figure = _figure(7.0, 3.0)
+    figure.subplots_adjust(left=0.09, right=0.91, top=0.9, bottom=0.15)
+    axes = figure.add_subplot()
+    depths = [p["depth"] for p in points]
+    means = [p["mean"] for p in points]
+    low = [p["mean"] - (p["ci95_low"] if p["ci95_low"] is not None else p["mean"]) for p in points]
+    high = [(p["ci95_high"] if p["ci95_high"] is not None else p["mean"]) - p["mean"] for p in points]
+    axes.errorbar(depths, means, yerr=[low, high], fmt="-o", capsize=3, color=_COLORS[0],
+                  label="delivered tok/s (mean of launches)")
+    for p in points:
+        axes.plot([p["depth"]] * len(p["rates"]), p["rates"], ".", color=_COLORS[0], alpha=0.4)
+    chosen = sweep.get("decision", {}).get("depth")
+    if chosen in depths:
+        axes.axvline(chosen, color="#2ca02c", linestyle="--", linewidth=1, label=f"chosen: {chosen}")
+    axes.set_xlabel("speculative tokens (depth)")
+    axes.set_ylabel("delivered decode tok/s")
+    accept = [(p["depth"], p["acceptance_length"]) for p in points if p["acceptance_length"] is not None]
+    if accept:
+        twin = axes.twinx()
+        twin.plot([a[0] for a in accept], [a[1] for a in accept], "s--", color=_COLORS[4],
+                  markersize=4, label="mean acceptance length")
+        twin.set_ylabel("mean acceptance length")
+        twin.grid(False)
+        twin.legend(loc="lower right", frameon=False)
+    axes.set_xticks(depths)
+    axes.legend(loc="upper left", frameon=False)
+    axes.set_title("Speculative-depth sweep")
+    return Plot("sweep.png", _png(figure), "Sweep per depth",
+                "Delivered decode rate per speculative depth (mean of launch means, 95% interval "
+                "over launches; dots are launches) and the mean acceptance length.")
+
+
+def render_all(document: dict) -> list[Plot]:
+    """Every plot the document has data for, in report order."""
+    sections = document["sections"]
+    plots = [per_launch(sections["protocol"]),
+             delivered_vs_logged(sections["reconciliation"].get("series", []))]
+    plots += startup_plots(sections["startup"])
+    plots.append(sweep_curve(sections["sweep"]))
+    return [p for p in plots if p is not None]

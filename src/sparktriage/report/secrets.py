@@ -1,0 +1,181 @@
+"""Finding secrets in text: the patterns, and the stable stand-ins that replace them.
+
+What counts as a secret (docs/redaction.md): private key blocks (also when split over several
+log lines), API keys of known shapes (OpenAI `sk-`, Hugging Face `hf_`, NVIDIA `nvapi-`,
+GitHub, GitLab, Slack, Google, AWS access key ids, JWTs), bearer and basic credentials,
+passwords inside URLs, values of command-line flags such as `--api-key`, and values assigned to
+names that look secret (`HF_TOKEN=...`, `password: ...`, `'api_key': ['...']`). Each distinct
+secret value gets one stand-in, `REDACTED-<kind>-<n>`, the same in every file; the value itself
+is never written anywhere (the private map keeps only a short hash to recognise it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+
+STAND_IN_PREFIX = "REDACTED-"
+_PLACEHOLDERS = {"", "none", "null", "nil", "true", "false", "set", "unset", "***", "xxx",
+                 "<redacted>", "redacted", "-", "''", '""', "[]", "{}", "bearer", "basic", "digest"}
+_SECRET_LAST = {"key", "apikey", "token", "secret", "password", "passwd", "pwd", "pass",
+                "passphrase", "credential", "credentials", "auth", "authorization", "cookie",
+                "keys", "secrets", "passwords", "pat"}
+_SECRET_ANY = {"password", "passwd", "secret", "apikey", "passphrase"}
+_NOT_SECRET_LAST = {"file", "path", "dir", "name", "names", "id", "env", "var", "ref",
+                    "source", "length", "len", "type", "format", "count", "enabled"}
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_WORDS = re.compile(r"[^A-Za-z0-9]+")
+_FLAG_WORDS = r"(?:api-?key|token|password|passwd|secret|access-key|secret-key|auth|apikey)"
+SECRET_FLAG = re.compile(rf"^--?(?:[a-z0-9]+-)*{_FLAG_WORDS}$", re.IGNORECASE)
+
+
+def secret_name(name: str) -> bool:
+    """True for names whose values are secrets: HF_TOKEN, api_key, dbPassword, client-secret."""
+    words = [w.lower() for w in _WORDS.split(_CAMEL.sub("_", name)) if w]
+    if not words or len(name) > 80:
+        return False
+    last = words[-1]
+    if last in _NOT_SECRET_LAST:
+        return False
+    if last == "keys" and len(words) == 1:
+        return False
+    return last in _SECRET_LAST or any(w in _SECRET_ANY for w in words)
+
+
+@dataclass
+class SecretBook:
+    """The stand-ins handed out so far: one per distinct secret value, numbered per kind."""
+
+    by_digest: dict[str, str] = field(default_factory=dict)  # sha256 (16 hex) → stand-in
+    kinds: dict[str, str] = field(default_factory=dict)  # stand-in → kind
+    counters: dict[str, int] = field(default_factory=dict)
+    hits: int = 0
+
+    def stand_in(self, kind: str, value: str) -> str:
+        self.hits += 1
+        digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        known = self.by_digest.get(digest)
+        if known is not None:
+            return known
+        number = self.counters.get(kind, 0) + 1
+        self.counters[kind] = number
+        token = f"{STAND_IN_PREFIX}{kind}-{number}"
+        self.by_digest[digest] = token
+        self.kinds[token] = kind
+        return token
+
+
+_SHAPES = [
+    ("openai-key", r"\bsk-(?:proj-|ant-|svcacct-)?[A-Za-z0-9_-]{16,}"),
+    ("hf-token", r"\bhf_[A-Za-z0-9]{16,}"),
+    ("ngc-key", r"\bnvapi-[A-Za-z0-9_-]{20,}"),
+    ("github-token", r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),
+    ("gitlab-token", r"\bglpat-[A-Za-z0-9_-]{20,}"),
+    ("slack-token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
+    ("google-key", r"\bAIza[0-9A-Za-z_-]{35}"),
+    ("aws-access-key", r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA)[A-Z0-9]{16}\b"),
+    ("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+]
+SHAPE = re.compile("|".join(f"(?P<{k.replace('-', '_')}>{p})" for k, p in _SHAPES))
+_PEM_BEGIN = re.compile(r"-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY( BLOCK)?-----")
+_PEM_BLOCK = re.compile(
+    r"-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY( BLOCK)?-----.*?(?:-----END \1PRIVATE KEY\2-----|\Z)",
+    re.DOTALL)
+_PEM_END = re.compile(r"-----END ((?:[A-Z0-9]+ )*)PRIVATE KEY( BLOCK)?-----")
+_URL_PASSWORD = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*://)([^\s:/?#@\"']+):([^\s/?#@\"']+)@")
+_BEARER = re.compile(r"(?i)\b((?:proxy-)?authorization\s*[:=]\s*[\"']?"
+                     r"(?:(?:bearer|basic|token|apikey|digest)\s+)?|bearer\s+)([A-Za-z0-9._~+/=-]{6,})")
+_FLAG = re.compile(rf"(?i)(?<![A-Za-z0-9])(--?(?:[a-z0-9]+-)*{_FLAG_WORDS})(\s+|=)([\"']?)"
+                   r"([^\s\"'-][^\s\"']*)")
+_ASSIGN = re.compile(
+    r"(?<![A-Za-z0-9_])([\"']?)([A-Za-z_][A-Za-z0-9_.-]{0,79})\1(\s*[=:]\s*)(\[?\s*)"
+    r"(?:\"([^\"\n]*)\"|'([^'\n]*)'|([^\s\"',;)}\]]+))")
+_KEY_MATERIAL = re.compile(r"^[A-Za-z0-9+/]{40,}={0,2}$")
+_TRIGGER = re.compile(
+    r"(?i)-----|://|bearer|authori[sz]ation|--|sk-|hf_|nvapi-|gh[pousr]_|github_pat|glpat-|xox"
+    r"|AIza|AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|eyJ|[=:]")
+
+
+def _looks_like_key_material(text: str) -> bool:
+    """A bare base64 line (a PEM body line): long, mixed case and digits, not plain hex."""
+    stripped = text.strip()
+    if len(stripped) < 40 or not _KEY_MATERIAL.match(stripped):
+        return False
+    has = (any(c.isdigit() for c in stripped), any(c.islower() for c in stripped),
+           any(c.isupper() for c in stripped))
+    return all(has) and not re.fullmatch(r"[0-9a-fA-F]+", stripped)
+
+
+class SecretScrubber:
+    """Replaces secrets in strings; stateful across the strings of one file (PEM blocks)."""
+
+    MAX_BLOCK_STRINGS = 200
+
+    def __init__(self, book: SecretBook) -> None:
+        self.book = book
+        self._in_block = 0  # >0 while inside a private key block split over several strings
+
+    @property
+    def in_block(self) -> bool:
+        return self._in_block > 0
+
+    def reset(self) -> None:
+        """Call at every file boundary."""
+        self._in_block = 0
+
+    def replace(self, kind: str, value: str) -> str:
+        """The stand-in for one secret value (placeholders and stand-ins are left alone)."""
+        if value.startswith(STAND_IN_PREFIX) or value.strip().lower() in _PLACEHOLDERS:
+            return value
+        return self.book.stand_in(kind, value)
+
+    def scrub(self, text: str) -> str:
+        """The text with every secret replaced by its stand-in."""
+        if self._in_block:
+            end = _PEM_END.search(text)
+            self._in_block = 0 if end or self._in_block >= self.MAX_BLOCK_STRINGS else self._in_block + 1
+            if end:
+                return self.replace("private-key", text[:end.end()]) + self.scrub(text[end.end():])
+            return self.replace("private-key", text)
+        if not text or not _TRIGGER.search(text):
+            return self.replace("key-material", text) if _looks_like_key_material(text) else text
+        if "-----BEGIN" in text:
+            text = _PEM_BLOCK.sub(lambda m: self._pem(m), text)
+        text = _URL_PASSWORD.sub(
+            lambda m: m.group(1) + m.group(2) + ":" + self.replace("url-password", m.group(3)) + "@",
+            text)
+        text = _BEARER.sub(lambda m: m.group(1) + self.replace("bearer", m.group(2)), text)
+        text = _FLAG.sub(lambda m: m.group(1) + m.group(2) + m.group(3)
+                         + self.replace("flag-" + _flag_kind(m.group(1)), m.group(4)), text)
+        text = SHAPE.sub(lambda m: self.replace(m.lastgroup.replace("_", "-"), m.group(0)), text)
+        text = _ASSIGN.sub(self._assignment, text)
+        if _looks_like_key_material(text):
+            return self.replace("key-material", text)
+        return text
+
+    def _pem(self, match: re.Match) -> str:
+        block = match.group(0)
+        if not _PEM_END.search(block):
+            self._in_block = 1
+        label = (match.group(1) or "").strip()
+        head = f"-----SCRUBBED {label + ' ' if label else ''}PRIVATE KEY-----"
+        return head + " " + self.replace("private-key", block)
+
+    def _assignment(self, match: re.Match) -> str:
+        name = match.group(2)
+        if not secret_name(name):
+            return match.group(0)
+        for index in (5, 6, 7):
+            value = match.group(index)
+            if value is not None:
+                start, end = match.span(index)
+                whole = match.group(0)
+                offset = match.start(0)
+                replaced = self.replace("secret", value) if value else value
+                return whole[:start - offset] + replaced + whole[end - offset:]
+        return match.group(0)
+
+
+def _flag_kind(flag: str) -> str:
+    return flag.lstrip("-").lower()

@@ -1,0 +1,110 @@
+"""OpenSSH signatures (`SSHSIG`), the format of `ssh-keygen -Y sign` and `-Y verify`.
+
+Format (OpenSSH PROTOCOL.sshsig): the signed data is
+
+    "SSHSIG" || string namespace || string reserved || string hash_alg || string H(message)
+
+and the signature blob is
+
+    "SSHSIG" || uint32 1 || string public_key || string namespace || string reserved
+             || string hash_alg || string signature
+
+armored as base64 wrapped at 70 columns between `-----BEGIN SSH SIGNATURE-----` and
+`-----END SSH SIGNATURE-----`. Ed25519 signing is deterministic, so the armored text this module
+writes is byte-identical to what `ssh-keygen -Y sign` writes for the same key and message.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+from dataclasses import dataclass
+
+from sparktriage.report.keys import PublicKey, Signer
+from sparktriage.report.wire import Reader, WireError, string, uint32
+
+MAGIC = b"SSHSIG"
+VERSION = 1
+NAMESPACE = "sparktriage"
+BEGIN = "-----BEGIN SSH SIGNATURE-----"
+END = "-----END SSH SIGNATURE-----"
+HASHES = {"sha512": hashlib.sha512, "sha256": hashlib.sha256}
+
+
+class SignatureFormatError(ValueError):
+    """An armored signature that cannot be decoded."""
+
+
+@dataclass(frozen=True)
+class Signature:
+    """A decoded SSHSIG signature."""
+
+    public_key: PublicKey
+    namespace: str
+    hash_algorithm: str
+    signature: bytes  # SSH signature blob: string type || string raw signature
+    reserved: bytes = b""
+
+    def armored(self) -> str:
+        blob = (MAGIC + uint32(VERSION) + string(self.public_key.blob) + string(self.namespace)
+                + string(self.reserved) + string(self.hash_algorithm) + string(self.signature))
+        text = base64.b64encode(blob).decode("ascii")
+        lines = [text[i:i + 70] for i in range(0, len(text), 70)]
+        return "\n".join([BEGIN, *lines, END]) + "\n"
+
+
+def signed_data(message: bytes, namespace: str, hash_algorithm: str = "sha512",
+                reserved: bytes = b"") -> bytes:
+    """The bytes the key actually signs for a message (the SSHSIG wrapper)."""
+    digest = HASHES[hash_algorithm](message).digest()
+    return (MAGIC + string(namespace) + string(reserved) + string(hash_algorithm)
+            + string(digest))
+
+
+def sign(message: bytes, signer: Signer, namespace: str = NAMESPACE) -> Signature:
+    """Sign a message as `ssh-keygen -Y sign -n NAMESPACE` does (SHA-512)."""
+    blob = signer.sign(signed_data(message, namespace))
+    return Signature(signer.public_key, namespace, "sha512", blob)
+
+
+def parse(text: str) -> Signature:
+    """Decode an armored SSHSIG signature; SignatureFormatError says what is wrong."""
+    body = text.strip()
+    if not body.startswith(BEGIN) or not body.endswith(END):
+        raise SignatureFormatError("not an SSH signature (no BEGIN/END SSH SIGNATURE lines)")
+    payload = "".join(body[len(BEGIN):-len(END)].split())
+    try:
+        blob = base64.b64decode(payload, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise SignatureFormatError(f"signature is not valid base64 ({exc})") from exc
+    try:
+        reader = Reader(blob)
+        if reader.raw(6) != MAGIC:
+            raise SignatureFormatError("signature blob does not start with SSHSIG")
+        version = reader.uint32()
+        if version != VERSION:
+            raise SignatureFormatError(f"unsupported SSHSIG version {version}")
+        key = PublicKey.from_blob(reader.string())
+        namespace = reader.text()
+        reserved = reader.string()
+        hash_algorithm = reader.text()
+        sig = reader.string()
+        reader.expect_end("the SSHSIG blob")
+    except WireError as exc:
+        raise SignatureFormatError(f"malformed SSHSIG blob ({exc})") from exc
+    if hash_algorithm not in HASHES:
+        raise SignatureFormatError(f"unsupported hash algorithm {hash_algorithm!r}")
+    return Signature(key, namespace, hash_algorithm, sig, reserved)
+
+
+def check(signature: Signature, message: bytes, namespace: str = NAMESPACE) -> str | None:
+    """None when the signature is valid for the message and namespace, else why not."""
+    if signature.namespace != namespace:
+        return f"signature namespace is {signature.namespace!r}, expected {namespace!r}"
+    data = signed_data(message, signature.namespace, signature.hash_algorithm, signature.reserved)
+    if not signature.public_key.verify(signature.signature, data):
+        if signature.public_key.key_type != "ssh-ed25519":
+            return f"key type {signature.public_key.key_type} cannot be verified here (Ed25519 only)"
+        return "signature does not match MANIFEST (it was altered or signed over other content)"
+    return None

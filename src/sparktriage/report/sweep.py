@@ -1,0 +1,101 @@
+"""The speculative-depth sweep section (`sweep.json`, shape in docs/formats.md).
+
+The sweep stage decides; the report restates its decision next to the evidence: per depth the
+launches, the mean of their delivered tok/s with a t-interval over launches (the launch is the
+unit of replication) and the mean acceptance length, and a Welch t-test of the chosen depth
+against depth 0 and against the runner-up, so that a difference that is not significant is
+said to be so (stats.compare). Per-launch figures are cross-checked with the launch's own
+bench document.
+"""
+
+from __future__ import annotations
+
+from sparktriage.errors import InputError
+from sparktriage.report.inputs import RunInputs
+from sparktriage.report.sections import missing
+from sparktriage.report.values import as_dict, as_list, integer, num, text
+from sparktriage.stats.compare import welch
+from sparktriage.stats.summary import summarize
+
+
+def _bench_mean(inputs: RunInputs, label: str, workload: str | None) -> float | None:
+    bench = inputs.launch_doc(label, "bench.json")
+    for w in as_list(as_dict(bench).get("workloads")):
+        if isinstance(w, dict) and (workload is None or w.get("name") == workload):
+            return num(as_dict(as_dict(w.get("summary")).get("decode_tok_s")).get("mean"))
+    return None
+
+
+def depth_of_launch(inputs: RunInputs) -> dict[str, int | None]:
+    """Which sweep depth each launch belongs to (empty without a sweep)."""
+    doc = inputs.doc("sweep.json") or {}
+    out: dict[str, int | None] = {}
+    for entry in as_list(doc.get("depths")):
+        if isinstance(entry, dict):
+            for launch in as_list(entry.get("launches")):
+                if isinstance(launch, dict) and isinstance(launch.get("label"), str):
+                    out[launch["label"]] = integer(entry.get("depth"))
+    return out
+
+
+def sweep_section(inputs: RunInputs) -> dict:
+    doc = inputs.doc("sweep.json")
+    if doc is None:
+        return missing("no speculative-depth sweep was run", ["sweep.json"], "sweep.json")
+    if not isinstance(doc.get("depths"), list):
+        raise InputError("sweep.json: field 'depths' must be a list of {depth, launches}")
+    workload = text(doc.get("workload"))
+    points, warnings = [], []
+    for index, entry in enumerate(doc["depths"]):
+        if not isinstance(entry, dict) or integer(entry.get("depth")) is None:
+            raise InputError(f"sweep.json: depths[{index}] needs an integer 'depth'")
+        launches = []
+        for launch in as_list(entry.get("launches")):
+            if not isinstance(launch, dict):
+                continue
+            label = text(launch.get("label")) or "?"
+            rate = num(launch.get("delivered_tok_s"))
+            check = _bench_mean(inputs, label, workload)
+            if rate is not None and check is not None and abs(check - rate) > 0.005 * abs(rate):
+                warnings.append(f"sweep.json gives {label} {rate:.2f} tok/s but its bench.json "
+                                f"gives {check:.2f}")
+            launches.append({"label": label, "delivered_tok_s": rate,
+                             "acceptance_length": num(launch.get("acceptance_length"))})
+        rates = [l["delivered_tok_s"] for l in launches if l["delivered_tok_s"] is not None]
+        accept = [l["acceptance_length"] for l in launches if l["acceptance_length"] is not None]
+        s = summarize(rates)
+        points.append({"depth": entry["depth"], "launches": launches, "n": s.n, "mean": s.mean,
+                       "ci95_low": s.ci95_low, "ci95_high": s.ci95_high, "rates": rates,
+                       "acceptance_length": sum(accept) / len(accept) if accept else None})
+    points.sort(key=lambda p: p["depth"])
+    decision = as_dict(doc.get("decision"))
+    chosen = integer(decision.get("depth"))
+    ranked = sorted((p for p in points if p["mean"] is not None), key=lambda p: -p["mean"])
+    comparisons = []
+    by_depth = {p["depth"]: p for p in points}
+    if chosen in by_depth:
+        others = [p for p in ranked if p["depth"] != chosen]
+        against = [by_depth[0]] if 0 in by_depth and chosen != 0 else []
+        if others and others[0] not in against:
+            against.append(others[0])
+        for other in against:
+            test = welch(other["rates"], by_depth[chosen]["rates"])  # B = the chosen depth
+            comparisons.append({"depth": chosen, "versus": other["depth"], "test": test.as_dict(),
+                                "statement": _statement(chosen, other["depth"], test)})
+    elif chosen is not None:
+        warnings.append(f"the decision names depth {chosen}, which the sweep did not measure")
+    return {"status": "present", "source": "sweep.json", "method": text(doc.get("method")),
+            "workload": workload, "points": points,
+            "decision": {"depth": chosen, "reason": text(decision.get("reason"))},
+            "best_measured_depth": ranked[0]["depth"] if ranked else None,
+            "comparisons": comparisons, "warnings": warnings}
+
+
+def _statement(depth: int, other: int, test) -> str:
+    if test.difference is None:
+        return f"depth {depth} vs depth {other}: {test.verdict}"
+    if test.p_value is None:
+        return (f"depth {depth} vs depth {other}: {test.difference:+.2f} tok/s; {test.verdict} "
+                "(run more launches)")
+    return f"depth {depth} vs depth {other}: {test.difference:+.2f} tok/s, Welch p = {test.p_value:.3g}: " + (
+        "significant at the 5% level" if test.significant else "not significant at the 5% level")

@@ -1,0 +1,163 @@
+"""Verify a report folder: its MANIFEST signature, the signer, and every file's digest.
+
+Three independent questions, each answered in the result (never one opaque boolean):
+
+1. integrity: does every file listed in MANIFEST still have its digest, and are there files
+   that were removed from or added to the folder since it was signed?
+2. signature: is `MANIFEST.sig` a valid SSHSIG signature of MANIFEST in namespace
+   `sparktriage`, by the key it names?
+3. identity: is that key trusted: equal to `--key`, or listed for the namespace in
+   `--allowed-signers` (optionally for `--identity`)? Without either, integrity is checked
+   against the key inside the signature and the result says the signer is not established.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from sparktriage.errors import InputError
+from sparktriage.report import allowed_signers, manifest, sshsig
+from sparktriage.report.keys import PublicKey
+
+SCHEMA_VERSION = 1
+MAX_SIGNATURE_BYTES = 64 * 1024  # an Ed25519 SSHSIG is about 300 bytes
+
+
+@dataclass(frozen=True)
+class TrustAnchor:
+    """What the verifier trusts: one key, or an allowed-signers file (optionally one identity)."""
+
+    key: PublicKey | None = None
+    signers: tuple[allowed_signers.AllowedSigner, ...] = ()
+    source: str | None = None  # the file it came from
+    identity: str | None = None
+
+
+@dataclass
+class VerifyResult:
+    """Everything verification found; `ok` is true only when nothing failed."""
+
+    report_dir: str
+    files_checked: int = 0
+    modified: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    added: list[str] = field(default_factory=list)
+    manifest_problem: str | None = None
+    signature: str = "missing"  # valid | invalid | missing | malformed
+    signature_problem: str | None = None
+    signer_key: str | None = None
+    signer_fingerprint: str | None = None
+    trust: str = "none"  # trusted | untrusted | none (no anchor given)
+    trust_problem: str | None = None
+    principals: list[str] = field(default_factory=list)
+
+    @property
+    def integrity_ok(self) -> bool:
+        return self.manifest_problem is None and not (self.modified or self.removed or self.added)
+
+    @property
+    def ok(self) -> bool:
+        return self.integrity_ok and self.signature == "valid" and self.trust != "untrusted"
+
+    @property
+    def identity_established(self) -> bool:
+        return self.signature == "valid" and self.trust == "trusted"
+
+    def as_dict(self) -> dict:
+        out = {"schema_version": SCHEMA_VERSION, "kind": "sparktriage-verify", **asdict(self)}
+        out.update(ok=self.ok, integrity_ok=self.integrity_ok,
+                   identity_established=self.identity_established)
+        return out
+
+
+def _check_files(folder: Path, entries: list[manifest.Entry], result: VerifyResult) -> None:
+    listed = {e.path for e in entries}
+    for entry in entries:
+        path = folder / entry.path
+        if not (path.is_file()):
+            result.removed.append(entry.path)
+            continue
+        result.files_checked += 1
+        try:
+            digest = manifest.sha256_file(path)
+        except OSError:
+            digest = None  # unreadable now: it cannot be shown to be what was signed
+        if digest != entry.digest:
+            result.modified.append(entry.path)
+    result.added = [p for p in manifest.folder_files(folder) if p not in listed]
+
+
+def _check_trust(signature: sshsig.Signature, anchor: TrustAnchor, result: VerifyResult) -> None:
+    key = signature.public_key
+    if anchor.key is not None:
+        if anchor.key.blob == key.blob:
+            result.trust = "trusted"
+        else:
+            result.trust = "untrusted"
+            result.trust_problem = (f"wrong key: signed by {key.fingerprint}, expected "
+                                    f"{anchor.key.fingerprint} ({anchor.source})")
+        return
+    now = _dt.datetime.now(_dt.timezone.utc)
+    matching = [s for s in anchor.signers if s.key.blob == key.blob]
+    if not matching:
+        ca = " (certificate authorities are not supported)" if any(
+            s.cert_authority for s in anchor.signers) else ""
+        result.trust = "untrusted"
+        result.trust_problem = f"signing key {key.fingerprint} is not in {anchor.source}{ca}"
+        return
+    usable = [s for s in matching if not s.cert_authority
+              and s.allows_namespace(signature.namespace) and s.valid_at(now)]
+    if anchor.identity is not None:
+        usable = [s for s in usable if s.matches_identity(anchor.identity)]
+    if not usable:
+        lines = ", ".join(str(s.line) for s in matching)
+        wanted = f" for identity {anchor.identity!r}" if anchor.identity else ""
+        result.trust = "untrusted"
+        result.trust_problem = (f"signing key {key.fingerprint} is in {anchor.source} (line "
+                                f"{lines}) but not for namespace {signature.namespace!r}{wanted} "
+                                "at this time")
+        return
+    result.trust = "trusted"
+    result.principals = sorted({p for s in usable for p in s.principals})
+
+
+def verify(folder: Path, anchor: TrustAnchor | None = None) -> VerifyResult:
+    """Verify a report folder; InputError only when it is not a report folder at all."""
+    if not folder.is_dir():
+        raise InputError(f"{folder}: no such report folder")
+    manifest_path = folder / manifest.MANIFEST
+    if not manifest_path.is_file():
+        raise InputError(f"{folder}: no MANIFEST, so this is not a sparktriage report folder")
+    result = VerifyResult(report_dir=str(folder))
+    data = manifest_path.read_bytes()
+    try:
+        entries = manifest.parse(data)
+    except manifest.ManifestFormatError as exc:
+        result.manifest_problem = str(exc)
+        entries = []
+    if result.manifest_problem is None:
+        _check_files(folder, entries, result)
+    sig_path = folder / manifest.SIGNATURE
+    if not sig_path.is_file():
+        result.signature_problem = "MANIFEST.sig is missing: the report is not signed"
+        return result
+    if sig_path.stat().st_size > MAX_SIGNATURE_BYTES:
+        result.signature = "malformed"
+        result.signature_problem = f"MANIFEST.sig is larger than {MAX_SIGNATURE_BYTES} bytes"
+        return result
+    try:
+        signature = sshsig.parse(sig_path.read_text(encoding="utf-8", errors="replace"))
+    except sshsig.SignatureFormatError as exc:
+        result.signature = "malformed"
+        result.signature_problem = str(exc)
+        return result
+    result.signer_key = signature.public_key.openssh()
+    result.signer_fingerprint = signature.public_key.fingerprint
+    problem = sshsig.check(signature, data)
+    result.signature = "valid" if problem is None else "invalid"
+    result.signature_problem = problem
+    if anchor is not None:
+        _check_trust(signature, anchor, result)
+    return result
