@@ -30,8 +30,7 @@ def test_protocol_writes_each_record_as_it_arrives_and_derives_the_summary(sim, 
     def observe(event, details):
         if event == "request":  # the record is on disk before the next request is sent
             lines = [json.loads(l) for l in launch.requests_path.read_text().splitlines()]
-            measured = [r for r in lines if r.get("purpose") != "negotiate"]
-            seen.append((details["workload"], details["index"], len(measured)))
+            seen.append((details["workload"], details["index"], len(lines)))
 
     since = sim.reset()
     plan = ProtocolPlan(ClientSettings(sim.base_url), None,
@@ -50,7 +49,11 @@ def test_protocol_writes_each_record_as_it_arrives_and_derives_the_summary(sim, 
     # against the truth on long streams in test_client_sim.py; these streams last 30 ms).
     truths = sim.truths(since)
     records = [json.loads(l) for l in launch.requests_path.read_text().splitlines()]
-    code_records = [r for r in records if r["workload"] == "code" and r.get("purpose") != "negotiate"]
+    code_records = [r for r in records if r["workload"] == "code"]
+    probes = [json.loads(l) for l in (launch.path / "negotiation.jsonl").read_text().splitlines()]
+    assert [(p["workload"], p["purpose"], p["status"]) for p in probes] == [
+        ("code", "negotiate", "ok"), ("prose", "negotiate", "ok")]
+    assert not any("purpose" in r for r in records)  # requests.jsonl: protocol requests only
     assert [r["chunks"] for r in code["requests"]] == [truths[r["response_id"]].chunks for r in code_records]
     assert [r["output_tokens"] for r in code["requests"]] == [truths[r["response_id"]].tokens
                                                               for r in code_records]

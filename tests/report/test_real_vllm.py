@@ -50,7 +50,12 @@ def test_signed_report_of_two_real_launches(vllm_server, report_keys, tmp_path):
         bench = json.loads((run.path / "launches" / launch["label"] / "bench.json").read_text())
         for ours, theirs in zip(launch["workloads"], bench["workloads"]):
             assert ours["decode_tok_s"]["mean"] == theirs["summary"]["decode_tok_s"]["mean"]
-            assert ours["decode_tok_s"]["n"] == theirs["summary"]["decode_tok_s"]["n"] == 4
+            measured = [r for r in theirs["requests"] if not r["warmup"] and r["status"] == "ok"]
+            rated = [r for r in measured if r["decode_tok_s"] is not None]
+            assert len(measured) == 4
+            # A request whose tokens all arrive in one read (a CPU-starved server flushing a
+            # burst) has no decode interval and so no rate: n counts the requests that have one.
+            assert ours["decode_tok_s"]["n"] == theirs["summary"]["decode_tok_s"]["n"] == len(rated) >= 1
             assert ours["output_tokens"] == 4 * 32  # ignore_eos: every request yields 32 tokens
     pools = document["sections"]["protocol"]["across"]
     assert {tuple(p["launches"]) for p in pools} == {("L001", "L002")}  # same server: pooled

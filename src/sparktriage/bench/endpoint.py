@@ -153,8 +153,8 @@ async def negotiate(client: Client, settings: ClientSettings, workload: Workload
                     keep: Callable[[dict], None] | None = None) -> Capabilities:
     """Find the richest accepted option set for this workload's API, with a 4-token request.
 
-    Each probe's raw record is handed to `keep` (the protocol appends it to requests.jsonl
-    with `purpose: negotiate`). When every shape is refused with ignore_eos, the ladder is
+    Each probe's raw record (`purpose: negotiate`) is handed to `keep`; the protocol appends
+    it to the launch's `negotiation.jsonl`. When every shape is refused with ignore_eos, the ladder is
     tried once more without it: strict OpenAI-style servers reject vLLM's extensions.
     """
     probe = workload.model_copy(update={"max_tokens": 4})

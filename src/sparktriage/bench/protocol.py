@@ -1,7 +1,7 @@
 """Run the delivered-token protocol against one server launch and store every raw record.
 
-Per workload: negotiate the request shape, then warm-up requests followed by measured ones,
-one at a time (single stream). Each raw record is appended to the launch's `requests.jsonl`
+Per workload: negotiate the request shape (its probe records go to `negotiation.jsonl`), then
+warm-up requests followed by measured ones, one at a time (single stream). Each raw record is appended to the launch's `requests.jsonl`
 the moment it completes; the summary is then derived from that file, never from memory, so a
 crash loses at most the request in flight and `bench.json` can always be rebuilt (`rebuild()`,
 `sparktriage bench --rebuild RUN_DIR`). When a later workload fails to start (its negotiation
@@ -21,10 +21,11 @@ from sparktriage.bench.records import derive
 from sparktriage.bench.summary import build_bench_document
 from sparktriage.bench.workload import Workload
 from sparktriage.errors import InputError
-from sparktriage.store.documents import read_document, read_records
+from sparktriage.store.documents import RecordWriter, read_document, read_records
 from sparktriage.store.rundir import SCHEMA_VERSION, LaunchDir, RunDir
 
 Observer = Callable[[str, dict], None]  # (event name, details) → None; the CLI prints them
+NEGOTIATION = "negotiation.jsonl"  # the negotiation probes' raw records, beside requests.jsonl
 
 
 @dataclass(frozen=True)
@@ -47,9 +48,9 @@ async def _measure(plan: ProtocolPlan, launch: LaunchDir, observe: Observer, cli
     launch.write("launch.json", _launch_document(server, model, plan))
     capabilities: dict[str, dict] = {}
     try:
-        with launch.request_writer() as writer:
+        with launch.request_writer() as writer, RecordWriter(launch.path / NEGOTIATION) as probes:
             for workload in plan.workloads:
-                caps = await negotiate(client, plan.settings, workload, model, writer.append)
+                caps = await negotiate(client, plan.settings, workload, model, probes.append)
                 capabilities[workload.name] = caps.as_dict()
                 launch.write("capabilities.json", capabilities)
                 observe("capabilities", {"workload": workload.name, **caps.as_dict()})
