@@ -95,7 +95,12 @@ def test_protocol_end_to_end_and_server_log_records(vllm_server, tmp_path):
     assert doc["model"] == "tiny" and doc["server_version"] == "0.32.0"
     for w in doc["workloads"]:
         assert [r["output_tokens"] for r in w["requests"]] == [32, 32, 32]
-        assert w["summary"]["counts"]["ok"] == 2 and w["warnings"] == [], w["warnings"]
+        assert w["summary"]["counts"]["ok"] == 2
+        # On a busy 2-core machine vLLM's API server may flush a whole response at once: the
+        # only warning allowed is the one that says so (no decode interval, no invented rate).
+        assert all("in one burst" in x for x in w["warnings"]), w["warnings"]
+        rated = [r for r in w["requests"][1:] if r["decode_tok_s"] is not None]
+        assert w["summary"]["decode_tok_s"]["n"] == len(rated)
     lines = [json.loads(l) for l in vllm_server.lines_path.read_text().splitlines()]
     startup = [l for l in lines if "Application startup complete" in l["line"]]
     assert startup and startup[0]["stream"] == "stderr" and startup[0]["t"] <= vllm_server.ready_unix
