@@ -11,7 +11,6 @@ from sparktriage.bench.client import ClientSettings
 from sparktriage.bench.protocol import ProtocolPlan, rebuild, run_protocol
 from sparktriage.bench.workload import load_workload
 from sparktriage.errors import EndpointError
-from sparktriage.sim.truth import truth
 from sparktriage.store.documents import read_document
 from sparktriage.store.rundir import RunDir
 
