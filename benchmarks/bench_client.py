@@ -36,13 +36,15 @@ from sparktriage.testbed.paths import locate
 
 ROOT = Path(__file__).resolve().parents[1]
 TOLERANCE = 0.003
-DEFAULT_RATES = (50, 200, 1000, 2000, 5000, 10000, 20000, 50000, 100000, 200000, 400000)
+DEFAULT_RATES = (50, 200, 1000, 2000, 5000, 10000, 20000, 50000, 100000, 200000, 400000, 800000,
+                 1600000)
+MAX_CHUNKS = 400_000  # per request: bounds memory (the client keeps every chunk's record)
 MODES = {"k1": 1, "k4": 4}
 
 
 def tokens_for(rate: float, duration: float, k: int) -> int:
     n = int(rate * duration)
-    return max(64 * k, min(n - n % k, 400_000))
+    return max(64 * k, min(n - n % k, MAX_CHUNKS * k))
 
 
 def scenario(rate: float, k: int) -> dict:
