@@ -29,7 +29,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from sparktriage.bench.client import ClientSettings, make_http_client, stream_request
+from sparktriage.bench.client import ClientSettings, make_stream_client, stream_request
 from sparktriage.bench.records import derive
 from sparktriage.sim.process import SimProcess
 from sparktriage.testbed.paths import locate
@@ -56,7 +56,7 @@ def scenario(rate: float, k: int) -> dict:
 async def _ours(sim: SimProcess, rates, duration, reps, k) -> list[dict]:
     settings = ClientSettings(sim.base_url, stall_timeout_s=60)
     rows = []
-    async with make_http_client(settings) as client:
+    async with make_stream_client(settings) as client:
         for rate in rates:
             n = tokens_for(rate, duration, k)
             for rep in range(reps):

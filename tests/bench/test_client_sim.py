@@ -7,7 +7,7 @@ import statistics
 
 import pytest
 
-from sparktriage.bench.client import ClientSettings, make_http_client, stream_request
+from sparktriage.bench.client import ClientSettings, make_stream_client, stream_request
 from sparktriage.bench.records import derive
 from sparktriage.sim.truth import truth
 
@@ -33,7 +33,7 @@ def fetch(sim, bodies: list[tuple[str, dict]], stall_s: float = 10.0) -> list[tu
 
     async def go():
         out = []
-        async with make_http_client(settings) as client:
+        async with make_stream_client(settings) as client:
             for api, doc in bodies:
                 path = "/v1/completions" if api == "completions" else "/v1/chat/completions"
                 out.append(await stream_request(client, settings, path, doc))

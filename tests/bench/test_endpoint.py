@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from sparktriage.bench.client import ClientSettings, make_http_client
+from sparktriage.bench.client import ClientSettings, make_stream_client
 from sparktriage.bench.endpoint import choose_model, discover, negotiate
 from sparktriage.bench.workload import load_workload
 from sparktriage.errors import EndpointError, UsageError
@@ -15,7 +15,7 @@ from sparktriage.errors import EndpointError, UsageError
 
 def run(settings: ClientSettings, step):
     async def go():
-        async with make_http_client(settings) as client:
+        async with make_stream_client(settings) as client:
             return await step(client)
     return asyncio.run(go())
 
@@ -104,3 +104,20 @@ def test_malformed_stream_during_negotiation_is_not_openai(sim):
     workload = load_workload("code").model_copy(update={"extra_body": {"sim": {"faults": {"malformed_at": 1}}}})
     with pytest.raises(EndpointError, match="could not stream a short test request: malformed SSE"):
         run(settings, lambda c: negotiate(c, settings, workload, "sim"))
+
+
+def test_discover_also_takes_an_httpx_client_and_a_url(sim, start_sim):
+    from sparktriage.bench.client import make_http_client
+
+    async def go(url):
+        async with make_http_client(ClientSettings(url)) as client:
+            return await discover(client, url)
+
+    assert asyncio.run(go(sim.base_url)).models == ("sim", "strict")
+    other = start_sim({"models_endpoint": "html"})
+    with pytest.raises(EndpointError, match="returned an HTML page"):
+        asyncio.run(go(other.base_url))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        with pytest.raises(EndpointError, match="connection refused"):
+            asyncio.run(go(f"http://127.0.0.1:{s.getsockname()[1]}"))

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from bench_contract import check_bench_document
-from sparktriage.bench.client import ClientSettings, make_http_client, stream_request
+from sparktriage.bench.client import ClientSettings, make_stream_client, stream_request
 from sparktriage.bench.endpoint import negotiate
 from sparktriage.bench.protocol import ProtocolPlan, run_protocol
 from sparktriage.bench.records import derive
@@ -39,7 +39,7 @@ def measure(base_url: str) -> list[dict]:
 
     async def go():
         records = []
-        async with make_http_client(settings) as client:
+        async with make_stream_client(settings) as client:
             for workload in workloads():
                 caps = await negotiate(client, settings, workload, "tiny")
                 assert caps.sources == ("token_ids", "logprobs", "continuous_usage", "final_usage"), caps.sources

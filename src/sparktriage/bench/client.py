@@ -15,6 +15,8 @@ import json
 import time
 from dataclasses import dataclass
 
+import httpx
+
 from sparktriage import __version__
 from sparktriage.bench.chunks import ChunkError, read_chunk
 from sparktriage.bench.http1 import Client, HTTPFailure
@@ -47,14 +49,26 @@ def normalize_base_url(url: str) -> str:
     return url
 
 
-def make_http_client(settings: ClientSettings) -> Client:
-    """The HTTP client for one server (use with `async with`)."""
+def _headers(settings: ClientSettings) -> dict[str, str]:
     headers = {"Accept": "text/event-stream, application/json",
                "User-Agent": f"sparktriage/{__version__}"}
     if settings.api_key:
         headers["Authorization"] = f"Bearer {settings.api_key}"
-    return Client(normalize_base_url(settings.base_url), headers, settings.connect_timeout_s,
+    return headers
+
+
+def make_stream_client(settings: ClientSettings) -> Client:
+    """The measuring client for one server (http1.py; use with `async with`)."""
+    return Client(normalize_base_url(settings.base_url), _headers(settings), settings.connect_timeout_s,
                   settings.verify_tls)
+
+
+def make_http_client(settings: ClientSettings) -> httpx.AsyncClient:
+    """A general httpx client for one server, for requests that are not measured (the probe)."""
+    timeout = httpx.Timeout(connect=settings.connect_timeout_s, read=settings.stall_timeout_s,
+                            write=settings.connect_timeout_s, pool=settings.connect_timeout_s)
+    return httpx.AsyncClient(base_url=normalize_base_url(settings.base_url), headers=_headers(settings),
+                             timeout=timeout, trust_env=False, verify=settings.verify_tls)
 
 
 def error_message(status: int, body: bytes) -> str:

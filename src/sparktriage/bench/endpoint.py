@@ -12,8 +12,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Callable
 
+import httpx
+
 from sparktriage.bench.client import (
-    ClientSettings, error_message, normalize_base_url, request, stream_request,
+    ClientSettings, Reply, error_message, normalize_base_url, request, stream_request,
 )
 from sparktriage.bench.http1 import Client, HTTPFailure
 from sparktriage.bench.records import derive
@@ -73,11 +75,41 @@ class Capabilities:
         }
 
 
-async def discover(client: Client, settings: ClientSettings) -> Server:
-    """Ask `/v1/models`; raise EndpointError for unreachable or non-OpenAI servers."""
+async def _get(client: Client | httpx.AsyncClient, settings: ClientSettings, path: str) -> Reply:
+    """GET a small JSON document with either client; transport failures raise HTTPFailure."""
+    if isinstance(client, Client):
+        return await request(client, settings, "GET", path)
+    try:
+        response = await client.get(path)
+    except httpx.ConnectError as exc:
+        raise HTTPFailure("connect", _connect_reason(exc)) from exc
+    except httpx.TimeoutException as exc:
+        raise HTTPFailure("timeout", "no answer in time") from exc
+    except httpx.HTTPError as exc:
+        raise HTTPFailure("protocol", " ".join(str(exc).split()) or type(exc).__name__) from exc
+    return Reply(response.status_code, response.headers.get("content-type", ""), response.content)
+
+
+def _connect_reason(exc: BaseException) -> str:
+    """'connection refused' when that is the cause anywhere in the chain, else the message."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ConnectionRefusedError) or "refused" in str(seen).lower():
+            return "connection refused"
+        seen = seen.__cause__ or seen.__context__
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+async def discover(client: Client | httpx.AsyncClient, target: ClientSettings | str) -> Server:
+    """Ask `/v1/models`; raise EndpointError for unreachable or non-OpenAI servers.
+
+    `client` is the measuring client (`make_stream_client`) or an httpx client
+    (`make_http_client`); `target` is the client settings or just the base URL.
+    """
+    settings = target if isinstance(target, ClientSettings) else ClientSettings(str(target))
     shown = normalize_base_url(settings.base_url)
     try:
-        reply = await request(client, settings, "GET", "/v1/models")
+        reply = await _get(client, settings, "/v1/models")
     except HTTPFailure as exc:
         if exc.kind == "connect":
             raise EndpointError(
@@ -111,7 +143,7 @@ async def discover(client: Client, settings: ClientSettings) -> Server:
         max_len = data[0]["max_model_len"]
     version = None
     try:
-        answer = await request(client, settings, "GET", "/version")
+        answer = await _get(client, settings, "/version")
         if answer.status == 200:
             found = json.loads(answer.body).get("version")
             version = str(found) if found else None

@@ -14,7 +14,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Callable
 
-from sparktriage.bench.client import ClientSettings, make_http_client, stream_request
+from sparktriage.bench.client import ClientSettings, make_stream_client, stream_request
 from sparktriage.bench.endpoint import Capabilities, Server, choose_model, discover, negotiate
 from sparktriage.bench.http1 import Client
 from sparktriage.bench.records import derive
@@ -75,7 +75,7 @@ async def _run_workload(plan: ProtocolPlan, workload: Workload, model: str, caps
 
 
 async def _run(plan: ProtocolPlan, launch: LaunchDir, observe: Observer) -> dict:
-    client = make_http_client(plan.settings)
+    client = make_stream_client(plan.settings)
     try:
         await _measure(plan, launch, observe, client)
     finally:
