@@ -124,3 +124,41 @@ def report_copy(report_built, tmp_path) -> Path:
     target = tmp_path / "report"
     shutil.copytree(report_built, target)
     return target
+
+
+# --- the simulated OpenAI-compatible server (src/sparktriage/sim) --------------------------
+
+SIM_SCENARIOS = {
+    # The default model: fast, every source supported. Tests shape single requests with the
+    # body field `"sim": {...}` (scenario overrides), so one process serves the whole session.
+    "sim": {"ttft_s": 0.005, "gap_s": 0.0005},
+    "strict": {"ttft_s": 0.005, "gap_s": 0.0005, "strict_fields": True},
+}
+
+
+@pytest.fixture(scope="session")
+def sim(tmp_path_factory):
+    """A simulator in its own process, shared by the session (models: sim, strict)."""
+    from sparktriage.sim.process import SimProcess
+
+    process = SimProcess({"scenarios": SIM_SCENARIOS}, tmp_path_factory.mktemp("sim"))
+    process.start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def start_sim(tmp_path):
+    """Start extra simulators with their own configuration; all are stopped after the test."""
+    from sparktriage.sim.process import SimProcess
+
+    started = []
+
+    def start(config: dict, name: str = "sim"):
+        process = SimProcess(config, tmp_path / f"{name}-{len(started)}")
+        started.append(process)
+        return process.start()
+
+    yield start
+    for process in started:
+        process.stop()

@@ -50,7 +50,12 @@ def test_signed_report_of_two_real_launches(vllm_server, report_keys, tmp_path):
         bench = json.loads((run.path / "launches" / launch["label"] / "bench.json").read_text())
         for ours, theirs in zip(launch["workloads"], bench["workloads"]):
             assert ours["decode_tok_s"]["mean"] == theirs["summary"]["decode_tok_s"]["mean"]
-            assert ours["decode_tok_s"]["n"] == theirs["summary"]["decode_tok_s"]["n"] == 4
+            measured = [r for r in theirs["requests"] if not r["warmup"] and r["status"] == "ok"]
+            rated = [r for r in measured if r["decode_tok_s"] is not None]
+            assert len(measured) == 4
+            # A request whose tokens all arrive in one read (a CPU-starved server flushing a
+            # burst) has no decode interval and so no rate: n counts the requests that have one.
+            assert ours["decode_tok_s"]["n"] == theirs["summary"]["decode_tok_s"]["n"] == len(rated)
             assert ours["output_tokens"] == 4 * 32  # ignore_eos: every request yields 32 tokens
     pools = document["sections"]["protocol"]["across"]
     assert {tuple(p["launches"]) for p in pools} == {("L001", "L002")}  # same server: pooled
@@ -58,13 +63,18 @@ def test_signed_report_of_two_real_launches(vllm_server, report_keys, tmp_path):
     text = subprocess.run(["pdftotext", "-layout", str(out / "report.pdf"), "-"],
                           capture_output=True, text=True, check=True).stdout
     first = " ".join(text.split("\f")[0].split())  # table cells may wrap
+    # (A value is unknown when every response of a launch arrived in one burst: no decode rate.)
     for pool in pools:
         d = pool["decode_tok_s"]
-        for value in (f"{number(d['mean'])} tok/s", number(d["ci95_low"]), number(d["ci95_high"])):
+        shown = [f"{number(d['mean'])} tok/s" if d["mean"] is not None else None,
+                 number(d["ci95_low"]) if d["ci95_low"] is not None else None,
+                 number(d["ci95_high"]) if d["ci95_high"] is not None else None]
+        for value in filter(None, shown):
             assert value in first, value
     for launch in launches:  # per-launch table: every launch's mean for every workload
         for w in launch["workloads"]:
-            assert number(w["decode_tok_s"]["mean"]) in " ".join(text.split())
+            if w["decode_tok_s"]["mean"] is not None:
+                assert number(w["decode_tok_s"]["mean"]) in " ".join(text.split())
 
     everything = b"".join(p.read_bytes() for p in out.rglob("*") if p.is_file())
     assert API_SECRET.encode() not in everything

@@ -50,7 +50,7 @@ def _logprob_count(choice: dict) -> int | None:
     content = logprobs.get("content")  # chat
     if isinstance(content, list):
         return len(content)
-    return None
+    return None  # e.g. chat `{"content": null}`: no count from this chunk
 
 
 def _error_text(error: Any) -> str:
@@ -78,7 +78,11 @@ def read_chunk(chunk: Any) -> ChunkInfo:
     if not isinstance(choice, dict):
         raise ChunkError("chunk choice is not an object")
     ids = choice.get("token_ids")
-    ids = [int(i) for i in ids] if isinstance(ids, list) else None
+    if isinstance(ids, list):
+        if not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+            raise ChunkError("chunk 'token_ids' holds something other than integers")
+    else:
+        ids = None
     delta = choice.get("delta")
     if isinstance(delta, dict):  # chat
         text = delta.get("content") or ""
@@ -93,6 +97,6 @@ def read_chunk(chunk: Any) -> ChunkInfo:
         final=False,
         text=text if isinstance(text, str) else str(text),
         reasoning=reasoning if isinstance(reasoning, str) else str(reasoning),
-        finish_reason=choice.get("finish_reason") if isinstance(choice.get("finish_reason"), str) else None,
+        finish_reason=finish if isinstance(finish := choice.get("finish_reason"), str) else None,
         error=None,
     )

@@ -1,10 +1,12 @@
 """Streaming OpenAI-compatible client that records what arrives, chunk by chunk.
 
 One call sends one request and returns its raw record (records.py): the receive time of every
-SSE event (seconds after send, `time.perf_counter`), the token facts of every chunk, the final
-usage and how the stream ended. Nothing is dropped: HTTP errors, mid-stream error events,
-malformed streams, stalls and dropped connections all come back as records with a status and
-a reason, carrying whatever tokens had arrived.
+SSE event (seconds after the request was written, `time.perf_counter`), the token facts of
+every chunk, the final usage and how the stream ended. Reading and decoding are separate
+(http1.py): during the stream only socket reads are stamped; events are decoded afterwards.
+Nothing is dropped: HTTP errors, mid-stream error events, malformed streams, stalls and
+dropped connections all come back as records with a status and a reason, carrying whatever
+tokens had arrived.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ from dataclasses import dataclass
 
 import httpx
 
+from sparktriage import __version__
 from sparktriage.bench.chunks import ChunkError, read_chunk
+from sparktriage.bench.http1 import Client, HTTPFailure
 from sparktriage.bench.records import RECORD_TYPE
 from sparktriage.bench.sse import SSEDecoder, SSEError
 from sparktriage.store.rundir import SCHEMA_VERSION, utc_now
@@ -32,6 +36,7 @@ class ClientSettings:
     connect_timeout_s: float = 10.0
     stall_timeout_s: float = 60.0  # no byte for this long mid-stream: the request stalled
     request_timeout_s: float = 1800.0  # whole request, send to end of stream
+    verify_tls: bool = True
 
 
 def normalize_base_url(url: str) -> str:
@@ -44,22 +49,26 @@ def normalize_base_url(url: str) -> str:
     return url
 
 
-def make_http_client(settings: ClientSettings) -> httpx.AsyncClient:
-    headers = {"Accept": "text/event-stream, application/json"}
+def _headers(settings: ClientSettings) -> dict[str, str]:
+    headers = {"Accept": "text/event-stream, application/json",
+               "User-Agent": f"sparktriage/{__version__}"}
     if settings.api_key:
         headers["Authorization"] = f"Bearer {settings.api_key}"
-    timeout = httpx.Timeout(
-        connect=settings.connect_timeout_s,
-        read=settings.stall_timeout_s,
-        write=settings.connect_timeout_s,
-        pool=settings.connect_timeout_s,
-    )
-    return httpx.AsyncClient(
-        base_url=normalize_base_url(settings.base_url),
-        headers=headers,
-        timeout=timeout,
-        trust_env=False,
-    )
+    return headers
+
+
+def make_stream_client(settings: ClientSettings) -> Client:
+    """The measuring client for one server (http1.py; use with `async with`)."""
+    return Client(normalize_base_url(settings.base_url), _headers(settings), settings.connect_timeout_s,
+                  settings.verify_tls)
+
+
+def make_http_client(settings: ClientSettings) -> httpx.AsyncClient:
+    """A general httpx client for one server, for requests that are not measured (the probe)."""
+    timeout = httpx.Timeout(connect=settings.connect_timeout_s, read=settings.stall_timeout_s,
+                            write=settings.connect_timeout_s, pool=settings.connect_timeout_s)
+    return httpx.AsyncClient(base_url=normalize_base_url(settings.base_url), headers=_headers(settings),
+                             timeout=timeout, trust_env=False, verify=settings.verify_tls)
 
 
 def error_message(status: int, body: bytes) -> str:
@@ -75,16 +84,39 @@ def error_message(status: int, body: bytes) -> str:
             text = str(err.get("message") or err.get("detail") or err)
         else:
             text = str(doc.get("message") or doc.get("detail") or err)
+    elif text.lstrip().lower().startswith(("<!doctype html", "<html")):
+        text = "an HTML page"
     text = " ".join(text.split())
     return f"HTTP {status}: {text[:300]}" if text else f"HTTP {status}"
 
 
+@dataclass(frozen=True)
+class Reply:
+    """A whole (non-streamed) HTTP reply."""
+
+    status: int
+    content_type: str
+    body: bytes
+
+
+async def request(client: Client, settings: ClientSettings, method: str, path: str,
+                  body: dict | None = None) -> Reply:
+    """Send a request and read its whole (size-limited) body; raises HTTPFailure."""
+    data = json.dumps(body).encode() if body is not None else b""
+    headers = {"Content-Type": "application/json"} if body is not None else {}
+    deadline = time.monotonic() + settings.request_timeout_s
+    conn, _, head = await client.send(method, path, data, headers, settings.stall_timeout_s, deadline)
+    reply = await client.read_body(conn, settings.stall_timeout_s, deadline, limit=16 * 1024 * 1024)
+    if reply.failure is not None:
+        raise reply.failure
+    return Reply(head.status, head.headers.get("content-type", ""), b"".join(p for _, p in reply.pieces))
+
+
 class _Stream:
-    """Accumulates one request's raw record while its stream is read."""
+    """Accumulates one request's raw record while its events are decoded."""
 
     def __init__(self, record: dict) -> None:
         self.record = record
-        self.decoder = SSEDecoder()
         self.events = 0
 
     def fail(self, status: str, reason: str) -> None:
@@ -98,14 +130,18 @@ class _Stream:
             self.record["done"] = True
             return
         try:
-            info = read_chunk(json.loads(data))
+            doc = json.loads(data)
+            info = read_chunk(doc)
         except (ValueError, ChunkError) as exc:
             raise SSEError(f"event {self.events} is not a completion chunk: {exc}") from exc
+        if self.record["response_id"] is None and isinstance(doc.get("id"), str):
+            self.record["response_id"] = doc["id"][:200]
         if info.error is not None:
             self.fail("error", f"server error mid-stream: {info.error[:300]}")
             return
         if info.final:
-            self.record["final_usage"] = _final_usage(data)
+            usage = doc.get("usage")
+            self.record["final_usage"] = usage if isinstance(usage, dict) else None
             self.record["t_final"] = t
             return
         chunk = {"t": t, "ids": info.ids, "lp": info.logprobs, "usage": info.usage,
@@ -113,11 +149,6 @@ class _Stream:
         if info.reasoning:
             chunk["reasoning"] = info.reasoning
         self.record["chunks"].append(chunk)
-
-
-def _final_usage(data: str) -> dict | None:
-    usage = json.loads(data).get("usage")
-    return usage if isinstance(usage, dict) else None
 
 
 def new_record(path: str, body: dict, **labels) -> dict:
@@ -132,6 +163,8 @@ def new_record(path: str, body: dict, **labels) -> dict:
         "sent_at": None,
         "sent_unix": None,
         "http_status": None,
+        "response_id": None,
+        "t_headers": None,
         "chunks": [],
         "final_usage": None,
         "t_final": None,
@@ -143,64 +176,53 @@ def new_record(path: str, body: dict, **labels) -> dict:
     }
 
 
-async def stream_request(
-    client: httpx.AsyncClient, settings: ClientSettings, path: str, body: dict, **labels
-) -> dict:
+async def stream_request(client: Client, settings: ClientSettings, path: str, body: dict,
+                         **labels) -> dict:
     """Send one streaming request and return its raw record (never raises for server faults)."""
     record = new_record(path, body, **labels)
     state = _Stream(record)
-    request = client.build_request("POST", path, json=body)
+    data = json.dumps(body).encode()
     record["sent_at"] = utc_now()
     record["sent_unix"] = time.time()
+    deadline = time.monotonic() + settings.request_timeout_s
+    stall = settings.stall_timeout_s
     t0 = time.perf_counter()
-    deadline = t0 + settings.request_timeout_s
     try:
-        response = await client.send(request, stream=True)
-    except httpx.TimeoutException:
-        state.fail("error", f"no response within {settings.connect_timeout_s:g} s (connect timeout)")
-        return _finish(state, t0)
-    except httpx.HTTPError as exc:
-        state.fail("error", f"cannot connect: {_describe(exc)}")
-        return _finish(state, t0)
-    try:
-        record["http_status"] = response.status_code
-        if response.status_code != 200:
-            body_bytes = await _read_limited(response)
-            state.fail("error", error_message(response.status_code, body_bytes))
-            return _finish(state, t0)
-        content_type = response.headers.get("content-type", "")
-        if "event-stream" not in content_type and "application/json" in content_type:
-            body_bytes = await _read_limited(response)
-            state.fail("error", "server answered with one JSON body instead of an event stream")
-            return _finish(state, t0)
-        async for piece in response.aiter_bytes():
-            now = time.perf_counter() - t0
-            for data in state.decoder.feed(piece):
-                state.consume(data, now)
-            if time.perf_counter() > deadline:
-                state.fail("incomplete", f"request exceeded {settings.request_timeout_s:g} s")
-                break
+        conn, t0, head = await client.send("POST", path, data, {"Content-Type": "application/json"},
+                                           stall, deadline)
+    except HTTPFailure as exc:
+        if exc.kind == "connect":
+            state.fail("error", f"cannot connect: {exc}")
+        elif exc.kind == "stall":
+            state.fail("incomplete", f"stalled: no response for {stall:g} s")
         else:
-            now = time.perf_counter() - t0
-            for data in state.decoder.close():
-                state.consume(data, now)
-    except SSEError as exc:
-        state.fail("error", f"malformed SSE: {exc}")
-    except httpx.ReadTimeout:
-        state.fail(
-            "incomplete",
-            f"stalled: no data for {settings.stall_timeout_s:g} s after "
-            f"{len(record['chunks'])} chunks",
-        )
-    except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
-        state.fail(
-            "incomplete",
-            f"connection closed mid-stream after {len(record['chunks'])} chunks ({_describe(exc)})",
-        )
-    except httpx.HTTPError as exc:
-        state.fail("incomplete", f"transport error mid-stream: {_describe(exc)}")
-    finally:
-        await response.aclose()
+            state.fail("error" if exc.kind == "protocol" else "incomplete", f"no response: {exc}")
+        return _finish(state, t0)
+    record["http_status"] = head.status
+    record["t_headers"] = head.t - t0
+    content_type = head.headers.get("content-type", "")
+    if head.status != 200:
+        reply = await client.read_body(conn, stall, deadline, limit=MAX_ERROR_BODY)
+        state.fail("error", error_message(head.status, b"".join(p for _, p in reply.pieces)))
+        return _finish(state, t0)
+    if "event-stream" not in content_type:
+        reply = await client.read_body(conn, stall, deadline, limit=MAX_ERROR_BODY)
+        what = "one JSON body" if "json" in content_type else f"{content_type or 'an untyped body'}"
+        state.fail("error", f"server answered with {what} instead of an event stream")
+        return _finish(state, t0)
+    reply = await client.read_body(conn, stall, deadline)
+    _decode(state, reply.pieces, t0)
+    failure = reply.failure
+    n = len(record["chunks"])
+    if failure is not None:
+        if failure.kind == "stall":
+            state.fail("incomplete", f"stalled: no data for {stall:g} s after {n} chunks")
+        elif failure.kind == "timeout":
+            state.fail("incomplete", f"request exceeded {settings.request_timeout_s:g} s")
+        elif failure.kind == "protocol":
+            state.fail("error", f"malformed HTTP framing after {n} chunks: {failure}")
+        else:
+            state.fail("incomplete", f"connection closed mid-stream after {n} chunks ({failure})")
     if record["status"] is None:
         finished = any(c.get("finish") for c in record["chunks"])
         if record["done"] or finished:
@@ -210,24 +232,21 @@ async def stream_request(
     return _finish(state, t0)
 
 
+def _decode(state: _Stream, pieces: list[tuple[float, bytes]], t0: float) -> None:
+    """Decode the stamped body pieces into the record; a malformed stream stops decoding."""
+    decoder = SSEDecoder()
+    try:
+        for t, piece in pieces:
+            for data in decoder.feed(piece):
+                state.consume(data, t - t0)
+        t_last = (pieces[-1][0] - t0) if pieces else 0.0
+        for data in decoder.close():
+            state.consume(data, t_last)
+    except SSEError as exc:
+        state.fail("error", f"malformed SSE: {exc}")
+
+
 def _finish(state: _Stream, t0: float) -> dict:
     state.record["t_end"] = time.perf_counter() - t0
     state.record["events"] = state.events
     return state.record
-
-
-async def _read_limited(response: httpx.Response) -> bytes:
-    data = b""
-    try:
-        async for piece in response.aiter_bytes():
-            data += piece
-            if len(data) >= MAX_ERROR_BODY:
-                break
-    except httpx.HTTPError:
-        pass
-    return data
-
-
-def _describe(exc: Exception) -> str:
-    text = str(exc) or type(exc).__name__
-    return " ".join(text.split())[:200]

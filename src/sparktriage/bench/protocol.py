@@ -1,9 +1,11 @@
 """Run the delivered-token protocol against one server launch and store every raw record.
 
-Per workload: negotiate the request shape, then warm-up requests followed by measured ones,
-one at a time (single stream). Each raw record is appended to the launch's `requests.jsonl`
+Per workload: negotiate the request shape (its probe records go to `negotiation.jsonl`), then
+warm-up requests followed by measured ones, one at a time (single stream). Each raw record is appended to the launch's `requests.jsonl`
 the moment it completes; the summary is then derived from that file, never from memory, so a
-crash loses at most the request in flight and `bench.json` can always be rebuilt.
+crash loses at most the request in flight and `bench.json` can always be rebuilt (`rebuild()`,
+`sparktriage bench --rebuild RUN_DIR`). When a later workload fails to start (its negotiation
+is refused), `bench.json` is still written from what was measured before the error is raised.
 """
 
 from __future__ import annotations
@@ -12,15 +14,18 @@ import asyncio
 from dataclasses import dataclass
 from typing import Callable
 
-from sparktriage.bench.client import ClientSettings, make_http_client, stream_request
+from sparktriage.bench.client import ClientSettings, make_stream_client, stream_request
 from sparktriage.bench.endpoint import Capabilities, Server, choose_model, discover, negotiate
+from sparktriage.bench.http1 import Client
 from sparktriage.bench.records import derive
 from sparktriage.bench.summary import build_bench_document
 from sparktriage.bench.workload import Workload
-from sparktriage.store.documents import read_document, read_records
-from sparktriage.store.rundir import SCHEMA_VERSION, LaunchDir
+from sparktriage.errors import InputError
+from sparktriage.store.documents import RecordWriter, read_document, read_records
+from sparktriage.store.rundir import SCHEMA_VERSION, LaunchDir, RunDir
 
 Observer = Callable[[str, dict], None]  # (event name, details) → None; the CLI prints them
+NEGOTIATION = "negotiation.jsonl"  # the negotiation probes' raw records, beside requests.jsonl
 
 
 @dataclass(frozen=True)
@@ -36,30 +41,45 @@ def _noop(event: str, details: dict) -> None:
     return None
 
 
-async def _run(plan: ProtocolPlan, launch: LaunchDir, observe: Observer) -> dict:
-    async with make_http_client(plan.settings) as client:
-        server = await discover(client, plan.settings.base_url)
-        model = choose_model(server, plan.model)
-        observe("server", {"base_url": server.base_url, "model": model, "version": server.version})
-        capabilities: dict[str, Capabilities] = {}
-        launch.write("launch.json", _launch_document(server, model, plan))
-        with launch.request_writer() as writer:
+async def _measure(plan: ProtocolPlan, launch: LaunchDir, observe: Observer, client: Client) -> None:
+    server = await discover(client, plan.settings)
+    model = choose_model(server, plan.model)
+    observe("server", {"base_url": server.base_url, "model": model, "version": server.version})
+    launch.write("launch.json", _launch_document(server, model, plan))
+    capabilities: dict[str, dict] = {}
+    try:
+        with launch.request_writer() as writer, RecordWriter(launch.path / NEGOTIATION) as probes:
             for workload in plan.workloads:
-                caps = await negotiate(client, plan.settings, workload, model)
-                capabilities[workload.name] = caps
+                caps = await negotiate(client, plan.settings, workload, model, probes.append)
+                capabilities[workload.name] = caps.as_dict()
+                launch.write("capabilities.json", capabilities)
                 observe("capabilities", {"workload": workload.name, **caps.as_dict()})
-                total = workload.warmup + workload.requests
-                for index in range(total):
-                    warmup = index < workload.warmup
-                    record = await stream_request(
-                        client, plan.settings, workload.path, workload.body(model, caps.extras),
-                        workload=workload.name, index=index, warmup=warmup,
-                    )
-                    writer.append(record)
-                    observe("request", {"workload": workload.name, "index": index,
-                                        "total": total, "warmup": warmup,
-                                        **derive(record).as_dict()})
-        launch.write("capabilities.json", {w: c.as_dict() for w, c in capabilities.items()})
+                await _run_workload(plan, workload, model, caps, client, writer, observe)
+    except BaseException:
+        rebuild(launch)  # keep what was measured summarized, then report the failure
+        raise
+
+
+async def _run_workload(plan: ProtocolPlan, workload: Workload, model: str, caps: Capabilities,
+                        client: Client, writer, observe: Observer) -> None:
+    total = workload.warmup + workload.requests
+    for index in range(total):
+        warmup = index < workload.warmup
+        record = await stream_request(
+            client, plan.settings, workload.path, caps.body(workload, model),
+            workload=workload.name, index=index, warmup=warmup,
+        )
+        writer.append(record)
+        observe("request", {"workload": workload.name, "index": index, "total": total,
+                            "warmup": warmup, **derive(record).as_dict()})
+
+
+async def _run(plan: ProtocolPlan, launch: LaunchDir, observe: Observer) -> dict:
+    client = make_stream_client(plan.settings)
+    try:
+        await _measure(plan, launch, observe, client)
+    finally:
+        await client.aclose()
     return rebuild(launch)
 
 
@@ -69,8 +89,11 @@ def run_protocol(plan: ProtocolPlan, launch: LaunchDir, observe: Observer = _noo
 
 
 def rebuild(launch: LaunchDir) -> dict:
-    """Derive bench.json from the launch's raw records on disk and write it."""
-    meta = read_document(launch.path / "launch.json")
+    """Derive bench.json from the launch's raw records on disk, write it and return it."""
+    meta_path = launch.path / "launch.json"
+    if not meta_path.exists():
+        raise InputError(f"{launch.path}: no launch.json, nothing was measured here")
+    meta = read_document(meta_path)
     caps_path = launch.path / "capabilities.json"
     caps = read_document(caps_path) if caps_path.exists() else {}
     caps.pop("schema_version", None)
@@ -78,6 +101,14 @@ def rebuild(launch: LaunchDir) -> dict:
     document = build_bench_document(meta, records, caps)
     launch.write("bench.json", document)
     return {"schema_version": SCHEMA_VERSION, **document}
+
+
+def rebuild_run(run: RunDir) -> list[dict]:
+    """Rebuild bench.json of every launch of a run directory that measured something."""
+    documents = [rebuild(launch) for launch in run.launches() if (launch.path / "launch.json").exists()]
+    if not documents:
+        raise InputError(f"{run.path}: no launch with raw request records to rebuild")
+    return documents
 
 
 def _launch_document(server: Server, model: str, plan: ProtocolPlan) -> dict:

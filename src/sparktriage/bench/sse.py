@@ -41,6 +41,8 @@ class SSEDecoder:
     def close(self) -> list[str]:
         """End of stream: a final event without its blank line still counts."""
         events = []
+        if self._buffer.endswith(b"\r"):  # a CR held back in case an LF followed: a line end
+            events.extend(self.feed(b"\n"))
         if self._buffer:
             event = self._line(self._buffer)
             self._buffer = b""

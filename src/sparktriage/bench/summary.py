@@ -44,6 +44,12 @@ def _workload_document(name: str, records: list[dict], caps: dict | None) -> dic
         warnings.append(
             f"token-count sources disagree in {len(disagreeing)} requests (e.g. {first})"
         )
+    burst = [r for r in ok if r["decode_tok_s"] is None and r["chunks"] > 1]
+    if burst:
+        warnings.append(
+            f"{len(burst)} of {len(ok)} requests delivered every token in one burst (one read): "
+            "no decode interval, so no decode rate; the server or a proxy buffered the stream"
+        )
     inexact = [r for r in ok if not r["exact"]]
     if inexact:
         sources = ", ".join(sorted({r["token_source"] for r in inexact}))
@@ -86,7 +92,7 @@ def build_bench_document(launch: dict, records: list[dict], capabilities: dict) 
     order: list[str] = []
     by_name: dict[str, list[dict]] = {}
     for record in records:
-        if record.get("type") != "request":
+        if record.get("type") != "request" or record.get("purpose") == "negotiate":
             continue
         name = str(record.get("workload"))
         if name not in by_name:

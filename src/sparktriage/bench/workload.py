@@ -11,10 +11,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from sparktriage.errors import ConfigError, InputError
+from sparktriage.errors import InputError
+from sparktriage.yamldoc import parse_yaml
 
 
 class Message(BaseModel):
@@ -76,21 +76,7 @@ def builtin_names() -> list[str]:
 
 
 def _parse(text: str, origin: str) -> Workload:
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{origin}{where}: not valid YAML ({getattr(exc, 'problem', exc)})") from exc
-    if not isinstance(data, dict):
-        raise ConfigError(f"{origin}: a workload file must be a mapping")
-    try:
-        return Workload.model_validate(data)
-    except ValidationError as exc:
-        problems = [
-            f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in exc.errors()
-        ]
-        raise ConfigError(f"{origin}: " + "; ".join(problems), errors=problems) from exc
+    return parse_yaml(text, origin, Workload, "workload")
 
 
 def load_workload(spec: str) -> Workload:

@@ -21,7 +21,12 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-_state = {"debug": False}
+_state: dict = {"debug": False, "argv": []}
+
+
+def invoked_argv() -> list[str]:
+    """The arguments of this invocation (after the program name), as given to `main()`."""
+    return list(_state["argv"])
 
 
 def _version(value: bool) -> None:
@@ -43,7 +48,7 @@ def _root(
 
 def _register() -> None:
     # Each command lives in its own module; importing it registers it on `app`.
-    from sparktriage.cli import bench, collect, demo, launch, logs, probe, rules, stalls  # noqa: F401
+    from sparktriage.cli import bench, collect, demo, launch, logs, probe, rules, simulate, stalls  # noqa: F401
     from sparktriage.cli import report, verify  # noqa: F401
 
 
@@ -51,6 +56,7 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point of the `sparktriage` script: run a command and exit with its ExitCode."""
     args = list(sys.argv[1:] if argv is None else argv)
     _state["debug"] = "--debug" in args
+    _state["argv"] = args
     _register()
     command = typer.main.get_command(app)
     try:

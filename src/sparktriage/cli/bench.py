@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 import time
 from pathlib import Path
 from typing import List, Optional
@@ -12,12 +11,13 @@ import typer
 from rich.table import Table
 
 from sparktriage.bench.client import ClientSettings
-from sparktriage.bench.protocol import ProtocolPlan, run_protocol
+from sparktriage.bench.protocol import ProtocolPlan, rebuild_run, run_protocol
 from sparktriage.bench.workload import load_workloads
 from sparktriage.cli import console
-from sparktriage.cli.app import app
+from sparktriage.cli.app import app, invoked_argv
 from sparktriage.cli.exit_codes import ExitCode
 from sparktriage.cli.logs import render_reconcile
+from sparktriage.errors import UsageError
 from sparktriage.evidence.clock import parse_tz
 from sparktriage.evidence.launch_reconcile import MetricsRecorder, reconcile_launch, wait_for_log
 from sparktriage.evidence.sources import resolve_inputs
@@ -63,9 +63,25 @@ def render_table(document: dict) -> Table:
     return table
 
 
+def _failed(document: dict) -> int:
+    return sum(w["summary"]["counts"]["error"] + w["summary"]["counts"]["incomplete"]
+               for w in document["workloads"])
+
+
+def _rebuild(path: Path, json_out: str | None) -> None:
+    documents = rebuild_run(RunDir.open(path))
+    for document in documents:
+        console.data_console(json_out).print(render_table(document))
+    console.write_json(documents[0] if len(documents) == 1 else
+                       {"schema_version": documents[0]["schema_version"], "launches": documents}, json_out)
+    console.info(f"rebuilt bench.json of {len(documents)} launch(es) in {path} from requests.jsonl")
+    if any(_failed(d) for d in documents):
+        raise typer.Exit(ExitCode.FINDINGS)
+
+
 @app.command("bench")
 def bench(
-    endpoint: str = typer.Option(..., "--endpoint", help="Server base URL, e.g. http://host:8000."),
+    endpoint: Optional[str] = typer.Option(None, "--endpoint", help="Server base URL, e.g. http://host:8000."),
     workload: list[str] = typer.Option(
         ["code,prose"], "--workload", help="Built-in workload names or YAML files (comma lists)."
     ),
@@ -76,6 +92,8 @@ def bench(
     api_key: Optional[str] = typer.Option(None, "--api-key", help="Bearer token [env OPENAI_API_KEY]."),
     out: Optional[Path] = typer.Option(None, "--out", help="Run directory [./runs/<timestamp>]."),
     stall_timeout: float = typer.Option(60.0, "--stall-timeout", min=0.1, help="Seconds without data before a request counts as stalled."),
+    insecure: bool = typer.Option(False, "--insecure", help="Do not verify the server's TLS certificate (https)."),
+    rebuild: Optional[Path] = typer.Option(None, "--rebuild", help="Rebuild bench.json of RUN_DIR from its raw records; nothing is sent."),
     json_out: Optional[str] = typer.Option(None, "--json", help="Write the bench document to PATH, or - for stdout."),
     log: Optional[List[str]] = typer.Option(None, "--log", help="Server log to reconcile with: FILE, NODE=FILE or *.lines.jsonl (repeatable)."),
     metrics: Optional[str] = typer.Option(None, "--metrics", help="Prometheus URL scraped before and after each workload, e.g. http://host:8000/metrics."),
@@ -83,15 +101,22 @@ def bench(
     log_tz: Optional[str] = typer.Option(None, "--log-tz", help="Time zone of the log's stamps: UTC, +02:00, Europe/Paris [local]."),
 ) -> None:
     """Measure tokens delivered to a streaming client (TTFT, decode and end-to-end rates)."""
+    if rebuild is not None:
+        if endpoint is not None:
+            raise UsageError("--rebuild works offline: do not give --endpoint with it")
+        _rebuild(rebuild, json_out)
+        return
+    if endpoint is None:
+        raise UsageError("missing option --endpoint (or --rebuild RUN_DIR)")
     workloads = load_workloads(workload)
     overrides = {k: v for k, v in (("requests", requests), ("max_tokens", max_tokens),
                                    ("warmup", warmup)) if v is not None}
     workloads = tuple(w.model_copy(update=overrides) for w in workloads)
     settings = ClientSettings(
         base_url=endpoint, api_key=api_key or os.environ.get("OPENAI_API_KEY") or None,
-        stall_timeout_s=stall_timeout,
+        stall_timeout_s=stall_timeout, verify_tls=not insecure,
     )
-    run = RunDir.create(out or default_run_path(), ["sparktriage", *sys.argv[1:]])
+    run = RunDir.create(out or default_run_path(), ["sparktriage", *redact_argv(invoked_argv())])
     launch = run.next_launch()
     console.info(f"run directory: {run.path}")
     zone = parse_tz(log_tz)
@@ -113,7 +138,23 @@ def bench(
         document = {**document, "reconcile": reconciled}
     console.write_json(document, json_out)
     console.info(f"raw records: {launch.requests_path}; summary: {launch.path / 'bench.json'}")
-    failed = sum(w["summary"]["counts"]["error"] + w["summary"]["counts"]["incomplete"]
-                 for w in document["workloads"])
-    if failed:
+    if _failed(document):
         raise typer.Exit(ExitCode.FINDINGS)
+
+
+def redact_argv(argv: list[str]) -> list[str]:
+    """The command line as recorded in run.json, with the value of --api-key hidden."""
+    out: list[str] = []
+    hide = False
+    for arg in argv:
+        if hide:
+            out.append("<redacted>")
+            hide = False
+        elif arg == "--api-key":
+            out.append(arg)
+            hide = True
+        elif arg.startswith("--api-key="):
+            out.append("--api-key=<redacted>")
+        else:
+            out.append(arg)
+    return out

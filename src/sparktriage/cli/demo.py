@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Optional
 
@@ -12,7 +11,7 @@ from sparktriage.bench.client import ClientSettings
 from sparktriage.bench.protocol import ProtocolPlan, run_protocol
 from sparktriage.bench.workload import load_workloads
 from sparktriage.cli import console
-from sparktriage.cli.app import app
+from sparktriage.cli.app import app, invoked_argv
 from sparktriage.cli.bench import _progress, render_table
 from sparktriage.cli.exit_codes import ExitCode
 from sparktriage.store.rundir import RunDir, default_run_path
@@ -30,7 +29,7 @@ def demo(
 ) -> None:
     """Start the local CPU vLLM with the bundled tiny model and run the protocol against it."""
     bed = locate().check()
-    run = RunDir.create(out or default_run_path(), ["sparktriage", *sys.argv[1:]])
+    run = RunDir.create(out or default_run_path(), ["sparktriage", *invoked_argv()])
     launch = run.next_launch()
     console.info(f"run directory: {run.path}")
     spec = ServeSpec(model=bed.model())
@@ -43,6 +42,9 @@ def demo(
         plan = ProtocolPlan(ClientSettings(base_url=server.base_url), None, workloads)
         document = run_protocol(plan, launch, _progress)
     console.data_console(json_out).print(render_table(document))
+    for w in document["workloads"]:
+        for warning in w["warnings"]:
+            console.warn(f"{w['name']}: {warning}")
     console.write_json(document, json_out)
     console.info(f"results: {launch.path / 'bench.json'}; server log: {server.log_path}")
     failed = sum(w["summary"]["counts"]["error"] + w["summary"]["counts"]["incomplete"]

@@ -60,7 +60,8 @@ def serve_argv(bed: Testbed, spec: ServeSpec, port: int) -> list[str]:
 
 
 def serve_env(bed: Testbed, spec: ServeSpec, scratch: Path) -> dict:
-    env = dict(os.environ)
+    # The server must not inherit a key that would make it refuse our unauthenticated client.
+    env = {k: v for k, v in os.environ.items() if k != "VLLM_API_KEY"}
     env.update({
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1",
@@ -135,10 +136,12 @@ class LocalServer:
         while time.monotonic() < deadline:
             code = self.process.poll()
             if code is not None:
+                for thread in self._pumps:  # the log is complete only once both pipes hit EOF
+                    thread.join(timeout=5)
                 raise LaunchError(f"vllm serve exited with status {code} before it was ready: "
                                   f"{self.last_error()}")
             try:
-                if httpx.get(self.base_url + "/health", timeout=2.0).status_code == 200:
+                if httpx.get(self.base_url + "/health", timeout=2.0, trust_env=False).status_code == 200:
                     self.ready_unix = time.time()
                     return self.ready_unix - self.started_unix
             except httpx.HTTPError:

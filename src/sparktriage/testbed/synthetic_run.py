@@ -144,9 +144,11 @@ def _side_documents(launch: LaunchDir, spec: SyntheticSpec, rng: random.Random, 
     launch.write("stalls.json", {"kind": "stalls", "synthetic": True, "phases": phases,
                                  "findings": findings})
     windows, t = [], ready + 15.0  # the end of the first 10 s window after the first request
+    summary = bench["workloads"][0]["summary"]
+    # A measured run may have no decode rate (every response arrived in one burst): fall back.
+    base = summary["decode_tok_s"]["mean"] or summary["e2e_tok_s"]["mean"] or 100.0
     while t < end + 10.0:
-        windows.append({"t": round(t, 3), "value": round(bench["workloads"][0]["summary"]["decode_tok_s"]["mean"]
-                                                         * rng.uniform(1.05, 1.45), 2)})
+        windows.append({"t": round(t, 3), "value": round(base * rng.uniform(1.05, 1.45), 2)})
         t += 10.0
     values = [w["value"] for w in windows]
     log_lines = "vllm serve synthetic --api-key " + SECRETS["flag_key"] if spec.plant else "no errors"
