@@ -1,0 +1,83 @@
+"""`sparktriage launch`: start a deployment on its nodes, watch startup, collect, stop it."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from sparktriage.cli import console
+from sparktriage.cli.app import app
+from sparktriage.config.deployment import load_deployment
+from sparktriage.errors import ConfigError
+from sparktriage.launch.plan import build_plan
+from sparktriage.launch.render import render_launch_plan
+from sparktriage.launch.run import launch_replicates, raise_for
+from sparktriage.store.rundir import RunDir, default_run_path
+
+
+def _progress(event: str, details: dict) -> None:
+    if event == "launch":
+        console.info(f"launch {details['label']} ({details['index']}/{details['count']})")
+    elif event == "agents":
+        console.info(f"agents running on {', '.join(details['nodes'])}")
+    elif event == "stage":
+        console.info(f"stage {details['name']}")
+    elif event == "process":
+        console.info(f"[{details['node']}] started {details['name']} (pid {details['pid']})")
+    elif event == "marker":
+        console.info(f"[{details['node']}] {details['marker']}")
+    elif event == "ready":
+        console.info(f"ready after {details['after_s']:.1f} s at {details['endpoint']}")
+    elif event == "failure":
+        console.warn(details["reason"])
+
+
+@app.command("launch")
+def launch(
+    deployment: Path = typer.Argument(..., help="Deployment YAML (docs/launch.md)."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the per-node plan (argv and environment) and stop."),
+    lab: Optional[Path] = typer.Option(None, "--lab", help="Lab YAML to use instead of the deployment's."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Run directory [./runs/<timestamp>]."),
+    hold: float = typer.Option(0.0, "--hold", min=0.0, help="Seconds to keep the deployment up after it is ready."),
+    launches: int = typer.Option(1, "--launches", min=1, help="Launches in a row (replicates), each torn down before the next."),
+    startup_timeout: Optional[float] = typer.Option(None, "--startup-timeout", min=1.0, help="Seconds from launch to ready [the deployment's timeouts.startup_s]."),
+    json_out: Optional[str] = typer.Option(None, "--json", help="Write the result (or with --dry-run the plan) to PATH, or - for stdout."),
+) -> None:
+    """Start a deployment on its nodes, watch it to readiness, collect an evidence bundle, stop it."""
+    try:
+        dep = load_deployment(deployment, lab)
+    except ConfigError as exc:
+        for line in exc.errors[1:]:
+            console.stderr.print(f"error: {line}", markup=False)
+        raise
+    plan = build_plan(dep)
+    if startup_timeout is not None:
+        plan = replace(plan, startup_timeout_s=startup_timeout)
+    if dry_run:
+        console.data_console(json_out).print(render_launch_plan(plan), markup=False)
+        console.write_json({"schema_version": 1, "kind": "launch-plan", **plan.to_json()}, json_out)
+        return
+    run = RunDir.create(out or default_run_path(), ["sparktriage", *sys.argv[1:]])
+    (run.path / "deployment.yaml").write_bytes(deployment.read_bytes())
+    console.info(f"run directory: {run.path}")
+    results = launch_replicates(plan, run, launches, _progress, hold_s=hold)
+    for result in results:
+        line = f"{result['label']}: {result.get('outcome')}"
+        if result.get("ready_s") is not None:
+            line += f", ready after {result['ready_s']:.1f} s"
+        left = sum(len(v) for v in (result.get("survivors") or {}).values())
+        line += f", {left} process(es) left running" if left else ", nothing left running"
+        startup = result.get("startup") or {}
+        phases = [p for p in startup.get("phases") or [] if p.get("duration_s") is not None]
+        if phases:
+            line += "\n  startup: " + ", ".join(f"{p['name']} {p['duration_s']:.1f} s"
+                                               for p in phases)
+        console.data_console(json_out).print(line, markup=False)
+    console.write_json({"schema_version": 1, "kind": "launch-result", "run": str(run.path),
+                        "launches": json.loads(json.dumps(results, default=str))}, json_out)
+    raise_for(results)

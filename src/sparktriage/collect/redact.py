@@ -1,0 +1,81 @@
+"""Redaction at capture: secrets in environment variables and command lines never leave the node.
+
+A secret is replaced by a stand-in `***<8 hex>`: an HMAC of the value under a key that the
+collecting machine generates per collection and never writes into the bundle. The same
+secret therefore gets the same stand-in on every node of one collection (so the cross-node
+diff still sees "same token" or "different token"), and the stand-in reveals nothing about it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+
+SECRET_NAME = re.compile(
+    r"(TOKEN(?!IZER)|SECRET|PASSW|PASSWD|PWD|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL|AUTH|COOKIE|"
+    r"SESSION|SIGNATURE|_KEY$|^KEY$)", re.IGNORECASE)
+NOT_SECRET = frozenset({"PWD", "OLDPWD", "KEY_INDEX"})
+SECRET_FLAGS = frozenset({
+    "--api-key", "--hf-token", "--token", "--password", "--secret", "--ssl-keyfile-password",
+    "--aws-secret-access-key", "--auth", "--authorization",
+})
+_INLINE = re.compile(
+    r"^(--?[A-Za-z0-9_.-]*(?:token|key|secret|password|passwd|auth|authorization|credentials?)=)"
+    r"(.+)$", re.IGNORECASE)
+_URL_CRED = re.compile(r"(://[^/\s:@]+:)([^@/\s]+)(@)")
+_BEARER = re.compile(r"((?:Bearer|Basic)\s+)([A-Za-z0-9._~+/=-]{8,})", re.IGNORECASE)
+_HF = re.compile(r"\bhf_[A-Za-z0-9]{20,}\b")
+
+
+class Redactor:
+    """Replace secrets by stable stand-ins (see module doc)."""
+
+    def __init__(self, key: bytes) -> None:
+        self._key = key
+
+    def stand_in(self, secret: str) -> str:
+        digest = hmac.new(self._key, secret.encode("utf-8", "replace"), hashlib.sha256)
+        return "***" + digest.hexdigest()[:8]
+
+    def is_secret_name(self, name: str) -> bool:
+        upper = name.upper()
+        return upper not in NOT_SECRET and bool(SECRET_NAME.search(upper))
+
+    def env(self, env: dict) -> dict:
+        """A copy of an environment with secret values replaced."""
+        return {k: (self.stand_in(v) if v and self.is_secret_name(k) else self.text(v))
+                for k, v in env.items()}
+
+    def text(self, text: str) -> str:
+        """Secrets embedded in free text: URL credentials, bearer tokens, HF tokens."""
+        if not text:
+            return text
+        text = _URL_CRED.sub(lambda m: m.group(1) + self.stand_in(m.group(2)) + m.group(3), text)
+        text = _BEARER.sub(lambda m: m.group(1) + self.stand_in(m.group(2)), text)
+        return _HF.sub(lambda m: self.stand_in(m.group(0)), text)
+
+    def args(self, argv: list) -> list:
+        """A copy of an argv with the values of secret options replaced."""
+        out = []
+        hide_next = False
+        for arg in argv:
+            arg = str(arg)
+            if hide_next:
+                out.append(self.stand_in(arg))
+                hide_next = False
+                continue
+            if arg in SECRET_FLAGS:
+                out.append(arg)
+                hide_next = True
+                continue
+            match = _INLINE.match(arg)
+            if match:
+                out.append(match.group(1) + self.stand_in(match.group(2)))
+                continue
+            name, sep, value = arg.partition("=")
+            if sep and value and not arg.startswith("-") and self.is_secret_name(name):
+                out.append(name + "=" + self.stand_in(value))  # env assignments: HF_TOKEN=...
+                continue
+            out.append(self.text(arg))
+        return out

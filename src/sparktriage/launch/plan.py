@@ -1,0 +1,240 @@
+"""Launch plans: from a deployment, exactly what runs on which node, with which environment.
+
+Pure functions (no I/O, no clock), golden-tested. A plan is a list of stages; each stage
+starts processes on nodes and may wait for a log marker before the next stage starts:
+
+- mp, one node:      serve:        head `vllm serve MODEL ...`
+- mp, N nodes:       serve:        head `... --nnodes N --node-rank 0 --master-addr HEAD`,
+                                   node i `... --node-rank i --headless` (vLLM 0.14+)
+- ray:               ray-head:     head `ray start --head --block` (wait "Ray runtime started")
+                     ray-workers:  others `ray start --address HEAD:PORT --block` (same wait)
+                     serve:        head `vllm serve ... --distributed-executor-backend ray`
+                     teardown:     `ray stop --force` on every node after the processes end
+
+With `engine.image`, every process runs in a container (`docker run --rm --name ...
+--network host`), and teardown removes the containers by name. Every value is an argv element
+or an environment value: no shell ever parses them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass
+
+from sparktriage.collect.plan import CollectPlan, default_plan
+from sparktriage.config.deployment import Deployment
+from sparktriage.config.lab import Lab, LabNode
+from sparktriage.launch.transport import Transport
+
+DEFAULT_ENV = {"PYTHONUNBUFFERED": "1"}  # line records need lines as they are printed
+
+
+@dataclass(frozen=True)
+class ProcessSpec:
+    name: str  # log name on the node: server, ray-head, ray-worker
+    argv: tuple[str, ...]
+    env: tuple[tuple[str, str], ...]  # set by the plan, on top of the node's own environment
+    marker: str | None = None  # log marker that tells this process is up (stage gate)
+
+    def to_agent(self) -> dict:
+        return {"name": self.name, "argv": list(self.argv), "env": dict(self.env)}
+
+
+@dataclass(frozen=True)
+class NodePlan:
+    name: str
+    host: str
+    rank: int
+    role: str  # head / worker
+    transport: Transport
+    python: str | None  # the agent's interpreter on the node; None: sparktriage's own (local)
+    collect: CollectPlan
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    processes: tuple[tuple[str, ProcessSpec], ...]  # (node name, process)
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    deployment: str
+    backend: str
+    nodes: tuple[NodePlan, ...]
+    stages: tuple[Stage, ...]
+    endpoint: str
+    ready: str  # api / log
+    startup_timeout_s: float
+    stage_timeout_s: float
+    grace_s: float
+    link_timeout_s: float
+    teardown: tuple[tuple[str, tuple[str, ...]], ...]  # (node, argv) run after the processes end
+
+    def node(self, name: str) -> NodePlan:
+        return next(n for n in self.nodes if n.name == name)
+
+    @property
+    def head(self) -> NodePlan:
+        return self.nodes[0]
+
+    def to_json(self) -> dict:
+        """The plan as data (what --dry-run --json prints; what golden tests pin)."""
+        doc = asdict(self)
+        for node in doc["nodes"]:
+            transport = next(n.transport for n in self.nodes if n.name == node["name"])
+            node["transport"] = {"kind": "local" if transport.local else "ssh",
+                                 **{k: v for k, v in asdict(transport).items() if v is not None}}
+        for stage in doc["stages"]:
+            stage["processes"] = [{"node": node, **proc, "argv": list(proc["argv"]),
+                                   "env": dict(proc["env"])} for node, proc in stage["processes"]]
+        doc["teardown"] = [{"node": n, "argv": list(a)} for n, a in self.teardown]
+        return doc
+
+
+def _flag_args(flags: dict) -> list[str]:
+    out = []
+    for name, value in flags.items():
+        if value is True:
+            out.append(f"--{name}")
+        elif value is not None and value is not False:
+            out += [f"--{name}", str(value)]
+    return out
+
+
+def serve_argv(dep: Deployment) -> list[str]:
+    """`vllm serve` argv shared by every node (multi-node flags are added per node)."""
+    m, s, p, load = dep.model, dep.serve, dep.parallelism, dep.load
+    argv = list(dep.engine.vllm) + ["serve", m.path, "--host", s.host, "--port", str(s.port)]
+    if m.name:
+        argv += ["--served-model-name", m.name]
+    for flag, value in (("--tokenizer", m.tokenizer), ("--quantization", m.quantization),
+                        ("--tensor-parallel-size", p.tp if p.tp > 1 else None),
+                        ("--pipeline-parallel-size", p.pp if p.pp > 1 else None),
+                        ("--data-parallel-size", p.dp if p.dp > 1 else None),
+                        ("--max-model-len", s.max_model_len),
+                        ("--gpu-memory-utilization", s.gpu_memory_utilization),
+                        ("--dtype", s.dtype), ("--kv-cache-dtype", s.kv_cache_dtype),
+                        ("--max-num-seqs", s.max_num_seqs),
+                        ("--max-num-batched-tokens", s.max_num_batched_tokens),
+                        ("--load-format", load.format),
+                        ("--safetensors-load-strategy", load.strategy),
+                        ("--download-dir", load.download_dir)):
+        if value is not None:
+            argv += [flag, str(value)]
+    if load.extra_config is not None:
+        argv += ["--model-loader-extra-config", json.dumps(load.extra_config, separators=(",", ":"))]
+    if p.ep:
+        argv.append("--enable-expert-parallel")
+    if m.trust_remote_code:
+        argv.append("--trust-remote-code")
+    if s.enforce_eager:
+        argv.append("--enforce-eager")
+    if dep.speculative is not None:
+        spec = {"method": dep.speculative.method}
+        if dep.speculative.model:
+            spec["model"] = dep.speculative.model
+        spec["num_speculative_tokens"] = dep.speculative.num_speculative_tokens
+        spec.update(dep.speculative.extra)
+        argv += ["--speculative-config", json.dumps(spec, separators=(",", ":"))]
+    return argv + _flag_args(s.flags) + list(s.extra_args)
+
+
+def _nodes(dep: Deployment) -> list[LabNode]:
+    lab = dep.lab
+    assert isinstance(lab, Lab), "load_deployment resolves the lab"
+    chosen = [lab.node(n) for n in dep.nodes] if dep.nodes else list(lab.nodes)
+    heads = [n for n in chosen if n.role == "head"]
+    head = heads[0] if heads else chosen[0]
+    return [head] + [n for n in chosen if n is not head]
+
+
+def _env(dep: Deployment, node: LabNode, extra: dict | None = None) -> dict[str, str]:
+    env = dict(DEFAULT_ENV)
+    env.update(dep.env)
+    env.update(node.env)
+    env.update(dep.node_env.get(node.name, {}))
+    env.update(extra or {})
+    return env
+
+
+def _container(dep: Deployment, node: LabNode, name: str, argv: list[str],
+               env: dict[str, str]) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...], str]:
+    engine = dep.engine
+    cname = re.sub(r"[^A-Za-z0-9_.-]+", "-", f"sparktriage-{dep.name}-{node.name}-{name}")[:120]
+    run = [engine.runtime, "run", "--rm", "--name", cname, "--network", "host", "--ipc", "host"]
+    if (node.gpu or "").lower() not in ("none", "cpu"):
+        run += ["--gpus", "all"]
+    run += list(engine.container_args)
+    for key, value in env.items():
+        run += ["-e", f"{key}={value}"]
+    return tuple(run + [engine.image] + argv), (), cname
+
+
+def build_plan(dep: Deployment) -> LaunchPlan:
+    """The launch plan of a loaded deployment (see the module doc for the shapes)."""
+    lab = dep.lab
+    assert isinstance(lab, Lab)
+    nodes = _nodes(dep)
+    head = nodes[0]
+    multi = len(nodes) > 1
+    engine = dep.engine
+    node_plans = []
+    for rank, node in enumerate(nodes):
+        transport = Transport(destination=node.ssh, ssh_config=lab.ssh_config, port=node.port,
+                              identity_file=node.identity_file, proxy_jump=node.proxy_jump)
+        python = node.python if node.ssh else None
+        collect = default_plan(node.name, interval_s=dep.collect.interval_s,
+                               stacks_interval_s=dep.collect.stacks_interval_s, pyspy=node.pyspy,
+                               disable=tuple(dep.collect.disable))
+        node_plans.append(NodePlan(node.name, node.host, rank, "head" if rank == 0 else "worker",
+                                   transport, python, collect))
+
+    teardown: list[tuple[str, tuple[str, ...]]] = []
+
+    def process(node: LabNode, name: str, argv: list[str], marker: str | None = None,
+                extra_env: dict | None = None) -> ProcessSpec:
+        env = _env(dep, node, extra_env)
+        if engine.image:
+            full, penv, cname = _container(dep, node, name, argv, env)
+            teardown.append((node.name, (engine.runtime, "rm", "-f", cname)))
+            return ProcessSpec(name, full, penv, marker)
+        return ProcessSpec(name, tuple(argv), tuple(sorted(env.items())), marker)
+
+    base = serve_argv(dep)
+    stages: list[Stage] = []
+    if engine.backend == "ray":
+        port = str(engine.ray_port)
+        stages.append(Stage("ray-head", ((head.name, process(
+            head, "ray-head", [engine.ray, "start", "--head", "--port", port,
+                               "--node-ip-address", head.host, "--block"], "ray-started")),)))
+        if multi:
+            stages.append(Stage("ray-workers", tuple((n.name, process(
+                n, "ray-worker", [engine.ray, "start", "--address", f"{head.host}:{port}",
+                                  "--node-ip-address", n.host, "--block"], "ray-started"))
+                for n in nodes[1:])))
+        stages.append(Stage("serve", ((head.name, process(
+            head, "server", base + ["--distributed-executor-backend", "ray"])),)))
+        teardown += [(n.name, (engine.ray, "stop", "--force")) for n in nodes]
+    elif multi:
+        common = ["--distributed-executor-backend", "mp", "--nnodes", str(len(nodes)),
+                  "--master-addr", head.host, "--master-port", str(engine.master_port)]
+        procs = []
+        for rank, node in enumerate(nodes):
+            argv = base + common + ["--node-rank", str(rank)] + (["--headless"] if rank else [])
+            procs.append((node.name, process(node, "server", argv)))
+        stages.append(Stage("serve", tuple(procs)))
+    else:
+        stages.append(Stage("serve", ((head.name, process(head, "server", base)),)))
+
+    api_host = head.host if head.host not in ("0.0.0.0", "::") else "127.0.0.1"
+    if ":" in api_host and not api_host.startswith("["):
+        api_host = f"[{api_host}]"
+    t = dep.timeouts
+    return LaunchPlan(
+        deployment=dep.name, backend=engine.backend, nodes=tuple(node_plans),
+        stages=tuple(stages), endpoint=f"http://{api_host}:{dep.serve.port}", ready=dep.ready,
+        startup_timeout_s=t.startup_s, stage_timeout_s=t.stage_s, grace_s=t.teardown_grace_s,
+        link_timeout_s=t.link_s, teardown=tuple(teardown),
+    )

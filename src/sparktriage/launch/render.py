@@ -1,0 +1,78 @@
+"""Plans as text for `--dry-run`: exactly what would run where, shell-quoted for reading.
+
+The quoting here is for display only (so that a reader can paste a line into a shell and get
+the same argv); nothing is ever executed through a shell.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from sparktriage.collect.plan import CollectPlan
+from sparktriage.collect.shipping import agent_argv
+
+
+def _quote(argv: list[str] | tuple[str, ...]) -> str:
+    return " ".join(shlex.quote(str(a)) for a in argv)
+
+
+def render_collectors(plan: CollectPlan, indent: str = "  ") -> list[str]:
+    lines = []
+    for spec in plan.collectors:
+        every = "once" if spec.interval_s is None else f"every {spec.interval_s:g} s"
+        options = {k: v for k, v in spec.options.items() if v is not None}
+        extra = f"  {options}" if options else ""
+        lines.append(f"{indent}{spec.name:<12} {every:<14} timeout {spec.timeout_s:g} s{extra}")
+    return lines
+
+
+def render_collect_plan(request) -> str:
+    """The `collect --dry-run` text of a CollectRequest."""
+    lines = [f"collect on node {request.node} ({request.transport.describe()})",
+             f"  target: {request.target()}",
+             f"  bundle: {request.out}"]
+    stop = []
+    if request.duration_s is not None:
+        stop.append(f"after {request.duration_s:g} s")
+    if request.until_ready:
+        stop.append(f"when {request.endpoint or 'the server'} is ready")
+    stop.append("when the target exits, on Ctrl-C, or when the link is lost")
+    lines.append("  stops: " + "; ".join(stop))
+    python = request.python or ("<this python>" if request.transport.local else "python3")
+    lines.append("  agent: " + _quote(request.transport.argv(agent_argv(python))[:-1] +
+                                      ["<bootstrap>"] if not request.transport.local
+                                      else [python, "-c", "<bootstrap>"]))
+    lines.append("  collectors:")
+    lines += render_collectors(request.collect_plan(), "    ")
+    if request.logs:
+        lines.append("  follow: " + ", ".join(request.logs))
+    if request.export:
+        lines.append(f"  export: {request.export}")
+    return "\n".join(lines)
+
+
+def render_launch_plan(plan) -> str:
+    """The `launch --dry-run` text of a LaunchPlan."""
+    lines = [f"deployment {plan.deployment}: backend {plan.backend}, {len(plan.nodes)} node(s); "
+             f"ready when {'GET /health answers 200 at ' + plan.endpoint if plan.ready == 'api' else 'the head logs Application startup complete'}",
+             f"deadlines: startup {plan.startup_timeout_s:g} s, each gated stage "
+             f"{plan.stage_timeout_s:g} s, SIGTERM→SIGKILL {plan.grace_s:g} s, "
+             f"silent link {plan.link_timeout_s:g} s", ""]
+    for node in plan.nodes:
+        python = node.python or "<this python>"
+        agent = node.transport.argv([python, "-c", "<bootstrap>"])
+        lines.append(f"node {node.name} (rank {node.rank}, {node.role}, {node.host}): "
+                     f"agent via {_quote(agent)}")
+        lines += render_collectors(node.collect, "    ")
+    for index, stage in enumerate(plan.stages, start=1):
+        lines += ["", f"stage {index}: {stage.name}"]
+        for node, proc in stage.processes:
+            gate = f" (then wait for log marker '{proc.marker}')" if proc.marker else ""
+            lines.append(f"  on {node}: {proc.name}{gate}")
+            if proc.env:
+                lines.append("    env:  " + " ".join(f"{k}={shlex.quote(v)}" for k, v in proc.env))
+            lines.append("    argv: " + _quote(proc.argv))
+    if plan.teardown:
+        lines += ["", "after teardown:"]
+        lines += [f"  on {node}: {_quote(argv)}" for node, argv in plan.teardown]
+    return "\n".join(lines)

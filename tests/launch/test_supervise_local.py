@@ -1,0 +1,203 @@
+"""Local supervision with the light fake server: readiness, failures, deadlines, teardown, Ctrl-C.
+
+Every test checks with psutil, independently of what sparktriage reports, that no process of
+the launch survives.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import psutil
+
+from launchkit import fake_deployment, processes_with, wait_gone
+from sparktriage.config.deployment import load_deployment
+from sparktriage.evidence.bundle import Bundle
+from sparktriage.launch.plan import build_plan
+from sparktriage.launch.readiness import api_ready
+from sparktriage.launch.run import launch_once, launch_replicates
+from sparktriage.store.rundir import RunDir
+
+
+def _launch(tmp_path, mark, hold_s=0.0, **kwargs):
+    plan = build_plan(load_deployment(fake_deployment(tmp_path / "d.yaml", mark, **kwargs)))
+    run = RunDir.create(tmp_path / "run", ["test"])
+    events = []
+    result = launch_once(plan, run.next_launch(), lambda e, d: events.append((e, d)), hold_s)
+    return plan, result, events
+
+
+def test_ready_then_teardown_leaves_nothing(tmp_path, mark):
+    plan, result, events = _launch(tmp_path, mark, hold_s=2.5,
+                                   env={"NCCL_SOCKET_IFNAME": "lo", "HF_TOKEN": "hf_secret123"})
+    assert result["outcome"] == "completed" and result["error"] is None
+    assert 0 < result["ready_s"] < 30
+    assert ("ready", {"after_s": result["ready_s"], "endpoint": plan.endpoint}) in events
+    assert wait_gone(mark, 2) == []
+    assert not api_ready(plan.endpoint, 1.0)
+    with Bundle.open(result["bundle"]) as bundle:
+        assert bundle.info.origin == "launch" and bundle.info.outcome == "completed"
+        lines = [r.line for r in bundle.log_lines("local", "server")]
+        assert any("Application startup complete" in line for line in lines)
+        assert all(r.t >= bundle.info.started - 1 for r in bundle.log_lines("local"))
+        markers = {m["marker"] for m in bundle.info.raw["markers"]}
+        assert {"version", "load-start", "weights-loaded", "ready"} <= markers
+        procs = list(bundle.proc_samples("local"))
+        roles = {p.role for p in procs}
+        assert "api-server" in roles  # `... serve MODEL` is the API server
+        server = [p for p in procs if p.role == "api-server"][-1]
+        assert server.children and server.children[0].name.startswith("python")
+        assert any(p.ppid == server.pid for p in procs)  # the child is sampled too
+        stacks = [s for s in bundle.stacks("local") if s.role == "api-server"]
+        assert stacks and stacks[-1].error is None
+        frames = [f.function for t in stacks[-1].threads for f in t.frames]
+        assert "serve_forever" in " ".join(frames) or "main" in frames
+        (teardown,) = [e for e in bundle.events() if e["event"] == "teardown"]
+        assert teardown["survivors"] == [] and teardown["killed"] >= 2
+        manifest = {m.collector: m for m in bundle.manifest()}
+        assert set(manifest) == {"host", "disk", "net", "procs", "gpu", "stacks", "dmesg",
+                                 "environment"}
+        assert manifest["host"].records >= 3 and manifest["host"].skipped is None
+        assert manifest["gpu"].skipped and "NVML" in manifest["gpu"].skipped
+        assert bundle.clock("local").method == "agent-echo"
+        env = bundle.environment("local")
+        assert env["env"]["NCCL_SOCKET_IFNAME"] == "lo" and env["env"]["PYTHONUNBUFFERED"] == "1"
+        assert "FAKE_MARK" not in env["env"]  # only the families that matter are kept
+        assert env["env"]["HF_TOKEN"].startswith("***") and "hf_secret123" not in str(env)
+    run_launch = tmp_path / "run" / "launches" / "L001"
+    assert "Application startup complete" in (run_launch / "server.log").read_text()
+    # the log parser's startup timeline of the launch (logs.json, and a summary in the result)
+    logs = json.loads((run_launch / "logs.json").read_text())
+    assert logs["startup"]["complete"] and logs["startup"]["current_phase"] == "ready"
+    assert result["startup"]["complete"] and "weight_read" in [
+        p["name"] for p in result["startup"]["phases"]]
+    assert (run_launch / "server.log.lines.jsonl").is_file()
+
+
+def test_exit_before_ready_is_a_failure(tmp_path, mark):
+    _, result, _ = _launch(tmp_path, mark, env={"FAKE_READY_S": "30", "FAKE_EXIT_AFTER_S": "1",
+                                                "FAKE_EXIT_CODE": "17"})
+    assert result["outcome"] == "failed"
+    assert "server exited with status 17" in result["failure"]
+    assert wait_gone(mark, 2) == []
+    with Bundle.open(result["bundle"]) as bundle:
+        assert any("simulated crash" in r.line for r in bundle.log_lines("local"))
+        assert any(e["event"] == "process-exited" and e["rc"] == 17 for e in bundle.events())
+
+
+def test_startup_deadline_takes_stacks_and_tears_down(tmp_path, mark):
+    _, result, _ = _launch(tmp_path, mark, env={"FAKE_NEVER_READY": "1"},
+                           timeouts={"startup_s": 4},
+                           collect={"interval_s": 0.5, "stacks_interval_s": None})
+    assert result["outcome"] == "timeout" and "deadline" in result["error"]
+    assert wait_gone(mark, 2) == []
+    with Bundle.open(result["bundle"]) as bundle:
+        stacks = list(bundle.stacks("local"))
+        assert stacks  # on demand at the deadline (no interval) and at stop
+        assert any(f.function == "main" for s in stacks for t in s.threads for f in t.frames)
+
+
+def test_sigterm_ignored_and_child_outside_group_still_killed(tmp_path, mark):
+    _, result, _ = _launch(tmp_path, mark, hold_s=1.5,
+                           env={"FAKE_IGNORE_TERM": "1", "FAKE_SETSID_CHILD": "1"},
+                           timeouts={"teardown_grace_s": 1})
+    assert result["outcome"] == "completed"
+    assert result["survivors"] == {"local": []}
+    assert wait_gone(mark, 2) == []
+
+
+def test_relaunch_gives_one_bundle_per_replicate(tmp_path, mark):
+    plan = build_plan(load_deployment(fake_deployment(tmp_path / "d.yaml", mark)))
+    run = RunDir.create(tmp_path / "run", ["test"])
+    results = launch_replicates(plan, run, 2, hold_s=0.5)
+    assert [r["label"] for r in results] == ["L001", "L002"]
+    assert all(r["outcome"] == "completed" for r in results)
+    pids = []
+    for result in results:
+        with Bundle.open(result["bundle"]) as bundle:
+            pids.append([e["pid"] for e in bundle.events() if e["event"] == "process-started"])
+    assert pids[0] != pids[1]
+    assert wait_gone(mark, 2) == []
+
+
+def test_lost_local_agent_is_reaped(tmp_path, mark):
+    plan = build_plan(load_deployment(fake_deployment(tmp_path / "d.yaml", mark)))
+    run = RunDir.create(tmp_path / "run", ["test"])
+
+    killed = []
+
+    def kill_agent(supervisor):
+        agent = supervisor.links["local"].hello["pid"]
+        assert glob.glob(f"{tempfile.gettempdir()}/sparktriage-agent-{agent}-*")
+        os.kill(agent, signal.SIGKILL)
+        killed.append(agent)
+        supervisor.watch(20)
+
+    result = launch_once(plan, run.next_launch(), None, 0.0, while_ready=kill_agent)
+    assert result["outcome"] == "failed-after-ready"
+    assert "link lost" in result["failure"]
+    assert wait_gone(mark, 5) == []
+    with Bundle.open(result["bundle"]) as bundle:
+        events = [e["event"] for e in bundle.events()]
+        assert "link-lost" in events
+        reap = [e for e in bundle.events() if e["event"] == "teardown"]
+        assert reap and reap[-1]["reason"] == "reap" and reap[-1]["survivors"] == []
+    # the killed agent could not delete its unpacked copy; the reaping agent did
+    assert not glob.glob(f"{tempfile.gettempdir()}/sparktriage-agent-{killed[0]}-*")
+
+
+def test_ctrl_c_tears_down_and_exits_130(tmp_path, mark):
+    deployment = fake_deployment(tmp_path / "d.yaml", mark)
+    plan = build_plan(load_deployment(deployment))
+    cli = subprocess.Popen([sys.executable, "-m", "sparktriage", "launch", str(deployment),
+                            "--hold", "60", "--out", str(tmp_path / "run")],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not api_ready(plan.endpoint, 0.5):
+        assert cli.poll() is None and time.monotonic() < deadline
+        time.sleep(0.3)
+    assert processes_with(mark)
+    cli.send_signal(signal.SIGINT)
+    assert cli.wait(timeout=60) == 130
+    assert wait_gone(mark, 3) == []
+    with Bundle.open(tmp_path / "run" / "launches" / "L001" / "bundle") as bundle:
+        assert bundle.info.outcome == "interrupted"
+    assert not psutil.pid_exists(cli.pid) or psutil.Process(cli.pid).status() == "zombie"
+
+
+def test_missing_executable_fails_without_running_anything(tmp_path, mark):
+    canary = tmp_path / "canary"
+    _, result, _ = _launch(tmp_path, mark, engine={"vllm": [f"/nonexistent/vllm; touch {canary}"]})
+    assert result["outcome"] == "failed"
+    assert "server could not start: FileNotFoundError" in result["failure"]
+    assert not canary.exists() and wait_gone(mark, 2) == []
+
+
+def test_unreachable_node_is_reported_and_exits_3(tmp_path, mark):
+    from launchkit import free_port
+    nodes = [{"name": "far", "host": "127.0.0.1", "ssh": "root@127.0.0.1", "port": free_port()}]
+    deployment = fake_deployment(tmp_path / "d.yaml", mark, nodes=nodes)
+    done = subprocess.run([sys.executable, "-m", "sparktriage", "launch", str(deployment),
+                           "--out", str(tmp_path / "run")], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 3
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: launch L001 unreachable: far: link lost (agent exited with "
+                           "status 255") and "Connection refused" in last
+    with Bundle.open(tmp_path / "run" / "launches" / "L001" / "bundle") as bundle:
+        assert bundle.info.outcome == "unreachable"
+        assert any(e["event"] == "link-lost" for e in bundle.events())
+
+
+def test_readiness_by_log_marker(tmp_path, mark):
+    plan, result, events = _launch(tmp_path, mark, ready="log")
+    assert plan.ready == "log" and result["outcome"] == "completed"
+    assert any(e == "marker" and d["marker"] == "ready" for e, d in events)
+    assert wait_gone(mark, 2) == []
