@@ -1712,6 +1712,12 @@ static PyObject *mod_parse_hot(PyObject *mod, PyObject *args) {
 
 /* ------------------------------------------------------------------ document rows */
 
+#if PY_VERSION_HEX < 0x030D0000
+#define new_row(n) _PyDict_NewPresized(n) /* no resizing while the row fills */
+#else
+#define new_row(n) PyDict_New()
+#endif
+
 /* seen[t], or fmt(t) remembered there (LogAnalyzer's memo of time strings) */
 static PyObject *time_text(PyObject *seen, PyObject *fmt, PyObject *t) {
     PyObject *s = PyDict_GetItemWithError(seen, t);
@@ -1745,7 +1751,7 @@ static PyObject *mod_stats_rows(PyObject *mod, PyObject *args) {
     Py_ssize_t n = PyList_GET_SIZE(windows);
     PyObject *out = PyList_New(n);
     for (Py_ssize_t i = 0; out && i < n; i++) {
-        PyObject *w = PyList_GET_ITEM(windows, i), *row = _PyDict_NewPresized(14), *parts = NULL;
+        PyObject *w = PyList_GET_ITEM(windows, i), *row = new_row(14), *parts = NULL;
         PyObject *d = PyObject_GenericGetDict(w, NULL);
         if (!d) PyErr_Clear();
         PyObject *t = row ? field(d, w, S_t) : NULL;
@@ -1781,7 +1787,7 @@ static PyObject *mod_spec_rows(PyObject *mod, PyObject *args) {
     Py_ssize_t n = PyList_GET_SIZE(windows);
     PyObject *out = PyList_New(n);
     for (Py_ssize_t i = 0; out && i < n; i++) {
-        PyObject *w = PyList_GET_ITEM(windows, i), *row = _PyDict_NewPresized(12), *values = NULL, *drafts = NULL;
+        PyObject *w = PyList_GET_ITEM(windows, i), *row = new_row(12), *values = NULL, *drafts = NULL;
         PyObject *d = PyObject_GenericGetDict(w, NULL);
         if (!d) PyErr_Clear();
         PyObject *t = row ? field(d, w, S_t) : NULL;

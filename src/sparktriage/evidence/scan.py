@@ -263,8 +263,10 @@ def fast_events(source: LogSource, options: ParseOptions, block_size: int = BLOC
     finally:
         if stream is not sys.stdin.buffer:
             stream.close()
-    if link is not None and link.state.loaded:
-        link.store(None)
+    if link is not None:
+        if link.state.loaded:
+            link.store(None)
+        options.stats["folded"] = options.stats.get("folded", 0) + link.folded
     assembler.flush()
     yield from out
 
