@@ -1,6 +1,6 @@
 """Build configuration beyond pyproject.toml: the optional compiled scanner of `sparktriage logs`.
 
-The extension (src/sparktriage/evidence/_fastscan.c) is optional: when no C compiler or Python
+The extension (src/fastscan/*.c) is optional: when no C compiler or Python
 headers are available the install still succeeds and the pure-Python scanner is used
 (docs/logs.md, "The compiled scanner"). -ffp-contract=off keeps its floating point identical to
 Python's (no fused multiply-add).
@@ -12,8 +12,11 @@ setup(
     ext_modules=[
         Extension(
             "sparktriage.evidence._fastscan",
-            sources=["src/sparktriage/evidence/_fastscan.c"],
-            extra_compile_args=["-O2", "-ffp-contract=off", "-fno-strict-aliasing"],
+            sources=[f"src/fastscan/{name}.c"
+                     for name in ("module", "search", "gate", "hotline", "fold", "state")],
+            depends=["src/fastscan/fastscan.h"],
+            extra_compile_args=["-O2", "-ffp-contract=off", "-fno-strict-aliasing",
+                                "-fvisibility=hidden"],
             optional=True,
         )
     ],
