@@ -132,8 +132,9 @@ static const uint8_t *lane_hit(const Scanner *s, const uint8_t *base, const uint
     const uint8_t *best = NULL;
     if ((*q == ']' && fs_bracket_match(s, q, end)) || (*q == '"' && json_match(s, q, end))) best = q;
     for (int i = 0; i < s->nlit; i++) {
+        if (q - base < s->pair[i + 2].o) continue; /* it would start before the range */
         const uint8_t *st = q - s->pair[i + 2].o;
-        if (st >= base && (!best || st < best) && end - st >= s->litlen[i] &&
+        if ((!best || st < best) && end - st >= s->litlen[i] &&
             memcmp(st, s->lit[i], s->litlen[i]) == 0)
             best = st;
     }
@@ -277,13 +278,13 @@ Py_ssize_t fs_find_candidate(const Scanner *s, const uint8_t *buf, Py_ssize_t po
     Py_ssize_t lines = 0; /* newlines in [base, p) */
     p = s->vscan(s, base, p, stop, &hit, &lines);
     if (hit) { /* a needle that starts a little earlier may have its pair in the next chunk */
-        for (const uint8_t *q = hit - s->maxoff > base ? hit - s->maxoff : base; q < hit; q++)
+        for (const uint8_t *q = hit - base > s->maxoff ? hit - s->maxoff : base; q < hit; q++)
             if (needle_at(s, q, stop)) {
                 hit = q;
                 break;
             }
     } else { /* the bytes the vector part left, and needles whose pair lies among them */
-        const uint8_t *q = p - s->maxoff > base ? p - s->maxoff : base;
+        const uint8_t *q = p - base > s->maxoff ? p - s->maxoff : base;
         for (; q < stop; q++) {
             if (needle_at(s, q, stop)) {
                 hit = q;

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import shutil
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -105,3 +107,13 @@ def test_a_windows_crlf_copy_reads_like_the_original(index):
     b = analyze_inputs([BytesSource("a", "n", False, data=crlf)], tz=UTC, year=2026)
     for key in ("phases", "reported", "throughput", "startup", "errors", "warnings"):
         assert a[key] == b[key], key
+
+
+def test_the_compiled_scanner_is_built_where_a_compiler_is():
+    """CI must exercise the compiled path: a failed build would silently fall back to Python."""
+    cc = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    if shutil.which(cc) is None and shutil.which("cc") is None:
+        pytest.skip("no C compiler here: the pure-Python scanner is the one in use")
+    assert compiled.scanner() is not None, "run: bash testbed/setup.sh (rebuilds the extension)"
+    assert compiled.scanner().kernel in ("avx2", "vector")
+

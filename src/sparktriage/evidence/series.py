@@ -264,14 +264,16 @@ class StatsSeries:
     def place(self) -> None:
         """Set the start of every kept window (see the module docstring)."""
         interval = self.interval()
+        near = 1.5 * interval + 1.0
         prev: dict[tuple, StatsWindow] = {}
         for w in sorted(self.windows, key=_BY_TIME):
-            before = prev.get((w.node, w.engine))
-            if before is not None and 0 <= w.t - before.t <= 1.5 * interval + 1.0:
+            key, t = (w.node, w.engine), w.t
+            before = prev.get(key)
+            if before is not None and 0 <= t - before.t <= near:
                 w.start, w.start_estimated = before.t, False
             else:
-                w.start, w.start_estimated = w.t - interval, True
-            prev[(w.node, w.engine)] = w
+                w.start, w.start_estimated = t - interval, True
+            prev[key] = w
 
 
 def place_windows(windows: list[StatsWindow]) -> tuple[float, int]:
