@@ -14,6 +14,10 @@ need=()
 command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || need+=(openssh-server)
 command -v pdftotext >/dev/null 2>&1 || need+=(poppler-utils)
 command -v ssh-keygen >/dev/null 2>&1 && command -v ssh-agent >/dev/null 2>&1 || need+=(openssh-client)
+# stall reproductions (tests/stalls/test_reproductions.py): ext4 loop volumes
+command -v mkfs.ext4 >/dev/null 2>&1 || [ -x /usr/sbin/mkfs.ext4 ] || need+=(e2fsprogs)
+command -v losetup >/dev/null 2>&1 || [ -x /usr/sbin/losetup ] || need+=(mount)
+[ -f /usr/share/dict/words ] || need+=(wamerican)  # word list for the probe's dictionary check
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "setup: installing ${need[*]}" >&2

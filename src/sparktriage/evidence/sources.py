@@ -189,6 +189,8 @@ def _record_lines(stream: BinaryIO, origin: str) -> Iterator[RawLine]:
         t = float(t) if isinstance(t, (int, float)) and not isinstance(t, bool) else None
         if t is not None and not math.isfinite(t):
             t = None
+        if record.get("backfill") is True:  # read when tailing began: the line's stamp is better
+            t = None
         stream_name = record.get("stream") if isinstance(record.get("stream"), str) else None
         node = record.get("node") if isinstance(record.get("node"), str) else None
         line = record["line"]

@@ -133,6 +133,7 @@ class TimelineBuilder:
         self.current: Timeline | None = None
         self._prev: LogEvent | None = None
         self._silences: list[tuple[float, int, Silence]] = []
+        self._seq = 0
         self._kv_sized = False
         self._last_phase_t: dict[str, float] = {}
 
@@ -227,7 +228,8 @@ class TimelineBuilder:
             return
         silence = Silence(prev.t, event.t, tl.phases[-1].name if tl.phases else "resolve",
                           prev.message.split("\n", 1)[0][:200], event.message.split("\n", 1)[0][:200])
-        item = (quiet, len(tl.silences) + len(self._silences), silence)
+        self._seq += 1  # a unique tie-breaker: equal gaps must never compare Silence objects
+        item = (quiet, self._seq, silence)
         if len(self._silences) < MAX_SILENCES:
             heapq.heappush(self._silences, item)
         elif quiet > self._silences[0][0]:

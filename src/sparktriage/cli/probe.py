@@ -1,0 +1,72 @@
+"""`sparktriage probe`: is this server producing FP4 garbage? (healthy / suspect / garbage)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from sparktriage.cli import console
+from sparktriage.cli.app import app
+from sparktriage.cli.exit_codes import ExitCode
+from sparktriage.errors import UsageError
+from sparktriage.probe import baseline as baseline_io
+from sparktriage.probe.render import render_text
+from sparktriage.probe.runner import ProbeSettings, run_probe
+from sparktriage.store.documents import RecordWriter
+from sparktriage.store.rundir import RunDir, default_run_path
+
+
+def _progress(event: str, details: dict) -> None:
+    if event == "server":
+        console.info(f"server {details['base_url']} ({details['version'] or 'unknown version'}), "
+                     f"model {details['model']}")
+    elif event == "capabilities":
+        for line in details["limitations"]:
+            console.warn(line)
+    elif event == "phase":
+        console.info(f"probe: {details['name']} phase, {details['requests']} requests")
+
+
+@app.command("probe")
+def probe(
+    endpoint: str = typer.Option(..., "--endpoint", help="Server base URL, e.g. http://host:8000."),
+    baseline: Optional[Path] = typer.Option(None, "--baseline", help="Fingerprint of a known-good launch to compare with."),
+    reference: Optional[str] = typer.Option(None, "--reference", help="Base URL of a known-good server to compare with live."),
+    save_baseline: Optional[Path] = typer.Option(None, "--save-baseline", help="Write this launch's fingerprint to FILE."),
+    model: Optional[str] = typer.Option(None, "--model", help="Model id [the first one /v1/models lists]."),
+    api_key: Optional[str] = typer.Option(None, "--api-key", help="Bearer token [env OPENAI_API_KEY]."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Seed of the fresh copy strings and operands [random]."),
+    concurrency: int = typer.Option(32, "--concurrency", min=1, help="Requests in flight at once."),
+    timeout: float = typer.Option(120.0, "--timeout", min=1.0, help="Seconds one request may take."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Run directory for raw replies [./runs/<timestamp>]."),
+    json_out: Optional[str] = typer.Option(None, "--json", help="Write the probe document to PATH, or - for stdout."),
+) -> None:
+    """Probe a server for FP4 garbage (healthy / suspect / garbage, with the evidence)."""
+    if baseline is not None and reference is not None:
+        raise UsageError("give --baseline or --reference, not both")
+    if baseline is not None:
+        baseline_io.load(baseline)  # fail on a bad file before touching the server
+    settings = ProbeSettings(endpoint=endpoint, model=model,
+                             api_key=api_key or os.environ.get("OPENAI_API_KEY") or None, seed=seed,
+                             baseline=baseline, reference=reference, concurrency=concurrency, timeout_s=timeout)
+    run = RunDir.create(out or default_run_path(), ["sparktriage", *sys.argv[1:]])
+    launch = run.next_launch()
+    console.info(f"run directory: {run.path}")
+    with RecordWriter(launch.path / "probe-requests.jsonl") as writer:
+        outcome = asyncio.run(run_probe(settings, _progress, writer.append))
+    document = outcome.document
+    launch.write("probe.json", document)
+    if save_baseline is not None:
+        if outcome.fingerprint is None:
+            raise UsageError("no baseline written: the server returned no prompt logprobs to fingerprint")
+        baseline_io.save(outcome.fingerprint, save_baseline, document["endpoint"], outcome.server_version)
+        console.info(f"baseline fingerprint written to {save_baseline}")
+    console.data_console(json_out).print(render_text(document), markup=False)
+    console.write_json(document, json_out)
+    if document["verdict"] in ("garbage", "suspect"):
+        raise typer.Exit(ExitCode.FINDINGS)

@@ -1,0 +1,51 @@
+"""The stall classifier end to end: evidence in, `stalls` document out.
+
+load evidence -> detect periods -> score every rule per period -> build the document. Each
+step is a pure function of files and the rules folder, so a bundle can be classified offline,
+later, on another machine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from sparktriage.stalls import document
+from sparktriage.stalls.detect import DetectParams, detect
+from sparktriage.stalls.engine import Classification, classify_all
+from sparktriage.stalls.evidence import Evidence, load
+from sparktriage.stalls.loader import RuleSet, load_directory, require_clean
+from sparktriage.stalls.markers import MarkerSet
+from sparktriage.stalls.validators import default_rules_dir, validate
+
+
+@dataclass(frozen=True)
+class Rules:
+    """A validated rule set with its compiled vocabulary."""
+
+    ruleset: RuleSet
+    markers: MarkerSet
+
+
+def load_rules(rules_dir: Path | None = None) -> Rules:
+    """Load and validate `rules/`; one ConfigError (with every problem listed) on failure."""
+    directory = rules_dir or default_rules_dir()
+    ruleset, problems = load_directory(directory)
+    if ruleset.vocabulary is not None:
+        problems += validate(ruleset)
+    require_clean(problems, f"rules in {directory}")
+    return Rules(ruleset, MarkerSet(ruleset.vocabulary))
+
+
+def classify_evidence(evidence: Evidence, rules: Rules,
+                      params: DetectParams | None = None) -> Classification:
+    detection = detect(evidence, rules.markers, params)
+    return classify_all(evidence, detection, rules.ruleset, rules.markers)
+
+
+def analyze(path: Path, rules: Rules | None = None,
+            params: DetectParams | None = None) -> tuple[dict, Classification]:
+    """Classify a bundle or log; return the `stalls` document and the classification."""
+    rules = rules or load_rules()
+    classification = classify_evidence(load(path), rules, params)
+    return document.build(classification, str(rules.ruleset.directory)), classification

@@ -1,0 +1,279 @@
+"""Stall detection: where, per node and across nodes, the startup made no or slow progress.
+
+Progress is a new log line, except lines that only say "still waiting" (vocabulary markers
+with `progress: false`) and progress-bar lines whose count did not move. Four detectors run on
+each node's timeline (docs/stalls.md):
+
+- silence: no progress for `silence_s` (a gap that ends with a new process's first line, or a
+  line that follows an import, is allowed `spawn_s`, because importing torch takes a while);
+- hang: the log stops and the start neither became ready nor failed before observation ended;
+- crawl: the weight read ran below `crawl_floor_bps` (checkpoint size from the log), or lasted
+  `crawl_s` when the size is unknown;
+- asymmetry: one node read its weights `asym_ratio` times slower than the others' median,
+  which holds every other rank at its next collective.
+
+A start that ended with an error before becoming ready also yields a `failure` period.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+
+from sparktriage.stalls.evidence import Evidence
+from sparktriage.stalls.markers import Mark, MarkerSet, NodeTimeline, build_timeline
+
+_BAR_MARKERS = ("shard_bar",)
+
+
+@dataclass(frozen=True)
+class DetectParams:
+    """Thresholds of the detectors (seconds, bytes/s); docs/stalls.md explains the defaults."""
+
+    silence_s: float = 30.0
+    spawn_s: float = 90.0
+    min_stall_s: float = 20.0
+    crawl_floor_bps: float = 1024.0 ** 3
+    crawl_s: float = 300.0
+    asym_ratio: float = 2.0
+
+
+@dataclass
+class Period:
+    """A stall or failure period on one node, before classification."""
+
+    node: str
+    kind: str  # "stall" or "failure"
+    start: float
+    end: float
+    phase: str
+    how: list[str]  # detectors that found it: silence, hang, crawl, asymmetry, failure
+    reason: str
+    last_line: Mark | None = None
+    open_ended: bool = False
+    held_by: str | None = None
+    evidence_from: float | None = None  # evidence window start when it differs from `start`
+    facts: dict = field(default_factory=dict)  # numbers the detectors measured
+
+    @property
+    def duration_s(self) -> float:
+        return self.end - self.start
+
+
+@dataclass
+class Detection:
+    timelines: dict[str, NodeTimeline]
+    periods: list[Period]
+    params: DetectParams
+
+
+def _progress_marks(timeline: NodeTimeline, markers: MarkerSet) -> list[Mark]:
+    """Marks that show the startup moving, up to the moment it settled."""
+    out: list[Mark] = []
+    last_bar: dict[str, tuple[int, int]] = {}
+    limit = timeline.settled
+    for mark in timeline.marks:
+        if mark.t > limit or (timeline.stopped_at is not None and mark.t >= timeline.stopped_at):
+            break
+        if not mark.event.message.strip():
+            continue
+        if any(not markers.markers[name].progress for name in mark.markers):
+            continue
+        bar_names = [n for n in mark.markers if n in _BAR_MARKERS]
+        if bar_names:
+            counts = next((b[1:] for b in timeline.bar if b[0] == mark.t), None)
+            key = bar_names[0] + (mark.event.process or "")
+            if counts is not None and last_bar.get(key) == counts:
+                continue
+            if counts is not None:
+                last_bar[key] = counts
+        out.append(mark)
+    return out
+
+
+_SPAWN_LOOKAHEAD_S = 5.0  # a new process's first lines may lack its prefix (warnings, glog)
+
+
+def _allowed_gap(following: list[Mark], seen_processes: set, markers: MarkerSet,
+                 params: DetectParams) -> float:
+    """The silence allowed before `following[0]`: longer when a new process starts there."""
+    nxt = following[0]
+    if any(markers.markers[name].after_import for name in nxt.markers):
+        return params.spawn_s
+    for mark in following:
+        if mark.t > nxt.t + _SPAWN_LOOKAHEAD_S:
+            break
+        if mark.event.pid is not None and (mark.event.process, mark.event.pid) not in seen_processes:
+            return params.spawn_s
+    return params.silence_s
+
+
+def _silences(timeline: NodeTimeline, progress: list[Mark], markers: MarkerSet,
+              params: DetectParams, started: float | None) -> list[Period]:
+    out: list[Period] = []
+    seen: set = set()
+    if started is not None and progress and progress[0].t - started >= params.spawn_s:
+        out.append(Period(timeline.node, "stall", started, progress[0].t, timeline.phase_at(started), ["silence"],
+                          f"no log line for {progress[0].t - started:.0f} s after the start"))
+    for i, (prev, nxt) in enumerate(zip(progress, progress[1:])):
+        seen.add((prev.event.process, prev.event.pid))
+        gap = nxt.t - prev.t
+        if gap >= max(params.min_stall_s, params.silence_s) and \
+                gap >= _allowed_gap(progress[i + 1:i + 40], seen, markers, params):
+            out.append(Period(timeline.node, "stall", prev.t, nxt.t, timeline.phase_at(prev.t),
+                              ["silence"], f"no progress for {gap:.0f} s", last_line=prev))
+    if progress and timeline.ready_at is None and timeline.failed_at is None:
+        last = progress[-1]
+        end = timeline.stopped_at or timeline.end
+        gap = end - last.t
+        if gap >= max(params.min_stall_s, params.silence_s):
+            how = "it was stopped" if timeline.stopped_at else "observation ended"
+            out.append(Period(timeline.node, "stall", last.t, end, timeline.phase_at(last.t),
+                              ["hang"], f"no progress for the last {gap:.0f} s, until {how}; "
+                              f"the start never became ready", last_line=last, open_ended=True))
+    return out
+
+
+def _crawl(timeline: NodeTimeline, progress: list[Mark], params: DetectParams) -> Period | None:
+    if timeline.weight_start is None:
+        return None
+    end = timeline.weight_end
+    open_ended = False
+    if end is None:
+        if timeline.ready_at is not None:
+            return None
+        end, open_ended = (timeline.failed_at or timeline.end), True
+    duration = end - timeline.weight_start
+    if duration < params.min_stall_s:
+        return None
+    size = timeline.checkpoint_bytes
+    facts = {"weight_read_s": round(duration, 3)}
+    if size and size >= 64 * 1024 ** 2:
+        rate = size / duration
+        facts.update(checkpoint_bytes=size, weight_read_bps=round(rate, 1))
+        if rate >= params.crawl_floor_bps:
+            return None
+        reason = (f"weights read at {rate / 1e6:.1f} MB/s ({size / 1024 ** 3:.2f} GiB in "
+                  f"{duration:.0f} s), below {params.crawl_floor_bps / 1e6:.0f} MB/s")
+    else:
+        if duration < params.crawl_s:
+            return None
+        reason = f"weight read took {duration:.0f} s (checkpoint size unknown)"
+    if timeline.bar:
+        facts["shards"] = f"{timeline.bar[-1][1]}/{timeline.bar[-1][2]}"
+    last = None
+    for mark in progress:
+        if mark.t <= timeline.weight_start:
+            last = mark
+    return Period(timeline.node, "stall", timeline.weight_start, end, "weight_read", ["crawl"],
+                  reason, last_line=last, open_ended=open_ended, facts=facts)
+
+
+def _failure_text(mark: Mark, markers: MarkerSet) -> str:
+    """The line of the failing event that names the error (a traceback's last line)."""
+    lines = [line.strip() for line in mark.event.message.split("\n") if line.strip()]
+    if len(lines) > 1 and lines[-1] and not lines[-1].startswith("File "):
+        return f"{lines[0]} ({lines[-1]})" if lines[0] != lines[-1] else lines[0]
+    return lines[0] if lines else mark.event.message
+
+
+def _failure(timeline: NodeTimeline, progress: list[Mark], markers: MarkerSet) -> Period | None:
+    if timeline.failed_at is None:
+        return None
+    first = timeline.failed_mark or next(m for m in timeline.marks if m.t >= timeline.failed_at)
+    end = max(timeline.failed_at, timeline.marks[-1].t)
+    before = [m for m in progress if m.t < timeline.failed_at]
+    # what led to the failure (a silent wait, a crawl) is evidence for its cause too
+    return Period(timeline.node, "failure", timeline.failed_at, end,
+                  timeline.phase_at(timeline.failed_at), ["failure"],
+                  f"the start failed: {_failure_text(first, markers)[:200]}",
+                  last_line=before[-1] if before else None,
+                  evidence_from=before[-1].t if before else None)
+
+
+def _merge(periods: list[Period]) -> list[Period]:
+    """Overlapping stalls of one node become one period (failures stay separate)."""
+    out: list[Period] = []
+    for period in sorted(periods, key=lambda p: (p.node, p.kind, p.start)):
+        prev = out[-1] if out else None
+        if prev and prev.node == period.node and prev.kind == period.kind == "stall" \
+                and period.start < prev.end:  # overlapping, not merely touching
+            if period.end > prev.end:
+                prev.end = period.end
+                prev.open_ended = period.open_ended
+            prev.how += [h for h in period.how if h not in prev.how]
+            prev.facts.update(period.facts)
+            if "crawl" in period.how and "crawl" not in prev.how[:1]:
+                prev.reason = f"{prev.reason}; {period.reason}"
+            continue
+        out.append(period)
+    return out
+
+
+def _asymmetry(timelines: dict[str, NodeTimeline], params: DetectParams) -> list[Period]:
+    durations = {n: t.weight_end - t.weight_start for n, t in timelines.items()
+                 if t.weight_start is not None and t.weight_end is not None}
+    if len(durations) < 2:
+        return []
+    out = []
+    for node, duration in durations.items():
+        others = [d for n, d in durations.items() if n != node]
+        typical = statistics.median(others)
+        if duration - typical >= params.min_stall_s and duration >= params.asym_ratio * max(typical, 1e-3):
+            timeline = timelines[node]
+            out.append(Period(node, "stall", timeline.weight_start + typical, timeline.weight_end,
+                              "weight_read", ["asymmetry"],
+                              f"weight read took {duration:.0f} s on {node} against a median of "
+                              f"{typical:.0f} s on the other nodes",
+                              facts={"weight_read_s": round(duration, 3),
+                                     "peer_median_s": round(typical, 3)}))
+    return out
+
+
+def detect(evidence: Evidence, markers: MarkerSet, params: DetectParams | None = None) -> Detection:
+    """Find stall and failure periods on every node of the evidence."""
+    params = params or DetectParams()
+    timelines: dict[str, NodeTimeline] = {}
+    periods: list[Period] = []
+    for name, node in evidence.nodes.items():
+        span = node.span()
+        end_hint = max(s for s in (span[1] if span else None, evidence.ended) if s is not None) \
+            if (span or evidence.ended) else None
+        timeline = build_timeline(name, node.events, markers, end_hint,
+                                  evidence.attempts.get(name))
+        if timeline is not None:
+            timelines[name] = timeline
+    # headless nodes never log "startup complete": the cluster is ready when its head is
+    ready = [t.ready_at for t in timelines.values() if t.ready_at is not None]
+    for timeline in timelines.values():
+        if ready and timeline.ready_at is None and timeline.failed_at is None \
+                and timeline.stopped_at is None:
+            timeline.ready_at = min(ready)
+    for name, timeline in timelines.items():
+        progress = _progress_marks(timeline, markers)
+        found = _silences(timeline, progress, markers, params,
+                          evidence.started if evidence.form == "bundle" else None)
+        crawl = _crawl(timeline, progress, params)
+        if crawl:
+            found.append(crawl)
+        failure = _failure(timeline, progress, markers)
+        if failure:
+            found.append(failure)
+        periods += found
+    periods += _asymmetry(timelines, params)
+    periods = _merge(periods)
+    _mark_held(periods)
+    return Detection(timelines, sorted(periods, key=lambda p: (p.start, p.node)), params)
+
+
+def _mark_held(periods: list[Period]) -> None:
+    """A silent node whose stall lies inside another node's slow weight read is held by it."""
+    slow = [p for p in periods if "asymmetry" in p.how or "crawl" in p.how]
+    for period in periods:
+        if period.kind != "stall" or "crawl" in period.how or "asymmetry" in period.how:
+            continue
+        for other in slow:
+            if other.node != period.node and other.start <= period.start + 1 \
+                    and other.end >= period.start:
+                period.held_by = other.node
+                break

@@ -1,0 +1,166 @@
+"""Log lines annotated with the vocabulary's markers, and the per-node startup timeline.
+
+A marker is a named pattern of `rules/_vocabulary.yaml`. One combined expression rejects the
+many lines that match no marker before any single pattern is tried. The timeline knows, per
+node, the phase at any time (the startup phases of the log parser, `evidence.timeline`, so
+that `stalls` and `logs` name phases alike), when the start became ready or failed, the shard
+progress bar and the checkpoint size the log announced.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass, field
+
+from sparktriage.evidence.catalog import PHASES
+from sparktriage.evidence.events import LogEvent
+from sparktriage.evidence.timeline import Timeline
+from sparktriage.stalls.schema import Marker, Vocabulary
+
+_BAR = re.compile(r"(\d+)%[^|]*\|\s*(\d+)/(\d+)")
+_SIZE = re.compile(r"Checkpoint size: ([\d.]+) GiB")
+_GIB = 1024 ** 3
+
+
+def _scoped(pattern: str) -> str:
+    """A pattern with a leading global flag turned into a scoped group, for alternation."""
+    match = re.match(r"^\(\?([aiLmsux]+)\)", pattern)
+    if match:
+        return f"(?{match.group(1)}:{pattern[match.end():]})"
+    return f"(?:{pattern})"
+
+
+class MarkerSet:
+    """The vocabulary's markers, compiled."""
+
+    def __init__(self, vocabulary: Vocabulary) -> None:
+        self.vocabulary = vocabulary
+        self.markers: dict[str, Marker] = dict(vocabulary.markers)
+        # multi-line events (a message with its traceback): ^ and $ anchor at every line
+        self.compiled = {name: re.compile(m.pattern, re.M) for name, m in self.markers.items()}
+        self.any = re.compile("|".join(_scoped(m.pattern) for m in self.markers.values()), re.M)
+        self.phases = list(PHASES)
+
+    def match(self, message: str) -> tuple[str, ...]:
+        if not self.any.search(message):
+            return ()
+        return tuple(name for name, rx in self.compiled.items() if rx.search(message))
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A log event and the markers it matched."""
+
+    t: float
+    event: LogEvent
+    markers: tuple[str, ...]
+
+
+@dataclass
+class NodeTimeline:
+    """One node's startup as the log tells it."""
+
+    node: str
+    marks: list[Mark]
+    start: float
+    end: float  # end of observation on this node (log, samples or bundle end)
+    ready_at: float | None = None
+    failed_at: float | None = None
+    failed_mark: Mark | None = None  # the line that said the start failed
+    stopped_at: float | None = None  # a signal from outside stopped the server before ready
+    phase_points: list[tuple[float, str]] = field(default_factory=list)
+    bar: list[tuple[float, int, int]] = field(default_factory=list)  # (t, n, total) shards
+    checkpoint_bytes: float | None = None
+    weight_start: float | None = None
+    weight_end: float | None = None
+
+    def phase_at(self, t: float) -> str:
+        """The phase that had started at t (the first phase before any)."""
+        times = [p[0] for p in self.phase_points]
+        i = bisect.bisect_right(times, t) - 1
+        if i >= 0:
+            return self.phase_points[i][1]
+        return self.phase_points[0][1] if self.phase_points else PHASES[0]
+
+    def lines(self, start: float, end: float) -> list[Mark]:
+        times = [m.t for m in self.marks]
+        return self.marks[bisect.bisect_left(times, start):bisect.bisect_right(times, end)]
+
+    def last_before(self, t: float, progress_only: list[Mark] | None = None) -> Mark | None:
+        source = progress_only if progress_only is not None else self.marks
+        candidates = [m for m in source if m.t <= t]
+        return candidates[-1] if candidates else None
+
+    @property
+    def settled(self) -> float:
+        """When the startup ended: ready, failed, stopped, or the end of observation."""
+        return self.ready_at or self.failed_at or self.stopped_at or self.end
+
+
+def build_timeline(node: str, events: list[LogEvent], markers: MarkerSet,
+                   end_hint: float | None, attempts: list[Timeline] | None = None
+                   ) -> NodeTimeline | None:
+    timed = [e for e in events if e.t is not None]
+    if not timed:
+        return None
+    marks = [Mark(e.t, e, markers.match(e.message)) for e in timed]
+    end = max(timed[-1].t, end_hint or timed[-1].t)
+    timeline = NodeTimeline(node, marks, start=timed[0].t, end=end)
+    timeline.phase_points = [(p.start, p.name) for attempt in attempts or []
+                             for p in attempt.phases]
+    timeline.phase_points.sort(key=lambda p: p[0])
+    for mark in marks:
+        for name in mark.markers:
+            marker = markers.markers[name]
+            if marker.ready and timeline.ready_at is None:
+                timeline.ready_at = mark.t
+            if name == "fs_type":
+                size = _SIZE.search(mark.event.message)
+                if size:
+                    timeline.checkpoint_bytes = float(size.group(1)) * _GIB
+            if name in ("load_start", "fs_type", "shard_bar", "prefetch") \
+                    and timeline.weight_start is None:
+                timeline.weight_start = mark.t
+            if name in ("weights_loaded", "model_loaded") and timeline.weight_end is None:
+                timeline.weight_end = mark.t
+            if name == "shard_bar" and mark.event.t_source != "inferred":
+                # a bar line without a time of its own (plain logs) cannot date progress
+                bar = _BAR.search(mark.event.message)
+                if bar:
+                    timeline.bar.append((mark.t, int(bar.group(2)), int(bar.group(3))))
+    if timeline.ready_at is None:
+        for mark in marks:
+            if any(markers.markers[n].stopped for n in mark.markers):
+                timeline.stopped_at = mark.t  # teardown lines that follow are not a failure
+                break
+            if any(markers.markers[n].failure for n in mark.markers):
+                timeline.failed_at, timeline.failed_mark = mark.t, mark
+                break
+    return timeline
+
+
+def matching_line(message: str, rx: re.Pattern) -> str:
+    """The line of a (multi-line) message that the pattern matched, else its first line."""
+    for line in message.split("\n"):
+        if rx.search(line):
+            return line.strip()
+    return message.split("\n", 1)[0].strip()
+
+
+def phase_spans(timeline: NodeTimeline) -> list[dict]:
+    """The node's phases as {name, start, end, duration_s} (end = next phase's start)."""
+    spans = []
+    first = timeline.phase_points[0][1] if timeline.phase_points else PHASES[0]
+    points = [(timeline.start, first)] + [p for p in timeline.phase_points
+                                           if p[0] >= timeline.start]
+    merged: list[tuple[float, str]] = []
+    for t, name in points:
+        if merged and merged[-1][0] == t:
+            merged[-1] = (t, name)
+        else:
+            merged.append((t, name))
+    for i, (t, name) in enumerate(merged):
+        end = merged[i + 1][0] if i + 1 < len(merged) else timeline.settled
+        spans.append({"name": name, "start": t, "end": end, "duration_s": round(end - t, 3)})
+    return spans

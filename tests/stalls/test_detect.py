@@ -1,0 +1,114 @@
+"""Stall detection on timelines: silence, spawn allowance, hang, crawl, asymmetry, failure."""
+
+from __future__ import annotations
+
+from sparktriage.stalls.detect import DetectParams
+
+
+def _spec(log: list, **node) -> dict:
+    return {"nodes": {"n1": {"log": log, **node}}}
+
+
+HEAD = [{"segment": "api_start", "at": 0}, {"segment": "worker_single", "at": 40}]
+
+
+def test_healthy_start_has_no_period(classify):
+    doc, _ = classify(_spec(HEAD + [{"segment": "load_begin", "at": 41},
+                                    [56, "Loading safetensors checkpoint shards: 100% Completed | 20/20 [00:15<00:00,  0.75s/it]"],
+                                    {"segment": "load_end", "at": 56},
+                                    {"segment": "compile_warm", "at": 58},
+                                    {"segment": "kv_and_graphs", "at": 64},
+                                    {"segment": "ready", "at": 74}]))
+    assert doc["findings"] == [] and doc["summary"]["healthy"] is True
+    assert doc["nodes"]["n1"]["outcome"] == "ready"
+
+
+def test_silence_threshold_and_phase(classify):
+    log = HEAD + [{"segment": "load_begin", "at": 41},
+                  [56, "Loading safetensors checkpoint shards: 100% Completed | 20/20 [00:15<00:00,  0.75s/it]"],
+                  {"segment": "load_end", "at": 56},
+                  [58, "Worker", "Dynamo bytecode transform time: 3.01 s"],
+                  [88, "Worker", "torch.compile took 30.00 s in total"],
+                  {"segment": "ready", "at": 90}]
+    doc, _ = classify(_spec(log))
+    (stall,) = doc["findings"]
+    assert stall["kind"] == "stall" and stall["phase"] == "compile"
+    assert stall["duration_s"] == 30.0 and stall["how"] == ["silence"]
+    doc, _ = classify(_spec(log), params=DetectParams(silence_s=31))
+    assert doc["findings"] == []
+
+
+def test_new_process_gets_the_import_allowance(classify):
+    # 70 s before the worker's first line: importing torch in a new process, not a stall
+    log = [{"segment": "api_start", "at": 0}, {"segment": "worker_single", "at": 94},
+           {"segment": "ready", "at": 96}]
+    doc, _ = classify(_spec(log))
+    assert doc["findings"] == []
+    doc, _ = classify(_spec(log), params=DetectParams(spawn_s=60))
+    assert [f["how"] for f in doc["findings"]] == [["silence"]]
+
+
+def test_waiting_lines_are_not_progress_and_hang_is_open_ended(classify):
+    log = HEAD + [[40 + 60 * i, "Worker", "No available shared memory broadcast block found in 60 seconds. This typically happens when some processes are hanging."]
+                  for i in range(1, 6)]
+    doc, _ = classify(_spec(log, samples={"host": [{"from": 0, "to": 400, "profile": "host_calm"}]}))
+    (stall,) = doc["findings"]
+    assert stall["how"] == ["hang"] and stall["open_ended"] is True
+    assert stall["end"] - stall["start"] == 400 - 40  # until the last sample, not the last line
+
+
+def test_crawl_uses_the_checkpoint_size(classify):
+    bars = [[41 + 10 * i, f"Loading safetensors checkpoint shards: {5 * i:3d}% Completed | {i}/20 [00:10<00:10,  10.00s/it]"]
+            for i in range(1, 21)]
+    log = HEAD + [{"segment": "load_begin", "at": 41}] + bars + [
+        {"segment": "load_end", "at": 241}, {"segment": "ready", "at": 245}]
+    doc, cl = classify(_spec(log))
+    (stall,) = doc["findings"]
+    assert stall["how"] == ["crawl"] and stall["phase"] == "weight_read"
+    assert 500e6 < cl.detection.periods[0].facts["weight_read_bps"] < 560e6  # 100 GiB / 200 s
+    doc, _ = classify(_spec(log), params=DetectParams(crawl_floor_bps=400e6))
+    assert doc["findings"] == []
+
+
+def test_slow_rank_is_asymmetric_and_holds_the_other(classify):
+    def node(load_s, name):
+        return {"log": [[40, name, "world_size=2 rank=0 local_rank=0 distributed_init_method=tcp://10.0.0.1:1 backend=nccl"],
+                        [41, name, "Starting to load model /m..."],
+                        *[[41 + load_s * i / 10, name, f"loaded part {i}"] for i in range(1, 10)],
+                        [41 + load_s, name, "Loading weights took 1.0 seconds"],
+                        [41 + 120, name, "init engine (profile, create kv cache, warmup model) took 2 s"],
+                        [42 + 120, name, "Starting vLLM server on http://0.0.0.0:8000"]]}
+    spec = {"nodes": {"fast": node(20, "Worker_TP0"), "slow": node(100, "Worker_TP1")}}
+    doc, _ = classify(spec)
+    slow = [f for f in doc["findings"] if f["node"] == "slow"]
+    assert slow and "asymmetry" in slow[0]["how"]
+    fast = [f for f in doc["findings"] if f["node"] == "fast"]
+    assert fast and fast[0]["held_by"] == "slow"
+
+
+def test_failure_is_a_failure_not_a_stall(classify):
+    log = HEAD + [[42, "Worker", "ERROR", "ptxas fatal   : Value 'sm_121a' is not defined for option 'gpu-name'"],
+                  [42, "EngineCore", "ERROR", "EngineCore failed to start."]]
+    doc, _ = classify(_spec(log), form="log")
+    (finding,) = doc["findings"]
+    assert finding["kind"] == "failure" and "sm_121a" in finding["reason"]
+
+
+def test_headless_nodes_are_ready_when_the_head_is(classify):
+    head = {"log": HEAD + [{"segment": "ready", "at": 50}]}
+    worker = {"log": [[40, "Worker_TP1", "world_size=2 rank=1 local_rank=0 distributed_init_method=tcp://10.0.0.1:1 backend=nccl"],
+                      [45, "Worker_TP1", "Loading weights took 1.00 seconds"]],
+              "samples": {"host": [{"from": 0, "to": 300, "profile": "host_calm"}]}}
+    doc, _ = classify({"nodes": {"head": head, "worker": worker}})
+    assert doc["findings"] == []  # the worker's silence after the head was ready is serving
+
+
+def test_a_stopped_start_is_a_hang_not_a_failure(classify):
+    log = HEAD + [[41, "Worker", "Starting to load model /m..."],
+                  [100, "EngineCore", "[shutdown] EngineCore: trigger received signal=SIGTERM"],
+                  [102, "EngineCore", "ERROR", "EngineCore failed to start."]]
+    doc, _ = classify(_spec(log))
+    (stall,) = doc["findings"]
+    assert stall["kind"] == "stall" and stall["how"] == ["hang"]
+    assert stall["end"] - stall["start"] == 59  # until it was stopped
+    assert "stopped" in stall["reason"]

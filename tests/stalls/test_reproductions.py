@@ -1,0 +1,210 @@
+"""Real stall reproductions: real vLLM CPU starts, recorded by the real collectors, classified.
+
+Each test starts `vllm serve` (the CPU build, the test bed's tiny model or a few-hundred-MB
+random checkpoint built here) under a real fault made with the kernel's own tools, records
+the start with `collect` (logs with receive times, samples, py-spy stacks, dmesg) and checks
+the classification of the resulting bundle. Faults (sparktriage.testbed.faults): a loop-device
+volume read through a blkio cgroup limit after its cache was dropped (cold-storage); a memory
+cgroup below what the start needs (uma-memory-pressure); a two-node start whose second node
+never comes (rendezvous-interface); a cold against a warm compile cache (compile-jit); a held
+vLLM weight lock (download-or-lock). They need root (cgroup v1, loop devices), as CI has.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from sparktriage.stalls.analyze import analyze
+from sparktriage.testbed.faults import LoopVolume, MemoryLimit, ReadThrottle
+from sparktriage.testbed.repro import ServeRun, record
+from sparktriage.testbed.server import free_port
+
+pytestmark = [pytest.mark.vllm, pytest.mark.slow]
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _root_needed():
+    if os.geteuid() != 0:
+        pytest.fail("the stall reproductions need root (cgroup v1 and loop devices), as CI has")
+
+
+def _classify(bundle: Path, rules) -> dict:
+    document, _ = analyze(bundle, rules)
+    return document
+
+
+def _findings(document: dict, cause: str) -> list[dict]:
+    return [f for f in document["findings"] if f["verdict"]["id"] == cause]
+
+
+def _excluded(finding: dict, *ids: str) -> None:
+    states = {a["id"]: a["state"] for a in finding["verdict"]["alternatives"]}
+    for other in ids:
+        assert states.get(other, "excluded") == "excluded", (other, finding["verdict"])
+
+
+@pytest.fixture(scope="module")
+def baseline(testbed, tmp_path_factory):
+    """A healthy eager start inside an unlimited memory cgroup (its peak calibrates the limit)."""
+    root = tmp_path_factory.mktemp("baseline")
+    with MemoryLimit(64 << 30) as cgroup:
+        bundle, result = record(testbed, ServeRun(str(testbed.model()), root / "scratch",
+                                                  wrap=cgroup.wrap, max_s=420), root / "bundle")
+        peak = int((cgroup.path / "memory.max_usage_in_bytes").read_text())
+    assert result["outcome"] == "ready", result
+    return bundle, peak
+
+
+def test_healthy_start_has_no_stall(baseline, rules):
+    bundle, _ = baseline
+    document = _classify(bundle, rules)
+    assert {"log", "host", "procs", "stacks"} <= set(document["nodes"]["local"]["sources"])
+    assert document["nodes"]["local"]["outcome"] == "ready"
+    assert document["findings"] == [], [(f["reason"], f["verdict"]["id"])
+                                        for f in document["findings"]]
+    assert [p["name"] for p in document["phases"]][-1] == "ready"
+
+
+def test_cold_storage(testbed, rules, tmp_path):
+    model = tmp_path / "big"
+    subprocess.run([str(testbed.python), str(REPO / "testbed" / "make_big_model.py"),
+                    str(testbed.model()), str(model), "--mb", "280", "--shards", "4"],
+                   check=True, capture_output=True, timeout=300)
+    with LoopVolume(tmp_path, 450) as volume:
+        shutil.copytree(model, volume.mount / "model")
+        volume.make_cold()  # remount: nothing of the checkpoint is cached any more
+        with ReadThrottle(volume.device, 8_000_000) as throttle:  # 8 MB/s, like a slow share
+            run = ServeRun(str(volume.mount / "model"), tmp_path / "scratch", wrap=throttle.wrap,
+                           max_s=480)
+            bundle, result = record(testbed, run, tmp_path / "bundle")
+    assert result["outcome"] == "ready", result
+    document = _classify(bundle, rules)
+    (finding,) = _findings(document, "cold-storage")
+    assert finding["kind"] == "stall" and finding["phase"] == "weight_read"
+    assert finding["duration_s"] >= 25
+    assert finding["verdict"]["state"] == "decided" and finding["verdict"]["confidence"] >= 0.8
+    seen = {e["condition"] for e in finding["verdict"]["evidence"]}
+    assert {"reading", "io_wait", "loader_idle"} <= seen
+    _excluded(finding, "mmap-fault-crawl", "uma-memory-pressure")
+
+
+def test_uma_memory_pressure(testbed, rules, baseline, tmp_path):
+    _, peak = baseline
+    # the start needs 1 GiB more KV cache than the baseline did, the limit allows 0.25 GiB
+    with MemoryLimit(peak + (256 << 20)) as cgroup:
+        run = ServeRun(str(testbed.model()), tmp_path / "scratch", wrap=cgroup.wrap, max_s=420,
+                       env={"VLLM_CPU_KVCACHE_SPACE": "2"})
+        bundle, result = record(testbed, run, tmp_path / "bundle")
+        assert cgroup.failcnt() > 0  # the limit was really hit
+    assert result["outcome"] == "target-exited", result
+    document = _classify(bundle, rules)
+    found = _findings(document, "uma-memory-pressure")
+    assert found, [(f["kind"], f["verdict"]["id"]) for f in document["findings"]]
+    verdict = found[-1]["verdict"]
+    assert verdict["state"] == "decided"
+    assert any("oom" in e["observed"].lower() or "out of memory" in e["observed"].lower()
+               for e in verdict["evidence"])
+    assert not _findings(document, "uma-memory-accounting")
+
+
+def test_rendezvous_peer_never_comes(testbed, rules, tmp_path):
+    run = ServeRun(str(testbed.model()), tmp_path / "scratch", until_ready=False, max_s=480,
+                   args=("--tensor-parallel-size", "2", "--nnodes", "2", "--node-rank", "0",
+                         "--master-addr", "127.0.0.1", "--master-port", str(free_port()),
+                         "--distributed-timeout-seconds", "45"))
+    bundle, result = record(testbed, run, tmp_path / "bundle")
+    assert result["outcome"] == "target-exited", result  # the store timed out, vLLM gave up
+    document = _classify(bundle, rules)
+    stalls = [f for f in _findings(document, "rendezvous-interface") if f["kind"] == "stall"]
+    assert stalls, [(f["kind"], f["phase"], f["verdict"]["id"]) for f in document["findings"]]
+    stall = stalls[0]
+    assert stall["phase"] == "distributed_init" and stall["duration_s"] >= 30
+    assert stall["verdict"]["state"] == "decided"
+    seen = {e["condition"] for e in stall["verdict"]["evidence"]}
+    assert {"tcp_init", "rendezvous_frames"} <= seen
+    _excluded(stall, "nccl-hang")
+    failures = [f for f in document["findings"] if f["kind"] == "failure"]
+    assert failures and all(f["verdict"]["id"] == "rendezvous-interface" for f in failures)
+
+
+def test_compile_jit_cold_against_warm(testbed, rules, tmp_path):
+    scratch = tmp_path / "scratch"  # fresh VLLM_CACHE_ROOT and TORCHINDUCTOR_CACHE_DIR
+    cold, result = record(testbed, ServeRun(str(testbed.model()), scratch, enforce_eager=False,
+                                            max_s=480), tmp_path / "cold")
+    assert result["outcome"] == "ready", result
+    warm, result = record(testbed, ServeRun(str(testbed.model()), scratch, enforce_eager=False,
+                                            max_s=480), tmp_path / "warm")
+    assert result["outcome"] == "ready", result
+    cold_doc, warm_doc = _classify(cold, rules), _classify(warm, rules)
+    (finding,) = _findings(cold_doc, "compile-jit")
+    assert finding["phase"] == "compile" and finding["verdict"]["state"] == "decided"
+    seen = {e["condition"] for e in finding["verdict"]["evidence"]}
+    assert "compilers" in seen  # g++ building Inductor kernels: the cache was cold
+    # the warm start compiles nothing and is shorter; if it is still slow, no compiler ran
+    for f in _findings(warm_doc, "compile-jit"):
+        assert "compilers" not in {e["condition"] for e in f["verdict"]["evidence"]}
+        assert f["duration_s"] < finding["duration_s"]
+
+    def compile_s(doc):
+        return sum(p["duration_s"] for p in doc["nodes"]["local"]["phases"]
+                   if p["name"] == "compile")
+    assert compile_s(warm_doc) < compile_s(cold_doc)
+
+
+def test_download_or_lock(testbed, rules, tmp_path):
+    # vLLM 0.32 takes its per-model FileLock for local models only when it converts weights
+    # (--load-format npcache; hub ids are resolved to snapshots first in offline mode):
+    # <download-dir>/<sha256(name)><name>.lock, name = the model path with / -> -
+    model = tmp_path / "model"
+    shutil.copytree(testbed.model(), model)
+    subprocess.run([str(testbed.python), "-c",
+                    "import sys, torch; from safetensors.torch import load_file; "
+                    "torch.save(load_file(sys.argv[1] + '/model.safetensors'), "
+                    "sys.argv[1] + '/pytorch_model.bin')", str(model)], check=True, timeout=300)
+    (model / "model.safetensors").unlink()
+    locks = tmp_path / "locks"
+    locks.mkdir()
+    name = str(model).replace("/", "-")
+    lock = open(locks / (hashlib.sha256(name.encode()).hexdigest() + name + ".lock"), "w")
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    log = tmp_path / "bundle" / "nodes" / "local" / "logs" / "server.lines.jsonl"
+    done = threading.Event()
+
+    def hold_then_release() -> None:  # 40 s after the worker starts loading, like a slow peer
+        seen = None
+        while not done.wait(0.5):
+            if seen is None and log.exists() and "Starting to load model" in log.read_text():
+                seen = time.monotonic()
+            if seen is not None and time.monotonic() - seen > 40:
+                break
+        fcntl.flock(lock, fcntl.LOCK_UN)
+        lock.close()
+
+    holder = threading.Thread(target=hold_then_release, daemon=True)
+    holder.start()
+    try:
+        run = ServeRun(str(model), tmp_path / "scratch", max_s=480,
+                       args=("--load-format", "npcache", "--download-dir", str(locks)))
+        bundle, result = record(testbed, run, tmp_path / "bundle")
+    finally:
+        done.set()
+        holder.join(timeout=10)
+    assert result["outcome"] == "ready", result
+    document = _classify(bundle, rules)
+    (finding,) = _findings(document, "download-or-lock")
+    assert finding["kind"] == "stall" and finding["duration_s"] >= 30
+    assert finding["verdict"]["state"] == "decided"
+    assert any("filelock" in e["observed"] for e in finding["verdict"]["evidence"])
+    assert document["nodes"]["local"]["outcome"] == "ready"
+    json.dumps(document)  # the whole document is JSON as `stalls --json` writes it
