@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up everything sparktriage's demo and tests need on a fresh machine (idempotent):
 #   - Debian packages the tests use as real parts (OpenSSH server, poppler's PDF tools)
-#   - .venv: sparktriage itself with its test dependencies
+#   - .venv: sparktriage itself with its test dependencies, and its compiled log scanner
+#     (a C extension built by pip; needs a C compiler and the Python headers)
 #   - .venv-vllm: the real vLLM CPU build (testbed/setup-vllm.sh)
 #   - .testbed/models: the bundled tiny models (testbed/make_tiny_model.py)
 set -euo pipefail
@@ -27,11 +28,27 @@ if [ ${#need[@]} -gt 0 ]; then
   fi
 fi
 
-if [ ! -x .venv/bin/sparktriage ] || [ pyproject.toml -nt .venv/.sparktriage-installed ]; then
+# The compiled log scanner (src/fastscan/*.c) needs a compiler and headers;
+# without them the install still works and `sparktriage logs` uses its pure-Python scanner.
+headers=$("$python" -c 'import os, sysconfig; print(os.path.join(sysconfig.get_paths()["include"], "Python.h"))' 2>/dev/null || true)
+cneed=()
+command -v cc >/dev/null 2>&1 || command -v gcc >/dev/null 2>&1 || cneed+=(gcc)
+[ -n "$headers" ] && [ -f "$headers" ] || cneed+=("$(basename "$python")-dev")
+if [ ${#cneed[@]} -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "setup: installing ${cneed[*]} (for the compiled log scanner)" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${cneed[@]}" >/dev/null 2>&1 \
+    || echo "setup: could not install ${cneed[*]}; sparktriage logs will use its pure-Python scanner" >&2
+fi
+
+if [ ! -x .venv/bin/sparktriage ] || [ pyproject.toml -nt .venv/.sparktriage-installed ] \
+    || [ setup.py -nt .venv/.sparktriage-installed ] \
+    || [ -n "$(find src/fastscan -newer .venv/.sparktriage-installed 2>/dev/null)" ]; then
   echo "setup: installing sparktriage into .venv" >&2
   [ -x .venv/bin/python ] || "$python" -m venv .venv
   .venv/bin/pip install --quiet --disable-pip-version-check -e '.[test]' 2>&1 | grep -v "is ignored" >&2 || true
   .venv/bin/sparktriage --version >/dev/null
+  .venv/bin/python -c 'from sparktriage.evidence import compiled; assert compiled.scanner()' 2>/dev/null \
+    || echo "setup: the compiled log scanner was not built; sparktriage logs uses the pure-Python one" >&2
   touch .venv/.sparktriage-installed
 fi
 

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import shutil
+import sysconfig
 from pathlib import Path
 
 import pytest
 
+from sparktriage.evidence import compiled
 from sparktriage.evidence.catalog import match_message
 from sparktriage.evidence.gate import candidate_starts, interesting
 from sparktriage.evidence.parser import parse_files
@@ -27,10 +30,14 @@ def _as_text(path: Path) -> bytes:
 
 
 def _same(blob: bytes, block_size: int) -> None:
+    """The full path, the pure-Python fast path and the compiled one (when built) agree."""
     source = BytesSource("<log>", "n", False, data=blob)
-    full = analyze_inputs([source], tz=UTC, year=2026, fast=False)
-    fast = analyze_inputs([source], tz=UTC, year=2026, block_size=block_size)
-    assert json.dumps(fast, sort_keys=True) == json.dumps(full, sort_keys=True)
+    full = json.dumps(analyze_inputs([source], tz=UTC, year=2026, fast=False, compiled_path=False))
+    pure = analyze_inputs([source], tz=UTC, year=2026, block_size=block_size, compiled_path=False)
+    assert json.dumps(pure) == full
+    if compiled.scanner() is not None:
+        fast = analyze_inputs([source], tz=UTC, year=2026, block_size=block_size, compiled_path=True)
+        assert json.dumps(fast) == full
 
 
 CASES = [p.read_bytes() for p in PLAIN] + [_as_text(p) for p in RECORDED] + [
@@ -84,7 +91,8 @@ def test_several_nodes_give_the_same_document_both_ways(tmp_path):
     specs = [f"head={a}", f"worker={b}"]
     full = analyze_inputs(specs, tz=UTC, year=2026, fast=False)
     fast = analyze_inputs(specs, tz=UTC, year=2026)
-    assert json.dumps(fast, sort_keys=True) == json.dumps(full, sort_keys=True)
+    pure = analyze_inputs(specs, tz=UTC, year=2026, compiled_path=False)
+    assert json.dumps(fast) == json.dumps(full) == json.dumps(pure)
     assert set(fast["nodes"]) == {"head", "worker"}
 
 
@@ -99,3 +107,13 @@ def test_a_windows_crlf_copy_reads_like_the_original(index):
     b = analyze_inputs([BytesSource("a", "n", False, data=crlf)], tz=UTC, year=2026)
     for key in ("phases", "reported", "throughput", "startup", "errors", "warnings"):
         assert a[key] == b[key], key
+
+
+def test_the_compiled_scanner_is_built_where_a_compiler_is():
+    """CI must exercise the compiled path: a failed build would silently fall back to Python."""
+    cc = (sysconfig.get_config_var("CC") or "cc").split()[0]
+    if shutil.which(cc) is None and shutil.which("cc") is None:
+        pytest.skip("no C compiler here: the pure-Python scanner is the one in use")
+    assert compiled.scanner() is not None, "run: bash testbed/setup.sh (rebuilds the extension)"
+    assert compiled.scanner().kernel in ("avx2", "vector")
+

@@ -72,19 +72,26 @@ class StampClock:
             return None
         if month == 2 and day == 29:
             year = _leap_before(year)
-        key = (year, month, day, h)
+        base = self.hour_base(year, month, day, h)
+        if base is None or m > 59 or s > 60:
+            return None
+        return base + 60 * m + min(s, 59)
+
+    def hour_base(self, year: int, month: int, day: int, hour: int) -> float | None:
+        """Unix seconds of the start of that hour in the clock's zone (None: not a real hour).
+        Zone offsets (DST) change on hour boundaries, so this is cached per hour; the compiled
+        scanner asks here too, so both paths share the zone arithmetic."""
+        key = (year, month, day, hour)
         base = self._hours.get(key)
-        if base is None:  # zone offsets (DST) change on hour boundaries: cache per hour
+        if base is None:
             try:
-                base = _dt.datetime(year, month, day, h, tzinfo=self.tz).timestamp()
-            except (ValueError, OverflowError, OSError):
+                base = _dt.datetime(year, month, day, hour, tzinfo=self.tz).timestamp()
+            except (ValueError, OverflowError, OSError, TypeError):
                 return None
             if len(self._hours) > 4096:
                 self._hours.clear()
             self._hours[key] = base
-        if m > 59 or s > 60:
-            return None
-        return base + 60 * m + min(s, 59)
+        return base
 
     def _reference_year(self) -> int:
         return _dt.datetime.fromtimestamp(self.reference, self.tz).year
@@ -149,3 +156,41 @@ def iso(t: float | None, tz: _dt.tzinfo | None = None) -> str | None:
     except (ValueError, OverflowError, OSError):
         return None
     return moment.isoformat(timespec="milliseconds")
+
+
+_MINUTE_SECOND = [f"{m:02d}:{s:02d}.000" for m in range(60) for s in range(60)]
+
+
+class IsoFormatter:
+    """`iso(t, tz)` for many times, faster: whole seconds are formatted from a per-hour prefix.
+
+    The hour's prefix and offset come from `iso` itself and are used only when the zone's offset
+    is the same at both ends of the UTC hour and that hour starts on a local hour (every zone
+    with whole-hour offsets, and DST shifts on hour boundaries); anything else, including
+    fractional seconds, goes through `iso`. The result is identical (tests compare them)."""
+
+    def __init__(self, tz: _dt.tzinfo | None = None) -> None:
+        self.tz = tz
+        self._hours: dict[int, tuple[str, str] | bool] = {}
+
+    def __call__(self, t: float | None) -> str | None:
+        if t.__class__ is not float or not t.is_integer():
+            return iso(t, self.tz)
+        seconds = int(t)
+        k = seconds % 3600
+        hour = self._hours.get(seconds - k)
+        if hour is None:
+            if len(self._hours) > 65536:
+                self._hours.clear()
+            hour = self._hours[seconds - k] = self._hour(seconds - k)
+        if hour is False:
+            return iso(t, self.tz)
+        return hour[0] + _MINUTE_SECOND[k] + hour[1]
+
+    def _hour(self, start: int) -> tuple[str, str] | bool:
+        first, last = iso(float(start), self.tz), iso(float(start + 3599), self.tz)
+        if first is None or last is None or len(first) < 24 or first[13:23] != ":00:00.000":
+            return False
+        if last[:14] != first[:14] or last[14:23] != "59:59.000" or last[23:] != first[23:]:
+            return False
+        return first[:14], first[23:]

@@ -9,7 +9,11 @@ restart mark (a version banner or logo, an argument dump) switches back to readi
 
 `interesting` evaluates the gate on one line of text; `candidate_starts` evaluates it on a
 block of raw bytes with a few C-speed scans (two regexes with a literal prefix, then one
-`bytes.find` loop per literal). Both read the same bytes the same way.
+`bytes.find` loop per literal). Both read the same bytes the same way. The compiled scanner
+(compiled.py, src/fastscan/search.c) evaluates the same gate: it takes MESSAGE_STARTS and
+GATE_LITERALS from the catalog and repeats the structure of _VLLM and _JSON below (the "]",
+the optional colour code and tag, the JSON message key); tests compare it with
+`candidate_starts` on every fixture and on built bytes, so a change here must be made there too.
 """
 
 from __future__ import annotations

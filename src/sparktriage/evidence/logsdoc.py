@@ -14,19 +14,12 @@ from collections import Counter
 from typing import Iterable
 
 from sparktriage.evidence.catalog import PHASE_INDEX, match_message
-from sparktriage.evidence.clock import iso
+from sparktriage.evidence.clock import IsoFormatter
 from sparktriage.evidence.events import LogEvent
 from sparktriage.evidence.facts import Facts
 from sparktriage.evidence.redact import redact
 from sparktriage.evidence.gate import interesting, restart_mark, serving_mark
-from sparktriage.evidence.series import (
-    SpecSeries,
-    SpecWindow,
-    StatsSeries,
-    StatsWindow,
-    parse_spec,
-    parse_stats,
-)
+from sparktriage.evidence.series import SpecSeries, StatsSeries, parse_spec, parse_stats
 from sparktriage.evidence.timeline import Timeline, TimelineBuilder
 
 LONG_SILENCE_S = 60.0
@@ -51,6 +44,8 @@ class LogAnalyzer:
         self.last_t: float | None = None
         self.inputs: dict[str, dict] = {}
         self._serving: dict[str, bool] = {}  # origin → startup over: read gated lines only
+        self._iso = IsoFormatter(tz)
+        self.rows = None  # (stats_rows, spec_rows) of the compiled scanner, or None: Python
 
     def feed(self, event: LogEvent) -> None:
         serving = self._serving.get(event.origin, False)
@@ -97,7 +92,7 @@ class LogAnalyzer:
 
     # --- the document ---
     def _t(self, t: float | None) -> str | None:
-        return iso(t, self.tz)
+        return self._iso(t)
 
     def document(self) -> dict:
         timelines = {node: attempts for node, b in self.builders.items()
@@ -106,6 +101,7 @@ class LogAnalyzer:
         tl = timelines[primary][-1] if primary else Timeline(node="local")
         self.stats.place()
         spec = self.spec.summary()
+        seen: dict = {}
         doc = {
             "kind": "logs",
             "inputs": list(self.inputs.values()),
@@ -126,11 +122,13 @@ class LogAnalyzer:
                 "interval_s": round(self.stats.interval(), 3),
                 "hidden_idle_windows": self.stats.hidden_idle(),
                 "engines": sorted(self.stats.engines),
-                "windows": [self._window(w) for w in self.stats.windows],
+                "windows": self._windows(seen) if self.rows is None
+                else self.rows[0](self.stats.windows, seen, self._iso),
                 "windows_kept": len(self.stats.windows),
             },
             "spec_decode": None if spec is None else {
-                **spec, "windows_detail": [self._spec_window(w) for w in self.spec.windows]},
+                **spec, "windows_detail": self._spec_windows(seen) if self.rows is None
+                else self.rows[1](self.spec.windows, seen, self._iso)},
             "kernels": list(self.facts.kernels),
             "kernel_detail": [{**k, "t": self._t(k["t"])} for k in self.facts.kernel_detail],
             "kernel_rejections": list(self.facts.kernel_rejections),
@@ -196,15 +194,32 @@ class LogAnalyzer:
                 "reported": dict(last.reported), "gaps": [self._gap(g) for g in last.gaps],
                 "version": self.facts.versions.get(last.node)}
 
-    def _window(self, w: StatsWindow) -> dict:
-        return {"end": self._t(w.t), "start": self._t(w.start),
-                "start_estimated": w.start_estimated, "engine": w.engine,
-                "node": w.node, "prompt": w.prompt, "generation": w.generation,
-                "level": w.level, **w.parts}
+    def _windows(self, seen: dict) -> list[dict]:
+        """The kept stats windows (up to 20 000 of them: one tight loop). `seen` memoises the
+        time strings: a window starts where the previous one ended, the spec line shares it."""
+        fmt, get, out = self._iso, seen.get, []
+        append = out.append
+        for w in self.stats.windows:
+            end, start = get(w.t), get(w.start)
+            if end is None:
+                end = seen[w.t] = fmt(w.t)
+            if start is None:
+                start = seen[w.start] = fmt(w.start)
+            append({"end": end, "start": start, "start_estimated": w.start_estimated,
+                    "engine": w.engine, "node": w.node, "prompt": w.prompt,
+                    "generation": w.generation, "level": w.level, **w.parts})
+        return out
 
-    def _spec_window(self, w: SpecWindow) -> dict:
-        return {"end": self._t(w.t), "node": w.node, **w.values, "per_position": w.per_position,
-                "drafts_estimated": None if w.drafts is None else round(w.drafts, 2)}
+    def _spec_windows(self, seen: dict) -> list[dict]:
+        fmt, get, out = self._iso, seen.get, []
+        append = out.append
+        for w in self.spec.windows:
+            end, drafts = get(w.t), w.drafts
+            if end is None:
+                end = seen[w.t] = fmt(w.t)
+            append({"end": end, "node": w.node, **w.values, "per_position": w.per_position,
+                    "drafts_estimated": None if drafts is None else round(drafts, 2)})
+        return out
 
     def _storage(self) -> dict:
         s = dict(self.facts.storage)
