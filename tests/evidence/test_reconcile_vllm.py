@@ -4,6 +4,7 @@ test-bed server, then the live server log parsed as a golden (plain vLLM 0.32, r
 from __future__ import annotations
 
 import json
+from datetime import datetime
 
 import pytest
 
@@ -64,7 +65,7 @@ def test_bench_reconciles_delivered_tokens_with_metrics_and_log(vllm_server, tmp
     seen = sum(w["delivered_tokens"] for w in log["windows"])
     # vLLM logs a window only while its engine loop runs, so tokens after the last stats line
     # may never be logged; the windows must cover every token that arrived before it
-    last_end = max(w["end"] for w in log["windows"])
+    last_end = max(datetime.fromisoformat(w["end"]).timestamp() for w in log["windows"])
     before_end = sum(len(c["ids"]) for r in records for c in r["chunks"]
                      if c.get("ids") and r["sent_unix"] + c["t"] <= last_end)
     assert 0.97 * before_end <= seen <= delivered_total
