@@ -1,4 +1,7 @@
-"""`sparktriage demo` end to end: a real vLLM start, the protocol, JSON on stdout, teardown."""
+"""`sparktriage demo` end to end on the real CPU vLLM: two launches of the bundled tiny MoE
+(depth 0 and ngram depth 2) through the launch supervisor and its collectors, the protocol with
+reconciliation, the garbage probe against the committed fingerprint, stall classification,
+the sweep decision and a signed report checked with the stock ssh-keygen and sha256sum."""
 
 from __future__ import annotations
 
@@ -8,30 +11,104 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 
 from bench_contract import check_bench_document
+from sparktriage.sweep.decide import workload_rate
 
-pytestmark = pytest.mark.vllm
+pytestmark = [pytest.mark.vllm, pytest.mark.slow]
+TOKENS = 96
 
 
-def test_demo_runs_the_protocol_on_the_local_cpu_vllm(testbed, tmp_path):
-    run = tmp_path / "run"
-    result = subprocess.run([sys.executable, "-m", "sparktriage", "demo", "--requests", "2",
-                             "--max-tokens", "32", "--out", str(run), "--json", "-"],
-                            capture_output=True, text=True, timeout=600)
+@pytest.fixture(scope="module")
+def demo_run(testbed, tmp_path_factory):
+    run = tmp_path_factory.mktemp("demo") / "run"
+    result = subprocess.run([sys.executable, "-m", "sparktriage", "demo", "--requests", "3",
+                             "--max-tokens", str(TOKENS), "--out", str(run), "--json", "-"],
+                            capture_output=True, text=True, timeout=1200)
+    return run, result
+
+
+def test_demo_session_succeeds_and_summarises(demo_run):
+    run, result = demo_run
     assert result.returncode == 0, result.stderr[-3000:]
     doc = json.loads(result.stdout)
-    check_bench_document(doc)
-    assert doc["model"] == "tiny" and [w["name"] for w in doc["workloads"]] == ["code", "prose"]
-    for w in doc["workloads"]:
-        assert [r["output_tokens"] for r in w["requests"]] == [32, 32, 32]
-        assert all(r["token_source"] == "token_ids" for r in w["requests"])
-        assert w["summary"]["counts"] == {"measured": 2, "warmup": 1, "ok": 2, "error": 0, "incomplete": 0}
-    launch = run / "launches" / "L001"
-    assert json.loads((launch / "bench.json").read_text()) == doc
-    log = (launch / "server.log").read_text()
-    assert "Application startup complete" in log
-    assert "server ready after" in result.stderr and "Delivered tokens: tiny" in result.stderr
-    port = int(doc["endpoint"].rsplit(":", 1)[1])
-    with socket.socket() as s:  # the server is gone: its port refuses connections
-        assert s.connect_ex(("127.0.0.1", port)) != 0
+    assert doc == json.loads((run / "demo.json").read_text())
+    assert doc["kind"] == "demo" and doc["schema_version"] == 1
+    assert all(s["status"] == "ok" for s in doc["steps"]), doc["steps"]
+    assert [(l["label"], l["depth"], l["outcome"]) for l in doc["launches"]] == [
+        ("L001", 0, "completed"), ("L002", 2, "completed")]
+    assert all(l["stall_findings"] == 0 for l in doc["launches"])
+    assert doc["probe"]["verdict"] == "healthy" and doc["probe"]["baseline"] is True
+    assert "Delivered tokens: tiny" in result.stderr or "Delivered tokens: tiny" in result.stdout
+    for launch in doc["launches"]:  # every server is gone: its port refuses connections
+        spec = yaml.safe_load((run / "launches" / launch["label"] / "deployment.yaml").read_text())
+        with socket.socket() as s:
+            assert s.connect_ex(("127.0.0.1", spec["serve"]["port"])) != 0
+
+
+def test_demo_measures_exact_tokens_and_reconciles(demo_run):
+    run, _ = demo_run
+    first = json.loads((run / "launches" / "L001" / "bench.json").read_text())
+    check_bench_document(first)
+    assert [w["name"] for w in first["workloads"]] == ["code", "prose"]
+    for w in first["workloads"]:
+        assert [r["output_tokens"] for r in w["requests"]] == [TOKENS] * 4
+        assert w["summary"]["counts"]["ok"] == 3
+    reconcile = json.loads((run / "launches" / "L001" / "reconcile.json").read_text())
+    assert reconcile["metrics"]["difference_tokens"] == 0  # /metrics rose by what was delivered
+    second = json.loads((run / "launches" / "L002" / "bench.json").read_text())
+    assert [w["name"] for w in second["workloads"]] == ["code"]
+    assert "speculative_config=SpeculativeConfig(method='ngram'" in (
+        run / "launches" / "L002" / "server.log").read_text()
+
+
+def test_demo_sweep_document_matches_its_launches(demo_run):
+    run, _ = demo_run
+    sweep = json.loads((run / "sweep.json").read_text())
+    assert sweep["kind"] == "sweep" and sweep["method"] == "ngram" and sweep["workload"] == "code"
+    assert [d["depth"] for d in sweep["depths"]] == [0, 2]
+    for entry in sweep["depths"]:
+        (launch,) = entry["launches"]
+        bench = json.loads((run / "launches" / launch["label"] / "bench.json").read_text())
+        assert launch["delivered_tok_s"] == workload_rate(bench, "code")
+        assert launch["e2e_tok_s"] == workload_rate(bench, "code", "e2e_tok_s") > 0
+    spec = sweep["depths"][1]["launches"][0]["acceptance_length"]
+    assert spec is not None and spec > 1.0  # ngram drafts were accepted on the code workload
+    decision = sweep["decision"]
+    assert decision["depth"] in (0, 2) and decision["provisional"] is True  # one launch per depth
+    basis = "e2e_tok_s" if decision["basis"] == "e2e" else "delivered_tok_s"
+    best = max(sweep["depths"], key=lambda d: d["launches"][0][basis])
+    assert decision["depth"] == best["depth"]
+
+
+def test_demo_report_is_signed_and_verifies_with_stock_tools(demo_run, tmp_path):
+    run, _ = demo_run
+    doc = json.loads((run / "demo.json").read_text())
+    report = run / "report"
+    assert doc["report"]["dir"] == str(report) and doc["report"]["verified"] is True
+    assert not [p for p in report.rglob("*") if "demo_ed25519" in p.name]  # the key stays out
+    sums = subprocess.run(["sha256sum", "--check", "--strict", "MANIFEST"], cwd=report,
+                          capture_output=True, text=True)
+    assert sums.returncode == 0, sums.stdout[-2000:]
+    allowed = tmp_path / "allowed_signers"
+    allowed.write_text(doc["report"]["allowed_signers_line"] + "\n")
+    with open(report / "MANIFEST", "rb") as manifest:
+        done = subprocess.run(["ssh-keygen", "-Y", "verify", "-f", str(allowed), "-I",
+                               "sparktriage-demo", "-n", "sparktriage", "-s",
+                               str(report / "MANIFEST.sig")], stdin=manifest,
+                              capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    text = subprocess.run(["pdftotext", "-layout", str(report / "report.pdf"), "-"],
+                          capture_output=True, text=True, check=True).stdout
+    flat = " ".join(text.split())
+    assert "Speculative-depth sweep" in flat and "healthy" in flat
+    assert f"Decision: depth {doc['sweep']['depth']}" in flat
+
+
+def test_demo_rejects_bad_depths_before_starting_anything(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "sparktriage", "demo", "--depths", "0,x",
+                             "--out", str(tmp_path / "run")], capture_output=True, text=True)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1].startswith("error: --depths")
+    assert not (tmp_path / "run").exists()

@@ -1,22 +1,105 @@
-"""`sparktriage demo`: the main job on the embedded default (local CPU vLLM, bundled tiny model)."""
+"""`sparktriage demo`: a whole session on the embedded default (local CPU vLLM, bundled tiny MoE)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from sparktriage.bench.client import ClientSettings
-from sparktriage.bench.protocol import ProtocolPlan, run_protocol
-from sparktriage.bench.workload import load_workloads
 from sparktriage.cli import console
 from sparktriage.cli.app import app, invoked_argv
-from sparktriage.cli.bench import _progress, render_table
+from sparktriage.cli.bench import _progress as bench_progress
+from sparktriage.cli.bench import render_table
 from sparktriage.cli.exit_codes import ExitCode
+from sparktriage.cli.launch import _progress as launch_progress
+from sparktriage.cli.probe import _progress as probe_progress
+from sparktriage.errors import LaunchError, UsageError
+from sparktriage.session.demo import DemoSettings, run_demo
 from sparktriage.store.rundir import RunDir, default_run_path
 from sparktriage.testbed.paths import locate
-from sparktriage.testbed.server import LocalServer, ServeSpec
+
+
+def _progress(event: str, details: dict) -> None:
+    if event == "launch" and "depth" in details:
+        depth = details["depth"]
+        console.info(f"launch {details['label']}: "
+                     + ("no speculative decoding" if not depth else f"ngram speculation, depth {depth}"))
+    elif event == "step":
+        console.info(f"step {details['name']}" + (f" ({details['launch']})" if details["launch"] else ""))
+    elif event == "step-failed":
+        console.warn(f"step {details['name']} failed: {details['reason']}")
+    elif event == "warning":
+        console.warn(details["text"])
+    elif event.startswith("probe-"):
+        probe_progress(event[len("probe-"):], details)
+    elif event == "report":
+        console.info(f"report {details['dir']} (signature verified: {details['verified']})")
+    elif event in ("server", "capabilities", "request"):
+        bench_progress(event, details)
+    else:
+        launch_progress(event, details)
+
+
+def _depths(text: str) -> tuple[int, ...]:
+    try:
+        depths = tuple(sorted({int(part) for part in text.split(",") if part.strip()}))
+    except ValueError:
+        raise UsageError(f"--depths: {text!r} is not a comma list of integers, e.g. 0,2") from None
+    if not depths or depths[0] < 0 or depths[-1] > 8:
+        raise UsageError("--depths: give speculative depths between 0 and 8, e.g. 0,2")
+    return depths
+
+
+def render_summary(doc: dict) -> list[str]:
+    """The demo's outcome as plain lines (stdout)."""
+    lines = [f"run directory: {doc['run']}"]
+    for launch in doc["launches"]:
+        rate = launch["delivered_tok_s"]
+        lines.append(f"  {launch['label']} depth {launch['depth']}: {launch['outcome']}"
+                     + (f", ready after {launch['ready_s']:.1f} s" if launch["ready_s"] else "")
+                     + (f", code {rate:.1f} tok/s delivered decode" if rate is not None else "")
+                     + (f", {launch['e2e_tok_s']:.1f} tok/s end to end" if launch["e2e_tok_s"] else "")
+                     + (f", acceptance length {launch['acceptance_length']:.2f}"
+                        if launch["acceptance_length"] else "")
+                     + f", {launch['stall_findings']} stall finding(s)")
+    probe = doc["probe"]
+    if probe:
+        lines.append(f"probe: {probe['verdict']}"
+                     + (" (against the model's committed fingerprint)" if probe["baseline"] else "")
+                     + f", {probe['tokens_spent']} tokens")
+    bench = doc["bench"]
+    if bench:
+        for name, w in bench["workloads"].items():
+            rate = w["decode_tok_s"]
+            line = f"protocol {name}: "
+            if rate["mean"] is not None:
+                ci = ("" if rate["ci95_low"] is None
+                      else f" (95% CI {rate['ci95_low']:.1f}-{rate['ci95_high']:.1f})")
+                line += f"{rate['mean']:.1f} tok/s delivered decode{ci}, n={rate['n']}; "
+            else:
+                line += "no decode rate (responses arrived in one burst); "
+            if w["e2e_tok_s"] is not None:
+                line += f"{w['e2e_tok_s']:.1f} tok/s end to end; "
+            lines.append(line + f"{w['failed']} failed")
+        if bench.get("reconcile_verdict"):
+            lines.append(f"reconciliation with /metrics and the log: {bench['reconcile_verdict']}")
+    if doc["sweep"]:
+        decision = doc["sweep"]
+        lines.append(f"sweep decision: depth {decision['depth']}"
+                     + (" (provisional)" if decision.get("provisional") else "")
+                     + f": {decision['reason']}")
+    report = doc["report"]
+    if report:
+        lines.append(f"report: {report['dir']} (signed: {report['signed']}, "
+                     f"verified: {report['verified']})")
+        lines.append(f"verify it yourself: sparktriage verify {report['dir']} --key {report['public_key']}")
+    failed = [s for s in doc["steps"] if s["status"] != "ok"]
+    for step in failed:
+        lines.append(f"FAILED {step['step']}" + (f" ({step['launch']})" if step["launch"] else "")
+                     + f": {step['reason']}")
+    return lines
 
 
 @app.command("demo")
@@ -24,30 +107,34 @@ def demo(
     out: Optional[Path] = typer.Option(None, "--out", help="Run directory [./runs/<timestamp>]."),
     requests: int = typer.Option(15, "--requests", min=1, help="Measured requests per workload."),
     max_tokens: int = typer.Option(256, "--max-tokens", min=1, help="Output tokens per request."),
-    ready_timeout: float = typer.Option(300.0, "--ready-timeout", min=1, help="Seconds to wait for the server to start."),
-    json_out: Optional[str] = typer.Option(None, "--json", help="Write the bench document to PATH, or - for stdout."),
+    depths: str = typer.Option("0,2", "--depths", help="Speculative (ngram) depths to sweep, comma list; 0 = none."),
+    launches: int = typer.Option(1, "--launches", min=1, help="Launches per depth (the unit of replication)."),
+    no_probe: bool = typer.Option(False, "--no-probe", help="Skip the garbage probe."),
+    formats: str = typer.Option("md,pdf", "--format", help="Report formats, comma list of md, pdf."),
+    ready_timeout: float = typer.Option(600.0, "--ready-timeout", min=1, help="Seconds each launch may take to become ready."),
+    json_out: Optional[str] = typer.Option(None, "--json", help="Write the demo summary to PATH, or - for stdout."),
 ) -> None:
-    """Start the local CPU vLLM with the bundled tiny model and run the protocol against it."""
+    """Run a whole session on the local CPU vLLM with the bundled tiny MoE: launch, stall watch,
+    probe, protocol, speculative sweep, signed report."""
+    settings = DemoSettings(depths=_depths(depths), launches=launches, requests=requests,
+                            max_tokens=max_tokens, startup_timeout_s=ready_timeout,
+                            probe=not no_probe, formats=formats)
     bed = locate().check()
     run = RunDir.create(out or default_run_path(), ["sparktriage", *invoked_argv()])
-    launch = run.next_launch()
     console.info(f"run directory: {run.path}")
-    spec = ServeSpec(model=bed.model())
-    workloads = tuple(w.model_copy(update={"requests": requests, "max_tokens": max_tokens})
-                      for w in load_workloads(["code,prose"]))
-    with LocalServer(bed, spec, launch.path / "server.log") as server:
-        console.info(f"starting vllm serve on {server.base_url} (about a minute on a small CPU)")
-        seconds = server.wait_ready(ready_timeout)
-        console.info(f"server ready after {seconds:.1f} s")
-        plan = ProtocolPlan(ClientSettings(base_url=server.base_url), None, workloads)
-        document = run_protocol(plan, launch, _progress)
-    console.data_console(json_out).print(render_table(document))
-    for w in document["workloads"]:
-        for warning in w["warnings"]:
-            console.warn(f"{w['name']}: {warning}")
-    console.write_json(document, json_out)
-    console.info(f"results: {launch.path / 'bench.json'}; server log: {server.log_path}")
-    failed = sum(w["summary"]["counts"]["error"] + w["summary"]["counts"]["incomplete"]
-                 for w in document["workloads"])
-    if failed:
+    doc = run_demo(run, bed, settings, _progress)
+    out_console = console.data_console(json_out)
+    first = run.path / "launches" / "L001" / "bench.json"
+    if first.is_file():
+        out_console.print(render_table(json.loads(first.read_text(encoding="utf-8"))))
+    for line in render_summary(doc):
+        out_console.print(line, markup=False, highlight=False)
+    console.write_json(doc, json_out)
+    if not doc["launches"] or doc["launches"][0]["outcome"] != "completed":
+        raise LaunchError("the demo server did not start; its bundle and logs are in "
+                          f"{run.path / 'launches'}")
+    findings = (any(s["status"] != "ok" for s in doc["steps"])
+                or (doc["probe"] and doc["probe"]["verdict"] != "healthy")
+                or any(l["stall_findings"] for l in doc["launches"]))
+    if findings:
         raise typer.Exit(ExitCode.FINDINGS)

@@ -165,7 +165,8 @@ def _sweep(doc: dict, section: dict) -> list[str]:
     out = ["## Speculative-depth sweep", ""]
     if section["status"] == "missing":
         return out + _missing(section)
-    out += [f"Method {esc(section['method'] or '?')}, decided on workload {esc(section['workload'] or '?')}.", ""]
+    out += [f"Method {esc(section['method'] or '?')}, decided on workload {esc(section['workload'] or '?')}; "
+            f"rates are {section['rates']} per launch.", ""]
     out += table(["depth", "launches", "mean tok/s", "95% CI over launches", "acceptance length"],
                  [[p["depth"], ", ".join(l["label"] for l in p["launches"]), number(p["mean"]),
                    interval(p["ci95_low"], p["ci95_high"]), number(p["acceptance_length"], 2)]

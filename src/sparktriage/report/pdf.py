@@ -275,6 +275,8 @@ class _Builder:
         self.heading("Speculative-depth sweep")
         if section["status"] == "missing":
             return self.missing(section)
+        self.p(f"Method {section['method'] or '?'}, decided on workload {section['workload'] or '?'}; "
+               f"rates are {section['rates']} per launch.")
         self.table(["depth", "launches", "mean tok/s", "95% CI over launches", "acceptance length"],
                    [[p["depth"], ", ".join(l["label"] for l in p["launches"]), number(p["mean"]),
                      interval(p["ci95_low"], p["ci95_high"]), number(p["acceptance_length"], 2)]

@@ -18,11 +18,16 @@ from sparktriage.stats.compare import welch
 from sparktriage.stats.summary import summarize
 
 
-def _bench_mean(inputs: RunInputs, label: str, workload: str | None) -> float | None:
+BASIS_TEXT = {"decode": "mean delivered decode tok/s",
+              "e2e": "mean end-to-end tok/s (responses arrived in bursts, with no decode interval)"}
+
+
+def _bench_mean(inputs: RunInputs, label: str, workload: str | None,
+                metric: str = "decode_tok_s") -> float | None:
     bench = inputs.launch_doc(label, "bench.json")
     for w in as_list(as_dict(bench).get("workloads")):
         if isinstance(w, dict) and (workload is None or w.get("name") == workload):
-            return num(as_dict(as_dict(w.get("summary")).get("decode_tok_s")).get("mean"))
+            return num(as_dict(as_dict(w.get("summary")).get(metric)).get("mean"))
     return None
 
 
@@ -45,6 +50,9 @@ def sweep_section(inputs: RunInputs) -> dict:
     if not isinstance(doc.get("depths"), list):
         raise InputError("sweep.json: field 'depths' must be a list of {depth, launches}")
     workload = text(doc.get("workload"))
+    # basis "e2e": the sweep compared end-to-end rates (no decode interval in bursty delivery)
+    basis = "e2e" if as_dict(doc.get("decision")).get("basis") == "e2e" else "decode"
+    field, metric = ("e2e_tok_s", "e2e_tok_s") if basis == "e2e" else ("delivered_tok_s", "decode_tok_s")
     points, warnings = [], []
     for index, entry in enumerate(doc["depths"]):
         if not isinstance(entry, dict) or integer(entry.get("depth")) is None:
@@ -54,8 +62,8 @@ def sweep_section(inputs: RunInputs) -> dict:
             if not isinstance(launch, dict):
                 continue
             label = text(launch.get("label")) or "?"
-            rate = num(launch.get("delivered_tok_s"))
-            check = _bench_mean(inputs, label, workload)
+            rate = num(launch.get(field))
+            check = _bench_mean(inputs, label, workload, metric)
             if rate is not None and check is not None and abs(check - rate) > 0.005 * abs(rate):
                 warnings.append(f"sweep.json gives {label} {rate:.2f} tok/s but its bench.json "
                                 f"gives {check:.2f}")
@@ -86,7 +94,8 @@ def sweep_section(inputs: RunInputs) -> dict:
         warnings.append(f"the decision names depth {chosen}, which the sweep did not measure")
     return {"status": "present", "source": "sweep.json", "method": text(doc.get("method")),
             "workload": workload, "points": points,
-            "decision": {"depth": chosen, "reason": text(decision.get("reason"))},
+            "decision": {"depth": chosen, "reason": text(decision.get("reason"))}, "basis": basis,
+            "rates": BASIS_TEXT[basis],
             "best_measured_depth": ranked[0]["depth"] if ranked else None,
             "comparisons": comparisons, "warnings": warnings}
 

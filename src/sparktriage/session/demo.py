@@ -1,0 +1,239 @@
+"""`sparktriage demo`: a whole consultant session on the embedded default.
+
+The bundled tiny Qwen3-MoE model (testbed/garbage/model, trained here) is served by the local
+CPU vLLM through the launch supervisor with its collectors, once per speculative depth
+(launches `L001`, `L002`, ...). The first launch is probed for garbage against the model's
+committed fingerprint and measured with the delivered-token protocol (code and prose), the
+server's `/metrics` and log reconciled with what arrived; every launch's startup is classified
+for stalls; later launches measure the code workload with ngram speculation at their depth.
+Then `sweep.json`, a report signed with a throwaway key made for the run, and a verification of
+that report. A step that fails is recorded in `demo.json` with its reason and the session goes on
+with what does not depend on it; nothing measured is lost (docs/demo.md).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import yaml
+
+from sparktriage.bench.workload import load_workloads
+from sparktriage.config.deployment import load_deployment
+from sparktriage.errors import SparktriageError
+from sparktriage.evidence import layout
+from sparktriage.launch.plan import build_plan
+from sparktriage.launch.run import launch_once
+from sparktriage.report.build import execute, plan_report
+from sparktriage.report.keys import read_public_key
+from sparktriage.report.signing import SignSpec
+from sparktriage.report.verify import TrustAnchor, verify
+from sparktriage.session.demokey import make_demo_key
+from sparktriage.session.steps import bench_step, probe_step, stalls_step
+from sparktriage.store.documents import write_document
+from sparktriage.store.rundir import SCHEMA_VERSION, LaunchDir, RunDir
+from sparktriage.sweep.decide import LaunchRate, acceptance_length, sweep_document, workload_rate
+from sparktriage.testbed.garbage.variants import trained_model
+from sparktriage.testbed.paths import Testbed, repo_root
+from sparktriage.testbed.server import free_port
+
+Observer = Callable[[str, dict], None]
+NODE = "local"
+SWEEP_WORKLOAD = "code"
+IDENTITY = "sparktriage-demo"
+
+
+@dataclass(frozen=True)
+class DemoSettings:
+    """What the demo runs (the CLI's options)."""
+
+    depths: tuple[int, ...] = (0, 2)
+    launches: int = 1  # per depth
+    requests: int = 15
+    max_tokens: int = 256
+    startup_timeout_s: float = 600.0
+    probe: bool = True
+    formats: str = "md,pdf"
+
+
+def fingerprint_path() -> Path | None:
+    """The committed fingerprint of the bundled model (a known-good launch of it)."""
+    root = repo_root()
+    path = root / "testbed" / "garbage" / "fingerprint.json" if root else None
+    return path if path is not None and path.is_file() else None
+
+
+def deployment(bed: Testbed, model: Path, port: int, scratch: Path, depth: int,
+               startup_s: float = 600.0) -> dict:
+    """The deployment document of one demo launch (docs/launch.md): one local node."""
+    doc: dict = {
+        "schema_version": 1, "name": "demo-tiny-moe",
+        "lab": {"nodes": [{"name": NODE, "host": "127.0.0.1", "gpu": "none"}]},
+        "model": {"path": str(model), "name": "tiny"},
+        "engine": {"vllm": str(bed.vllm)},
+        "serve": {"host": "127.0.0.1", "port": port, "max_model_len": 1024, "dtype": "float32",
+                  "enforce_eager": True},
+        "env": {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1",
+                "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1",
+                "VLLM_CACHE_ROOT": str(scratch / "vllm-cache"),
+                "TORCHINDUCTOR_CACHE_DIR": str(scratch / "inductor-cache")},
+        "timeouts": {"startup_s": startup_s, "teardown_grace_s": 15},
+        "collect": {"interval_s": 1.0, "stacks_interval_s": 15.0},
+    }
+    if depth > 0:
+        doc["speculative"] = {"method": "ngram", "num_speculative_tokens": depth,
+                              "extra": {"prompt_lookup_max": 4, "prompt_lookup_min": 2}}
+    return doc
+
+
+class _Steps:
+    """Runs steps, recording each outcome; a failed step never stops the session."""
+
+    def __init__(self, observe: Observer) -> None:
+        self.observe = observe
+        self.records: list[dict] = []
+
+    def run(self, name: str, label: str | None, action: Callable[[], dict | None]) -> dict | None:
+        self.observe("step", {"name": name, "launch": label})
+        try:
+            result = action()
+        except SparktriageError as exc:
+            self.records.append({"step": name, "launch": label, "status": "failed",
+                                 "reason": exc.one_line()})
+            self.observe("step-failed", {"name": name, "launch": label, "reason": exc.one_line()})
+            return None
+        self.records.append({"step": name, "launch": label, "status": "ok", "reason": None})
+        return result
+
+
+def _launch(run: RunDir, spec: dict, steps: _Steps, while_ready: Callable[[str, LaunchDir], None],
+            observe: Observer) -> tuple[LaunchDir, dict]:
+    launch = run.next_launch()
+    path = launch.path / "deployment.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+    plan = build_plan(load_deployment(path))
+    endpoint = f"http://127.0.0.1:{spec['serve']['port']}"
+    observe("launch", {"label": launch.label, "depth": (spec.get("speculative") or {})
+                       .get("num_speculative_tokens", 0)})
+    result = launch_once(plan, launch, observe, while_ready=lambda _: while_ready(endpoint, launch))
+    if result.get("outcome") not in ("completed",):
+        steps.records.append({"step": "launch", "launch": launch.label, "status": "failed",
+                              "reason": result.get("error") or result.get("failure")
+                              or f"outcome {result.get('outcome')}"})
+    else:
+        steps.records.append({"step": "launch", "launch": launch.label, "status": "ok", "reason": None})
+    steps.run("stalls", launch.label, lambda: stalls_step(launch))
+    return launch, result
+
+
+def run_demo(run: RunDir, bed: Testbed, settings: DemoSettings, observe: Observer) -> dict:
+    """Run the session into `run`; return `demo.json` (also written there)."""
+    model = trained_model()
+    baseline = fingerprint_path()
+    workloads = tuple(w.model_copy(update={"requests": settings.requests,
+                                           "max_tokens": settings.max_tokens})
+                      for w in load_workloads(["code,prose"]))
+    sweep_only = tuple(w for w in workloads if w.name == SWEEP_WORKLOAD)
+    steps = _Steps(observe)
+    launches: list[dict] = []
+    per_depth: dict[int, list[LaunchRate]] = {}
+    first: dict = {}
+    with tempfile.TemporaryDirectory(prefix="sparktriage-demo-") as scratch:
+        for depth in settings.depths:
+            for _ in range(settings.launches):
+                spec = deployment(bed, model, free_port(), Path(scratch), depth,
+                                  settings.startup_timeout_s)
+                if not (run.path / "deployment.yaml").exists():
+                    (run.path / "deployment.yaml").write_text(yaml.safe_dump(spec, sort_keys=False),
+                                                              encoding="utf-8")
+                is_first = not launches
+
+                def while_ready(endpoint: str, launch: LaunchDir, is_first=is_first) -> None:
+                    log = [str(launch.path / "bundle" / layout.NODES_DIR / NODE /
+                               layout.log_file("server"))]
+                    # the protocol first: the probe's traffic would fall into its log windows
+                    chosen = workloads if is_first else sweep_only
+                    bench = steps.run("bench", launch.label, lambda: bench_step(
+                        endpoint, launch, chosen, log=log, observe=observe,
+                        warn=lambda m: observe("warning", {"text": m})))
+                    if is_first:
+                        first["bench"] = bench
+                    if is_first and settings.probe:
+                        first["probe"] = steps.run("probe", launch.label, lambda: probe_step(
+                            endpoint, launch, baseline,
+                            observe=lambda event, details: observe("probe-" + event, details)))
+
+                launch, result = _launch(run, spec, steps, while_ready, observe)
+                stalls = _read(launch.path / "stalls.json")
+                logs = _read(launch.path / "logs.json")
+                bench = _read(launch.path / "bench.json")
+                launches.append({"label": launch.label, "depth": depth, "outcome": result.get("outcome"),
+                                 "ready_s": result.get("ready_s"),
+                                 "stall_findings": len((stalls or {}).get("findings") or []),
+                                 "delivered_tok_s": workload_rate(bench, SWEEP_WORKLOAD),
+                                 "e2e_tok_s": workload_rate(bench, SWEEP_WORKLOAD, "e2e_tok_s"),
+                                 "acceptance_length": acceptance_length(logs) if depth else None})
+                per_depth.setdefault(depth, []).append(LaunchRate(
+                    launch.label, launches[-1]["delivered_tok_s"], launches[-1]["acceptance_length"],
+                    launches[-1]["e2e_tok_s"]))
+                if result.get("outcome") != "completed" and is_first:
+                    break  # the default itself does not start: nothing to sweep
+            if launches and launches[0]["outcome"] != "completed":
+                break
+    sweep = None
+    if len(per_depth) > 1:
+        sweep = sweep_document("ngram", SWEEP_WORKLOAD, per_depth)
+        write_document(run.path / "sweep.json", sweep)
+    report = steps.run("report", None, lambda: _report(run, settings.formats, observe))
+    summary = {
+        "schema_version": SCHEMA_VERSION, "kind": "demo", "run": str(run.path), "model": str(model),
+        "baseline": str(baseline) if baseline else None, "launches": launches,
+        "probe": _probe_summary(first.get("probe")), "bench": _bench_summary(first.get("bench")),
+        "sweep": (sweep or {}).get("decision"), "report": report, "steps": steps.records,
+    }
+    write_document(run.path / "demo.json", summary)
+    return summary
+
+
+def _read(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _report(run: RunDir, formats: str, observe: Observer) -> dict:
+    key = make_demo_key(run.path / "keys" / "demo_ed25519", IDENTITY)
+    outcome = execute(plan_report(run.path, None, formats, SignSpec(str(key), IDENTITY)))
+    public = key.with_name(key.name + ".pub")
+    checked = verify(Path(outcome.report_dir),
+                     TrustAnchor(key=read_public_key(public), source=str(public)))
+    observe("report", {"dir": outcome.report_dir, "verified": checked.ok})
+    return {"dir": outcome.report_dir, "signed": outcome.signed, "fingerprint": outcome.fingerprint,
+            "public_key": str(public), "allowed_signers_line": outcome.allowed_signers_line,
+            "verified": checked.ok, "files": len(outcome.files)}
+
+
+def _probe_summary(doc: dict | None) -> dict | None:
+    if doc is None:
+        return None
+    return {"verdict": doc.get("verdict"), "pattern": doc.get("pattern"),
+            "tokens_spent": doc.get("tokens_spent"), "baseline": doc.get("baseline") is not None}
+
+
+def _bench_summary(doc: dict | None) -> dict | None:
+    if doc is None:
+        return None
+    out = {"workloads": {w["name"]: {"decode_tok_s": w["summary"]["decode_tok_s"],
+                                     "e2e_tok_s": w["summary"]["e2e_tok_s"]["mean"],
+                                     "ttft_s": w["summary"]["ttft_s"]["mean"],
+                                     "failed": w["summary"]["counts"]["error"]
+                                     + w["summary"]["counts"]["incomplete"]}
+                         for w in doc["workloads"]}}
+    reconcile = doc.get("reconcile")
+    if reconcile:
+        out["reconcile_verdict"] = reconcile.get("verdict")
+    return out

@@ -1,0 +1,63 @@
+"""The steps a session runs against one launch; each writes its documents into the launch
+folder exactly as the single-purpose command does (docs/formats.md) and returns the document.
+
+probe_step   -> probe.json, probe-requests.jsonl          (as `sparktriage probe`)
+bench_step   -> launch.json, requests.jsonl, bench.json,
+                metrics/, reconcile.json                   (as `sparktriage bench --metrics --log`)
+stalls_step  -> stalls.json                                (as `sparktriage stalls BUNDLE`)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Callable, Sequence
+
+from sparktriage.bench.client import ClientSettings
+from sparktriage.bench.protocol import ProtocolPlan, run_protocol
+from sparktriage.bench.workload import Workload
+from sparktriage.evidence.launch_reconcile import MetricsRecorder, reconcile_launch, wait_for_log
+from sparktriage.probe.runner import ProbeSettings, run_probe
+from sparktriage.stalls.analyze import analyze
+from sparktriage.store.documents import RecordWriter
+from sparktriage.store.rundir import LaunchDir
+
+Observer = Callable[[str, dict], None]
+
+
+def _quiet(event: str, details: dict) -> None:
+    return None
+
+
+def probe_step(endpoint: str, launch: LaunchDir, baseline: Path | None = None, *,
+               seed: int | None = None, observe: Observer = _quiet) -> dict:
+    """Probe the server for FP4 garbage; write probe.json and the raw replies."""
+    settings = ProbeSettings(endpoint=endpoint, seed=seed, baseline=baseline)
+    with RecordWriter(launch.path / "probe-requests.jsonl") as writer:
+        outcome = asyncio.run(run_probe(settings, observe, writer.append))
+    launch.write("probe.json", outcome.document)
+    return outcome.document
+
+
+def bench_step(endpoint: str, launch: LaunchDir, workloads: Sequence[Workload], *,
+               log: Sequence[str] = (), metrics: bool = True, log_wait_s: float = 15.0,
+               observe: Observer = _quiet, warn: Callable[[str], None] = lambda m: None) -> dict:
+    """The delivered-token protocol, with the server's /metrics scraped around each workload
+    and, when `log` is given, reconciled with the log; returns bench.json (+ `reconcile`)."""
+    recorder = MetricsRecorder(endpoint.rstrip("/") + "/metrics", launch, warn) if metrics else None
+    watch = recorder.observer(observe) if recorder else observe
+    document = run_protocol(ProtocolPlan(ClientSettings(base_url=endpoint), None, tuple(workloads)),
+                            launch, watch)
+    if log or metrics:
+        if log and not wait_for_log(log, time.time() - 1.0, log_wait_s):
+            warn(f"no stats line in the server log within {log_wait_s:g} s after the run")
+        document = {**document, "reconcile": reconcile_launch(launch, log)}
+    return document
+
+
+def stalls_step(launch: LaunchDir, source: Path | None = None) -> dict:
+    """Classify the launch's startup (its evidence bundle by default); write stalls.json."""
+    document, _ = analyze(source or launch.path / "bundle")
+    launch.write("stalls.json", document)
+    return document

@@ -1,0 +1,1 @@
+"""Speculative-depth sweeps: the decision from per-launch delivered rates (docs/sweep.md)."""
