@@ -21,7 +21,7 @@ from sparktriage.store.rundir import RunDir, default_run_path
 from sparktriage.testbed.paths import locate
 
 
-def _progress(event: str, details: dict) -> None:
+def session_progress(event: str, details: dict) -> None:
     if event == "launch" and "depth" in details:
         depth = details["depth"]
         console.info(f"launch {details['label']}: "
@@ -122,7 +122,7 @@ def demo(
     bed = locate().check()
     run = RunDir.create(out or default_run_path(), ["sparktriage", *invoked_argv()])
     console.info(f"run directory: {run.path}")
-    doc = run_demo(run, bed, settings, _progress)
+    doc = run_demo(run, bed, settings, session_progress)
     out_console = console.data_console(json_out)
     first = run.path / "launches" / "L001" / "bench.json"
     if first.is_file():

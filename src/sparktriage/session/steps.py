@@ -4,7 +4,8 @@ folder exactly as the single-purpose command does (docs/formats.md) and returns 
 probe_step   -> probe.json, probe-requests.jsonl          (as `sparktriage probe`)
 bench_step   -> launch.json, requests.jsonl, bench.json,
                 metrics/, reconcile.json                   (as `sparktriage bench --metrics --log`)
-stalls_step  -> stalls.json                                (as `sparktriage stalls BUNDLE`)
+stalls_step  -> stalls.json                                (as `sparktriage stalls BUNDLE_OR_LOG`)
+logs_step    -> logs.json                                  (as `sparktriage logs LOG...`)
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from sparktriage.bench.client import ClientSettings
 from sparktriage.bench.protocol import ProtocolPlan, run_protocol
 from sparktriage.bench.workload import Workload
 from sparktriage.evidence.launch_reconcile import MetricsRecorder, reconcile_launch, wait_for_log
+from sparktriage.evidence.scan import analyze_inputs
 from sparktriage.probe.runner import ProbeSettings, run_probe
 from sparktriage.stalls.analyze import analyze
 from sparktriage.store.documents import RecordWriter
@@ -31,9 +33,11 @@ def _quiet(event: str, details: dict) -> None:
 
 
 def probe_step(endpoint: str, launch: LaunchDir, baseline: Path | None = None, *,
+               reference: str | None = None, model: str | None = None, api_key: str | None = None,
                seed: int | None = None, observe: Observer = _quiet) -> dict:
     """Probe the server for FP4 garbage; write probe.json and the raw replies."""
-    settings = ProbeSettings(endpoint=endpoint, seed=seed, baseline=baseline)
+    settings = ProbeSettings(endpoint=endpoint, model=model, api_key=api_key, seed=seed,
+                             baseline=baseline, reference=reference)
     with RecordWriter(launch.path / "probe-requests.jsonl") as writer:
         outcome = asyncio.run(run_probe(settings, observe, writer.append))
     launch.write("probe.json", outcome.document)
@@ -41,18 +45,22 @@ def probe_step(endpoint: str, launch: LaunchDir, baseline: Path | None = None, *
 
 
 def bench_step(endpoint: str, launch: LaunchDir, workloads: Sequence[Workload], *,
-               log: Sequence[str] = (), metrics: bool = True, log_wait_s: float = 15.0,
+               log: Sequence[str] = (), metrics: str | None = "", log_wait_s: float = 15.0,
+               model: str | None = None, api_key: str | None = None, tz=None,
                observe: Observer = _quiet, warn: Callable[[str], None] = lambda m: None) -> dict:
-    """The delivered-token protocol, with the server's /metrics scraped around each workload
-    and, when `log` is given, reconciled with the log; returns bench.json (+ `reconcile`)."""
-    recorder = MetricsRecorder(endpoint.rstrip("/") + "/metrics", launch, warn) if metrics else None
+    """The delivered-token protocol, with Prometheus scraped around each workload (`metrics`:
+    its URL; "" for the endpoint's own /metrics; None for none) and, when `log` is given,
+    reconciled with the log; returns bench.json (+ `reconcile`)."""
+    url = endpoint.rstrip("/") + "/metrics" if metrics == "" else metrics
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
+    recorder = MetricsRecorder(url, launch, warn, headers) if url else None
     watch = recorder.observer(observe) if recorder else observe
-    document = run_protocol(ProtocolPlan(ClientSettings(base_url=endpoint), None, tuple(workloads)),
-                            launch, watch)
-    if log or metrics:
-        if log and not wait_for_log(log, time.time() - 1.0, log_wait_s):
+    settings = ClientSettings(base_url=endpoint, api_key=api_key)
+    document = run_protocol(ProtocolPlan(settings, model, tuple(workloads)), launch, watch)
+    if log or recorder:
+        if log and not wait_for_log(log, time.time() - 1.0, log_wait_s, tz):
             warn(f"no stats line in the server log within {log_wait_s:g} s after the run")
-        document = {**document, "reconcile": reconcile_launch(launch, log)}
+        document = {**document, "reconcile": reconcile_launch(launch, log, tz=tz)}
     return document
 
 
@@ -60,4 +68,12 @@ def stalls_step(launch: LaunchDir, source: Path | None = None) -> dict:
     """Classify the launch's startup (its evidence bundle by default); write stalls.json."""
     document, _ = analyze(source or launch.path / "bundle")
     launch.write("stalls.json", document)
+    return document
+
+
+def logs_step(launch: LaunchDir, inputs: Sequence[str], tz=None) -> dict:
+    """Parse server logs given by the user (startup phases, throughput, spec decoding, errors);
+    write logs.json."""
+    document = analyze_inputs(list(inputs), tz=tz)
+    launch.write("logs.json", document)
     return document

@@ -1,0 +1,120 @@
+"""`sparktriage selfcheck`: check your own server: garbage, delivered tokens, logs, a report."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from sparktriage.cli import console
+from sparktriage.cli.app import app, invoked_argv
+from sparktriage.cli.bench import redact_argv, render_table
+from sparktriage.cli.demo import session_progress
+from sparktriage.cli.exit_codes import ExitCode
+from sparktriage.errors import UsageError
+from sparktriage.evidence.clock import parse_tz
+from sparktriage.evidence.sources import resolve_inputs
+from sparktriage.probe import baseline as baseline_io
+from sparktriage.report.signing import SignSpec
+from sparktriage.session.selfcheck import SelfcheckSettings, check_endpoint, run_selfcheck
+from sparktriage.store.rundir import RunDir, default_run_path
+
+
+def render_summary(doc: dict) -> list[str]:
+    """The check's outcome as plain lines (stdout)."""
+    lines = [f"run directory: {doc['run']} (launch {doc['launch']})"]
+    probe = doc["probe"]
+    if probe:
+        lines.append(f"output quality: {probe['verdict'].upper()}"
+                     + (" (against the baseline)" if probe["baseline"] else " (no baseline given)")
+                     + f", {probe['tokens_spent']} tokens")
+        if probe["verdict"] != "healthy" and probe.get("advice"):
+            lines.append(f"  advice: {probe['advice']}")
+    bench = doc["bench"]
+    if bench:
+        for name, w in bench["workloads"].items():
+            rate = w["decode_tok_s"]
+            line = f"delivered {name}: "
+            if rate["mean"] is not None:
+                ci = "" if rate["ci95_low"] is None else f" (95% CI {rate['ci95_low']:.1f}-{rate['ci95_high']:.1f})"
+                line += f"{rate['mean']:.1f} tok/s decode{ci}, n={rate['n']}; "
+            else:
+                line += "no decode rate (responses arrived in one burst); "
+            if w["e2e_tok_s"] is not None:
+                line += f"{w['e2e_tok_s']:.1f} tok/s end to end; "
+            lines.append(line + f"{w['failed']} failed")
+        if bench.get("reconcile_verdict"):
+            lines.append(f"delivered vs logged: {bench['reconcile_verdict']}")
+    startup = doc["startup"]
+    if startup:
+        took = f"{startup['startup_s']:.1f} s" if startup.get("startup_s") is not None else "unknown"
+        lines.append(f"startup in the log: {'complete' if startup['complete'] else 'incomplete'}, {took}")
+    if doc["stalls"] is not None:
+        if not doc["stalls"]:
+            lines.append("stalls: none found")
+        for f in doc["stalls"]:
+            lines.append(f"stall: {f['cause']} in {f['phase']}, {f['duration_s']:.0f} s ({f['kind']})")
+    report = doc["report"]
+    if report:
+        lines.append(f"report: {report['dir']} (signed: {report['signed']}; "
+                     f"private redaction map, never send it: {report['map']})")
+    for step in doc["steps"]:
+        if step["status"] != "ok":
+            lines.append(f"FAILED {step['step']}: {step['reason']}")
+    return lines
+
+
+@app.command("selfcheck")
+def selfcheck(
+    endpoint: str = typer.Option(..., "--endpoint", help="Server base URL, e.g. http://host:8000."),
+    log: Optional[List[str]] = typer.Option(None, "--log", help="Server log: FILE, NODE=FILE, a bundle or *.lines.jsonl (repeatable; the first is classified for stalls)."),
+    metrics: Optional[str] = typer.Option(None, "--metrics", help="Prometheus URL [ENDPOINT/metrics]."),
+    no_metrics: bool = typer.Option(False, "--no-metrics", help="Do not scrape Prometheus."),
+    quick: bool = typer.Option(False, "--quick", help="5 requests of 128 tokens per workload instead of 15 of 256."),
+    workload: list[str] = typer.Option(["code,prose"], "--workload", help="Built-in workload names or YAML files (comma lists)."),
+    baseline: Optional[Path] = typer.Option(None, "--baseline", help="Fingerprint of a known-good launch (probe)."),
+    reference: Optional[str] = typer.Option(None, "--reference", help="Base URL of a known-good server (probe)."),
+    no_probe: bool = typer.Option(False, "--no-probe", help="Skip the garbage probe."),
+    model: Optional[str] = typer.Option(None, "--model", help="Model id [the first one /v1/models lists]."),
+    api_key: Optional[str] = typer.Option(None, "--api-key", help="Bearer token [env OPENAI_API_KEY]."),
+    log_tz: Optional[str] = typer.Option(None, "--log-tz", help="Time zone of the log's stamps: UTC, +02:00, Europe/Paris [local]."),
+    sign: Optional[str] = typer.Option(None, "--sign", help="Sign the report: Ed25519 OpenSSH key file, 'agent', or KEY.pub in ssh-agent."),
+    formats: str = typer.Option("md,pdf", "--format", help="Report formats, comma list of md, pdf."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Run directory [./runs/<timestamp>]."),
+    json_out: Optional[str] = typer.Option(None, "--json", help="Write the summary to PATH, or - for stdout."),
+) -> None:
+    """Check a running server: garbage probe, delivered tokens, log and metrics reconciliation, report."""
+    if baseline is not None and reference is not None:
+        raise UsageError("give --baseline or --reference, not both")
+    if metrics is not None and no_metrics:
+        raise UsageError("give --metrics or --no-metrics, not both")
+    if baseline is not None:
+        baseline_io.load(baseline)  # a bad file fails before anything is sent
+    if log:
+        resolve_inputs(log)  # a wrong path fails now, not after the measurement
+    settings = SelfcheckSettings(
+        endpoint=endpoint, logs=tuple(log or ()), metrics=None if no_metrics else (metrics or ""),
+        model=model, api_key=api_key or os.environ.get("OPENAI_API_KEY") or None,
+        baseline=baseline, reference=reference, quick=quick, workloads=tuple(workload),
+        sign=SignSpec(sign) if sign else None, formats=formats, tz=parse_tz(log_tz), probe=not no_probe)
+    check_endpoint(settings)  # unreachable: exit 3 before a run directory exists
+    run = RunDir.create(out or default_run_path(), ["sparktriage", *redact_argv(invoked_argv())])
+    console.info(f"run directory: {run.path}")
+    doc = run_selfcheck(run, settings, session_progress)
+    data = console.data_console(json_out)
+    bench_doc = run.path / "launches" / doc["launch"] / "bench.json"
+    if bench_doc.is_file():
+        data.print(render_table(json.loads(bench_doc.read_text(encoding="utf-8"))))
+    for line in render_summary(doc):
+        data.print(line, markup=False, highlight=False)
+    console.write_json(doc, json_out)
+    if not (doc["report"] or {}).get("signed"):
+        console.warn("the report is not signed (use --sign KEY)")
+    failed = any(s["status"] != "ok" for s in doc["steps"])
+    bad_output = doc["probe"] is not None and doc["probe"]["verdict"] != "healthy"
+    lost = doc["bench"] is not None and any(w["failed"] for w in doc["bench"]["workloads"].values())
+    if failed or bad_output or lost or doc["stalls"]:
+        raise typer.Exit(ExitCode.FINDINGS)
