@@ -185,3 +185,32 @@ def test_hostile_names_never_become_paths(tmp_path, name):
     with pytest.raises(InputError):
         writer.append("ok", "../../etc/passwd", {"t": 1})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c"]
+
+
+def test_export_replaces_secrets_in_every_file_and_keeps_the_rest(tmp_path):
+    root = _write(tmp_path / "b")
+    secret_line = ("(APIServer pid=7) INFO args: Namespace(api_key='k-plain-secret-7', "
+                   "hf_token='hf_abcdefghijklmnopqrstu', port=8000)")
+    writer_lines = root / "nodes" / "spark-01" / "logs" / "api-server.lines.jsonl"
+    with open(writer_lines, "a", encoding="utf-8") as out:
+        out.write(json.dumps({"t": 4.0, "node": "spark-01", "stream": "stdout", "line": secret_line}) + "\n")
+        out.write(json.dumps({"t": 5.0, "node": "spark-01", "stream": "stderr",
+                              "line": "GET https://user:pw-in-url-99@hub.example/x failed"}) + "\n")
+    (root / "nodes" / "spark-01" / "serve.log").write_text("export NGC_API_KEY=nvapi-AbCdEfGhIjKlMnOpQrStUvWx\n")
+    archive = export_bundle(root, tmp_path / "b.tar.gz")
+    with tarfile.open(archive) as tar:
+        everything = b"".join(tar.extractfile(m).read() for m in tar.getmembers() if m.isfile())
+        note = json.loads(tar.extractfile("b/export.json").read())
+    for secret in ("k-plain-secret-7", "hf_abcdefghijklmnopqrstu", "pw-in-url-99",
+                   "nvapi-AbCdEfGhIjKlMnOpQrStUvWx"):
+        assert secret.encode() not in everything
+    assert note["redacted"] is True and note["secrets_replaced"] == 4
+    assert b"REDACTED-" in everything
+    with Bundle.open(archive) as bundle:  # still a bundle; everything else is as it was
+        lines = [r.line for r in bundle.log_lines("spark-01")]
+        assert lines[:3] == ["a", "b", "c"] and "port=8000" in lines[3]
+        assert "https://user:REDACTED-url-password-1@hub.example/x" in lines[4]
+        assert bundle.environment("spark-01")["kernel"] == "6.17.0-1029-nvidia"
+        (dmesg,) = bundle.dmesg("spark-02")
+        assert dmesg.kernel_t == 99.5
+    assert secret_line in writer_lines.read_text()  # the local evidence is untouched

@@ -8,10 +8,13 @@ from sparktriage.evidence.redact import redact, secret_name
 
 
 def test_redact_pairs_and_lone_values():
-    assert redact("api_key='abc' model=m") == "api_key=*** model=m"
+    assert redact("api_key='abc' model=m") == "api_key='***' model=m"
     assert "hf_abcdefghijklmnopqrstu" not in redact("token hf_abcdefghijklmnopqrstu end")
     assert "sekrit" not in redact('"password": "sekrit", "x": 1')
-    assert redact("Authorization: Bearer abcdefgh12345678") == "Authorization: ***"
+    assert redact("Authorization: Bearer abcdefgh12345678") == "Authorization: Bearer ***"
+    # the one detector (sparktriage.secrets) also finds URL passwords and secret flags
+    assert redact("GET https://user:pw123456@hub/x") == "GET https://user:***@hub/x"
+    assert redact("--api-key sk-abcdefghijklmnopqrstuvwx --port 8000") == "--api-key *** --port 8000"
     assert redact("max_tokens=256 tokenizer=llama") == "max_tokens=256 tokenizer=llama"
     assert [secret_name(n) for n in ("api_key", "hf_token", "token", "max_tokens", "tokenizer")] == [
         True, True, True, False, False]

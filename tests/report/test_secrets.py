@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sparktriage.report.secrets import SecretBook, SecretScrubber, secret_name
+from sparktriage.secrets import SecretBook, SecretScrubber, secret_name
 
 PLANTED = [
     ("vllm serve /m --api-key sk-proj-Zq8vT3xK9mW2pL5nR7sB4dF6 --port 8000", "sk-proj-Zq8vT3xK9mW2pL5nR7sB4dF6"),
@@ -28,6 +28,10 @@ PLANTED = [
     ("jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U", "dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"),
     ("-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA1x\nabc\n-----END RSA PRIVATE KEY-----", "MIIEpAIBAAKCAQEA1x"),
     ("clientSecret: s3cr3t-value", "s3cr3t-value"),
+    # an assignment inside the value of another ("failed: password=...") is found too
+    ("ERROR failed: password=hunter2hunter2", "hunter2hunter2"),
+    ("retry 3: upstream: api_key=k-nested-777 rejected", "k-nested-777"),
+    ("INFO args: Namespace(api_key='k-plain-secret-7', port=8000)", "k-plain-secret-7"),
 ]
 
 UNCHANGED = [

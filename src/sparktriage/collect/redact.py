@@ -1,5 +1,8 @@
 """Redaction at capture: secrets in environment variables and command lines never leave the node.
 
+What is a secret is decided by the one detector, sparktriage.secrets (shipped with the agent);
+this module adds the capture's own stand-ins and the environment-name rules of the collectors.
+
 A secret is replaced by a stand-in `***<8 hex>`: an HMAC of the value under a key that the
 collecting machine generates per collection and never writes into the bundle. The same
 secret therefore gets the same stand-in on every node of one collection (so the cross-node
@@ -12,6 +15,8 @@ import hashlib
 import hmac
 import re
 
+from sparktriage.secrets import SECRET_FLAG, SecretScrubber, secret_name
+
 SECRET_NAME = re.compile(
     r"(TOKEN(?!IZER)|SECRET|PASSW|PASSWD|PWD|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL|AUTH|COOKIE|"
     r"SESSION|SIGNATURE|_KEY$|^KEY$)", re.IGNORECASE)
@@ -23,9 +28,16 @@ SECRET_FLAGS = frozenset({
 _INLINE = re.compile(
     r"^(--?[A-Za-z0-9_.-]*(?:token|key|secret|password|passwd|auth|authorization|credentials?)=)"
     r"(.+)$", re.IGNORECASE)
-_URL_CRED = re.compile(r"(://[^/\s:@]+:)([^@/\s]+)(@)")
-_BEARER = re.compile(r"((?:Bearer|Basic)\s+)([A-Za-z0-9._~+/=-]{8,})", re.IGNORECASE)
-_HF = re.compile(r"\bhf_[A-Za-z0-9]{20,}\b")
+
+
+class _Book:
+    """The detector's book interface over the capture's stand-ins (the kind is not kept)."""
+
+    def __init__(self, redactor: "Redactor") -> None:
+        self.redactor = redactor
+
+    def stand_in(self, kind: str, value: str) -> str:
+        return self.redactor.stand_in(value)
 
 
 class Redactor:
@@ -40,7 +52,9 @@ class Redactor:
 
     def is_secret_name(self, name: str) -> bool:
         upper = name.upper()
-        return upper not in NOT_SECRET and bool(SECRET_NAME.search(upper))
+        if upper in NOT_SECRET:
+            return False
+        return bool(SECRET_NAME.search(upper)) or secret_name(name)
 
     def env(self, env: dict) -> dict:
         """A copy of an environment with secret values replaced."""
@@ -48,12 +62,10 @@ class Redactor:
                 for k, v in env.items()}
 
     def text(self, text: str) -> str:
-        """Secrets embedded in free text: URL credentials, bearer tokens, HF tokens."""
+        """Secrets embedded in free text, found by the one detector (sparktriage.secrets)."""
         if not text:
             return text
-        text = _URL_CRED.sub(lambda m: m.group(1) + self.stand_in(m.group(2)) + m.group(3), text)
-        text = _BEARER.sub(lambda m: m.group(1) + self.stand_in(m.group(2)), text)
-        return _HF.sub(lambda m: self.stand_in(m.group(0)), text)
+        return SecretScrubber(_Book(self)).scrub(text)
 
     def args(self, argv: list) -> list:
         """A copy of an argv with the values of secret options replaced."""
@@ -65,7 +77,7 @@ class Redactor:
                 out.append(self.stand_in(arg))
                 hide_next = False
                 continue
-            if arg in SECRET_FLAGS:
+            if arg in SECRET_FLAGS or SECRET_FLAG.match(arg):
                 out.append(arg)
                 hide_next = True
                 continue

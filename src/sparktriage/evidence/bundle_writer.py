@@ -10,6 +10,7 @@ goes through `evidence.layout` checks first.
 
 from __future__ import annotations
 
+import io
 import os
 import tarfile
 import threading
@@ -20,6 +21,7 @@ from typing import Any
 from sparktriage import __version__
 from sparktriage.errors import InputError
 from sparktriage.evidence import layout
+from sparktriage.evidence.bundle_redact import BundleScrubber
 from sparktriage.store.documents import dumps, write_document
 
 FSYNC_EVERY_S = 1.0
@@ -142,22 +144,48 @@ class BundleWriter:
 
 
 def export_bundle(bundle_dir: Path, dest: Path) -> Path:
-    """Write `bundle_dir` as one .tar.gz whose single top-level folder is the bundle.
+    """Write `bundle_dir` as one .tar.gz whose single top-level folder is the bundle, with every
+    secret in its files replaced (evidence/bundle_redact.py); the folder itself is unchanged.
 
     Only regular files and folders go in (links are left out); members are sorted so that two
-    exports of the same bundle list the same files in the same order.
+    exports of the same bundle list the same files in the same order. `export.json` at the top
+    says how many secret occurrences were replaced.
     """
     if not (bundle_dir / layout.BUNDLE_FILE).is_file():
         raise InputError(f"{bundle_dir} is not an evidence bundle (no {layout.BUNDLE_FILE})")
     top = bundle_dir.resolve().name
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(dest.name + ".tmp")
+    scrubber = BundleScrubber()
     with tarfile.open(tmp, "w:gz") as tar:
         tar.add(bundle_dir, arcname=top, recursive=False)
         for path in sorted(bundle_dir.rglob("*")):
             if path.is_symlink() or not (path.is_file() or path.is_dir()):
                 continue
-            tar.add(path, arcname=f"{top}/{path.relative_to(bundle_dir).as_posix()}",
-                    recursive=False)
+            name = f"{top}/{path.relative_to(bundle_dir).as_posix()}"
+            if path.is_dir() or path.name == EXPORT_NOTE:
+                if path.is_dir():
+                    tar.add(path, arcname=name, recursive=False)
+                continue
+            clean = scrubber.file(path.name, path.read_bytes())
+            if clean is None:
+                tar.add(path, arcname=name, recursive=False)
+            else:
+                _add_bytes(tar, name, clean, path.stat().st_mtime)
+        note = {"schema_version": layout.SCHEMA_VERSION, "kind": "bundle-export",
+                "tool_version": __version__, "redacted": True,
+                "secrets_replaced": scrubber.replaced}
+        _add_bytes(tar, f"{top}/{EXPORT_NOTE}", (dumps(note) + "\n").encode(), time.time())
     os.replace(tmp, dest)
     return dest
+
+
+EXPORT_NOTE = "export.json"
+
+
+def _add_bytes(tar: tarfile.TarFile, name: str, data: bytes, mtime: float) -> None:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    info.mtime = int(mtime)
+    info.mode = 0o644
+    tar.addfile(info, io.BytesIO(data))

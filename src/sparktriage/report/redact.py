@@ -20,7 +20,7 @@ from typing import Any
 from sparktriage.errors import InputError
 from sparktriage.report.anonymize import Anonymizer
 from sparktriage.report.inputs import RunInputs, SourceFile
-from sparktriage.report.secrets import SECRET_FLAG, SecretBook, SecretScrubber, secret_name
+from sparktriage.secrets import SECRET_FLAG, SecretBook, SecretScrubber, secret_name
 
 MAP_SCHEMA_VERSION = 1
 MAP_KIND = "sparktriage-redaction-map"

@@ -1,5 +1,10 @@
 """Finding secrets in text: the patterns, and the stable stand-ins that replace them.
 
+The one secret detector of sparktriage (standard library only: it also runs inside the node
+agent). Three users give it their own stand-ins through a book with `stand_in(kind, value)`:
+the report (`REDACTED-<kind>-<n>`, report/redact.py), capture on the nodes (`***<hmac>`,
+collect/redact.py) and the log documents (`***`, evidence/redact.py).
+
 What counts as a secret (docs/redaction.md): private key blocks (also when split over several
 log lines), API keys of known shapes (OpenAI `sk-`, Hugging Face `hf_`, NVIDIA `nvapi-`,
 GitHub, GitLab, Slack, Google, AWS access key ids, JWTs), bearer and basic credentials,
@@ -41,6 +46,16 @@ def secret_name(name: str) -> bool:
     if last == "keys" and len(words) == 1:
         return False
     return last in _SECRET_LAST or any(w in _SECRET_ANY for w in words)
+
+
+class StarBook:
+    """Stand-ins that say only that something was removed: `***`."""
+
+    hits = 0
+
+    def stand_in(self, kind: str, value: str) -> str:
+        self.hits += 1
+        return "***"
 
 
 @dataclass
@@ -112,7 +127,7 @@ class SecretScrubber:
 
     MAX_BLOCK_STRINGS = 200
 
-    def __init__(self, book: SecretBook) -> None:
+    def __init__(self, book: SecretBook | StarBook) -> None:
         self.book = book
         self._in_block = 0  # >0 while inside a private key block split over several strings
 
@@ -125,8 +140,10 @@ class SecretScrubber:
         self._in_block = 0
 
     def replace(self, kind: str, value: str) -> str:
-        """The stand-in for one secret value (placeholders and stand-ins are left alone)."""
-        if value.startswith(STAND_IN_PREFIX) or value.strip().lower() in _PLACEHOLDERS:
+        """The stand-in for one secret value (placeholders and stand-ins, ours or the capture's
+        `***<hex>`, are left alone)."""
+        if (value.startswith(STAND_IN_PREFIX) or value.startswith("***")
+                or value.strip().lower() in _PLACEHOLDERS):
             return value
         return self.book.stand_in(kind, value)
 
@@ -149,7 +166,7 @@ class SecretScrubber:
         text = _FLAG.sub(lambda m: m.group(1) + m.group(2) + m.group(3)
                          + self.replace("flag-" + _flag_kind(m.group(1)), m.group(4)), text)
         text = SHAPE.sub(lambda m: self.replace(m.lastgroup.replace("_", "-"), m.group(0)), text)
-        text = _ASSIGN.sub(self._assignment, text)
+        text = self._assignments(text)
         if _looks_like_key_material(text):
             return self.replace("key-material", text)
         return text
@@ -162,19 +179,30 @@ class SecretScrubber:
         head = f"-----SCRUBBED {label + ' ' if label else ''}PRIVATE KEY-----"
         return head + " " + self.replace("private-key", block)
 
-    def _assignment(self, match: re.Match) -> str:
-        name = match.group(2)
-        if not secret_name(name):
-            return match.group(0)
-        for index in (5, 6, 7):
-            value = match.group(index)
-            if value is not None:
-                start, end = match.span(index)
-                whole = match.group(0)
-                offset = match.start(0)
-                replaced = self.replace("secret", value) if value else value
-                return whole[:start - offset] + replaced + whole[end - offset:]
-        return match.group(0)
+    def _assignments(self, text: str) -> str:
+        """Values of secret-looking names replaced. A match with an ordinary name consumes only
+        up to its separator, so that an assignment inside its value ("failed: password=...",
+        "args: Namespace(api_key='...')") is still seen."""
+        out, pos = [], 0
+        while True:
+            match = _ASSIGN.search(text, pos)
+            if match is None:
+                out.append(text[pos:])
+                return "".join(out)
+            if not secret_name(match.group(2)):
+                out.append(text[pos:match.end(3)])
+                pos = match.end(3)
+                continue
+            for index in (5, 6, 7):
+                value = match.group(index)
+                if value is not None:
+                    out.append(text[pos:match.start(index)])
+                    out.append(self.replace("secret", value) if value else value)
+                    out.append(text[match.end(index):match.end(0)])
+                    break
+            else:
+                out.append(text[pos:match.end(0)])
+            pos = match.end(0)
 
 
 def _flag_kind(flag: str) -> str:
