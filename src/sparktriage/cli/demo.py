@@ -52,6 +52,28 @@ def _depths(text: str) -> tuple[int, ...]:
     return depths
 
 
+def protocol_lines(bench: dict | None) -> list[str]:
+    """The protocol's headline per workload (a session summary's `bench`) as plain lines."""
+    if not bench:
+        return []
+    lines = []
+    for name, w in bench["workloads"].items():
+        rate = w["decode_tok_s"]
+        line = f"delivered {name}: "
+        if rate["mean"] is not None:
+            ci = ("" if rate["ci95_low"] is None
+                  else f" (95% CI {rate['ci95_low']:.1f}-{rate['ci95_high']:.1f})")
+            line += f"{rate['mean']:.1f} tok/s decode{ci}, n={rate['n']}; "
+        else:
+            line += "no decode rate (responses arrived in one burst); "
+        if w["e2e_tok_s"] is not None:
+            line += f"{w['e2e_tok_s']:.1f} tok/s end to end; "
+        lines.append(line + f"{w['failed']} failed")
+    if bench.get("reconcile_verdict"):
+        lines.append(f"delivered vs logged (/metrics and the log): {bench['reconcile_verdict']}")
+    return lines
+
+
 def render_summary(doc: dict) -> list[str]:
     """The demo's outcome as plain lines (stdout)."""
     lines = [f"run directory: {doc['run']}"]
@@ -69,22 +91,7 @@ def render_summary(doc: dict) -> list[str]:
         lines.append(f"probe: {probe['verdict']}"
                      + (" (against the model's committed fingerprint)" if probe["baseline"] else "")
                      + f", {probe['tokens_spent']} tokens")
-    bench = doc["bench"]
-    if bench:
-        for name, w in bench["workloads"].items():
-            rate = w["decode_tok_s"]
-            line = f"protocol {name}: "
-            if rate["mean"] is not None:
-                ci = ("" if rate["ci95_low"] is None
-                      else f" (95% CI {rate['ci95_low']:.1f}-{rate['ci95_high']:.1f})")
-                line += f"{rate['mean']:.1f} tok/s delivered decode{ci}, n={rate['n']}; "
-            else:
-                line += "no decode rate (responses arrived in one burst); "
-            if w["e2e_tok_s"] is not None:
-                line += f"{w['e2e_tok_s']:.1f} tok/s end to end; "
-            lines.append(line + f"{w['failed']} failed")
-        if bench.get("reconcile_verdict"):
-            lines.append(f"reconciliation with /metrics and the log: {bench['reconcile_verdict']}")
+    lines += protocol_lines(doc["bench"])
     if doc["sweep"]:
         decision = doc["sweep"]
         lines.append(f"sweep decision: depth {decision['depth']}"

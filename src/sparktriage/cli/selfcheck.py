@@ -12,7 +12,7 @@ import typer
 from sparktriage.cli import console
 from sparktriage.cli.app import app, invoked_argv
 from sparktriage.cli.bench import redact_argv, render_table
-from sparktriage.cli.demo import session_progress
+from sparktriage.cli.demo import protocol_lines, session_progress
 from sparktriage.cli.exit_codes import ExitCode
 from sparktriage.errors import UsageError
 from sparktriage.evidence.clock import parse_tz
@@ -33,21 +33,7 @@ def render_summary(doc: dict) -> list[str]:
                      + f", {probe['tokens_spent']} tokens")
         if probe["verdict"] != "healthy" and probe.get("advice"):
             lines.append(f"  advice: {probe['advice']}")
-    bench = doc["bench"]
-    if bench:
-        for name, w in bench["workloads"].items():
-            rate = w["decode_tok_s"]
-            line = f"delivered {name}: "
-            if rate["mean"] is not None:
-                ci = "" if rate["ci95_low"] is None else f" (95% CI {rate['ci95_low']:.1f}-{rate['ci95_high']:.1f})"
-                line += f"{rate['mean']:.1f} tok/s decode{ci}, n={rate['n']}; "
-            else:
-                line += "no decode rate (responses arrived in one burst); "
-            if w["e2e_tok_s"] is not None:
-                line += f"{w['e2e_tok_s']:.1f} tok/s end to end; "
-            lines.append(line + f"{w['failed']} failed")
-        if bench.get("reconcile_verdict"):
-            lines.append(f"delivered vs logged: {bench['reconcile_verdict']}")
+    lines += protocol_lines(doc["bench"])
     startup = doc["startup"]
     if startup:
         took = f"{startup['startup_s']:.1f} s" if startup.get("startup_s") is not None else "unknown"

@@ -23,7 +23,6 @@ import yaml
 
 from sparktriage.bench.workload import load_workloads
 from sparktriage.config.deployment import load_deployment
-from sparktriage.errors import SparktriageError
 from sparktriage.evidence import layout
 from sparktriage.launch.plan import build_plan
 from sparktriage.launch.run import launch_once
@@ -32,7 +31,7 @@ from sparktriage.report.keys import read_public_key
 from sparktriage.report.signing import SignSpec
 from sparktriage.report.verify import TrustAnchor, verify
 from sparktriage.session.demokey import make_demo_key
-from sparktriage.session.steps import bench_step, probe_step, stalls_step
+from sparktriage.session.steps import StepLog, bench_step, bench_summary, probe_step, stalls_step
 from sparktriage.store.documents import write_document
 from sparktriage.store.rundir import SCHEMA_VERSION, LaunchDir, RunDir
 from sparktriage.sweep.decide import LaunchRate, acceptance_length, sweep_document, workload_rate
@@ -89,27 +88,7 @@ def deployment(bed: Testbed, model: Path, port: int, scratch: Path, depth: int,
     return doc
 
 
-class _Steps:
-    """Runs steps, recording each outcome; a failed step never stops the session."""
-
-    def __init__(self, observe: Observer) -> None:
-        self.observe = observe
-        self.records: list[dict] = []
-
-    def run(self, name: str, label: str | None, action: Callable[[], dict | None]) -> dict | None:
-        self.observe("step", {"name": name, "launch": label})
-        try:
-            result = action()
-        except SparktriageError as exc:
-            self.records.append({"step": name, "launch": label, "status": "failed",
-                                 "reason": exc.one_line()})
-            self.observe("step-failed", {"name": name, "launch": label, "reason": exc.one_line()})
-            return None
-        self.records.append({"step": name, "launch": label, "status": "ok", "reason": None})
-        return result
-
-
-def _launch(run: RunDir, spec: dict, steps: _Steps, while_ready: Callable[[str, LaunchDir], None],
+def _launch(run: RunDir, spec: dict, steps: StepLog, while_ready: Callable[[str, LaunchDir], None],
             observe: Observer) -> tuple[LaunchDir, dict]:
     launch = run.next_launch()
     path = launch.path / "deployment.yaml"
@@ -119,12 +98,9 @@ def _launch(run: RunDir, spec: dict, steps: _Steps, while_ready: Callable[[str, 
     observe("launch", {"label": launch.label, "depth": (spec.get("speculative") or {})
                        .get("num_speculative_tokens", 0)})
     result = launch_once(plan, launch, observe, while_ready=lambda _: while_ready(endpoint, launch))
-    if result.get("outcome") not in ("completed",):
-        steps.records.append({"step": "launch", "launch": launch.label, "status": "failed",
-                              "reason": result.get("error") or result.get("failure")
-                              or f"outcome {result.get('outcome')}"})
-    else:
-        steps.records.append({"step": "launch", "launch": launch.label, "status": "ok", "reason": None})
+    failed = result.get("outcome") != "completed"
+    steps.record("launch", launch.label, (result.get("error") or result.get("failure")
+                                          or f"outcome {result.get('outcome')}") if failed else None)
     steps.run("stalls", launch.label, lambda: stalls_step(launch))
     return launch, result
 
@@ -137,7 +113,7 @@ def run_demo(run: RunDir, bed: Testbed, settings: DemoSettings, observe: Observe
                                            "max_tokens": settings.max_tokens})
                       for w in load_workloads(["code,prose"]))
     sweep_only = tuple(w for w in workloads if w.name == SWEEP_WORKLOAD)
-    steps = _Steps(observe)
+    steps = StepLog(observe)
     launches: list[dict] = []
     per_depth: dict[int, list[LaunchRate]] = {}
     first: dict = {}
@@ -191,7 +167,7 @@ def run_demo(run: RunDir, bed: Testbed, settings: DemoSettings, observe: Observe
     summary = {
         "schema_version": SCHEMA_VERSION, "kind": "demo", "run": str(run.path), "model": str(model),
         "baseline": str(baseline) if baseline else None, "launches": launches,
-        "probe": _probe_summary(first.get("probe")), "bench": _bench_summary(first.get("bench")),
+        "probe": _probe_summary(first.get("probe")), "bench": bench_summary(first.get("bench")),
         "sweep": (sweep or {}).get("decision"), "report": report, "steps": steps.records,
     }
     write_document(run.path / "demo.json", summary)
@@ -222,18 +198,3 @@ def _probe_summary(doc: dict | None) -> dict | None:
         return None
     return {"verdict": doc.get("verdict"), "pattern": doc.get("pattern"),
             "tokens_spent": doc.get("tokens_spent"), "baseline": doc.get("baseline") is not None}
-
-
-def _bench_summary(doc: dict | None) -> dict | None:
-    if doc is None:
-        return None
-    out = {"workloads": {w["name"]: {"decode_tok_s": w["summary"]["decode_tok_s"],
-                                     "e2e_tok_s": w["summary"]["e2e_tok_s"]["mean"],
-                                     "ttft_s": w["summary"]["ttft_s"]["mean"],
-                                     "failed": w["summary"]["counts"]["error"]
-                                     + w["summary"]["counts"]["incomplete"]}
-                         for w in doc["workloads"]}}
-    reconcile = doc.get("reconcile")
-    if reconcile:
-        out["reconcile_verdict"] = reconcile.get("verdict")
-    return out

@@ -19,10 +19,10 @@ from typing import Callable
 from sparktriage.bench.client import ClientSettings, make_http_client
 from sparktriage.bench.endpoint import discover
 from sparktriage.bench.workload import load_workloads
-from sparktriage.errors import SparktriageError
 from sparktriage.report.build import execute, plan_report
 from sparktriage.report.signing import SignSpec
-from sparktriage.session.steps import bench_step, logs_step, probe_step, stalls_step
+from sparktriage.session.steps import (StepLog, bench_step, bench_summary, logs_step, probe_step,
+                                       stalls_step)
 from sparktriage.store.documents import write_document
 from sparktriage.store.rundir import SCHEMA_VERSION, RunDir
 
@@ -49,23 +49,6 @@ class SelfcheckSettings:
     probe: bool = True
 
 
-class _Steps:
-    def __init__(self, observe: Observer) -> None:
-        self.observe = observe
-        self.records: list[dict] = []
-
-    def run(self, name: str, action: Callable[[], dict | None]) -> dict | None:
-        self.observe("step", {"name": name, "launch": None})
-        try:
-            result = action()
-        except SparktriageError as exc:
-            self.records.append({"step": name, "status": "failed", "reason": exc.one_line()})
-            self.observe("step-failed", {"name": name, "launch": None, "reason": exc.one_line()})
-            return None
-        self.records.append({"step": name, "status": "ok", "reason": None})
-        return result
-
-
 def check_endpoint(settings: SelfcheckSettings) -> None:
     """EndpointError (exit 3) for a server that cannot be reached or is not OpenAI-compatible."""
     async def ask() -> None:
@@ -80,24 +63,24 @@ def run_selfcheck(run: RunDir, settings: SelfcheckSettings, observe: Observer) -
     """Run the check into a new launch of `run`; return `selfcheck.json` (also written there).
     Call `check_endpoint` first: an unreachable server should stop the check before `run` exists."""
     launch = run.next_launch()
-    steps = _Steps(observe)
+    steps = StepLog(observe)
     overrides = QUICK if settings.quick else {}
     workloads = tuple(w.model_copy(update=overrides) for w in load_workloads(list(settings.workloads)))
-    bench = steps.run("bench", lambda: bench_step(
+    bench = steps.run("bench", launch.label, lambda: bench_step(
         settings.endpoint, launch, workloads, log=settings.logs, metrics=settings.metrics,
         model=settings.model, api_key=settings.api_key, tz=settings.tz, observe=observe,
         warn=lambda m: observe("warning", {"text": m})))
     probe = None
     if settings.probe:
-        probe = steps.run("probe", lambda: probe_step(
+        probe = steps.run("probe", launch.label, lambda: probe_step(
             settings.endpoint, launch, settings.baseline, reference=settings.reference,
             model=settings.model, api_key=settings.api_key,
             observe=lambda event, details: observe("probe-" + event, details)))
     logs = stalls = None
     if settings.logs:
-        logs = steps.run("logs", lambda: logs_step(launch, settings.logs, settings.tz))
-        stalls = steps.run("stalls", lambda: stalls_step(launch, Path(settings.logs[0])))
-    report = steps.run("report", lambda: _report(run, settings))
+        logs = steps.run("logs", launch.label, lambda: logs_step(launch, settings.logs, settings.tz))
+        stalls = steps.run("stalls", launch.label, lambda: stalls_step(launch, Path(settings.logs[0])))
+    report = steps.run("report", None, lambda: _report(run, settings))
     summary = {
         "schema_version": SCHEMA_VERSION, "kind": "selfcheck", "run": str(run.path),
         "launch": launch.label, "endpoint": settings.endpoint, "quick": settings.quick,
@@ -105,15 +88,7 @@ def run_selfcheck(run: RunDir, settings: SelfcheckSettings, observe: Observer) -
             "verdict": probe.get("verdict"), "pattern": probe.get("pattern"),
             "tokens_spent": probe.get("tokens_spent"), "baseline": probe.get("baseline") is not None,
             "advice": probe.get("advice")},
-        "bench": None if bench is None else {
-            "model": bench.get("model"),
-            "workloads": {w["name"]: {"decode_tok_s": w["summary"]["decode_tok_s"],
-                                      "e2e_tok_s": w["summary"]["e2e_tok_s"]["mean"],
-                                      "ttft_s": w["summary"]["ttft_s"]["mean"],
-                                      "failed": w["summary"]["counts"]["error"]
-                                      + w["summary"]["counts"]["incomplete"]}
-                          for w in bench["workloads"]},
-            "reconcile_verdict": (bench.get("reconcile") or {}).get("verdict")},
+        "bench": bench_summary(bench),
         "startup": None if logs is None else {
             "complete": (logs.get("startup") or {}).get("complete"),
             "startup_s": (logs.get("startup") or {}).get("startup_s"),

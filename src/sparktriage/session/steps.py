@@ -18,6 +18,7 @@ from typing import Callable, Sequence
 from sparktriage.bench.client import ClientSettings
 from sparktriage.bench.protocol import ProtocolPlan, run_protocol
 from sparktriage.bench.workload import Workload
+from sparktriage.errors import SparktriageError
 from sparktriage.evidence.launch_reconcile import MetricsRecorder, reconcile_launch, wait_for_log
 from sparktriage.evidence.scan import analyze_inputs
 from sparktriage.probe.runner import ProbeSettings, run_probe
@@ -77,3 +78,42 @@ def logs_step(launch: LaunchDir, inputs: Sequence[str], tz=None) -> dict:
     document = analyze_inputs(list(inputs), tz=tz)
     launch.write("logs.json", document)
     return document
+
+
+class StepLog:
+    """Runs a session's steps, recording each outcome; a failed step never stops the session."""
+
+    def __init__(self, observe: Observer) -> None:
+        self.observe = observe
+        self.records: list[dict] = []
+
+    def record(self, name: str, label: str | None, reason: str | None) -> None:
+        self.records.append({"step": name, "launch": label,
+                             "status": "ok" if reason is None else "failed", "reason": reason})
+
+    def run(self, name: str, label: str | None, action: Callable[[], dict | None]) -> dict | None:
+        self.observe("step", {"name": name, "launch": label})
+        try:
+            result = action()
+        except SparktriageError as exc:
+            self.record(name, label, exc.one_line())
+            self.observe("step-failed", {"name": name, "launch": label, "reason": exc.one_line()})
+            return None
+        self.record(name, label, None)
+        return result
+
+
+def bench_summary(doc: dict | None) -> dict | None:
+    """The protocol's headline per workload, for a session summary."""
+    if doc is None:
+        return None
+    return {
+        "model": doc.get("model"),
+        "workloads": {w["name"]: {"decode_tok_s": w["summary"]["decode_tok_s"],
+                                  "e2e_tok_s": w["summary"]["e2e_tok_s"]["mean"],
+                                  "ttft_s": w["summary"]["ttft_s"]["mean"],
+                                  "failed": w["summary"]["counts"]["error"]
+                                  + w["summary"]["counts"]["incomplete"]}
+                      for w in doc["workloads"]},
+        "reconcile_verdict": (doc.get("reconcile") or {}).get("verdict"),
+    }
