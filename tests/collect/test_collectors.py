@@ -111,10 +111,12 @@ def test_procs_records_show_the_busy_thread_reads_and_the_child(target):
     assert top["role"] == "server" and by_pid[child]["role"] == "child"
     assert [c["pid"] for c in top["children"]] == [child]
     reader = next(t for t in top["threads"] if t["tid"] != parent)  # the non-main thread
-    assert reader["cpu_pct"] > 20  # a thread that does nothing but read
+    # a thread that does nothing but read (a core on a quiet machine; >10 % seen on a loaded one)
+    assert reader["cpu_pct"] > 5
     assert top["threads"][0] == reader  # the busiest first
+    assert top["threads"][1]["cpu_pct"] < reader["cpu_pct"] / 2  # the main thread sleeps
     assert top["read_chars_ps"] > 10e6  # rchar counts page-cache reads too
-    assert top["cpu_user_pct"] + top["cpu_system_pct"] > 20
+    assert top["cpu_user_pct"] + top["cpu_system_pct"] > 5
     assert top["num_threads"] == 2 and top["starttime"] == procfs.proc_stat(parent).starttime
     assert by_pid[child]["cpu_user_pct"] < 5
 

@@ -165,7 +165,7 @@ def test_ctrl_c_tears_down_and_exits_130(tmp_path, mark):
         time.sleep(0.3)
     assert processes_with(mark)
     cli.send_signal(signal.SIGINT)
-    assert cli.wait(timeout=60) == 130
+    assert cli.wait(timeout=150) == 130  # teardown is slow on a loaded 2-core machine
     assert wait_gone(mark, 3) == []
     with Bundle.open(tmp_path / "run" / "launches" / "L001" / "bundle") as bundle:
         assert bundle.info.outcome == "interrupted"
