@@ -16,6 +16,7 @@ import tempfile
 import time
 
 import psutil
+import pytest
 
 from launchkit import fake_deployment, processes_with, wait_gone
 from sparktriage.config.deployment import load_deployment
@@ -153,18 +154,27 @@ def test_lost_local_agent_is_reaped(tmp_path, mark):
     assert not glob.glob(f"{tempfile.gettempdir()}/sparktriage-agent-{killed[0]}-*")
 
 
-def test_ctrl_c_tears_down_and_exits_130(tmp_path, mark):
+def _default_interrupts() -> None:
+    # a shell's background job inherits SIGINT ignored (and Python then installs no handler):
+    # the CLI is tested as a terminal starts it
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_tears_down_and_exits_130(tmp_path, mark, sig):
     deployment = fake_deployment(tmp_path / "d.yaml", mark)
     plan = build_plan(load_deployment(deployment))
     cli = subprocess.Popen([sys.executable, "-m", "sparktriage", "launch", str(deployment),
                             "--hold", "60", "--out", str(tmp_path / "run")],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           preexec_fn=_default_interrupts)
     deadline = time.monotonic() + 60
     while not api_ready(plan.endpoint, 0.5):
         assert cli.poll() is None and time.monotonic() < deadline
         time.sleep(0.3)
     assert processes_with(mark)
-    cli.send_signal(signal.SIGINT)
+    cli.send_signal(sig)
     assert cli.wait(timeout=150) == 130  # teardown is slow on a loaded 2-core machine
     assert wait_gone(mark, 3) == []
     with Bundle.open(tmp_path / "run" / "launches" / "L001" / "bundle") as bundle:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 
 import typer
 import typer.main
@@ -52,12 +54,31 @@ def _register() -> None:
     from sparktriage.cli import report, selfcheck, verify  # noqa: F401
 
 
+TERMINATION_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
+def _interrupt_on_termination() -> None:
+    """SIGTERM and SIGHUP (a stopped job, a closed terminal) end a command the way Ctrl-C does:
+    whatever it started is torn down and what it measured is kept (exit 130). Signals the
+    parent chose to ignore (nohup) stay ignored."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig in TERMINATION_SIGNALS:
+        if signal.getsignal(sig) == signal.SIG_DFL:
+            signal.signal(sig, _raise_interrupt)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `sparktriage` script: run a command and exit with its ExitCode."""
     args = list(sys.argv[1:] if argv is None else argv)
     _state["debug"] = "--debug" in args
     _state["argv"] = args
     _register()
+    _interrupt_on_termination()
     command = typer.main.get_command(app)
     try:
         result = command.main(args=args, prog_name="sparktriage", standalone_mode=False)

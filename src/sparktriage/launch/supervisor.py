@@ -5,9 +5,9 @@
         sup.watch(60)        # hold while watching for a death or a lost link
     # leaving the block tears down every node, whatever happened
 
-Teardown guarantees (docs/launch.md): on success, failure, deadline, Ctrl-C (the terminal's
-SIGINT reaches only sparktriage, which ignores further ones until teardown is done) and a
-lost link, every node's agent is told to stop; its processes get SIGTERM, then SIGKILL after
+Teardown guarantees (docs/launch.md): on success, failure, deadline, Ctrl-C, SIGTERM or SIGHUP
+(the terminal's SIGINT reaches only sparktriage, which ignores further signals until teardown
+is done) and a lost link, every node's agent is told to stop; its processes get SIGTERM, then SIGKILL after
 the grace period, and every descendant ever seen is killed by pid and start time. A node whose
 agent did not confirm (link lost, agent killed) gets a fresh agent that kills what the first
 one reported by process group and pid. The plan's teardown commands (container removal,
@@ -169,7 +169,9 @@ class Supervisor:
         self._stopping = True
         outcome = outcome or self.outcome
         main = threading.current_thread() is threading.main_thread()
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None
+        # further Ctrl-C, SIGTERM or SIGHUP must not cut the teardown short
+        previous = {sig: signal.signal(sig, signal.SIG_IGN)
+                    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)} if main else {}
         try:
             threads = [threading.Thread(target=l.stop, args=(self.plan.grace_s, outcome),
                                         daemon=True) for l in self.links.values()]
@@ -205,8 +207,8 @@ class Supervisor:
             self.writer.finish(outcome, **{k: v for k, v in summary.items() if k != "outcome"})
             return summary
         finally:
-            if main:
-                signal.signal(signal.SIGINT, previous)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
     def __enter__(self) -> "Supervisor":
         return self
