@@ -106,9 +106,12 @@ def test_demo_report_is_signed_and_verifies_with_stock_tools(demo_run, tmp_path)
     assert f"Decision: depth {doc['sweep']['depth']}" in flat
 
 
-def test_demo_rejects_bad_depths_before_starting_anything(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "sparktriage", "demo", "--depths", "0,x",
+@pytest.mark.parametrize("args, start", [(["--depths", "0,x"], "error: --depths"),
+                                         (["--depths", "0,9"], "error: --depths"),
+                                         (["--format", "html"], "error: --format 'html'")])
+def test_demo_rejects_bad_options_before_starting_anything(tmp_path, args, start):
+    result = subprocess.run([sys.executable, "-m", "sparktriage", "demo", *args,
                              "--out", str(tmp_path / "run")], capture_output=True, text=True)
     assert result.returncode == 2
-    assert result.stderr.strip().splitlines()[-1].startswith("error: --depths")
+    assert result.stderr.strip().splitlines()[-1].startswith(start)
     assert not (tmp_path / "run").exists()

@@ -78,6 +78,8 @@ def test_selfcheck_unreachable_endpoint_exits_3_and_writes_nothing(tmp_path):
     (["--baseline", "b.json", "--reference", "http://x"], "give --baseline or --reference"),
     (["--metrics", "http://x/metrics", "--no-metrics"], "give --metrics or --no-metrics"),
     (["--log", "/nonexistent/vllm.log"], "/nonexistent/vllm.log"),
+    (["--format", "docx"], "--format 'docx'"),
+    (["--sign", "/nonexistent/key"], "/nonexistent/key"),
 ])
 def test_selfcheck_bad_options_exit_2_before_contacting_anything(tmp_path, args, message):
     result = _selfcheck("--endpoint", "http://127.0.0.1:9", *args, "--out", str(tmp_path / "run"))

@@ -16,6 +16,7 @@ from sparktriage.cli.exit_codes import ExitCode
 from sparktriage.cli.launch import _progress as launch_progress
 from sparktriage.cli.probe import _progress as probe_progress
 from sparktriage.errors import LaunchError, UsageError
+from sparktriage.report.build import parse_formats
 from sparktriage.session.demo import DemoSettings, run_demo
 from sparktriage.store.rundir import RunDir, default_run_path
 from sparktriage.testbed.paths import locate
@@ -123,6 +124,7 @@ def demo(
 ) -> None:
     """Run a whole session on the local CPU vLLM with the bundled tiny MoE: launch, stall watch,
     probe, protocol, speculative sweep, signed report."""
+    parse_formats(formats)  # a wrong --format fails now, not after the session
     settings = DemoSettings(depths=_depths(depths), launches=launches, requests=requests,
                             max_tokens=max_tokens, startup_timeout_s=ready_timeout,
                             probe=not no_probe, formats=formats)

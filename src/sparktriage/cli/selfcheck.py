@@ -18,7 +18,9 @@ from sparktriage.errors import UsageError
 from sparktriage.evidence.clock import parse_tz
 from sparktriage.evidence.sources import resolve_inputs
 from sparktriage.probe import baseline as baseline_io
+from sparktriage.report.build import parse_formats
 from sparktriage.report.signing import SignSpec
+from sparktriage.report.signing import resolve as resolve_signer
 from sparktriage.session.selfcheck import SelfcheckSettings, check_endpoint, run_selfcheck
 from sparktriage.store.rundir import RunDir, default_run_path
 
@@ -81,6 +83,9 @@ def selfcheck(
         baseline_io.load(baseline)  # a bad file fails before anything is sent
     if log:
         resolve_inputs(log)  # a wrong path fails now, not after the measurement
+    parse_formats(formats)
+    if sign:
+        resolve_signer(SignSpec(sign))  # an unreadable or unusable key fails before the check
     settings = SelfcheckSettings(
         endpoint=endpoint, logs=tuple(log or ()), metrics=None if no_metrics else (metrics or ""),
         model=model, api_key=api_key or os.environ.get("OPENAI_API_KEY") or None,

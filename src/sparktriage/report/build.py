@@ -87,22 +87,27 @@ def _inside(path: Path, folder: Path) -> bool:
     return True
 
 
-def plan_report(run_dir: Path, out_dir: Path | None = None, formats: str = "md,pdf",
-                sign: SignSpec | None = None, anonymize: bool = False,
-                map_path: Path | None = None, now: _dt.datetime | None = None) -> ReportPlan:
-    """Check the options and fix every path of a report build."""
+def parse_formats(formats: str) -> tuple[str, ...]:
+    """`--format` (a comma list of md, pdf) as the formats in their fixed order; UsageError else."""
     chosen = tuple(f.strip().lower() for f in formats.split(",") if f.strip())
     unknown = [f for f in chosen if f not in FORMATS]
     if unknown or not chosen:
         raise UsageError(f"--format {formats!r}: choose from {', '.join(FORMATS)} (comma-separated)")
+    return tuple(f for f in FORMATS if f in chosen)
+
+
+def plan_report(run_dir: Path, out_dir: Path | None = None, formats: str = "md,pdf",
+                sign: SignSpec | None = None, anonymize: bool = False,
+                map_path: Path | None = None, now: _dt.datetime | None = None) -> ReportPlan:
+    """Check the options and fix every path of a report build."""
+    chosen = parse_formats(formats)
     out = out_dir or run_dir / "report"
     if out.resolve() == run_dir.resolve() or _inside(run_dir, out):
         raise UsageError(f"--out {out}: the report folder cannot be the run directory or hold it")
     private = map_path or out.parent / f"{out.name}.private-map.json"
     if _inside(private, out):
         raise UsageError(f"--map {private}: the private map must be outside the report folder")
-    return ReportPlan(run_dir, out, tuple(f for f in FORMATS if f in chosen), anonymize, private,
-                      generated_at(now), sign)
+    return ReportPlan(run_dir, out, chosen, anonymize, private, generated_at(now), sign)
 
 
 def write_data(folder: Path, inputs: RunInputs) -> list[str]:
