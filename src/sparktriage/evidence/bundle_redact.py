@@ -11,51 +11,28 @@ are nowhere in the archive.
 from __future__ import annotations
 
 import json
-from typing import Any
 
-from sparktriage.secrets import SECRET_FLAG, SecretBook, SecretScrubber, secret_name
+from sparktriage.report.redact import Redactor
 from sparktriage.store.documents import dumps
 
 TEXT_SUFFIXES = (".log", ".txt", ".yaml", ".yml", ".env", ".out", ".err")
-_PLAIN = (int, float, bool, type(None))
 
 
 class BundleScrubber:
-    """One export: stand-ins shared across its files."""
+    """One export: the report's redaction stage (report/redact.py, without anonymization), so
+    that stand-ins are shared across the export's files and documents are walked the same way
+    (strings, keys, values under secret-looking keys, the element after a secret flag)."""
 
     def __init__(self) -> None:
-        self.book = SecretBook()
-        self.scrubber = SecretScrubber(self.book)
+        self.redactor = Redactor()
 
     @property
     def replaced(self) -> int:
-        return self.book.hits
-
-    def value(self, value: Any, key: str | None = None) -> Any:
-        """A JSON value with every string scrubbed; strings under secret-looking keys, and the
-        element after a secret flag in a list, replaced whole."""
-        if isinstance(value, str):
-            if key is not None and secret_name(key) and value.strip():
-                return self.scrubber.replace("secret", value)
-            return self.scrubber.scrub(value)
-        if isinstance(value, dict):
-            return {k: v if type(v) in _PLAIN else self.value(v, k if isinstance(k, str) else None)
-                    for k, v in value.items()}
-        if isinstance(value, list):
-            out, secret_next = [], False
-            for item in value:
-                if secret_next and isinstance(item, str):
-                    out.append(self.scrubber.replace("flag-value", item))
-                    secret_next = False
-                    continue
-                secret_next = isinstance(item, str) and bool(SECRET_FLAG.match(item))
-                out.append(item if type(item) in _PLAIN else self.value(item))
-            return out
-        return value
+        return self.redactor.book.hits
 
     def file(self, name: str, data: bytes) -> bytes | None:
         """The scrubbed content of one bundle file, or None to keep it as it is (binary)."""
-        self.scrubber.reset()
+        self.redactor.scrubber.reset()
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
@@ -64,16 +41,16 @@ class BundleScrubber:
             return "".join(self._record(line) for line in text.splitlines(keepends=True)).encode()
         if name.endswith(".json"):
             try:
-                return (dumps(self.value(json.loads(text))) + "\n").encode()
+                return (dumps(self.redactor.value(json.loads(text))) + "\n").encode()
             except ValueError:
                 pass
         elif not name.endswith(TEXT_SUFFIXES):
             return None
-        return "".join(self.scrubber.scrub(line) for line in text.splitlines(keepends=True)).encode()
+        return "".join(self.redactor.text(line) for line in text.splitlines(keepends=True)).encode()
 
     def _record(self, line: str) -> str:
         try:
             record = json.loads(line)
         except ValueError:  # a torn last record: scrub it as text
-            return self.scrubber.scrub(line)
-        return dumps(self.value(record)) + "\n"
+            return self.redactor.text(line)
+        return dumps(self.redactor.value(record)) + "\n"
