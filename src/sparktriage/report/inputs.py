@@ -18,6 +18,7 @@ from typing import Any
 import yaml
 
 from sparktriage.errors import InputError
+from sparktriage.store.documents import read_records
 from sparktriage.store.rundir import SCHEMA_VERSION
 
 TOP_FILES = ("run.json", "deployment.yaml", "sweep.json")
@@ -90,25 +91,7 @@ def _read_json(path: Path, rel: str) -> dict:
 
 
 def _read_jsonl(path: Path, rel: str) -> list[dict]:
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").split("\n")
-    except OSError as exc:
-        raise InputError(f"{rel}: unreadable ({exc.strerror or exc})") from exc
-    records = []
-    last = len(lines) - 1
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            if number - 1 == last:
-                break  # the record in flight when the writer died (no trailing newline)
-            raise InputError(f"{rel}:{number}: malformed record ({exc.msg})") from exc
-        if not isinstance(record, dict):
-            raise InputError(f"{rel}:{number}: a record must be a JSON object")
-        records.append(record)
-    return records
+    return list(read_records(path, name=rel, objects_only=True))
 
 
 def _read_yaml(path: Path, rel: str) -> dict:

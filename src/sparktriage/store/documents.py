@@ -77,12 +77,20 @@ class RecordWriter:
         self.close()
 
 
-def read_records(path: Path) -> Iterator[dict]:
-    """Yield the records of a JSON-lines file; a torn last line (crash mid-write) is skipped."""
+def read_records(path: Path, *, name: str | None = None,
+                 objects_only: bool = False) -> Iterator[dict]:
+    """Yield the records of a JSON-lines file; a torn last line (crash mid-write) is skipped.
+
+    `name` is how errors name the file (default: its path); with `objects_only` a record that
+    is not a JSON object is an error instead of being skipped.
+    """
+    name = name or str(path)
     try:
         fh = open(path, encoding="utf-8", errors="replace")
     except FileNotFoundError as exc:
-        raise InputError(f"{path}: no such file") from exc
+        raise InputError(f"{name}: no such file") from exc
+    except OSError as exc:
+        raise InputError(f"{name}: unreadable ({exc.strerror or exc})") from exc
     with fh:
         lines = fh.readlines()
     for number, line in enumerate(lines, start=1):
@@ -93,6 +101,8 @@ def read_records(path: Path) -> Iterator[dict]:
         except json.JSONDecodeError as exc:
             if number == len(lines) and not line.endswith("\n"):
                 return  # the record in flight when the writer died
-            raise InputError(f"{path}:{number}: malformed record ({exc.msg})") from exc
+            raise InputError(f"{name}:{number}: malformed record ({exc.msg})") from exc
         if isinstance(record, dict):
             yield record
+        elif objects_only:
+            raise InputError(f"{name}:{number}: a record must be a JSON object")
