@@ -13,6 +13,7 @@ from sparktriage import __version__
 from sparktriage.cli import console
 from sparktriage.cli.exit_codes import ExitCode
 from sparktriage.errors import SparktriageError
+from sparktriage.store import archive
 
 app = typer.Typer(
     name="sparktriage",
@@ -81,12 +82,19 @@ def main(argv: list[str] | None = None) -> None:
     _interrupt_on_termination()
     command = typer.main.get_command(app)
     try:
-        result = command.main(args=args, prog_name="sparktriage", standalone_mode=False)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    except typer.Abort:
+        try:
+            result = command.main(args=args, prog_name="sparktriage", standalone_mode=False)
+        finally:
+            archive.release()  # unpacked archives and held readers live as long as the command
+    except typer.Abort as exc:
+        if isinstance(exc.__cause__, EOFError):  # click turns an EOFError into Abort: input ended
+            console.stderr.print("error: input ended unexpectedly (truncated file or stream: "
+                                 f"{exc.__cause__ or 'end of file'})", markup=False)
+            sys.exit(ExitCode.USAGE)
         console.stderr.print("interrupted", markup=False)
         sys.exit(ExitCode.INTERRUPTED)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
     except typer.TyperException as exc:  # usage errors of the command-line parser
         if type(exc).__name__ == "NoArgsIsHelpError":  # bare `sparktriage`: show the help
             console.stderr.print(exc.format_message(), markup=False)
@@ -102,6 +110,9 @@ def main(argv: list[str] | None = None) -> None:
             console.stderr.print_exception()
         console.stderr.print(f"error: {exc.one_line()}", markup=False)
         sys.exit(exc.exit_code)
+    except RecursionError:  # input nested past a reader's bound that no reader caught
+        console.stderr.print("error: input nested too deeply (see docs/limits.md)", markup=False)
+        sys.exit(ExitCode.USAGE)
     except Exception as exc:  # a bug: say so in one line unless --debug asks for the traceback
         if _state["debug"]:
             console.stderr.print_exception()

@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from sparktriage import yamlsafe
 from sparktriage.errors import InputError
 from sparktriage.store.documents import read_records
 from sparktriage.store.rundir import SCHEMA_VERSION
@@ -96,7 +97,7 @@ def _read_jsonl(path: Path, rel: str) -> list[dict]:
 
 def _read_yaml(path: Path, rel: str) -> dict:
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        doc, _ = yamlsafe.load(yamlsafe.read_text(path), rel)
     except UnicodeDecodeError as exc:
         raise InputError(f"{rel}: not UTF-8 text ({exc.reason})") from exc
     except yaml.YAMLError as exc:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from sparktriage.errors import InputError
+from sparktriage.store import archive
 from sparktriage.evidence.bundle import Bundle
 from sparktriage.evidence.events import LogEvent
 from sparktriage.evidence.logsdoc import LogAnalyzer
@@ -206,8 +207,10 @@ def load(path: Path) -> Evidence:
         raise InputError(f"{path}: no such file or folder")
     if Bundle.is_bundle(path) and (path.is_dir() or path.name.endswith((".tar.gz", ".tgz",
                                                                         ".tar"))):
-        with Bundle.open(path) as bundle:
-            evidence = _from_bundle(bundle)
+        # series read their records later: the bundle stays open for the command's life
+        bundle = Bundle.open(path)
+        archive.hold(bundle.close)
+        evidence = _from_bundle(bundle)
         evidence.origin = str(path)
         return evidence
     events = list(iter_events([str(path)]))
