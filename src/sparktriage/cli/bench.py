@@ -10,6 +10,7 @@ from typing import List, Optional
 import typer
 from rich.table import Table
 
+from sparktriage.textsafe import escape_controls
 from sparktriage.bench.client import ClientSettings
 from sparktriage.bench.protocol import ProtocolPlan, rebuild_run, run_protocol
 from sparktriage.bench.workload import load_workloads
@@ -49,7 +50,8 @@ def _fmt(value: float | None, digits: int = 1) -> str:
 
 
 def render_table(document: dict) -> Table:
-    table = Table(title=f"Delivered tokens: {document['model']} at {document['endpoint']}")
+    table = Table(title=escape_controls(f"Delivered tokens: {document['model']} at "
+                                        f"{document['endpoint']}", keep_newlines=False))
     for column in ("workload", "n", "decode tok/s", "95% CI", "median", "MAD", "TTFT s",
                    "e2e tok/s", "failed"):
         table.add_column(column, justify="right" if column != "workload" else "left")
@@ -57,7 +59,7 @@ def render_table(document: dict) -> Table:
         s = w["summary"]
         d = s["decode_tok_s"]
         ci = "-" if d["ci95_low"] is None else f"{d['ci95_low']:.1f}–{d['ci95_high']:.1f}"
-        table.add_row(w["name"], str(d["n"]), _fmt(d["mean"]), ci, _fmt(d["median"]),
+        table.add_row(escape_controls(str(w["name"]), keep_newlines=False), str(d["n"]), _fmt(d["mean"]), ci, _fmt(d["median"]),
                       _fmt(d["mad"]), _fmt(s["ttft_s"]["mean"], 3), _fmt(s["e2e_tok_s"]["mean"]),
                       str(s["counts"]["error"] + s["counts"]["incomplete"]))
     return table

@@ -14,7 +14,7 @@ from sparktriage.cli import console
 from sparktriage.cli.app import app
 from sparktriage.cli.exit_codes import ExitCode
 from sparktriage.errors import UsageError
-from sparktriage.launch.attach import CollectRequest, run_collect
+from sparktriage.launch.attach import CollectRequest, endpoint_from_argv, run_collect
 from sparktriage.launch.render import render_collect_plan
 from sparktriage.launch.transport import Transport
 
@@ -73,6 +73,11 @@ def collect(
             raise UsageError(f"--cmd: {exc}") from None
         if not argv:
             raise UsageError("--cmd is empty")
+    if until_ready and endpoint is None and argv is not None:
+        endpoint = endpoint_from_argv(argv)  # the command's own --host/--port, not a default
+        if endpoint is None:
+            raise UsageError("--until-ready: cannot tell which address the --cmd command serves "
+                             "on (no --port in it); give --endpoint URL")
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     request = CollectRequest(
         out=out or Path(f"bundle-{stamp}"), node=node, pid=pid, match=match, cmd=argv,

@@ -1,6 +1,7 @@
 """The terminal edge: one rich console for chatter (stderr), data to stdout, JSON output.
 
-Only modules under `cli/` import this. Progress and messages go to stderr so that stdout
+Only modules under `cli/` import this. Every string printed has its control characters shown
+escaped (`sparktriage.textsafe`), so configs, logs and servers cannot drive the terminal. Progress and messages go to stderr so that stdout
 carries data only (a table, or JSON with `--json -`).
 """
 
@@ -15,11 +16,21 @@ from typing import Any
 from rich.console import Console
 
 from sparktriage.errors import InputError
+from sparktriage.textsafe import escape_controls
 
-stderr = Console(stderr=True, highlight=False, soft_wrap=True,
+
+class SafeConsole(Console):
+    """A console that shows control characters of the text it prints escaped (textsafe)."""
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:  # noqa: A003 - rich's name
+        super().print(*(escape_controls(o) if isinstance(o, str) else o for o in objects),
+                      **kwargs)
+
+
+stderr = SafeConsole(stderr=True, highlight=False, soft_wrap=True,
                  width=None if sys.stderr.isatty() else 160)
 # Piped output is not wrapped at 80 columns: tables stay whole in logs and files.
-stdout = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
+stdout = SafeConsole(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
 
 
 def info(message: str) -> None:

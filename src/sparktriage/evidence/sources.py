@@ -30,7 +30,7 @@ from sparktriage.store.documents import escape_text
 
 MAX_LINE = 1 << 20  # bytes kept of one physical line
 BLOCK = 1 << 20
-_NODE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$")
+_NODE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}\Z")
 _RECORD_NAME = (".lines.jsonl", ".lines.jsonl.gz")
 
 
@@ -233,7 +233,7 @@ def _bundle_sources(root: Path, node: str | None) -> list[LogSource]:
 
 def _tar_sources(path: Path, node: str | None) -> list[LogSource]:
     names = Archive.opened(path).names()  # indexed once, checked and capped (store.archive)
-    pattern = re.compile(r"(?:^|/)nodes/([^/]+)/logs/[^/]+\.lines\.jsonl$")
+    pattern = re.compile(r"(?:^|/)nodes/([^/]+)/logs/[^/]+\.lines\.jsonl\Z")
     sources = []
     for name in sorted(names):
         m = pattern.search(name)

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 from sparktriage.errors import ConfigError
 
-_DEST = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.%+-]*(@[A-Za-z0-9_.:%\[\]-]+)?$|^[A-Za-z0-9_.:%\[\]-]+$")
-_JUMP = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.%@:\[\],+-]*$")
+_DEST = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.%+-]*(@[A-Za-z0-9_.:%\[\]-]+)?\Z|^[A-Za-z0-9_.:%\[\]-]+\Z")
+_JUMP = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.%@:\[\],+-]*\Z")
 
 SSH_DEFAULT_OPTIONS = (
     "-T",  # no pty: the agent talks JSON over plain pipes

@@ -24,7 +24,7 @@ from sparktriage.store.documents import RecordWriter, read_document, write_docum
 
 SCHEMA_VERSION = 1  # bump on any breaking change of the run-directory layout or documents
 
-_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
 
 
 def utc_now() -> str:
