@@ -159,8 +159,11 @@ def read_document_bounded(path: Path, *, name: str | None = None,
         raise limit_hit("JSON document", size_text(JSON_MAX_BYTES), name)
     try:
         return loads_bounded(raw.decode("utf-8"), name)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"{name}: not a readable JSON document ({exc})") from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{name}: not a readable JSON document (not UTF-8: {exc.reason})") from exc
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{name}:{exc.lineno}: not valid JSON ({exc.msg}); not a readable JSON "
+                         "document") from exc
 
 
 class RecordWriter:
