@@ -132,7 +132,7 @@ class _Stream:
             self.record["done"] = True
             return
         try:
-            doc = json.loads(data)
+            doc = json.loads(data.removeprefix("\ufeff"))  # a BOM before the JSON is noise
             doc, escaped = escape_surrogates(doc)  # "\\ud800" or non-UTF-8 bytes: kept escaped
             if escaped:
                 self.record["escaped"] = True
@@ -226,6 +226,8 @@ async def stream_request(client: Client, settings: ClientSettings, path: str, bo
         # the server sent more than was asked for: what came is kept, the connection is closed
         state.fail("error", f"{failure.kind}: {failure}")
     _decode(state, reply.pieces, t0)
+    if events is not None and len(record["chunks"]) > events:  # the last read overshot the cap
+        del record["chunks"][events:]
     n = len(record["chunks"])
     if failure is not None and record["status"] is None:
         if failure.kind == "stall":
