@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from sparktriage.errors import InputError
-from sparktriage.evidence.bundle import Bundle
-from sparktriage.evidence.bundle_writer import export_bundle
+from sparktriage.bundle.reader import Bundle
+from sparktriage.bundle.writer import export_bundle
 from sparktriage.stalls import fixtures
 from sparktriage.store import archive
 from sparktriage.testbed import hostile

@@ -10,7 +10,7 @@ import pytest
 
 from sparktriage.bench.client import ClientSettings, make_stream_client, stream_request
 from sparktriage.errors import InputError
-from sparktriage.evidence.prometheus import scrape
+from sparktriage.metrics.prometheus import scrape
 from sparktriage.limits import LINE_MAX_BYTES
 from sparktriage.store.documents import RecordWriter, read_records
 from sparktriage.testbed import hostile

@@ -12,8 +12,8 @@ import pytest
 
 from sparktriage.config.deployment import load_deployment
 from sparktriage.errors import ConfigError
-from sparktriage.evidence.layout import check_name
-from sparktriage.launch.attach import endpoint_from_argv
+from sparktriage.bundle.layout import check_name
+from sparktriage.launch.attach_collect import endpoint_from_argv
 from sparktriage.textsafe import escape_controls
 
 from hardening_cli import REPO, cli, one_error
