@@ -9,8 +9,9 @@ file or a folder (no links, devices or fifos), with a safe relative name (no abs
 no `..`, no empty parts), no file that is also a folder (a file followed by a member under it,
 a folder over a file), each at most `ARCHIVE_MAX_MEMBER_BYTES` and all together at most
 `ARCHIVE_MAX_TOTAL_BYTES`. A truncated or corrupt archive is an `InputError` (exit 2) naming the
-member where reading stopped. Members are then streamed, in archive order, into a private
-temporary folder on first use; that folder and the open archive are kept for the life of the
+member where reading stopped. Members are then read in one pass, in archive order: into memory
+when the archive holds at most `MEMORY_BYTES` (`open_member`), else streamed into a private
+temporary folder (`unpacked`, which bundles use); that folder and the open archive are kept for the life of the
 command (`Archive.opened` caches per path) and removed by `release()`, which the CLI calls when
 the command ends (and `atexit` otherwise). Nothing is ever written outside that folder.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import atexit
 import gzip
+import io
 import lzma
 import shutil
 import tarfile
@@ -38,6 +40,8 @@ ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar")
 READ_ERRORS = (OSError, EOFError, tarfile.TarError, zlib.error, gzip.BadGzipFile, lzma.LZMAError,
                ValueError)
 
+MEMORY_BYTES = 64 << 20  # archives this small are read into memory rather than unpacked
+
 _lock = threading.Lock()
 _open: dict[Path, "Archive"] = {}
 _held: list[Callable[[], None]] = []
@@ -54,6 +58,7 @@ class Archive:
         self.path = path
         self._members: dict[str, tarfile.TarInfo] = {}
         self._root: Path | None = None
+        self._bytes: dict[str, bytes] | None = None
         self._index()
 
     # --- opening -----------------------------------------------------------------------------
@@ -131,7 +136,41 @@ class Archive:
         return self.unpacked().joinpath(*PurePosixPath(name).parts)
 
     def open_member(self, name: str) -> BinaryIO:
+        """A member's bytes as a stream: from memory for a small archive (all members read in
+        one pass on the first call), else from the unpacked copy."""
+        member = self._members.get(name)
+        if member is None or not member.isfile():
+            raise InputError(f"{self.path}:{name}: not a regular file in the archive")
+        if self._root is None and self._total() <= MEMORY_BYTES:
+            if self._bytes is None:
+                self._bytes = self._read_all()
+            return io.BytesIO(self._bytes[name])
         return open(self.member_path(name), "rb")
+
+    def _total(self) -> int:
+        return sum(m.size for m in self._members.values())
+
+    def _read_all(self) -> dict[str, bytes]:
+        found: dict[str, bytes] = {}
+        current = "(start of the archive)"
+        try:
+            with tarfile.open(self.path, "r:*") as tar:
+                for member in tar:
+                    name = _check_name(self.path, member)
+                    current = name
+                    if member.isfile() and name in self._members:
+                        source = tar.extractfile(member)
+                        data = source.read(member.size + 1) if source is not None else b""
+                        if len(data) != self._members[name].size:
+                            raise InputError(f"{self.path}: member {name!r} changed while "
+                                             "reading")
+                        found[name] = data
+        except InputError:
+            raise
+        except READ_ERRORS as exc:
+            raise InputError(f"{self.path}: truncated or corrupt archive in member {current!r} "
+                             f"({type(exc).__name__}: {exc or 'unexpected end of data'})") from None
+        return found
 
     def _unpack(self, root: Path) -> None:
         current = "(start of the archive)"
@@ -169,6 +208,7 @@ class Archive:
         if self._root is not None:
             shutil.rmtree(self._root, ignore_errors=True)
             self._root = None
+        self._bytes = None
 
 
     @staticmethod
