@@ -42,7 +42,7 @@ def test_stalls_of_an_archive_with_a_stall(stall_archive):
 
 @pytest.mark.parametrize("make, message", [
     (hostile.file_then_member, "lies under 'b/nodes', which is a file"),
-    (hostile.dir_over_bundle_json, "b/bundle.json"),
+    (hostile.dir_over_bundle_json, "member 'b/bundle.json' is a folder, not a file"),
 ])
 def test_odd_trees_exit_2(tmp_path, make, message):
     path = make(tmp_path / "odd.tar.gz")

@@ -4,7 +4,7 @@ Each target feeds hypothesis-made inputs (random bytes, and mutations of a valid
 splices, repeats) to the reader of one outside input and accepts only a value or a
 `SparktriageError` (which the CLI turns into a documented exit code); anything else is a crash.
 Examples per target: `FUZZ_EXAMPLES` (env `SPARKTRIAGE_FUZZ_EXAMPLES`, default 2000). The
-counts are printed at the end of the session (`-s` or the terminal summary).
+counts are printed in the terminal summary (tests/hardening/conftest.py).
 """
 
 from __future__ import annotations
@@ -211,17 +211,3 @@ def test_fuzz_env_dumps(data):
     if isinstance(doc, dict):
         flatten(doc)
         diff_environments({"a": doc, "b": {"packages": {"vllm": "0.31"}}})
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _report_counts(request):
-    yield
-    summary = ", ".join(f"{name}: {n}" for name, n in COUNTS.items())
-    crashes = request.session.testsfailed
-    text = (f"fuzz: {len(COUNTS)} targets, examples per target ({summary}), "
-            f"crashes: {crashes if crashes else 0}")
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
-        reporter.write_line(text)
-    (Path(os.environ.get("SPARKTRIAGE_FUZZ_COUNTS", str(WORK / "counts.json")))).write_text(
-        json.dumps(COUNTS))

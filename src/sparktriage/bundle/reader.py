@@ -63,7 +63,12 @@ def _safe_extract(archive: Path, into: Path) -> Path:
         raise InputError(f"{archive}: a bundle archive has one top-level folder, found "
                          f"{len(tops)}")
     del into  # the archive's own private folder, kept for the command's life
-    return unpacked.unpacked() / tops.pop()
+    top = tops.pop()
+    if unpacked.kind(f"{top}/{layout.BUNDLE_FILE}") != "file":
+        what = "a folder" if unpacked.kind(f"{top}/{layout.BUNDLE_FILE}") else "missing"
+        raise InputError(f"{archive}: member '{top}/{layout.BUNDLE_FILE}' is {what}, not a file "
+                         "(not an evidence bundle)")
+    return unpacked.unpacked() / top
 
 
 class Bundle:

@@ -113,6 +113,11 @@ class Archive:
         """Regular-file members, in archive order."""
         return [n for n, m in self._members.items() if m.isfile()]
 
+    def kind(self, name: str) -> str | None:
+        """`file`, `folder` or None (no such member) of a member name."""
+        member = self._members.get(name)
+        return None if member is None else ("folder" if member.isdir() else "file")
+
     def tops(self) -> set[str]:
         return {PurePosixPath(n).parts[0] for n in self._members}
 
