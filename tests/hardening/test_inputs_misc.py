@@ -132,3 +132,26 @@ def test_collect_until_ready_waits_on_the_commands_port(tmp_path):
                   "--out", str(tmp_path / "c"))
     assert unknown.returncode == 2
     assert "cannot tell which address" in one_error(unknown) and "--endpoint" in unknown.stderr
+
+
+def test_bundle_readers_do_not_follow_symlinks(tmp_path):
+    from sparktriage.bundle.reader import Bundle
+    from sparktriage.errors import InputError
+    from sparktriage.report.format import cell
+    root = tmp_path / "b"
+    (root / "nodes").mkdir(parents=True)
+    (root / "bundle.json").write_text('{"schema_version": 1, "kind": "sparktriage-bundle", '
+                                      '"nodes": []}')
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "logs").mkdir(parents=True)
+    (root / "nodes" / "n").symlink_to(elsewhere, target_is_directory=True)
+    private = tmp_path / "private.json"
+    private.write_text('{"secret": "TOP-SECRET"}')
+    with Bundle.open(root) as bundle:
+        assert bundle.nodes() == []  # a linked node folder is not a node
+        with pytest.raises(InputError, match="symbolic link"):
+            bundle.node_dir("n")
+        (root / "environment-diff.json").symlink_to(private)
+        with pytest.raises(InputError, match="symbolic link"):
+            bundle.environment_diff()
+    assert cell("--flag\x1b[8m") == "--flag\\x1b[8m"  # report tables and Markdown

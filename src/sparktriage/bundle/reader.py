@@ -148,11 +148,15 @@ class Bundle:
         names = [n for n in self.info.nodes if isinstance(n, str)]
         folder = self.root / layout.NODES_DIR
         if folder.is_dir():
-            names += sorted(p.name for p in folder.iterdir() if p.is_dir() and p.name not in names)
+            names += sorted(p.name for p in folder.iterdir()
+                            if p.is_dir() and not p.is_symlink() and p.name not in names)
         return [layout.check_name(n) for n in names]
 
     def node_dir(self, node: str) -> Path:
-        return self.root / layout.NODES_DIR / layout.check_name(node)
+        path = self.root / layout.NODES_DIR / layout.check_name(node)
+        if path.is_symlink() or (self.root / layout.NODES_DIR).is_symlink():
+            raise InputError(f"{path}: a symbolic link in the bundle (not followed)")
+        return path
 
     def environment(self, node: str) -> dict | None:
         """The node's environment capture, or None when it was not written."""
