@@ -78,7 +78,7 @@ def error_message(status: int, body: bytes) -> str:
     text = body[:MAX_ERROR_BODY].decode("utf-8", errors="replace").strip()
     try:
         doc = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         doc = None
     if isinstance(doc, dict):
         err = doc.get("error", doc)
