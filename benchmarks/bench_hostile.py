@@ -95,7 +95,7 @@ def _cases(work: Path) -> list[tuple[str, str, list[str]]]:
     return [
         ("YAML alias bomb: launch --dry-run", "cli",
          ["launch", put("bomb.yaml", hostile.deployment_bomb()), "--dry-run"]),
-        ("YAML alias bomb: rules check", "cli", ["rules", "--rules", str(rules), "--no-fixtures"]),
+        ("YAML alias bomb: rules check", "cli", ["rules", "check", "--rules", str(rules), "--no-fixtures"]),
         ("YAML alias bomb in a workload's extra_body", "workload",
          [put("workload.yaml", hostile.workload_bomb())]),
         ("YAML 5,000 deep: launch --dry-run", "cli",

@@ -85,7 +85,7 @@ def test_rules_check(data):
     folder.mkdir(exist_ok=True)
     shutil.copy(REPO / "rules" / "_vocabulary.yaml", folder / "_vocabulary.yaml")
     (folder / "rule.yaml").write_bytes(data)
-    run("rules", "--rules", str(folder), "--no-fixtures")
+    run("rules", "check", "--rules", str(folder), "--no-fixtures")
 
 
 @PROPERTY
@@ -115,3 +115,17 @@ def test_bench_rebuild(data):
 @given(st.text(max_size=80))
 def test_collect_dry_run_cmd(text):
     run("collect", "--cmd", text, "--dry-run", "--until-ready", "--out", str(WORK / "c"))
+
+
+def test_the_valid_seeds_reach_the_parsers():
+    """The properties are not vacuous: the same command lines with valid input succeed."""
+    assert run("launch", str(REPO / "examples" / "tiny-local.yaml"), "--dry-run") == 0
+    assert run("logs", str(_put("seed.log", LOG))) in (0, 1)
+    folder = WORK / "seed-rules"
+    folder.mkdir(exist_ok=True)
+    shutil.copy(REPO / "rules" / "_vocabulary.yaml", folder / "_vocabulary.yaml")
+    (folder / "rule.yaml").write_bytes(RULE)
+    assert run("rules", "check", "--rules", str(folder), "--no-fixtures") in (0, 1)
+    assert run("collect", "--cmd", "vllm serve m --port 8123", "--dry-run", "--until-ready",
+               "--out", str(WORK / "c")) == 0
+    assert run("stalls", str(_put("seed.lines.jsonl", RECORDS))) in (0, 1)

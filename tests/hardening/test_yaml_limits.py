@@ -38,7 +38,7 @@ def test_alias_bomb_in_rules_and_workloads(tmp_path):
     data, lines, problems = read_yaml(rules / "bomb.yaml")
     assert data is None and len(problems) == 1
     assert problems[0].location.line == 3 and "aliases may only name scalars" in problems[0].message
-    result = cli("rules", "--rules", str(rules), "--no-fixtures", timeout=60)
+    result = cli("rules", "check", "--rules", str(rules), "--no-fixtures", timeout=60)
     assert result.returncode in (1, 2) and "aliases may only name scalars" in result.stdout + result.stderr
     workload = tmp_path / "w.yaml"
     workload.write_text(hostile.workload_bomb())
