@@ -13,6 +13,7 @@ from sparktriage import __version__
 from sparktriage.cli import console
 from sparktriage.cli.exit_codes import ExitCode
 from sparktriage.errors import SparktriageError
+from sparktriage.redact import stream as redacting_stream
 
 app = typer.Typer(
     name="sparktriage",
@@ -27,8 +28,10 @@ _state: dict = {"debug": False, "argv": []}
 
 
 def invoked_argv() -> list[str]:
-    """The arguments of this invocation (after the program name), as given to `main()`."""
-    return list(_state["argv"])
+    """The arguments of this invocation (after the program name), as given to `main()`, with
+    every secret replaced (redact/run.py): the only form in which a command line is recorded."""
+    from sparktriage.redact import run as redaction
+    return redaction.argv(_state["argv"])
 
 
 def _version(value: bool) -> None:
@@ -75,6 +78,7 @@ def _interrupt_on_termination() -> None:
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `sparktriage` script: run a command and exit with its ExitCode."""
     args = list(sys.argv[1:] if argv is None else argv)
+    redacting_stream.install()  # every line printed from here on is scrubbed (redact/stream.py)
     _state["debug"] = "--debug" in args
     _state["argv"] = args
     _register()

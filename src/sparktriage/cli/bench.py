@@ -116,7 +116,7 @@ def bench(
         base_url=endpoint, api_key=api_key or os.environ.get("OPENAI_API_KEY") or None,
         stall_timeout_s=stall_timeout, verify_tls=not insecure,
     )
-    run = RunDir.create(out or default_run_path(), ["sparktriage", *redact_argv(invoked_argv())])
+    run = RunDir.create(out or default_run_path(), ["sparktriage", *invoked_argv()])
     launch = run.next_launch()
     console.info(f"run directory: {run.path}")
     zone = parse_tz(log_tz)
@@ -142,19 +142,3 @@ def bench(
         raise typer.Exit(ExitCode.FINDINGS)
 
 
-def redact_argv(argv: list[str]) -> list[str]:
-    """The command line as recorded in run.json, with the value of --api-key hidden."""
-    out: list[str] = []
-    hide = False
-    for arg in argv:
-        if hide:
-            out.append("<redacted>")
-            hide = False
-        elif arg == "--api-key":
-            out.append(arg)
-            hide = True
-        elif arg.startswith("--api-key="):
-            out.append("--api-key=<redacted>")
-        else:
-            out.append(arg)
-    return out

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Optional
@@ -11,11 +10,12 @@ from typing import Optional
 import typer
 
 from sparktriage.cli import console
-from sparktriage.cli.app import app
+from sparktriage.cli.app import app, invoked_argv
 from sparktriage.config.deployment import load_deployment
 from sparktriage.errors import ConfigError
 from sparktriage.launch.plan import build_plan
 from sparktriage.launch.render import render_launch_plan
+from sparktriage.redact import run as redaction
 from sparktriage.launch.run import launch_replicates, raise_for
 from sparktriage.store.rundir import RunDir, default_run_path
 
@@ -62,8 +62,9 @@ def launch(
         console.data_console(json_out).print(render_launch_plan(plan), markup=False)
         console.write_json({"schema_version": 1, "kind": "launch-plan", **plan.to_json()}, json_out)
         return
-    run = RunDir.create(out or default_run_path(), ["sparktriage", *sys.argv[1:]])
-    (run.path / "deployment.yaml").write_bytes(deployment.read_bytes())
+    run = RunDir.create(out or default_run_path(), ["sparktriage", *invoked_argv()])
+    (run.path / "deployment.yaml").write_text(  # the copy keeps no secret (redact/run.py)
+        redaction.redactor().lines(deployment.read_text(encoding="utf-8")), encoding="utf-8")
     console.info(f"run directory: {run.path}")
     results = launch_replicates(plan, run, launches, _progress, hold_s=hold)
     for result in results:

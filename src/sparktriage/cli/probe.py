@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 from pathlib import Path
 from typing import Optional
 
 import typer
 
 from sparktriage.cli import console
-from sparktriage.cli.app import app
+from sparktriage.cli.app import app, invoked_argv
 from sparktriage.cli.exit_codes import ExitCode
 from sparktriage.errors import UsageError
 from sparktriage.probe import baseline as baseline_io
@@ -54,7 +53,7 @@ def probe(
     settings = ProbeSettings(endpoint=endpoint, model=model,
                              api_key=api_key or os.environ.get("OPENAI_API_KEY") or None, seed=seed,
                              baseline=baseline, reference=reference, concurrency=concurrency, timeout_s=timeout)
-    run = RunDir.create(out or default_run_path(), ["sparktriage", *sys.argv[1:]])
+    run = RunDir.create(out or default_run_path(), ["sparktriage", *invoked_argv()])
     launch = run.next_launch()
     console.info(f"run directory: {run.path}")
     with RecordWriter(launch.path / "probe-requests.jsonl") as writer:

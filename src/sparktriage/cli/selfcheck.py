@@ -11,7 +11,7 @@ import typer
 
 from sparktriage.cli import console
 from sparktriage.cli.app import app, invoked_argv
-from sparktriage.cli.bench import redact_argv, render_table
+from sparktriage.cli.bench import render_table
 from sparktriage.cli.demo import protocol_lines, session_progress
 from sparktriage.cli.exit_codes import ExitCode
 from sparktriage.errors import UsageError
@@ -92,7 +92,7 @@ def selfcheck(
         baseline=baseline, reference=reference, quick=quick, workloads=tuple(workload),
         sign=SignSpec(sign) if sign else None, formats=formats, tz=parse_tz(log_tz), probe=not no_probe)
     check_endpoint(settings)  # unreachable: exit 3 before a run directory exists
-    run = RunDir.create(out or default_run_path(), ["sparktriage", *redact_argv(invoked_argv())])
+    run = RunDir.create(out or default_run_path(), ["sparktriage", *invoked_argv()])
     console.info(f"run directory: {run.path}")
     doc = run_selfcheck(run, settings, session_progress)
     data = console.data_console(json_out)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
-from sparktriage.secrets import SecretScrubber, StarBook
-from sparktriage.secrets import secret_name as _detector_name
+from sparktriage.redact.detect import SecretScrubber, StarBook
+from sparktriage.redact.detect import secret_name as _detector_name
 
 # a cheap pre-check: lines without any of these cannot hold a secret the detector finds
 # (most log lines), so the detector's regular expressions never run on them

@@ -1,9 +1,10 @@
 """Finding secrets in text: the patterns, and the stable stand-ins that replace them.
 
-The one secret detector of sparktriage (standard library only: it also runs inside the node
-agent). Three users give it their own stand-ins through a book with `stand_in(kind, value)`:
-the report (`REDACTED-<kind>-<n>`, report/redact.py), capture on the nodes (`***<hmac>`,
-collect/redact.py) and the log documents (`***`, evidence/redact.py).
+The one secret detector of sparktriage (standard library only: it is shipped to the nodes with
+the agent, collect/shipping.py). Its users give it their stand-ins through a book with
+`stand_in(kind, value)`: `SecretBook` (`REDACTED-<kind>-<n>`: run directories, documents,
+exports, reports, terminal output), the capture's HMAC book (`***<hex>`, redact/capture.py) and
+`StarBook` (`***`).
 
 What counts as a secret (docs/redaction.md): private key blocks (also when split over several
 log lines), API keys of known shapes (OpenAI `sk-`, Hugging Face `hf_`, NVIDIA `nvapi-`,
