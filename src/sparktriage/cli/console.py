@@ -15,6 +15,7 @@ from typing import Any
 from rich.console import Console
 
 from sparktriage.errors import InputError
+from sparktriage.redact import run as redaction
 
 stderr = Console(stderr=True, highlight=False, soft_wrap=True,
                  width=None if sys.stderr.isatty() else 160)
@@ -38,10 +39,11 @@ def data_console(json_dest: str | None) -> Console:
 
 
 def write_json(document: Any, dest: str | None) -> None:
-    """Write a JSON document to PATH, or to stdout for `-`; nothing when dest is None."""
+    """Write a JSON document to PATH, or to stdout for `-`; nothing when dest is None. Secrets
+    are replaced first (redact/run.py: this run's stand-ins)."""
     if dest is None:
         return
-    text = json.dumps(document, indent=2, sort_keys=False, allow_nan=False) + "\n"
+    text = json.dumps(redaction.document(document), indent=2, sort_keys=False, allow_nan=False) + "\n"
     if dest == "-":
         sys.stdout.write(text)
         sys.stdout.flush()

@@ -107,6 +107,7 @@ _FLAG = re.compile(rf"(?i)(?<![A-Za-z0-9])(--?(?:[a-z0-9]+-)*{_FLAG_WORDS})(\s+|
 _ASSIGN = re.compile(
     r"(?<![A-Za-z0-9_])([\"']?)([A-Za-z_][A-Za-z0-9_.-]{0,79})\1(\s*[=:]\s*)(\[?\s*)"
     r"(?:\"([^\"\n]*)\"|'([^'\n]*)'|([^\s\"',;)}\]]+))")
+_METAVAR = re.compile(r"^(?:[A-Z][A-Z_]{0,15}|<[a-z_|-]{1,16}>|\[[a-z_|-]{1,16}\])$")  # --api-key TEXT
 _KEY_MATERIAL = re.compile(r"^[A-Za-z0-9+/]{40,}={0,2}$")
 _TRIGGER = re.compile(
     r"(?i)-----|://|bearer|authori[sz]ation|--|sk-|hf_|nvapi-|gh[pousr]_|github_pat|glpat-|xox"
@@ -164,8 +165,9 @@ class SecretScrubber:
             lambda m: m.group(1) + m.group(2) + ":" + self.replace("url-password", m.group(3)) + "@",
             text)
         text = _BEARER.sub(lambda m: m.group(1) + self.replace("bearer", m.group(2)), text)
-        text = _FLAG.sub(lambda m: m.group(1) + m.group(2) + m.group(3)
-                         + self.replace("flag-" + _flag_kind(m.group(1)), m.group(4)), text)
+        text = _FLAG.sub(lambda m: m.group(0) if _METAVAR.match(m.group(4)) else (
+            m.group(1) + m.group(2) + m.group(3)
+            + self.replace("flag-" + _flag_kind(m.group(1)), m.group(4))), text)
         text = SHAPE.sub(lambda m: self.replace(m.lastgroup.replace("_", "-"), m.group(0)), text)
         text = self._assignments(text)
         if _looks_like_key_material(text):
@@ -204,6 +206,27 @@ class SecretScrubber:
             else:
                 out.append(text[pos:match.end(0)])
             pos = match.end(0)
+
+
+class KeyBlocks:
+    """Follows private key blocks through a stream of lines (a log, line by line, each with its
+    own prefix): `inside(text)` is True from a `BEGIN ... PRIVATE KEY` line through its END line
+    (at most MAX_LINES lines). Cheap on other lines: one substring test."""
+
+    MAX_LINES = 200
+
+    def __init__(self) -> None:
+        self._open = 0
+
+    def inside(self, text: str) -> bool:
+        if self._open:
+            self._open = 0 if _PEM_END.search(text) or self._open >= self.MAX_LINES else self._open + 1
+            return True
+        if "PRIVATE KEY" in text and (begin := _PEM_BEGIN.search(text)) is not None:
+            if not _PEM_END.search(text, begin.end()):
+                self._open = 1
+            return True
+        return False
 
 
 def _flag_kind(flag: str) -> str:
