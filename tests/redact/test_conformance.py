@@ -135,7 +135,7 @@ class Ctx:
         return f"{scheme}://admin:{URL_PASSWORD}@{rest}"
 
     def key(self) -> Path:
-        return self.request.getfixturevalue("report_keys")["consultant"]
+        return self.request.getfixturevalue("report_keys")["main"]
 
     def planted_run(self) -> Path:
         """A run directory with secrets in it (as a hand-edited or older one could have)."""
