@@ -38,18 +38,11 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from bench_logparse import _cpu, build_log  # noqa: E402
 
-try:  # the layout after issue 10 (logs/), else the one before (evidence/)
-    from sparktriage.logs import compiled  # type: ignore  # noqa: E402
-    from sparktriage.logs.logsdoc import LogAnalyzer  # type: ignore  # noqa: E402
-    from sparktriage.logs.parser import ParseOptions, merge_events  # type: ignore  # noqa: E402
-    from sparktriage.logs.scan import fast_events  # type: ignore  # noqa: E402
-    from sparktriage.logs.sources import resolve_inputs  # type: ignore  # noqa: E402
-except ImportError:
-    from sparktriage.evidence import compiled  # noqa: E402
-    from sparktriage.evidence.logsdoc import LogAnalyzer  # noqa: E402
-    from sparktriage.evidence.parser import ParseOptions, merge_events  # noqa: E402
-    from sparktriage.evidence.scan import fast_events  # noqa: E402
-    from sparktriage.evidence.sources import resolve_inputs  # noqa: E402
+from sparktriage.logs import compiled  # noqa: E402
+from sparktriage.logs.document import LogAnalyzer  # noqa: E402
+from sparktriage.logs.parser import ParseOptions, merge_events  # noqa: E402
+from sparktriage.logs.scan import fast_events  # noqa: E402
+from sparktriage.logs.sources import resolve_inputs  # noqa: E402
 
 UTC = dt.timezone.utc
 

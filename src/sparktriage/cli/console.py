@@ -23,6 +23,22 @@ stderr = Console(stderr=True, highlight=False, soft_wrap=True,
 stdout = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
 
 
+_argv: list[str] = []
+
+
+def set_argv(args: list[str]) -> None:
+    """Remember this invocation's arguments (after the program name), as given to `main()`."""
+    _argv[:] = list(args)
+
+
+def invoked_argv() -> list[str]:
+    """The arguments of this invocation, as given to `main()`, with every secret replaced
+    (redact/run.py): the only form in which a command line is ever recorded."""
+    from sparktriage.redact import run as redaction
+
+    return redaction.argv(_argv)
+
+
 def info(message: str) -> None:
     """A progress or status line on stderr."""
     stderr.print(message, markup=False)
