@@ -7,14 +7,14 @@ input, stream it, build the `logs` document), in interleaved rounds on the same 
 
 * `gate+fold` - the default: the C gate finds the candidate lines, the C code also reads the
   stats and SpecDecoding lines and repeated warnings and folds them into the analysis state it
-  is lent (hotlink.py), and C builds the document's window rows;
-* `fold-pyrows` - as the default, but the window rows are built in Python;
-* `gate+rows` - the C gate only hands candidates to Python (every hot line is parsed into an
-  event and fed to LogAnalyzer in Python); the window rows are still built in C;
-* `gate` - the C gate alone: everything after finding candidate lines is Python;
+  is lent (hotlink.py); Python builds the document;
+* `gate` - the C gate alone: it only hands candidates to Python (every hot line is parsed into
+  an event and fed to LogAnalyzer in Python);
 * `python` - no extension at all (pure-Python gate), on `--python-mb` only (it is slow).
 
-Checks that all give the same document, and writes the best and median wall and CPU seconds and
+(benchmarks/results/scanner-split-c-rows.json is the run made before the window rows moved back
+to Python: it also timed the rows built in C, `fold-pyrows` against `gate+fold`, and a
+`gate+rows` variant.) Checks that all give the same document, and writes the best and median wall and CPU seconds and
 the ratios (docs/benchmarks.md, "Compiled scanner: gate alone against gate + folding").
 """
 
@@ -52,9 +52,7 @@ def analyze(path: Path, variant: str) -> dict:
     source = resolve_inputs([str(path)])[0]
     options = ParseOptions(tz=UTC, year=2026)
     analyzer = LogAnalyzer(UTC)
-    if variant in ("gate+fold", "gate+rows"):
-        analyzer.rows = compiled.rows()
-    folding = analyzer if variant in ("gate+fold", "fold-pyrows") else None
+    folding = analyzer if variant == "gate+fold" else None
     events = fast_events(source, options, analyzer=folding, compiled_path=variant != "python")
     gc.disable()
     try:
@@ -81,7 +79,7 @@ def main() -> None:
     if compiled.scanner() is None:
         sys.exit("the compiled scanner is not built")
     load_before = os.getloadavg()[0]
-    variants = ("gate+fold", "fold-pyrows", "gate+rows", "gate")
+    variants = ("gate+fold", "gate")
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench.log"
         built = build_log(path, args.size_mb)
@@ -114,7 +112,7 @@ def main() -> None:
                 "mb_s": round(mb / min(walls), 1)}
 
     result = {
-        "schema_version": 1,
+        "schema_version": 2,
         "kind": "benchmark-scanner-split",
         "created": dt.datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
@@ -132,12 +130,6 @@ def main() -> None:
         "wall": round(s["gate"]["seconds"] / s["gate+fold"]["seconds"], 2),
         "cpu": round(s["gate"]["cpu_seconds"] / s["gate+fold"]["cpu_seconds"], 2),
         "median_wall": round(s["gate"]["median_seconds"] / s["gate+fold"]["median_seconds"], 2)}
-    result["fold_speedup_over_gate_rows"] = {
-        "wall": round(s["gate+rows"]["seconds"] / s["gate+fold"]["seconds"], 2),
-        "cpu": round(s["gate+rows"]["cpu_seconds"] / s["gate+fold"]["cpu_seconds"], 2)}
-    result["rows_in_c_speedup"] = {
-        "wall": round(s["fold-pyrows"]["seconds"] / s["gate+fold"]["seconds"], 2),
-        "cpu": round(s["fold-pyrows"]["cpu_seconds"] / s["gate+fold"]["cpu_seconds"], 2)}
     result["threshold"] = 1.5
     assert same and same_small, "the variants disagree"
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -182,7 +182,7 @@ def _deployment(ctx: Ctx) -> Path:
                      "extra_args": ["--api-key", FLAG_KEY, f"--hf-token={HF}"]},
            "env": {"HF_TOKEN": HF, "MY_SERVICE_PASSWORD": URL_PASSWORD, "FAKE_READY_S": "0.5"},
            "timeouts": {"startup_s": 60, "teardown_grace_s": 3, "link_s": 20},
-           "collect": {"interval_s": 0.5, "stacks_interval_s": 0}}
+           "collect": {"interval_s": 0.5, "stacks_interval_s": 5.0}}
     path = ctx.inputs / "deployment.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
     return path
@@ -281,12 +281,9 @@ def run(ctx: Ctx, argv: list[str], timeout_s: float = 300) -> subprocess.Complet
 
 
 def registered_commands() -> list[str]:
-    import typer.main
+    from sparktriage.cli.registry import COMMANDS
 
-    from sparktriage.cli import app as cli_app
-
-    cli_app._register()
-    return sorted(typer.main.get_command(cli_app.app).commands)
+    return sorted(command.name for command in COMMANDS)
 
 
 def _params():
