@@ -104,6 +104,8 @@ _BEARER = re.compile(r"(?i)\b((?:proxy-)?authorization\s*[:=]\s*[\"']?"
                      r"(?:(?:bearer|basic|token|apikey|digest)\s+)?|bearer\s+)([A-Za-z0-9._~+/=-]{6,})")
 _FLAG = re.compile(rf"(?i)(?<![A-Za-z0-9])(--?(?:[a-z0-9]+-)*{_FLAG_WORDS})(\s+|=)([\"']?)"
                    r"([^\s\"'-][^\s\"']*)")
+_FLAG_LISTED = re.compile(  # an argv printed as a list: ["--api-key", "VALUE"]
+    rf"(?i)([\"'])(--?(?:[a-z0-9]+-)*{_FLAG_WORDS})\1(\s*,\s*)([\"'])([^\"'\n]+)\4")
 _ASSIGN = re.compile(
     r"(?<![A-Za-z0-9_])([\"']?)([A-Za-z_][A-Za-z0-9_.-]{0,79})\1(\s*[=:]\s*)(\[?\s*)"
     r"(?:\"([^\"\n]*)\"|'([^'\n]*)'|([^\s\"',;)}\]]+))")
@@ -168,6 +170,10 @@ class SecretScrubber:
         text = _FLAG.sub(lambda m: m.group(0) if _METAVAR.match(m.group(4)) else (
             m.group(1) + m.group(2) + m.group(3)
             + self.replace("flag-" + _flag_kind(m.group(1)), m.group(4))), text)
+        if "," in text:
+            text = _FLAG_LISTED.sub(lambda m: m.group(0)[:m.start(5) - m.start(0)]
+                                    + self.replace("flag-" + _flag_kind(m.group(2)), m.group(5))
+                                    + m.group(4), text)
         text = SHAPE.sub(lambda m: self.replace(m.lastgroup.replace("_", "-"), m.group(0)), text)
         text = self._assignments(text)
         if _looks_like_key_material(text):
