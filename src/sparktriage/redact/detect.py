@@ -107,7 +107,7 @@ _FLAG = re.compile(rf"(?i)(?<![A-Za-z0-9])(--?(?:[a-z0-9]+-)*{_FLAG_WORDS})(\s+|
 _FLAG_LISTED = re.compile(  # an argv printed as a list: ["--api-key", "VALUE"]
     rf"(?i)([\"'])(--?(?:[a-z0-9]+-)*{_FLAG_WORDS})\1(\s*,\s*)([\"'])([^\"'\n]+)\4")
 _ASSIGN = re.compile(
-    r"(?<![A-Za-z0-9_])([\"']?)([A-Za-z_][A-Za-z0-9_.-]{0,79})\1(\s*[=:]\s*)(\[?\s*)"
+    r"(?<![A-Za-z0-9_/.-])([\"']?)([A-Za-z_][A-Za-z0-9_.-]{0,79})\1(\s*[=:]\s*)(\[?\s*)"
     r"(?:\"([^\"\n]*)\"|'([^'\n]*)'|([^\s\"',;)}\]]+))")
 _METAVAR = re.compile(r"^(?:[A-Z][A-Z_]{0,15}|<[a-z_|-]{1,16}>|\[[a-z_|-]{1,16}\])$")  # --api-key TEXT
 _KEY_MATERIAL = re.compile(r"^[A-Za-z0-9+/]{40,}={0,2}$")

@@ -10,8 +10,9 @@ and the signature blob is
              || string hash_alg || string signature
 
 armored as base64 wrapped at 70 columns between `-----BEGIN SSH SIGNATURE-----` and
-`-----END SSH SIGNATURE-----`. Ed25519 signing is deterministic, so the armored text this module
-writes is byte-identical to what `ssh-keygen -Y sign` writes for the same key and message.
+`-----END SSH SIGNATURE-----`. Signatures are made by `ssh-keygen -Y sign` (sshkeygen.py); this
+module reads them (who signed, in which namespace) and checks them for the verifier, tested
+byte for byte against `ssh-keygen -Y verify`.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import binascii
 import hashlib
 from dataclasses import dataclass
 
-from sparktriage.report.keys import PublicKey, Signer
+from sparktriage.report.keys import PublicKey
 from sparktriage.report.wire import Reader, WireError, string, uint32
 
 MAGIC = b"SSHSIG"
@@ -46,13 +47,6 @@ class Signature:
     signature: bytes  # SSH signature blob: string type || string raw signature
     reserved: bytes = b""
 
-    def armored(self) -> str:
-        blob = (MAGIC + uint32(VERSION) + string(self.public_key.blob) + string(self.namespace)
-                + string(self.reserved) + string(self.hash_algorithm) + string(self.signature))
-        text = base64.b64encode(blob).decode("ascii")
-        lines = [text[i:i + 70] for i in range(0, len(text), 70)]
-        return "\n".join([BEGIN, *lines, END]) + "\n"
-
 
 def signed_data(message: bytes, namespace: str, hash_algorithm: str = "sha512",
                 reserved: bytes = b"") -> bytes:
@@ -60,12 +54,6 @@ def signed_data(message: bytes, namespace: str, hash_algorithm: str = "sha512",
     digest = HASHES[hash_algorithm](message).digest()
     return (MAGIC + string(namespace) + string(reserved) + string(hash_algorithm)
             + string(digest))
-
-
-def sign(message: bytes, signer: Signer, namespace: str = NAMESPACE) -> Signature:
-    """Sign a message as `ssh-keygen -Y sign -n NAMESPACE` does (SHA-512)."""
-    blob = signer.sign(signed_data(message, namespace))
-    return Signature(signer.public_key, namespace, "sha512", blob)
 
 
 def parse(text: str) -> Signature:
