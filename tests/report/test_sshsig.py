@@ -11,6 +11,7 @@ from sparktriage.errors import InputError
 from sparktriage.report import keys as keymod
 from sparktriage.report import sshsig
 from sparktriage.report.sshkeygen import file_signer
+from sparktriage.report.verify import _check_signature
 from sparktriage.report.allowed_signers import line_for
 
 MESSAGE = b"0123abcd  report.md\nfeedbeef  data/run.json\n"
@@ -61,9 +62,11 @@ def test_ssh_keygen_signature_is_checked_by_us(report_keys, tmp_path):
     parsed = sshsig.parse((tmp_path / "m.sig").read_text())
     assert parsed.namespace == "sparktriage" and parsed.hash_algorithm == "sha512"
     assert parsed.public_key.blob == keymod.read_public_key(report_keys["other"].with_suffix(".pub")).blob
-    assert sshsig.check(parsed, MESSAGE) is None
-    assert "does not match" in sshsig.check(parsed, MESSAGE.replace(b"0123", b"0124"))
-    assert "namespace" in sshsig.check(parsed, MESSAGE, namespace="git")
+    sig = tmp_path / "m.sig"
+    assert _check_signature(parsed, sig, MESSAGE) is None
+    assert "does not match" in _check_signature(parsed, sig, MESSAGE.replace(b"0123", b"0124"))
+    other = sshsig.Signature(parsed.public_key, "git", parsed.hash_algorithm, parsed.signature)
+    assert "namespace" in _check_signature(other, sig, MESSAGE)
 
 
 def test_fingerprint_matches_ssh_keygen(report_keys):

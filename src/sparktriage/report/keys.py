@@ -1,9 +1,9 @@
-"""OpenSSH public keys: key lines, wire blobs, fingerprints, and Ed25519 verification.
+"""OpenSSH public keys: key lines, wire blobs, fingerprints.
 
 Private keys are never handled here: signing is `ssh-keygen -Y sign` (report/sshkeygen.py), for
 key files and agent keys alike. What stays in process is what the verifier needs to say *who*
 signed (the key inside an SSHSIG blob, its `SHA256:` fingerprint, the line to trust it) and to
-check an Ed25519 signature (docs/verification.md says why that is kept).
+parse key files and lines (docs/verification.md); the cryptography is OpenSSH's.
 """
 
 from __future__ import annotations
@@ -14,11 +14,9 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from sparktriage.errors import InputError
-from sparktriage.report.wire import Reader, WireError, string
+from sparktriage.report.wire import Reader, WireError
 
 ED25519 = "ssh-ed25519"
 
@@ -52,26 +50,6 @@ class PublicKey:
         """The `ssh-ed25519 AAAA...` form (without comment)."""
         return f"{self.key_type} {base64.b64encode(self.blob).decode('ascii')}"
 
-    def verify(self, signature_blob: bytes, data: bytes) -> bool:
-        """Check an SSH signature blob over data; False for a bad or foreign signature."""
-        if self.key_type != ED25519:
-            return False
-        try:
-            reader = Reader(signature_blob)
-            sig_type = reader.text()
-            sig = reader.string()
-            reader.expect_end("the signature")
-        except WireError:
-            return False
-        if sig_type != ED25519 or len(sig) != 64:
-            return False
-        raw = Reader(self.blob)
-        raw.text()
-        try:
-            Ed25519PublicKey.from_public_bytes(raw.string()).verify(sig, data)
-        except InvalidSignature:
-            return False
-        return True
 
 
 def parse_public_key(text: str, origin: str) -> PublicKey:
