@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass, field
 
 STAND_IN_PREFIX = "REDACTED-"
+KNOWN_MIN, KNOWN_MAX = 8, 1000  # known values: long enough not to be common words; bounded
 _PLACEHOLDERS = {"", "none", "null", "nil", "true", "false", "set", "unset", "***", "xxx",
                  "<redacted>", "redacted", "-", "''", '""', "[]", "{}", "bearer", "basic", "digest"}
 _SECRET_LAST = {"key", "apikey", "token", "secret", "password", "passwd", "pwd", "pass",
@@ -67,18 +68,25 @@ class SecretBook:
     kinds: dict[str, str] = field(default_factory=dict)  # stand-in → kind
     counters: dict[str, int] = field(default_factory=dict)
     hits: int = 0
+    # values seen in this process (memory only, never written): a secret found once, say after
+    # `--api-key`, is replaced wherever it turns up later, also where no pattern would find it
+    known: dict[str, str] = field(default_factory=dict, repr=False)
 
     def stand_in(self, kind: str, value: str) -> str:
         self.hits += 1
         digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:16]
         known = self.by_digest.get(digest)
         if known is not None:
+            if len(value) >= KNOWN_MIN and len(self.known) < KNOWN_MAX:
+                self.known.setdefault(value, known)
             return known
         number = self.counters.get(kind, 0) + 1
         self.counters[kind] = number
         token = f"{STAND_IN_PREFIX}{kind}-{number}"
         self.by_digest[digest] = token
         self.kinds[token] = kind
+        if len(value) >= KNOWN_MIN and len(self.known) < KNOWN_MAX:
+            self.known[value] = token
         return token
 
 
@@ -160,7 +168,9 @@ class SecretScrubber:
                 return self.replace("private-key", text[:end.end()]) + self.scrub(text[end.end():])
             return self.replace("private-key", text)
         if not text or not _TRIGGER.search(text):
-            return self.replace("key-material", text) if _looks_like_key_material(text) else text
+            if _looks_like_key_material(text):
+                return self.replace("key-material", text)
+            return self._known(text)
         if "-----BEGIN" in text:
             text = _PEM_BLOCK.sub(lambda m: self._pem(m), text)
         text = _URL_PASSWORD.sub(
@@ -178,6 +188,15 @@ class SecretScrubber:
         text = self._assignments(text)
         if _looks_like_key_material(text):
             return self.replace("key-material", text)
+        return self._known(text)
+
+    def _known(self, text: str) -> str:
+        """Secrets this run already found elsewhere, replaced by their stand-ins."""
+        known = getattr(self.book, "known", None)
+        if known:
+            for value, token in known.items():
+                if value in text:
+                    text = text.replace(value, token)
         return text
 
     def _pem(self, match: re.Match) -> str:

@@ -33,6 +33,7 @@ class DocumentRedactor:
         self._keys = SecretScrubber(self.book)  # dictionary keys: never in a key block
         self._fields: dict[str, SecretScrubber] = {}  # one per field name (key blocks)
         self._cache: dict[str, str] = {}
+        self._known_seen = 0
         self._secret_keys: dict[str, bool] = {}
 
     def reset(self) -> None:
@@ -43,6 +44,9 @@ class DocumentRedactor:
 
     # -- strings -------------------------------------------------------------------------------
     def _scrub(self, value: str, scrubber: SecretScrubber) -> str:
+        if len(self.book.known) != self._known_seen:  # a newly found secret: cached results
+            self._cache.clear()                        # may hold it
+            self._known_seen = len(self.book.known)
         cacheable = len(value) <= _CACHE_MAX_LEN and not scrubber.in_block
         if cacheable:
             hit = self._cache.get(value)
