@@ -60,9 +60,13 @@ def write_json(document: Any, dest: str | None) -> None:
     if dest is None:
         return
     text = json.dumps(redaction.document(document), indent=2, sort_keys=False, allow_nan=False) + "\n"
-    if dest == "-":
-        sys.stdout.write(text)
+    if dest == "-":  # redacted above as a document: line scrubbing would only damage it
+        from sparktriage.redact.stream import unscrubbed
+
         sys.stdout.flush()
+        out = unscrubbed(sys.stdout)
+        out.write(text)
+        out.flush()
         return
     path = Path(dest)
     try:

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 
 STAND_IN_PREFIX = "REDACTED-"
 KNOWN_MIN, KNOWN_MAX = 8, 1000  # known values: long enough not to be common words; bounded
-_PLACEHOLDERS = {"", "none", "null", "nil", "true", "false", "set", "unset", "***", "xxx",
+_PLACEHOLDERS = {"or", "and", "to", "is", "the", "with", "from", "not", "if", "as", "of", "for",
+                 "", "none", "null", "nil", "true", "false", "set", "unset", "***", "xxx",
                  "<redacted>", "redacted", "-", "''", '""', "[]", "{}", "bearer", "basic", "digest"}
 _SECRET_LAST = {"key", "apikey", "token", "secret", "password", "passwd", "pwd", "pass",
                 "passphrase", "credential", "credentials", "auth", "authorization", "cookie",
@@ -31,6 +32,7 @@ _SECRET_LAST = {"key", "apikey", "token", "secret", "password", "passwd", "pwd",
 _SECRET_ANY = {"password", "passwd", "secret", "apikey", "passphrase"}
 _NOT_SECRET_LAST = {"file", "path", "dir", "name", "names", "id", "env", "var", "ref",
                     "source", "length", "len", "type", "format", "count", "enabled"}
+_COUNTING = {"per", "num", "max", "min", "total", "avg", "mean", "n", "count"}
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _WORDS = re.compile(r"[^A-Za-z0-9]+")
 _FLAG_WORDS = r"(?:api-?key|token|password|passwd|secret|access-key|secret-key|auth|apikey)"
@@ -46,6 +48,8 @@ def secret_name(name: str) -> bool:
     if last in _NOT_SECRET_LAST:
         return False
     if last == "keys" and len(words) == 1:
+        return False
+    if len(words) > 1 and words[-2] in _COUNTING:  # nll_per_token, max_token, num_keys
         return False
     return last in _SECRET_LAST or any(w in _SECRET_ANY for w in words)
 

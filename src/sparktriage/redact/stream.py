@@ -62,6 +62,12 @@ class RedactingStream(io.TextIOBase):
         self.inner.flush()
 
 
+def unscrubbed(stream):
+    """The stream under a RedactingStream (for text already redacted as a typed document,
+    such as `--json -`, which line scrubbing could only damage), else the stream itself."""
+    return stream.inner if isinstance(stream, RedactingStream) else stream
+
+
 def install() -> None:
     """Route sys.stdout and sys.stderr through the scrubber (once)."""
     for name in ("stdout", "stderr"):
@@ -70,4 +76,4 @@ def install() -> None:
             setattr(sys, name, RedactingStream(current))
 
 
-__all__ = ["RedactingStream", "install"]
+__all__ = ["RedactingStream", "install", "unscrubbed"]
