@@ -45,14 +45,14 @@ if [ ! -x .venv/bin/sparktriage ] || [ pyproject.toml -nt .venv/.sparktriage-ins
     || [ -n "$(find src/fastscan -newer .venv/.sparktriage-installed 2>/dev/null)" ]; then
   echo "setup: installing sparktriage into .venv" >&2
   [ -x .venv/bin/python ] || "$python" -m venv .venv
-  .venv/bin/pip install --quiet --disable-pip-version-check -e '.[test]' 2>&1 | grep -v "is ignored" >&2 || true
+  .venv/bin/pip install --quiet --disable-pip-version-check -e '.[test]' 2>&1 | grep --line-buffered -v "is ignored" >&2 || true
   .venv/bin/sparktriage --version >/dev/null
   .venv/bin/python -c 'from sparktriage.logs import compiled; assert compiled.scanner()' 2>/dev/null \
     || echo "setup: the compiled log scanner was not built; sparktriage logs uses the pure-Python one" >&2
   touch .venv/.sparktriage-installed
 fi
 
-PYTHON="$python" bash testbed/setup-vllm.sh 2> >(grep -v "is ignored" >&2)
+PYTHON="$python" bash testbed/setup-vllm.sh 2> >(grep --line-buffered -v "is ignored" >&2)
 
 for kind in main draft; do
   name=tiny-llama; flag=
