@@ -47,7 +47,7 @@ def secret_name(name: str) -> bool:
     last = words[-1]
     if last in _NOT_SECRET_LAST:
         return False
-    if last == "keys" and len(words) == 1:
+    if last in ("keys", "key") and len(words) == 1:  # a document's "key" field names a thing
         return False
     if len(words) > 1 and words[-2] in _COUNTING:  # nll_per_token, max_token, num_keys
         return False
