@@ -9,6 +9,9 @@ surrogates, e.g. from a `"\\ud800"` JSON escape) is stored escaped (`\\ud800` as
 characters) and the record gets `"escaped": true`; the same escaping is applied to what is read
 back, so no reader ever meets a lone surrogate. Reading is bounded (docs/limits.md): a document
 is at most `JSON_MAX_BYTES` and `JSON_MAX_DEPTH` deep, a record line at most `RECORD_MAX_BYTES`.
+
+Both go through the redaction stage first (redact/run.py: this run's stand-ins), so no
+document or record of a run directory, bundle or report ever holds a secret.
 """
 
 from __future__ import annotations
@@ -20,10 +23,10 @@ import stat
 from pathlib import Path
 from typing import Any, Iterator
 
-from sparktriage.errors import InputError, SourceLocation
-from sparktriage.limits import (
-    JSON_MAX_BYTES, JSON_MAX_DEPTH, RECORD_MAX_BYTES, LimitError, limit_hit, size_text,
-)
+from sparktriage.errors import InputError
+from sparktriage.limits import JSON_MAX_BYTES, JSON_MAX_DEPTH, RECORD_MAX_BYTES, limit_hit, size_text
+from sparktriage.redact import run as redaction
+from sparktriage.redact.documents import DocumentRedactor
 
 
 def _sanitize(value: Any) -> Any:
@@ -121,11 +124,12 @@ def dumps(document: Any) -> str:
 
 
 def write_document(path: Path, document: dict) -> None:
-    """Write a derived JSON document atomically (pretty-printed, trailing newline)."""
+    """Write a derived JSON document atomically (pretty-printed, trailing newline), secrets
+    replaced."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(
-        json.dumps(_sanitize(document), indent=2, ensure_ascii=False, allow_nan=False) + "\n",
+        json.dumps(_sanitize(redaction.document(document)), indent=2, ensure_ascii=False, allow_nan=False) + "\n",
         encoding="utf-8",
     )
     os.replace(tmp, path)
@@ -167,16 +171,21 @@ def read_document_bounded(path: Path, *, name: str | None = None,
 
 
 class RecordWriter:
-    """Append-only JSON-lines file; every record is flushed and fsync'ed before returning."""
+    """Append-only JSON-lines file; every record is flushed and fsync'ed before returning.
+
+    Records are redacted as they are appended, with a walker of this file's own (a private key
+    block that spans consecutive records' `line` fields is replaced whole) over the run's book."""
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        self._redactor = DocumentRedactor(redaction.book())
         self._fh = open(path, "a", encoding="utf-8")
 
     def append(self, record: dict) -> None:
         """Write one record; text UTF-8 cannot carry is kept escaped (`"escaped": true`)."""
         try:
+            record = self._redactor.value(record)  # redacted first, then written
             line = dumps(record)
             line.encode("utf-8")
         except UnicodeEncodeError:
