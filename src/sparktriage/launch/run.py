@@ -18,7 +18,7 @@ from sparktriage.evidence import layout
 from sparktriage.evidence.scan import analyze_inputs
 from sparktriage.launch.plan import LaunchPlan
 from sparktriage.launch.supervisor import Supervisor
-from sparktriage.store.documents import read_records, write_document
+from sparktriage.store.documents import read_records
 from sparktriage.store.rundir import LaunchDir, RunDir
 
 Observer = Callable[[str, dict], None]
@@ -43,7 +43,7 @@ def _startup_timeline(launch: LaunchDir) -> dict | None:
         document = analyze_inputs([str(launch.path / "bundle")])
     except (SparktriageError, OSError, ValueError) as exc:
         return {"error": str(exc)[:300]}
-    write_document(launch.path / "logs.json", document)
+    launch.write("logs.json", document)  # with schema_version, like every document
     startup = document.get("startup") or {}
     return {"complete": startup.get("complete"), "failed": startup.get("failed"),
             "phases": [{"name": p.get("name"), "duration_s": p.get("duration_s"),

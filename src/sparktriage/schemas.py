@@ -1,0 +1,51 @@
+"""The registry of typed documents: every document one stage writes and a later stage reads,
+by name (`sparktriage schema NAME`), with the file name it has in a run directory.
+
+The models live beside the stage that writes each document (`bench/schema.py`, ...); this
+module only lists them. `model_for_file` maps a run-directory file name to its model, for
+readers that walk a run directory (the report)."""
+
+from __future__ import annotations
+
+import json
+
+from sparktriage.bench.schema import BenchDocument
+from sparktriage.errors import UsageError
+from sparktriage.launch.schema import LaunchDocument, LaunchResult
+from sparktriage.logs.schema import LogsDocument
+from sparktriage.probe.schema import ProbeDocument
+from sparktriage.reconcile.schema import ReconcileDocument
+from sparktriage.report.schema import ReportDocument
+from sparktriage.session.schema import DemoDocument, SelfcheckDocument
+from sparktriage.stalls.schema import StallsDocument
+from sparktriage.store.typed import Document
+from sparktriage.sweep.schema import SweepDocument
+
+MODELS: dict[str, type[Document]] = {m.NAME: m for m in (
+    BenchDocument, LaunchDocument, LaunchResult, LogsDocument, StallsDocument, ProbeDocument,
+    ReconcileDocument, SweepDocument, SelfcheckDocument, DemoDocument, ReportDocument)}
+BY_FILE: dict[str, type[Document]] = {m.FILE: m for m in MODELS.values() if m.FILE}
+
+
+def names() -> list[str]:
+    return sorted(MODELS)
+
+
+def model(name: str) -> type[Document]:
+    try:
+        return MODELS[name]
+    except KeyError:
+        raise UsageError(f"no document named {name!r} (known: {', '.join(names())})") from None
+
+
+def model_for_file(file_name: str) -> type[Document] | None:
+    """The model of a run-directory file by its base name (`bench.json`), or None."""
+    return BY_FILE.get(file_name)
+
+
+def json_schema(name: str) -> dict:
+    return model(name).model_json_schema()
+
+
+def json_schema_text(name: str) -> str:
+    return json.dumps(json_schema(name), indent=2) + "\n"
