@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import json
 
-from sparktriage.bench.schema import BenchDocument
+from sparktriage.bench.docmodel import BenchDocument
 from sparktriage.errors import UsageError
-from sparktriage.launch.schema import LaunchDocument, LaunchResult
-from sparktriage.logs.schema import LogsDocument
-from sparktriage.probe.schema import ProbeDocument
-from sparktriage.reconcile.schema import ReconcileDocument
-from sparktriage.report.schema import ReportDocument
-from sparktriage.session.schema import DemoDocument, SelfcheckDocument
-from sparktriage.stalls.schema import StallsDocument
+from sparktriage.launch.docmodel import LaunchDocument, LaunchResult
+from sparktriage.logs.docmodel import LogsDocument
+from sparktriage.probe.docmodel import ProbeDocument
+from sparktriage.reconcile.docmodel import ReconcileDocument
+from sparktriage.report.docmodel import ReportDocument
+from sparktriage.session.docmodel import DemoDocument, SelfcheckDocument
+from sparktriage.stalls.docmodel import StallsDocument
 from sparktriage.store.typed import Document
-from sparktriage.sweep.schema import SweepDocument
+from sparktriage.sweep.docmodel import SweepDocument
 
 MODELS: dict[str, type[Document]] = {m.NAME: m for m in (
     BenchDocument, LaunchDocument, LaunchResult, LogsDocument, StallsDocument, ProbeDocument,

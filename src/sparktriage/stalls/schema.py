@@ -1,67 +1,164 @@
-"""The typed `stalls` document (`stalls.json`; docs/formats.md, every field in docs/stalls.md).
+"""The rule language: pydantic models of `rules/<id>.yaml` and `rules/_vocabulary.yaml`.
 
-Required: `kind`, `phases` (the `phases` list of the logs document) and `findings` (the public
-contract `[{kind, node, start, end, duration_s, phase, verdict: {id, confidence, evidence,
-alternatives: [{id, why_not}], fix}}]`); the rest is written by `sparktriage stalls` and may be
-absent in a hand-made document."""
+A rule is Sigma-shaped: metadata (id, title, status, references), named conditions over the
+evidence, one `decision` expression over those names, the look-alikes it must beat and the
+fix. Unknown keys fail (`extra="forbid"`) so that a typo is an error, not a silent no-op.
+docs/rules.md is the authoring guide.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import re
+from typing import Literal
 
-from sparktriage.store.typed import Document, OpenPart, Part
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+SOURCE_NAMES = ("log", "host", "disk", "net", "procs", "gpu", "stacks", "dmesg")
+Source = Literal["log", "host", "disk", "net", "procs", "gpu", "stacks", "dmesg"]
+Scope = Literal["last", "before", "during", "until_end", "anywhere"]
+Status = Literal["experimental", "test", "stable", "deprecated"]
+Kind = Literal["stall", "failure"]
+ID_PATTERN = r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$"
+TEST_KEYS = ("signal", "log", "log_match", "frames", "dmesg", "children", "phase", "all", "any",
+             "use")
 
 
-class Alternative(OpenPart):
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _check_regexes(values: list[str]) -> list[str]:
+    for value in values:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"invalid regular expression {value!r}: {exc}") from exc
+    return values
+
+
+class Condition(_Strict):
+    """One named test. Exactly one test key is set; the others refine it."""
+
+    signal: str | None = Field(None, description="a signal name (sparktriage.stalls.signals)")
+    above: float | None = Field(None, description="signal > value")
+    below: float | None = Field(None, description="signal < value")
+    equals: bool | None = Field(None, description="boolean signal == value")
+    log: str | None = Field(None, description="a marker name from _vocabulary.yaml")
+    log_match: str | None = Field(None, description="a regular expression on log messages")
+    where: Scope = Field("until_end", description="which log lines the log test reads")
+    nodes: Literal["same", "any"] = Field("same", description="this node's log, or any node's")
+    frames: list[str] | None = Field(None, description="regexes on py-spy frame function/file")
+    dmesg: list[str] | None = Field(None, description="regexes on kernel ring buffer lines")
+    children: list[str] | None = Field(None, description="regexes on child process names/argv")
+    min_share: float = Field(0.25, ge=0.0, le=1.0,
+                             description="frames/children: share of snapshots that must match")
+    phase: list[str] | None = Field(None, description="the stall's phase is one of these")
+    all: list["Condition"] | None = None
+    any: list["Condition"] | None = None
+    use: str | None = Field(None, description="a shared condition of _vocabulary.yaml")
+    weight: float = Field(1.0, gt=0, le=10, description="how much this test counts in the score")
+    explain: str | None = Field(None, description="what a match means, shown as evidence")
+
+    @model_validator(mode="after")
+    def _one_test(self) -> "Condition":
+        keys = [k for k in TEST_KEYS if getattr(self, k) is not None]
+        if len(keys) != 1:
+            raise ValueError(f"a condition needs exactly one of {', '.join(TEST_KEYS)}; "
+                             f"got {', '.join(keys) or 'none'}")
+        comparisons = [k for k in ("above", "below", "equals") if getattr(self, k) is not None]
+        if keys[0] == "signal":
+            if len(comparisons) != 1:
+                raise ValueError("a signal test needs exactly one of above, below, equals")
+        elif comparisons:
+            raise ValueError(f"{comparisons[0]} only goes with signal")
+        if keys[0] in ("all", "any") and not getattr(self, keys[0]):
+            raise ValueError(f"{keys[0]} needs at least one condition")
+        return self
+
+    @field_validator("frames", "dmesg", "children")
+    @classmethod
+    def _regex_list(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None:
+            if not value:
+                raise ValueError("needs at least one pattern")
+            _check_regexes(value)
+        return value
+
+    @field_validator("log_match")
+    @classmethod
+    def _regex(cls, value: str | None) -> str | None:
+        if value is not None:
+            _check_regexes([value])
+        return value
+
+    @property
+    def test(self) -> str:
+        return next(k for k in TEST_KEYS if getattr(self, k) is not None)
+
+
+class Lookalike(_Strict):
+    """A cause this rule is confused with, and the conditions that tell them apart."""
+
     id: str
-    why_not: str | None
+    told_apart_by: list[str] = Field(min_length=1, description="condition names of this rule")
+    note: str | None = None
 
 
-class StallVerdict(OpenPart):
-    id: str
-    title: str | None = None
-    confidence: float
-    state: str | None = None
-    evidence: list[Any]
-    alternatives: list[Alternative]
-    open: Any = None
-    to_raise_confidence: Any = None
-    fix: Any
+class Fix(_Strict):
+    summary: str = Field(min_length=1)
+    steps: list[str] = Field(default_factory=list)
+    before_after: list[str] = Field(default_factory=list,
+                                    description="measured effects, e.g. '452 s -> 34 s (L-01)'")
 
 
-class Finding(Part):
-    kind: Literal["stall", "failure"]
-    node: str
-    start: float
-    end: float
-    duration_s: float
-    phase: str | None
-    start_offset_s: float | None = None
-    how: list[str] | None = None
-    reason: str | None = None
-    open_ended: bool | None = None
-    held_by: str | None = None
-    last_line: str | None = None
-    verdict: StallVerdict
+class Rule(_Strict):
+    """One root cause: `rules/<id>.yaml`."""
+
+    title: str = Field(min_length=1)
+    id: str = Field(pattern=ID_PATTERN)
+    status: Status
+    description: str = Field(min_length=1)
+    references: list[str] = Field(min_length=1)
+    kinds: list[Kind] = Field(min_length=1, description="stall, failure or both")
+    phases: list[str] = Field(min_length=1, description="phases where it occurs, or [any]")
+    evidence: list[Source] = Field(min_length=1, description="sources the conditions read")
+    conditions: dict[str, Condition] = Field(min_length=1)
+    decision: str = Field(min_length=1)
+    support: list[str] = Field(default_factory=list,
+                               description="conditions that add support but never decide")
+    lookalikes: list[Lookalike] = Field(default_factory=list)
+    fix: Fix
+    falsepositives: list[str] = Field(default_factory=list)
+    confidence: float = Field(0.9, gt=0, le=0.99,
+                              description="confidence when decided with every signal present")
 
 
-class StallsSummary(Part):
-    stalls: int
-    failures: int
-    healthy: bool
-    causes: list[str]
+class Marker(_Strict):
+    """A named log pattern: what a line means for the startup."""
+
+    pattern: str
+    progress: bool = Field(True, description="false for 'still waiting' lines")
+    after_import: bool = Field(False, description="the line follows a (sub)process import")
+    ready: bool = Field(False, description="the startup is complete")
+    failure: bool = Field(False, description="the startup failed")
+    stopped: bool = Field(False, description="the server was stopped from outside")
+    description: str | None = None
+
+    @field_validator("pattern")
+    @classmethod
+    def _regex(cls, value: str) -> str:
+        _check_regexes([value])
+        return value
 
 
-class StallsDocument(Document):
-    """stalls.json: classified stalls and failures of one startup."""
+class Vocabulary(_Strict):
+    """`rules/_vocabulary.yaml`: log markers, shared conditions, advice per missing source."""
 
-    NAME = "stalls"
-    FILE = "stalls.json"
-    kind: Literal["sparktriage-stalls"]
-    tool_version: str | None = None
-    input: dict[str, Any] | None = None
-    params: dict[str, Any] | None = None
-    nodes: dict[str, dict[str, Any]] | None = None
-    phases: list[dict[str, Any]]
-    findings: list[Finding]
-    summary: StallsSummary | None = None
+    schema_version: Literal[1]
+    markers: dict[str, Marker] = Field(min_length=1)
+    shared: dict[str, Condition] = Field(default_factory=dict,
+                                         description="conditions rules reuse with `use: NAME`")
+    advice: dict[Source, str] = Field(description="what to do when a source is missing")
+
+
+Condition.model_rebuild()
