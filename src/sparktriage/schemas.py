@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 
-from sparktriage.bench.docmodel import BenchDocument
+from sparktriage.bench.docmodel import BenchDocument, LaunchDocument
 from sparktriage.errors import UsageError
-from sparktriage.launch.docmodel import LaunchDocument, LaunchResult
+from sparktriage.launch.docmodel import LaunchResult
 from sparktriage.logs.docmodel import LogsDocument
 from sparktriage.probe.docmodel import ProbeDocument
 from sparktriage.reconcile.docmodel import ReconcileDocument

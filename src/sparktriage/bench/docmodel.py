@@ -1,4 +1,5 @@
-"""The typed `bench` document (`launches/<label>/bench.json`, the JSON contract of issue 2).
+"""The typed `bench` document (`launches/<label>/bench.json`, the JSON contract of issue 2), and
+`launch.json` (the server the protocol measured, written before its first request).
 
 The contract, checked by this model (it replaces the hand check tests once did): `endpoint` an
 http(s) URL, `model` a non-empty name, at least one workload; per request `warmup` (bool),
@@ -14,6 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
+from sparktriage.bench.workload import Workload
 from sparktriage.store.typed import Document, Part
 
 Finite = Annotated[float, Field(allow_inf_nan=False)]
@@ -116,6 +118,28 @@ class BenchDocument(Document):
     model: Annotated[str, Field(min_length=1)]
     server_version: str | None
     workloads: Annotated[list[BenchWorkload], Field(min_length=1)]
+
+
+class ClientSettings(Part):
+    stall_timeout_s: float | None = None
+    request_timeout_s: float | None = None
+    api_key: Literal["set"] | None = None
+
+
+class LaunchDocument(Document):
+    """launch.json: the server one protocol measured and what was asked of it."""
+
+    NAME = "launch"
+    FILE = "launch.json"
+    kind: Literal["launch"]
+    label: str | None = None
+    endpoint: str
+    model: str
+    models_listed: list[str] | None = None
+    server_version: str | None
+    max_model_len: int | None = None
+    workloads: list[Workload]
+    client: ClientSettings
 
 
 class BenchResult(Part):

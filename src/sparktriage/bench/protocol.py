@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from sparktriage.bench.client import ClientSettings, make_stream_client, stream_request
+from sparktriage.bench.docmodel import BenchDocument, LaunchDocument
 from sparktriage.bench.endpoint import Capabilities, Server, choose_model, discover, negotiate
 from sparktriage.bench.http1 import Client
 from sparktriage.bench.records import derive
@@ -45,7 +46,7 @@ async def _measure(plan: ProtocolPlan, launch: LaunchDir, observe: Observer, cli
     server = await discover(client, plan.settings)
     model = choose_model(server, plan.model)
     observe("server", {"base_url": server.base_url, "model": model, "version": server.version})
-    launch.write("launch.json", _launch_document(server, model, plan))
+    launch.write("launch.json", _launch_document(server, model, plan), LaunchDocument)
     capabilities: dict[str, dict] = {}
     try:
         with launch.request_writer() as writer, RecordWriter(launch.path / NEGOTIATION) as probes:
@@ -99,7 +100,7 @@ def rebuild(launch: LaunchDir) -> dict:
     caps.pop("schema_version", None)
     records = list(read_records(launch.requests_path)) if launch.requests_path.exists() else []
     document = build_bench_document(meta, records, caps)
-    launch.write("bench.json", document)
+    launch.write("bench.json", document, BenchDocument)
     return {"schema_version": SCHEMA_VERSION, **document}
 
 

@@ -17,6 +17,7 @@ from sparktriage.errors import UsageError
 from sparktriage.probe import baseline as baseline_io
 from sparktriage.probe.render import render_text
 from sparktriage.probe.runner import ProbeSettings, run_probe
+from sparktriage.probe.docmodel import ProbeDocument
 from sparktriage.store.documents import RecordWriter
 from sparktriage.store.rundir import RunDir, default_run_path
 
@@ -60,7 +61,7 @@ def probe(
     with RecordWriter(launch.path / "probe-requests.jsonl") as writer:
         outcome = asyncio.run(run_probe(settings, _progress, writer.append))
     document = outcome.document
-    launch.write("probe.json", document)
+    launch.write("probe.json", document, ProbeDocument)
     if save_baseline is not None:
         if outcome.fingerprint is None:
             raise UsageError("no baseline written: the server returned no prompt logprobs to fingerprint")

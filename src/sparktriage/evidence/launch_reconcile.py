@@ -25,6 +25,7 @@ from sparktriage.evidence.prometheus import metrics_window, parse_text, scrape
 from sparktriage.evidence.reconcile import delivered_from_records, reconcile
 from sparktriage.evidence.scan import fast_events
 from sparktriage.evidence.sources import resolve_inputs
+from sparktriage.reconcile.docmodel import ReconcileDocument
 from sparktriage.store.documents import RecordWriter, read_records
 from sparktriage.store.rundir import LaunchDir
 
@@ -178,7 +179,7 @@ def reconcile_launch(launch: LaunchDir, logs: Sequence[str] = (), *,
     doc["inputs"] = {"requests": str(launch.requests_path), "logs": list(logs),
                      "metrics": windows is not None}
     doc = _format_times(doc, tz)
-    launch.write("reconcile.json", doc)
+    launch.write("reconcile.json", doc, ReconcileDocument)
     return doc
 
 

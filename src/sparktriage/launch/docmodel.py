@@ -1,35 +1,12 @@
-"""Typed launch documents: `launches/<label>/launch.json` (the server a protocol measured) and
-the result of one launch (`launch_once`), which `sparktriage launch --json` prints as
-`{schema_version, kind: "launch-result", run, launches: [...]}` (docs/formats.md)."""
+"""The typed launch result: one launch as `launch_once` returns it, and what `sparktriage launch
+--json` prints, `{schema_version, kind: "launch-result", run, launches: [...]}` (docs/formats.md).
+(`launch.json`, the server a protocol measured, is the bench's: `bench/docmodel.py`.)"""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from sparktriage.bench.workload import Workload
 from sparktriage.store.typed import Document, Part
-
-
-class ClientSettings(Part):
-    stall_timeout_s: float | None = None
-    request_timeout_s: float | None = None
-    api_key: Literal["set"] | None = None
-
-
-class LaunchDocument(Document):
-    """launch.json: the server one protocol measured and what was asked of it."""
-
-    NAME = "launch"
-    FILE = "launch.json"
-    kind: Literal["launch"]
-    label: str | None = None
-    endpoint: str
-    model: str
-    models_listed: list[str] | None = None
-    server_version: str | None
-    max_model_len: int | None = None
-    workloads: list[Workload]
-    client: ClientSettings
 
 
 class Marker(Part):

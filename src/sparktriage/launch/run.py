@@ -17,6 +17,7 @@ from sparktriage.errors import LaunchError, SparktriageError
 from sparktriage.evidence import layout
 from sparktriage.evidence.scan import analyze_inputs
 from sparktriage.launch.plan import LaunchPlan
+from sparktriage.logs.docmodel import LogsDocument
 from sparktriage.launch.supervisor import Supervisor
 from sparktriage.store.documents import read_records
 from sparktriage.store.rundir import LaunchDir, RunDir
@@ -43,7 +44,7 @@ def _startup_timeline(launch: LaunchDir) -> dict | None:
         document = analyze_inputs([str(launch.path / "bundle")])
     except (SparktriageError, OSError, ValueError) as exc:
         return {"error": str(exc)[:300]}
-    launch.write("logs.json", document)  # with schema_version, like every document
+    launch.write("logs.json", document, LogsDocument)  # with schema_version, like every document
     startup = document.get("startup") or {}
     return {"complete": startup.get("complete"), "failed": startup.get("failed"),
             "phases": [{"name": p.get("name"), "duration_s": p.get("duration_s"),

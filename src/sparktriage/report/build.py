@@ -28,7 +28,9 @@ from sparktriage.report.inputs import RunInputs, load_run
 from sparktriage.report.model import KIND, Context, build_document
 from sparktriage.report.redact import Redactor, read_map, write_map
 from sparktriage.report.signing import SignSpec, resolve, sign_folder
+from sparktriage.report.docmodel import ReportDocument
 from sparktriage.store.documents import dumps, write_document
+from sparktriage.store.typed import check
 
 FORMATS = ("md", "pdf")
 Observer = Callable[[str, dict], None]
@@ -176,7 +178,7 @@ def execute(plan: ReportPlan, observe: Observer = lambda event, details: None) -
         (tmp / "plots").mkdir()
         for plot in rendered:
             (tmp / "plots" / plot.name).write_bytes(plot.png)
-        write_document(tmp / "report.json", document)
+        write_document(tmp / "report.json", check(ReportDocument, document))
         if "md" in plan.formats:
             (tmp / "report.md").write_text(markdown.render(document), encoding="utf-8")
         if "pdf" in plan.formats:

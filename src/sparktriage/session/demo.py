@@ -31,9 +31,12 @@ from sparktriage.report.keys import read_public_key
 from sparktriage.report.signing import SignSpec
 from sparktriage.report.verify import TrustAnchor, verify
 from sparktriage.session.demokey import make_demo_key
+from sparktriage.session.docmodel import DemoDocument
 from sparktriage.session.steps import StepLog, bench_step, bench_summary, probe_step, stalls_step
 from sparktriage.store.documents import write_document
 from sparktriage.store.rundir import SCHEMA_VERSION, LaunchDir, RunDir
+from sparktriage.store.typed import check
+from sparktriage.sweep.docmodel import SweepDocument
 from sparktriage.sweep.decide import LaunchRate, acceptance_length, sweep_document, workload_rate
 from sparktriage.testbed.garbage.variants import trained_model
 from sparktriage.testbed.paths import Testbed, repo_root
@@ -162,7 +165,7 @@ def run_demo(run: RunDir, bed: Testbed, settings: DemoSettings, observe: Observe
     sweep = None
     if len(per_depth) > 1:
         sweep = sweep_document("ngram", SWEEP_WORKLOAD, per_depth)
-        write_document(run.path / "sweep.json", sweep)
+        write_document(run.path / "sweep.json", check(SweepDocument, sweep))
     report = steps.run("report", None, lambda: _report(run, settings.formats, observe))
     summary = {
         "schema_version": SCHEMA_VERSION, "kind": "demo", "run": str(run.path), "model": str(model),
@@ -170,7 +173,7 @@ def run_demo(run: RunDir, bed: Testbed, settings: DemoSettings, observe: Observe
         "probe": _probe_summary(first.get("probe")), "bench": bench_summary(first.get("bench")),
         "sweep": (sweep or {}).get("decision"), "report": report, "steps": steps.records,
     }
-    write_document(run.path / "demo.json", summary)
+    write_document(run.path / "demo.json", check(DemoDocument, summary))
     return summary
 
 

@@ -21,10 +21,12 @@ from sparktriage.bench.endpoint import discover
 from sparktriage.bench.workload import load_workloads
 from sparktriage.report.build import execute, plan_report
 from sparktriage.report.signing import SignSpec
+from sparktriage.session.docmodel import SelfcheckDocument
 from sparktriage.session.steps import (StepLog, bench_step, bench_summary, logs_step, probe_step,
                                        stalls_step)
 from sparktriage.store.documents import write_document
 from sparktriage.store.rundir import SCHEMA_VERSION, RunDir
+from sparktriage.store.typed import check
 
 Observer = Callable[[str, dict], None]
 QUICK = {"requests": 5, "max_tokens": 128}
@@ -100,7 +102,7 @@ def run_selfcheck(run: RunDir, settings: SelfcheckSettings, observe: Observer) -
             for f in stalls.get("findings") or []],
         "report": report, "steps": steps.records,
     }
-    write_document(launch.path / "selfcheck.json", summary)
+    write_document(launch.path / "selfcheck.json", check(SelfcheckDocument, summary))
     return summary
 
 

@@ -21,8 +21,11 @@ from sparktriage.bench.workload import Workload
 from sparktriage.errors import SparktriageError
 from sparktriage.evidence.launch_reconcile import MetricsRecorder, reconcile_launch, wait_for_log
 from sparktriage.evidence.scan import analyze_inputs
+from sparktriage.logs.docmodel import LogsDocument
+from sparktriage.probe.docmodel import ProbeDocument
 from sparktriage.probe.runner import ProbeSettings, run_probe
 from sparktriage.stalls.analyze import analyze
+from sparktriage.stalls.docmodel import StallsDocument
 from sparktriage.store.documents import RecordWriter
 from sparktriage.store.rundir import LaunchDir
 
@@ -41,7 +44,7 @@ def probe_step(endpoint: str, launch: LaunchDir, baseline: Path | None = None, *
                              baseline=baseline, reference=reference)
     with RecordWriter(launch.path / "probe-requests.jsonl") as writer:
         outcome = asyncio.run(run_probe(settings, observe, writer.append))
-    launch.write("probe.json", outcome.document)
+    launch.write("probe.json", outcome.document, ProbeDocument)
     return outcome.document
 
 
@@ -68,7 +71,7 @@ def bench_step(endpoint: str, launch: LaunchDir, workloads: Sequence[Workload], 
 def stalls_step(launch: LaunchDir, source: Path | None = None) -> dict:
     """Classify the launch's startup (its evidence bundle by default); write stalls.json."""
     document, _ = analyze(source or launch.path / "bundle")
-    launch.write("stalls.json", document)
+    launch.write("stalls.json", document, StallsDocument)
     return document
 
 
@@ -76,7 +79,7 @@ def logs_step(launch: LaunchDir, inputs: Sequence[str], tz=None) -> dict:
     """Parse server logs given by the user (startup phases, throughput, spec decoding, errors);
     write logs.json."""
     document = analyze_inputs(list(inputs), tz=tz)
-    launch.write("logs.json", document)
+    launch.write("logs.json", document, LogsDocument)
     return document
 
 
