@@ -139,7 +139,7 @@ class LaunchDocument(Document):
     server_version: str | None
     max_model_len: int | None = None
     workloads: list[Workload]
-    client: ClientSettings
+    client: ClientSettings | None = None
 
 
 class BenchResult(Part):

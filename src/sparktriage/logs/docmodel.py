@@ -1,9 +1,11 @@
 """The typed `logs` document (`launches/<label>/logs.json`, the JSON contract of
 `sparktriage logs`; docs/formats.md, every field in docs/logs.md).
 
-Required: `kind`, `version`, `phases`, `reported`, `throughput`, `spec_decode`, `kernels`,
-`errors`. The other top-level fields are written by every parse and typed here; nested detail
-(windows, per-node timelines, config) stays open objects owned by docs/logs.md."""
+Required: `schema_version`, `kind` and `phases` (the startup timeline). Every other top-level
+field is written by every parse and typed here, but may be absent (a log with no throughput
+lines, a hand-made document); `reported` values are numbers as the log printed them, kept open
+(a reader takes the numbers). Nested detail (windows, per-node timelines, config) stays open
+objects owned by docs/logs.md."""
 
 from __future__ import annotations
 
@@ -39,7 +41,7 @@ class Rate(OpenPart):
 
 class Throughput(OpenPart):
     generation: Rate
-    prompt: Rate
+    prompt: Rate | None = None
 
 
 class Finding(Part):
@@ -56,19 +58,19 @@ class LogsDocument(Document):
     kind: Literal["logs"]
     inputs: list[Any] | None = None
     time_basis: dict[str, Any] | None = None
-    version: str | None
+    version: str | None = None
     versions: dict[str, Any] | None = None
     model: str | None = None
     startup: dict[str, Any] | None = None
     phases: list[Phase]
-    reported: dict[str, float | None]
+    reported: dict[str, Any] = {}
     reported_detail: dict[str, Any] | None = None
     gaps: list[dict[str, Any]] | None = None
     silences: list[dict[str, Any]] | None = None
     nodes: dict[str, dict[str, Any]] | None = None
-    throughput: Throughput
-    spec_decode: dict[str, Any] | None
-    kernels: list[str]
+    throughput: Throughput | None = None
+    spec_decode: dict[str, Any] | None = None
+    kernels: list[str] = []
     kernel_detail: list[dict[str, Any]] | None = None
     kernel_rejections: list[Any] | None = None
     config: dict[str, Any] | None = None
@@ -79,7 +81,7 @@ class LogsDocument(Document):
     kv_cache: dict[str, Any] | None = None
     warnings: list[dict[str, Any]] | None = None
     warnings_total: int | None = None
-    errors: list[LogError]
+    errors: list[LogError] = []
     errors_total: int | None = None
     counts: dict[str, Any] | None = None
     findings: list[Finding] | None = None

@@ -17,7 +17,7 @@ class Family(Part):
     name: str
     status: Status
     numbers: dict[str, Any]
-    evidence: list[str]
+    evidence: list[str | dict[str, Any]]
     reason: str | None = None
     patterns: list[str] | None = None
 

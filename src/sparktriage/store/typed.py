@@ -57,6 +57,21 @@ def _where(loc: tuple) -> str:
     return text
 
 
+_TYPES = {"list_type": "list", "dict_type": "object", "model_type": "object",
+          "model_attributes_type": "object", "int_type": "int", "int_parsing": "int",
+          "int_from_float": "int", "float_type": "number", "float_parsing": "number",
+          "string_type": "str", "bool_type": "bool", "bool_parsing": "bool"}
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "bool"
+    return {dict: "object", list: "list", str: "str", int: "int", float: "number"}.get(
+        type(value), type(value).__name__)
+
+
 def _describe(error: dict) -> str:
     loc = tuple(p for p in error.get("loc", ()) if not (isinstance(p, str) and p.startswith(("function-", "tagged-union"))))
     kind = error.get("type", "")
@@ -72,6 +87,13 @@ def _describe(error: dict) -> str:
     if kind == "extra_forbidden" and field is not None:
         return f"{prefix}unknown field {field!r}"
     message = " ".join(str(error.get("msg", "invalid")).split())
+    expected = _TYPES.get(kind)
+    if expected is not None and loc:
+        return f"field {_where(loc)!r} must be {expected}, found {_json_type(value)}"
+    if kind == "value_error":
+        where = _where(loc)
+        text = message.removeprefix("Value error, ")
+        return f"{where}: {text}" if where else text
     if kind == "literal_error":
         return f"field {_where(loc)!r} is {value!r}: {message[0].lower() + message[1:]}"
     where = _where(loc)

@@ -12,7 +12,7 @@ class SweepLaunch(Part):
     label: str
     delivered_tok_s: float | None
     e2e_tok_s: float | None = None
-    acceptance_length: float | None
+    acceptance_length: float | None = None
 
 
 class SweepDepth(Part):
