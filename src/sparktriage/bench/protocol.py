@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Callable
 
 from sparktriage.bench.client import ClientSettings, make_stream_client, stream_request
 from sparktriage.bench.docmodel import BenchDocument, LaunchDocument
@@ -22,10 +21,10 @@ from sparktriage.bench.records import derive
 from sparktriage.bench.summary import build_bench_document
 from sparktriage.bench.workload import Workload
 from sparktriage.errors import InputError
+from sparktriage.progress import Observer, quiet
 from sparktriage.store.documents import RecordWriter, read_document, read_records
 from sparktriage.store.rundir import SCHEMA_VERSION, LaunchDir, RunDir
 
-Observer = Callable[[str, dict], None]  # (event name, details) → None; the CLI prints them
 NEGOTIATION = "negotiation.jsonl"  # the negotiation probes' raw records, beside requests.jsonl
 
 
@@ -36,10 +35,6 @@ class ProtocolPlan:
     settings: ClientSettings
     model: str | None
     workloads: tuple[Workload, ...]
-
-
-def _noop(event: str, details: dict) -> None:
-    return None
 
 
 async def _measure(plan: ProtocolPlan, launch: LaunchDir, observe: Observer, client: Client) -> None:
@@ -84,7 +79,7 @@ async def _run(plan: ProtocolPlan, launch: LaunchDir, observe: Observer) -> dict
     return rebuild(launch)
 
 
-def run_protocol(plan: ProtocolPlan, launch: LaunchDir, observe: Observer = _noop) -> dict:
+def run_protocol(plan: ProtocolPlan, launch: LaunchDir, observe: Observer = quiet) -> dict:
     """Run the protocol, write launch.json, requests.jsonl and bench.json; return bench.json."""
     return asyncio.run(_run(plan, launch, observe))
 

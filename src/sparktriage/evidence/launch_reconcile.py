@@ -25,11 +25,11 @@ from sparktriage.evidence.prometheus import metrics_window, parse_text, scrape
 from sparktriage.evidence.reconcile import delivered_from_records, reconcile
 from sparktriage.evidence.scan import fast_events
 from sparktriage.evidence.sources import resolve_inputs
+from sparktriage.progress import Observer
 from sparktriage.reconcile.docmodel import ReconcileDocument
 from sparktriage.store.documents import RecordWriter, read_records
 from sparktriage.store.rundir import LaunchDir
 
-Observer = Callable[[str, dict], None]
 WINDOW_MARGIN_S = 120.0  # stats windows kept around the protocol window (for their starts)
 TAIL_BYTES = 256 * 1024
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")

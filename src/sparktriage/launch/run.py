@@ -19,10 +19,10 @@ from sparktriage.evidence.scan import analyze_inputs
 from sparktriage.launch.plan import LaunchPlan
 from sparktriage.logs.docmodel import LogsDocument
 from sparktriage.launch.supervisor import Supervisor
+from sparktriage.progress import Observer
 from sparktriage.store.documents import read_records
 from sparktriage.store.rundir import LaunchDir, RunDir
 
-Observer = Callable[[str, dict], None]
 WhileReady = Callable[[Supervisor], None]
 
 

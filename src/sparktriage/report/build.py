@@ -18,11 +18,11 @@ import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import yaml
 
 from sparktriage.errors import InputError, UsageError
+from sparktriage.progress import Observer, quiet
 from sparktriage.report import manifest, markdown, pdf, plots
 from sparktriage.report.inputs import RunInputs, load_run
 from sparktriage.report.model import KIND, Context, build_document
@@ -33,7 +33,6 @@ from sparktriage.store.documents import dumps, write_document
 from sparktriage.store.typed import check
 
 FORMATS = ("md", "pdf")
-Observer = Callable[[str, dict], None]
 
 
 @dataclass(frozen=True)
@@ -150,7 +149,7 @@ def _kind(path: Path) -> str | None:
         return None
 
 
-def execute(plan: ReportPlan, observe: Observer = lambda event, details: None) -> ReportOutcome:
+def execute(plan: ReportPlan, observe: Observer = quiet) -> ReportOutcome:
     """Build, sign and place the report folder; write the private map outside it."""
     signer, signing = resolve(plan.sign) if plan.sign else (None, None)
     inputs = load_run(plan.run_dir)

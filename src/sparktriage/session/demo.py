@@ -26,6 +26,7 @@ from sparktriage.config.deployment import load_deployment
 from sparktriage.evidence import layout
 from sparktriage.launch.plan import build_plan
 from sparktriage.launch.run import launch_once
+from sparktriage.progress import Observer, prefixed
 from sparktriage.report.build import execute, plan_report
 from sparktriage.report.keys import read_public_key
 from sparktriage.report.signing import SignSpec
@@ -42,7 +43,6 @@ from sparktriage.testbed.garbage.variants import trained_model
 from sparktriage.testbed.paths import Testbed, repo_root
 from sparktriage.testbed.server import free_port
 
-Observer = Callable[[str, dict], None]
 NODE = "local"
 SWEEP_WORKLOAD = "code"
 IDENTITY = "sparktriage-demo"
@@ -143,7 +143,7 @@ def run_demo(run: RunDir, bed: Testbed, settings: DemoSettings, observe: Observe
                     if is_first and settings.probe:
                         first["probe"] = steps.run("probe", launch.label, lambda: probe_step(
                             endpoint, launch, baseline,
-                            observe=lambda event, details: observe("probe-" + event, details)))
+                            observe=prefixed(observe, "probe-")))
 
                 launch, result = _launch(run, spec, steps, while_ready, observe)
                 stalls = _read(launch.path / "stalls.json")

@@ -24,21 +24,16 @@ from sparktriage.evidence.scan import analyze_inputs
 from sparktriage.logs.docmodel import LogsDocument
 from sparktriage.probe.docmodel import ProbeDocument
 from sparktriage.probe.runner import ProbeSettings, run_probe
+from sparktriage.progress import Observer, quiet
 from sparktriage.stalls.analyze import analyze
 from sparktriage.stalls.docmodel import StallsDocument
 from sparktriage.store.documents import RecordWriter
 from sparktriage.store.rundir import LaunchDir
 
-Observer = Callable[[str, dict], None]
-
-
-def _quiet(event: str, details: dict) -> None:
-    return None
-
 
 def probe_step(endpoint: str, launch: LaunchDir, baseline: Path | None = None, *,
                reference: str | None = None, model: str | None = None, api_key: str | None = None,
-               seed: int | None = None, observe: Observer = _quiet) -> dict:
+               seed: int | None = None, observe: Observer = quiet) -> dict:
     """Probe the server for FP4 garbage; write probe.json and the raw replies."""
     settings = ProbeSettings(endpoint=endpoint, model=model, api_key=api_key, seed=seed,
                              baseline=baseline, reference=reference)
@@ -51,7 +46,7 @@ def probe_step(endpoint: str, launch: LaunchDir, baseline: Path | None = None, *
 def bench_step(endpoint: str, launch: LaunchDir, workloads: Sequence[Workload], *,
                log: Sequence[str] = (), metrics: str | None = "", log_wait_s: float = 15.0,
                model: str | None = None, api_key: str | None = None, tz=None,
-               observe: Observer = _quiet, warn: Callable[[str], None] = lambda m: None) -> dict:
+               observe: Observer = quiet, warn: Callable[[str], None] = lambda m: None) -> dict:
     """The delivered-token protocol, with Prometheus scraped around each workload (`metrics`:
     its URL; "" for the endpoint's own /metrics; None for none) and, when `log` is given,
     reconciled with the log; returns bench.json (+ `reconcile`)."""
