@@ -14,7 +14,7 @@ import asyncio
 from dataclasses import dataclass
 
 from sparktriage.bench.client import ClientSettings, make_stream_client, stream_request
-from sparktriage.bench.docmodel import BenchDocument, LaunchDocument
+from sparktriage.documents.bench import BenchDocument, LaunchDocument
 from sparktriage.bench.endpoint import Capabilities, Server, choose_model, discover, negotiate
 from sparktriage.bench.http1 import Client
 from sparktriage.bench.records import derive

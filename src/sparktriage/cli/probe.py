@@ -17,7 +17,7 @@ from sparktriage.errors import UsageError
 from sparktriage.probe import baseline as baseline_io
 from sparktriage.probe.render import render_text
 from sparktriage.probe.runner import ProbeSettings, run_probe
-from sparktriage.probe.docmodel import ProbeDocument
+from sparktriage.documents.probe import ProbeDocument
 from sparktriage.store.documents import RecordWriter
 from sparktriage.store.rundir import RunDir, default_run_path
 

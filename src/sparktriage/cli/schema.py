@@ -16,7 +16,7 @@ def schema(
                                          help="Document name (bench, logs, ...); omitted: list the names."),
 ) -> None:
     """Print the JSON Schema of a document sparktriage writes (docs/formats.md)."""
-    from sparktriage import schemas
+    from sparktriage.documents import registry as schemas
 
     if name is None:
         for known in schemas.names():

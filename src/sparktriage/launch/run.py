@@ -17,7 +17,7 @@ from sparktriage.errors import LaunchError, SparktriageError
 from sparktriage.bundle import layout
 from sparktriage.logs.scan import analyze_inputs
 from sparktriage.launch.plan import LaunchPlan
-from sparktriage.logs.docmodel import LogsDocument
+from sparktriage.documents.logs import LogsDocument
 from sparktriage.launch.supervisor import Supervisor
 from sparktriage.progress import Observer
 from sparktriage.store.documents import read_records

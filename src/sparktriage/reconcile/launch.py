@@ -18,7 +18,7 @@ from sparktriage.logs.parser import ParseOptions, merge_events, source_events
 from sparktriage.logs.scan import fast_events
 from sparktriage.logs.sources import resolve_inputs
 from sparktriage.metrics.prometheus import metrics_window, parse_text
-from sparktriage.reconcile.docmodel import ReconcileDocument
+from sparktriage.documents.reconcile import ReconcileDocument
 from sparktriage.reconcile.windows import delivered_from_records, reconcile
 from sparktriage.store.documents import read_records
 from sparktriage.store.rundir import LaunchDir

@@ -28,7 +28,7 @@ from sparktriage.report.inputs import RunInputs, load_run
 from sparktriage.report.model import KIND, Context, build_document
 from sparktriage.report.redact import Redactor, read_map, write_map
 from sparktriage.report.signing import SignSpec, resolve, sign_folder
-from sparktriage.report.docmodel import ReportDocument
+from sparktriage.documents.report import ReportDocument
 from sparktriage.store.documents import dumps, write_document
 from sparktriage.store.typed import check
 

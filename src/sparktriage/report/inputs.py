@@ -4,7 +4,7 @@ The report is a pure function of these files (docs/formats.md gives their places
 is absent is simply not in `RunInputs.files` (the section that needed it says it is missing);
 a file that is present but malformed (not JSON or YAML, not an object, an unknown
 `schema_version`) stops the report with a one-line error naming the file. A document with a
-typed model (`sparktriage.schemas`: bench, launch, logs, reconcile, stalls, probe, sweep) is
+typed model (`sparktriage.documents`: bench, launch, logs, reconcile, stalls, probe, sweep) is
 validated against it: a missing or mistyped field, an unknown field or another
 `schema_version` stops the report with a one-line error naming the file and the field (exit 2).
 Other files (run.json, capabilities, bundle and node captures) keep their tolerant reading:
@@ -22,15 +22,15 @@ from typing import Any
 import yaml
 
 from sparktriage.errors import InputError
-from sparktriage.bench.docmodel import BenchDocument, LaunchDocument
-from sparktriage.logs.docmodel import LogsDocument
-from sparktriage.probe.docmodel import ProbeDocument
-from sparktriage.reconcile.docmodel import ReconcileDocument
-from sparktriage.stalls.docmodel import StallsDocument
+from sparktriage.documents.bench import BenchDocument, LaunchDocument
+from sparktriage.documents.logs import LogsDocument
+from sparktriage.documents.probe import ProbeDocument
+from sparktriage.documents.reconcile import ReconcileDocument
+from sparktriage.documents.stalls import StallsDocument
 from sparktriage.store.documents import read_records
 from sparktriage.store.rundir import SCHEMA_VERSION
 from sparktriage.store.typed import Document, parse
-from sparktriage.sweep.docmodel import SweepDocument
+from sparktriage.documents.sweep import SweepDocument
 
 TOP_FILES = ("run.json", "deployment.yaml", "sweep.json")
 LAUNCH_FILES = ("launch.json", "capabilities.json", "bench.json", "requests.jsonl", "logs.json",

@@ -32,12 +32,12 @@ from sparktriage.report.keys import read_public_key
 from sparktriage.report.signing import SignSpec
 from sparktriage.report.verify import TrustAnchor, verify
 from sparktriage.session.demokey import make_demo_key
-from sparktriage.session.docmodel import DemoDocument
+from sparktriage.documents.session import DemoDocument
 from sparktriage.session.steps import StepLog, bench_step, bench_summary, probe_step, stalls_step
 from sparktriage.store.documents import write_document
 from sparktriage.store.rundir import SCHEMA_VERSION, LaunchDir, RunDir
 from sparktriage.store.typed import check
-from sparktriage.sweep.docmodel import SweepDocument
+from sparktriage.documents.sweep import SweepDocument
 from sparktriage.sweep.decide import LaunchRate, acceptance_length, sweep_document, workload_rate
 from sparktriage.testbed.garbage.variants import trained_model
 from sparktriage.testbed.paths import Testbed, repo_root

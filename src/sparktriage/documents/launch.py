@@ -1,6 +1,6 @@
 """The typed launch result: one launch as `launch_once` returns it, and what `sparktriage launch
 --json` prints, `{schema_version, kind: "launch-result", run, launches: [...]}` (docs/formats.md).
-(`launch.json`, the server a protocol measured, is the bench's: `bench/docmodel.py`.)"""
+(`launch.json`, the server a protocol measured, is in `documents/bench.py`.)"""
 
 from __future__ import annotations
 

@@ -1,25 +1,25 @@
 """The registry of typed documents: every document one stage writes and a later stage reads,
 by name (`sparktriage schema NAME`), with the file name it has in a run directory.
 
-The models live beside the stage that writes each document (`bench/schema.py`, ...); this
-module only lists them. `model_for_file` maps a run-directory file name to its model, for
+The models are the modules of this package (`documents/bench.py`, ...); this module only lists
+them. `model_for_file` maps a run-directory file name to its model, for
 readers that walk a run directory (the report)."""
 
 from __future__ import annotations
 
 import json
 
-from sparktriage.bench.docmodel import BenchDocument, LaunchDocument
+from sparktriage.documents.bench import BenchDocument, LaunchDocument
 from sparktriage.errors import UsageError
-from sparktriage.launch.docmodel import LaunchResult
-from sparktriage.logs.docmodel import LogsDocument
-from sparktriage.probe.docmodel import ProbeDocument
-from sparktriage.reconcile.docmodel import ReconcileDocument
-from sparktriage.report.docmodel import ReportDocument
-from sparktriage.session.docmodel import DemoDocument, SelfcheckDocument
-from sparktriage.stalls.docmodel import StallsDocument
+from sparktriage.documents.launch import LaunchResult
+from sparktriage.documents.logs import LogsDocument
+from sparktriage.documents.probe import ProbeDocument
+from sparktriage.documents.reconcile import ReconcileDocument
+from sparktriage.documents.report import ReportDocument
+from sparktriage.documents.session import DemoDocument, SelfcheckDocument
+from sparktriage.documents.stalls import StallsDocument
 from sparktriage.store.typed import Document
-from sparktriage.sweep.docmodel import SweepDocument
+from sparktriage.documents.sweep import SweepDocument
 
 MODELS: dict[str, type[Document]] = {m.NAME: m for m in (
     BenchDocument, LaunchDocument, LaunchResult, LogsDocument, StallsDocument, ProbeDocument,

@@ -15,7 +15,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
-from sparktriage.bench.workload import Workload
 from sparktriage.store.typed import Document, Part
 
 Finite = Annotated[float, Field(allow_inf_nan=False)]
@@ -120,6 +119,27 @@ class BenchDocument(Document):
     workloads: Annotated[list[BenchWorkload], Field(min_length=1)]
 
 
+class Message(Part):
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class WorkloadEntry(Part):
+    """A workload as launch.json records it (`bench.workload.Workload`, dumped whole)."""
+
+    name: str
+    description: str = ""
+    api: Literal["completions", "chat"]
+    prompt: str | None = None
+    messages: list[Message] | None = None
+    max_tokens: int
+    temperature: float
+    ignore_eos: bool
+    requests: int
+    warmup: int
+    extra_body: dict[str, Any] = {}
+
+
 class ClientSettings(Part):
     stall_timeout_s: float | None = None
     request_timeout_s: float | None = None
@@ -138,7 +158,7 @@ class LaunchDocument(Document):
     models_listed: list[str] | None = None
     server_version: str | None
     max_model_len: int | None = None
-    workloads: list[Workload]
+    workloads: list[WorkloadEntry]
     client: ClientSettings | None = None
 
 
