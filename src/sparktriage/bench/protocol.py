@@ -24,6 +24,7 @@ from sparktriage.errors import InputError
 from sparktriage.progress import Observer, quiet
 from sparktriage.store.documents import RecordWriter, read_document, read_records
 from sparktriage.store.rundir import SCHEMA_VERSION, LaunchDir, RunDir
+from sparktriage.store.typed import parse
 
 NEGOTIATION = "negotiation.jsonl"  # the negotiation probes' raw records, beside requests.jsonl
 
@@ -90,6 +91,7 @@ def rebuild(launch: LaunchDir) -> dict:
     if not meta_path.exists():
         raise InputError(f"{launch.path}: no launch.json, nothing was measured here")
     meta = read_document(meta_path)
+    parse(LaunchDocument, meta, str(meta_path))  # a one-line error naming the field, exit 2
     caps_path = launch.path / "capabilities.json"
     caps = read_document(caps_path) if caps_path.exists() else {}
     caps.pop("schema_version", None)
