@@ -43,6 +43,16 @@ def model_for_file(file_name: str) -> type[Document] | None:
     return BY_FILE.get(file_name)
 
 
+def listing() -> list[str]:
+    """One line per document: name, run-directory file (or -), what it is."""
+    out = []
+    for name in names():
+        model = MODELS[name]
+        summary = (model.__doc__ or "").strip().splitlines()[0]
+        out.append(f"{name}\t{model.FILE or '-'}\t{summary}")
+    return out
+
+
 def json_schema(name: str) -> dict:
     return model(name).model_json_schema()
 
