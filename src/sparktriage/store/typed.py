@@ -112,6 +112,10 @@ def parse(model: type[M], document: Any, name: str) -> M:
     """Validate a parsed JSON value as `model`; InputError (exit 2) naming `name` and the field."""
     if not isinstance(document, dict):
         raise InputError(f"{name}: expected a JSON object, found {type(document).__name__}")
+    version = document.get("schema_version", SCHEMA_VERSION)
+    if version != SCHEMA_VERSION or isinstance(version, bool):  # alone: the rest may follow from it
+        raise InputError(f"{name}: schema_version {version!r} is not supported (this "
+                         f"sparktriage reads {SCHEMA_VERSION})")
     try:
         return model.model_validate_json(dumps(document))
     except ValidationError as exc:
