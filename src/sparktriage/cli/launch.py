@@ -13,11 +13,13 @@ import typer
 from sparktriage.cli import console
 from sparktriage.cli.app import app
 from sparktriage.config.deployment import load_deployment
+from sparktriage.documents.launch import LaunchResult
 from sparktriage.errors import ConfigError
 from sparktriage.launch.plan import build_plan
 from sparktriage.launch.render import render_launch_plan
 from sparktriage.launch.run import launch_replicates, raise_for
 from sparktriage.store.rundir import RunDir, default_run_path
+from sparktriage.store.typed import check
 
 
 def _progress(event: str, details: dict) -> None:
@@ -78,6 +80,7 @@ def launch(
             line += "\n  startup: " + ", ".join(f"{p['name']} {p['duration_s']:.1f} s"
                                                for p in phases)
         console.data_console(json_out).print(line, markup=False)
-    console.write_json({"schema_version": 1, "kind": "launch-result", "run": str(run.path),
-                        "launches": json.loads(json.dumps(results, default=str))}, json_out)
+    document = {"schema_version": 1, "kind": "launch-result", "run": str(run.path),
+                "launches": json.loads(json.dumps(results, default=str))}
+    console.write_json(check(LaunchResult, document), json_out)
     raise_for(results)
