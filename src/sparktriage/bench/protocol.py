@@ -14,12 +14,12 @@ import asyncio
 from dataclasses import dataclass
 
 from sparktriage.bench.client import ClientSettings, make_stream_client, stream_request
-from sparktriage.documents.bench import BenchDocument, LaunchDocument
 from sparktriage.bench.endpoint import Capabilities, Server, choose_model, discover, negotiate
 from sparktriage.bench.http1 import Client
 from sparktriage.bench.records import derive
 from sparktriage.bench.summary import build_bench_document
 from sparktriage.bench.workload import Workload
+from sparktriage.documents.bench import BenchDocument, LaunchDocument
 from sparktriage.errors import InputError
 from sparktriage.progress import Observer, quiet
 from sparktriage.store.documents import RecordWriter, read_document, read_records

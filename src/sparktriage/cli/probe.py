@@ -13,11 +13,11 @@ import typer
 from sparktriage.cli import console
 from sparktriage.cli.app import app
 from sparktriage.cli.exit_codes import ExitCode
+from sparktriage.documents.probe import ProbeDocument
 from sparktriage.errors import UsageError
 from sparktriage.probe import baseline as baseline_io
 from sparktriage.probe.render import render_text
 from sparktriage.probe.runner import ProbeSettings, run_probe
-from sparktriage.documents.probe import ProbeDocument
 from sparktriage.store.documents import RecordWriter
 from sparktriage.store.rundir import RunDir, default_run_path
 

@@ -17,6 +17,7 @@ from pydantic import Field, model_validator
 
 from sparktriage.store.typed import Document, Part
 
+
 Finite = Annotated[float, Field(allow_inf_nan=False)]
 
 

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from sparktriage.store.typed import Document, Part
 
+
 Status = Literal["ok", "suspect", "garbage", "skipped"]
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 
 from sparktriage.documents.bench import BenchDocument, LaunchDocument
-from sparktriage.errors import UsageError
 from sparktriage.documents.launch import LaunchResult
 from sparktriage.documents.logs import LogsDocument
 from sparktriage.documents.probe import ProbeDocument
@@ -18,8 +17,9 @@ from sparktriage.documents.reconcile import ReconcileDocument
 from sparktriage.documents.report import ReportDocument
 from sparktriage.documents.session import DemoDocument, SelfcheckDocument
 from sparktriage.documents.stalls import StallsDocument
-from sparktriage.store.typed import Document
 from sparktriage.documents.sweep import SweepDocument
+from sparktriage.errors import UsageError
+from sparktriage.store.typed import Document
 
 MODELS: dict[str, type[Document]] = {m.NAME: m for m in (
     BenchDocument, LaunchDocument, LaunchResult, LogsDocument, StallsDocument, ProbeDocument,

@@ -13,11 +13,11 @@ import shutil
 from pathlib import Path
 from typing import Callable
 
+from sparktriage.documents.logs import LogsDocument
 from sparktriage.errors import LaunchError, SparktriageError
 from sparktriage.bundle import layout
 from sparktriage.logs.scan import analyze_inputs
 from sparktriage.launch.plan import LaunchPlan
-from sparktriage.documents.logs import LogsDocument
 from sparktriage.launch.supervisor import Supervisor
 from sparktriage.progress import Observer
 from sparktriage.store.documents import read_records

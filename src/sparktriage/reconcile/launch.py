@@ -12,13 +12,13 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Sequence
 
+from sparktriage.documents.reconcile import ReconcileDocument
 from sparktriage.logs.clock import iso
 from sparktriage.logs.document import LogAnalyzer
 from sparktriage.logs.parser import ParseOptions, merge_events, source_events
 from sparktriage.logs.scan import fast_events
 from sparktriage.logs.sources import resolve_inputs
 from sparktriage.metrics.prometheus import metrics_window, parse_text
-from sparktriage.documents.reconcile import ReconcileDocument
 from sparktriage.reconcile.windows import delivered_from_records, reconcile
 from sparktriage.store.documents import read_records
 from sparktriage.store.rundir import LaunchDir

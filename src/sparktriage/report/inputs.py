@@ -21,16 +21,16 @@ from typing import Any
 
 import yaml
 
-from sparktriage.errors import InputError
 from sparktriage.documents.bench import BenchDocument, LaunchDocument
 from sparktriage.documents.logs import LogsDocument
 from sparktriage.documents.probe import ProbeDocument
 from sparktriage.documents.reconcile import ReconcileDocument
 from sparktriage.documents.stalls import StallsDocument
+from sparktriage.documents.sweep import SweepDocument
+from sparktriage.errors import InputError
 from sparktriage.store.documents import read_records
 from sparktriage.store.rundir import SCHEMA_VERSION
 from sparktriage.store.typed import Document, parse
-from sparktriage.documents.sweep import SweepDocument
 
 TOP_FILES = ("run.json", "deployment.yaml", "sweep.json")
 LAUNCH_FILES = ("launch.json", "capabilities.json", "bench.json", "requests.jsonl", "logs.json",

@@ -13,7 +13,6 @@ with what does not depend on it; nothing measured is lost (docs/demo.md).
 
 from __future__ import annotations
 
-import json
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,8 +21,13 @@ from typing import Callable
 import yaml
 
 from sparktriage.bench.workload import load_workloads
-from sparktriage.config.deployment import load_deployment
 from sparktriage.bundle import layout
+from sparktriage.config.deployment import load_deployment
+from sparktriage.documents.bench import BenchDocument
+from sparktriage.documents.logs import LogsDocument
+from sparktriage.documents.session import DemoDocument
+from sparktriage.documents.stalls import StallsDocument
+from sparktriage.documents.sweep import SweepDocument
 from sparktriage.launch.plan import build_plan
 from sparktriage.launch.run import launch_once
 from sparktriage.progress import Observer, prefixed
@@ -32,12 +36,10 @@ from sparktriage.report.keys import read_public_key
 from sparktriage.report.signing import SignSpec
 from sparktriage.report.verify import TrustAnchor, verify
 from sparktriage.session.demokey import make_demo_key
-from sparktriage.documents.session import DemoDocument
 from sparktriage.session.steps import StepLog, bench_step, bench_summary, probe_step, stalls_step
-from sparktriage.store.documents import write_document
+from sparktriage.store.documents import read_document, write_document
 from sparktriage.store.rundir import SCHEMA_VERSION, LaunchDir, RunDir
-from sparktriage.store.typed import check
-from sparktriage.documents.sweep import SweepDocument
+from sparktriage.store.typed import Document, check, parse
 from sparktriage.sweep.decide import LaunchRate, acceptance_length, sweep_document, workload_rate
 from sparktriage.testbed.garbage.variants import trained_model
 from sparktriage.testbed.paths import Testbed, repo_root
@@ -146,9 +148,9 @@ def run_demo(run: RunDir, bed: Testbed, settings: DemoSettings, observe: Observe
                             observe=prefixed(observe, "probe-")))
 
                 launch, result = _launch(run, spec, steps, while_ready, observe)
-                stalls = _read(launch.path / "stalls.json")
-                logs = _read(launch.path / "logs.json")
-                bench = _read(launch.path / "bench.json")
+                stalls = _read(launch.path / "stalls.json", StallsDocument)
+                logs = _read(launch.path / "logs.json", LogsDocument)
+                bench = _read(launch.path / "bench.json", BenchDocument)
                 launches.append({"label": launch.label, "depth": depth, "outcome": result.get("outcome"),
                                  "ready_s": result.get("ready_s"),
                                  "stall_findings": len((stalls or {}).get("findings") or []),
@@ -177,11 +179,14 @@ def run_demo(run: RunDir, bed: Testbed, settings: DemoSettings, observe: Observe
     return summary
 
 
-def _read(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+def _read(path: Path, model: type[Document]) -> dict | None:
+    """A document this session wrote, validated against its model; None when the step that
+    writes it did not run (or failed before writing)."""
+    if not path.is_file():
         return None
+    doc = read_document(path)
+    parse(model, doc, str(path))
+    return doc
 
 
 def _report(run: RunDir, formats: str, observe: Observer) -> dict:

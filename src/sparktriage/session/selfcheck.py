@@ -18,10 +18,10 @@ from pathlib import Path
 from sparktriage.bench.client import ClientSettings, make_http_client
 from sparktriage.bench.endpoint import discover
 from sparktriage.bench.workload import load_workloads
+from sparktriage.documents.session import SelfcheckDocument
 from sparktriage.progress import Observer, prefixed
 from sparktriage.report.build import execute, plan_report
 from sparktriage.report.signing import SignSpec
-from sparktriage.documents.session import SelfcheckDocument
 from sparktriage.session.steps import (StepLog, bench_step, bench_summary, logs_step, probe_step,
                                        stalls_step)
 from sparktriage.store.documents import write_document

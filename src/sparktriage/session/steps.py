@@ -18,16 +18,16 @@ from typing import Callable, Sequence
 from sparktriage.bench.client import ClientSettings
 from sparktriage.bench.protocol import ProtocolPlan, run_protocol
 from sparktriage.bench.workload import Workload
+from sparktriage.documents.logs import LogsDocument
+from sparktriage.documents.probe import ProbeDocument
+from sparktriage.documents.stalls import StallsDocument
 from sparktriage.errors import SparktriageError
 from sparktriage.bench.metrics_recorder import MetricsRecorder, wait_for_log
-from sparktriage.documents.logs import LogsDocument
 from sparktriage.logs.scan import analyze_inputs
-from sparktriage.documents.probe import ProbeDocument
 from sparktriage.probe.runner import ProbeSettings, run_probe
 from sparktriage.progress import Observer, quiet
 from sparktriage.reconcile.launch import reconcile_launch
 from sparktriage.stalls.analyze import analyze
-from sparktriage.documents.stalls import StallsDocument
 from sparktriage.store.documents import RecordWriter
 from sparktriage.store.rundir import LaunchDir
 
