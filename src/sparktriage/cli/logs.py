@@ -13,9 +13,11 @@ from rich.text import Text
 from sparktriage.cli import console
 from sparktriage.cli.app import app
 from sparktriage.cli.exit_codes import ExitCode
+from sparktriage.documents.logs import LogsDocument
 from sparktriage.errors import UsageError
 from sparktriage.logs.clock import parse_tz
 from sparktriage.logs.scan import analyze_inputs
+from sparktriage.store.typed import check
 
 
 def _s(value: float | None, digits: int = 1) -> str:
@@ -142,6 +144,6 @@ def logs(
         raise UsageError(f"--json {json_out}: is a folder")
     document = analyze_inputs(log, tz=zone, year=year)
     console.data_console(json_out).print(render(document))
-    console.write_json({"schema_version": 1, **document}, json_out)
+    console.write_json(check(LogsDocument, {"schema_version": 1, **document}), json_out)
     if any(f["severity"] == "error" for f in document["findings"]):
         raise typer.Exit(ExitCode.FINDINGS)

@@ -10,9 +10,11 @@ import typer
 from sparktriage.cli import console
 from sparktriage.cli.app import app
 from sparktriage.cli.exit_codes import ExitCode
+from sparktriage.documents.stalls import StallsDocument
 from sparktriage.stalls.analyze import analyze, load_rules
 from sparktriage.stalls.detect import DetectParams
 from sparktriage.stalls.render import render
+from sparktriage.store.typed import check
 
 _DEFAULTS = DetectParams()
 
@@ -41,7 +43,7 @@ def stalls(
                           asym_ratio=_DEFAULTS.asym_ratio)
     rules = load_rules(rules_dir)
     document, _ = analyze(source, rules, params)
-    console.write_json(document, json_dest)
+    console.write_json(check(StallsDocument, document), json_dest)
     out = console.data_console(json_dest)
     for line in render(document):
         out.print(line, markup=False, highlight=False)
