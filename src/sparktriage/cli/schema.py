@@ -10,11 +10,9 @@ from typing import Optional
 import typer
 
 from sparktriage.cli import console
-from sparktriage.cli.app import app
 from sparktriage.errors import UsageError
 
 
-@app.command("schema")
 def schema(
     name: Optional[str] = typer.Argument(None, metavar="[NAME]",
                                          help="Document name (bench, logs, ...); omitted: list the names."),
