@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Optional
 
@@ -48,7 +47,7 @@ def probe(
                              baseline=baseline, reference=reference, concurrency=concurrency, timeout_s=timeout)
     if launch_label is not None and out is None:
         raise UsageError("--launch names a launch of an existing run: give --out RUN_DIR too")
-    with provisional_run(out or default_run_path(), ["sparktriage", *sys.argv[1:]]) as run:
+    with provisional_run(out or default_run_path(), ["sparktriage", *console.invoked_argv()]) as run:
         launch = claim_launch(run, launch_label, ("probe-requests.jsonl", "probe.json"))
         console.info(f"run directory: {run.path}")
         with RecordWriter(launch.path / "probe-requests.jsonl") as writer:
