@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from sparktriage.errors import InputError
+from sparktriage.redact.run import text as redact_text
 from sparktriage.store.documents import dumps, read_document
 
 SCHEMA_VERSION = 1
@@ -73,12 +74,13 @@ def _json_type(value: Any) -> str:
 
 
 def _describe(error: dict) -> str:
-    loc = tuple(p for p in error.get("loc", ()) if not (isinstance(p, str) and p.startswith(("function-", "tagged-union"))))
+    """One problem in words. Input values are never echoed (only their JSON type): a document
+    may carry a secret in the very field that is wrong."""
+    loc = tuple(p for p in error.get("loc", ())
+                if not (isinstance(p, str) and p.startswith(("function-", "tagged-union"))))
+    loc = tuple(p if isinstance(p, int) else redact_text(str(p)) for p in loc)
     kind = error.get("type", "")
     value = error.get("input")
-    if loc == ("schema_version",) and kind != "missing":
-        return (f"schema_version {value!r} is not supported (this sparktriage reads "
-                f"{SCHEMA_VERSION})")
     field = loc[-1] if loc else None
     parent = _where(loc[:-1])
     prefix = f"{parent}: " if parent else ""
@@ -88,17 +90,14 @@ def _describe(error: dict) -> str:
         return f"{prefix}unknown field {field!r}"
     message = " ".join(str(error.get("msg", "invalid")).split())
     expected = _TYPES.get(kind)
+    where = _where(loc)
     if expected is not None and loc:
-        return f"field {_where(loc)!r} must be {expected}, found {_json_type(value)}"
+        return f"field {where!r} must be {expected}, found {_json_type(value)}"
     if kind == "value_error":
-        where = _where(loc)
         text = message.removeprefix("Value error, ")
         return f"{where}: {text}" if where else text
-    if kind == "literal_error":
-        return f"field {_where(loc)!r} is {value!r}: {message[0].lower() + message[1:]}"
-    where = _where(loc)
-    shown = json.dumps(value)[:60] if isinstance(value, (str, int, float, bool, type(None))) else type(value).__name__
-    return f"field {where!r} {shown}: {message[0].lower() + message[1:]}" if where else message
+    message = message[0].lower() + message[1:] if message else "invalid"
+    return f"field {where!r}: {message}" if where else message
 
 
 def one_line(exc: ValidationError, name: str) -> str:
@@ -114,7 +113,8 @@ def parse(model: type[M], document: Any, name: str) -> M:
         raise InputError(f"{name}: expected a JSON object, found {type(document).__name__}")
     version = document.get("schema_version", SCHEMA_VERSION)
     if version != SCHEMA_VERSION or isinstance(version, bool):  # alone: the rest may follow from it
-        raise InputError(f"{name}: schema_version {version!r} is not supported (this "
+        shown = version if isinstance(version, int) and not isinstance(version, bool) else _json_type(version)
+        raise InputError(f"{name}: schema_version {shown} is not supported (this "
                          f"sparktriage reads {SCHEMA_VERSION})")
     try:
         return model.model_validate_json(dumps(document))
