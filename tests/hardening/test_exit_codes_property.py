@@ -7,6 +7,7 @@ documented exit codes of docs/exit-codes.md (0, 1, 2, 3; 130 is for real interru
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import io
 import json
@@ -30,6 +31,7 @@ PROPERTY = settings(max_examples=EXAMPLES, deadline=None, database=None, derando
                     suppress_health_check=list(HealthCheck))
 ALLOWED = {0, 1, 2, 3}
 WORK = Path(tempfile.mkdtemp(prefix="sparktriage-exits-"))
+atexit.register(shutil.rmtree, WORK, True)
 
 
 def run(*args: str) -> int:

@@ -9,10 +9,12 @@ counts are printed in the terminal summary (tests/hardening/conftest.py).
 
 from __future__ import annotations
 
+import atexit
 import io
 import json
 import os
 import tarfile
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -45,6 +47,7 @@ COUNTS: dict[str, int] = {}
 FUZZ = settings(max_examples=FUZZ_EXAMPLES, deadline=None, database=None, derandomize=True,
                 suppress_health_check=list(HealthCheck))
 WORK = Path(tempfile.mkdtemp(prefix="sparktriage-fuzz-"))
+atexit.register(shutil.rmtree, WORK, True)
 
 
 def mutations(seed: bytes) -> st.SearchStrategy[bytes]:
