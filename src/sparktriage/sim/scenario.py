@@ -73,6 +73,9 @@ class Scenario(_Strict):
     role_chunk: bool = Field(True, description="chat: a first chunk with the role and no token")
     empty_text_every: int = Field(0, ge=0, description="every n-th token chunk has empty text (held-back bytes)")
     faults: Faults = Field(default_factory=Faults)
+    diverge_at: int | None = Field(None, ge=0, description="output token ids change from this position on")
+    garbage_text: str | None = Field(None, min_length=1, max_length=64,
+                                     description="every output token's text is this string")
     sequence: tuple[dict[str, Any], ...] = Field(
         (), description="per-request overrides of these fields, cycled over the model's requests"
     )

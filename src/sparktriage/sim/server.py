@@ -238,7 +238,8 @@ class SimServer:
             return await self._json(writer, request, faults.http_status,
                                     error_document(faults.http_status, faults.http_message, "SimulatedError"))
         plan = plan_stream(scenario, spec)
-        entry["planned"] = {"tokens": plan.tokens, "finish": plan.finish, "usage": plan.usage_reported}
+        entry["planned"] = {"tokens": plan.tokens, "finish": plan.finish, "usage": plan.usage_reported,
+                           "sizes": [s.count for s in plan.steps if s.kind == "tokens"]}
         renderer = Renderer(self.config, scenario, spec, plan, entry["id"], int(time.time()))
         entry["status"] = 200
         if spec.stream:
