@@ -186,7 +186,8 @@ def _child(mode: str) -> subprocess.Popen | None:
 def _timed_exit(seconds: float, code: int, log: Log, child) -> None:
     def die() -> None:
         time.sleep(seconds)
-        log.line("EngineCore", f"Engine core proc EngineCore_DP0 died unexpectedly (exit code: {code})",
+        log.line("EngineCore", f"Engine core proc EngineCore_DP0 died unexpectedly (exit code: {code}) "
+                 "[simulated crash]",
                  "ERROR", "core_client.py:620")
         if child is not None:
             child.kill()
