@@ -28,7 +28,7 @@ def _collect(*args: str, timeout: float = 120, env: dict | None = None) -> subpr
 
 @pytest.mark.vllm
 def test_collect_around_a_real_vllm_server_by_pid(vllm_server, tmp_path):
-    pid = vllm_server.process.pid
+    pid = vllm_server.pid
     before = {p.pid for p in psutil.Process(pid).children(recursive=True)}
     out = tmp_path / "bundle"
     done = _collect("--pid", str(pid), "--duration", "4", "--stacks", "1", "--interval", "0.5",

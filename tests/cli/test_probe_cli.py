@@ -7,7 +7,7 @@ import pytest
 
 from probe.fake_server import FakeConfig, FakeServer  # tests/ is on sys.path (rootdir conftest)
 from sparktriage.cli.app import main
-from sparktriage.testbed.server import free_port
+from sparktriage.testbed.ports import free_port
 
 CONTRACT = {"verdict", "pattern", "families", "baseline", "tokens_spent", "wall_s"}
 

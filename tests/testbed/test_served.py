@@ -1,4 +1,5 @@
-"""The local server supervisor: argv, environment, readiness, failure reporting, teardown."""
+"""Test-bed servers through the launch path: deployment, argv and environment, failure
+reporting, the startup deadline and teardown (the supervisor's), and locating the test bed."""
 
 from __future__ import annotations
 
@@ -12,7 +13,10 @@ import pytest
 from sparktriage.errors import LaunchError
 from sparktriage.testbed import paths
 from sparktriage.testbed.paths import locate
-from sparktriage.testbed.server import LocalServer, ServeSpec, serve_argv, serve_env
+from sparktriage.config.deployment import load_deployment
+from sparktriage.launch.plan import build_plan
+from sparktriage.store.documents import read_records
+from sparktriage.testbed.server import ServeSpec, deployment, served
 
 
 def fake_bed(tmp_path: Path, script: str) -> paths.Testbed:
@@ -28,43 +32,52 @@ def fake_bed(tmp_path: Path, script: str) -> paths.Testbed:
     return paths.Testbed(venv, tmp_path / "bed")
 
 
-def test_argv_and_environment(tmp_path, monkeypatch):
+def _plan(bed, spec, tmp_path, port=8123):
+    path = tmp_path / "d.json"
+    path.write_text(json.dumps(deployment(bed, spec, port, tmp_path)))
+    return build_plan(load_deployment(path))
+
+
+def test_argv_and_environment(tmp_path):
     bed = paths.Testbed(Path("/v"), Path("/b"))
-    spec = ServeSpec(model=Path("/b/models/tiny-llama"), speculative_config='{"method": "ngram"}',
+    spec = ServeSpec(model=Path("/b/models/tiny-llama"),
+                     speculative_config='{"method": "ngram", "num_speculative_tokens": 3}',
                      extra_args=("--seed", "1"))
-    assert serve_argv(bed, spec, 8123) == [
+    plan = _plan(bed, spec, tmp_path)
+    ((node, proc),) = plan.stages[0].processes
+    assert node == "local" and plan.endpoint == "http://127.0.0.1:8123"
+    assert list(proc.argv) == [
         "/v/bin/vllm", "serve", "/b/models/tiny-llama", "--host", "127.0.0.1", "--port", "8123",
-        "--max-model-len", "512", "--dtype", "float32", "--served-model-name", "tiny", "--enforce-eager",
-        "--speculative-config", '{"method": "ngram"}', "--seed", "1"]
-    monkeypatch.setenv("VLLM_API_KEY", "leak")
-    env = serve_env(bed, spec, tmp_path)
+        "--served-model-name", "tiny", "--max-model-len", "512", "--dtype", "float32",
+        "--enforce-eager", "--speculative-config", '{"method":"ngram","num_speculative_tokens":3}',
+        "--seed", "1"]
+    env = dict(proc.env)
     assert env["VLLM_CPU_KVCACHE_SPACE"] == "1" and env["HF_HUB_OFFLINE"] == "1"
-    assert env["VLLM_CACHE_ROOT"] == str(tmp_path / "vllm-cache") and "VLLM_API_KEY" not in env
+    assert env["VLLM_CACHE_ROOT"] == str(tmp_path / "vllm-cache") and env["PYTHONUNBUFFERED"] == "1"
 
 
 def test_exit_before_ready_reports_the_error_line(tmp_path):
     bed = fake_bed(tmp_path, 'echo "INFO starting"\necho "ValueError: Available memory is less than desired" >&2\nexit 1\n')
-    server = LocalServer(bed, ServeSpec(model=bed.model()), tmp_path / "run" / "server.log")
-    with server:
-        with pytest.raises(LaunchError, match=r"vllm serve exited with status 1 before it was ready: "
-                                              r"ValueError: Available memory is less than desired"):
-            server.wait_ready(20)
-    lines = [json.loads(l) for l in server.lines_path.read_text().splitlines()]
+    with pytest.raises(LaunchError, match=r"local: server exited with status 1"):
+        with served(bed, ServeSpec(model=bed.model()), tmp_path / "serve", startup_s=20):
+            pass
+    bundle = tmp_path / "serve" / "run" / "launches" / "L001"
+    lines = list(read_records(bundle / "bundle" / "nodes" / "local" / "logs" / "server.lines.jsonl"))
     assert {(l["stream"], l["line"]) for l in lines} == {
         ("stdout", "INFO starting"), ("stderr", "ValueError: Available memory is less than desired")}
     assert all(isinstance(l["t"], float) and l["node"] == "local" for l in lines)
+    # the launch's derived log names the error line
+    assert "ValueError: Available memory is less than desired" in (bundle / "server.log").read_text()
 
 
 def test_never_ready_times_out_and_teardown_kills_the_group(tmp_path):
-    bed = fake_bed(tmp_path, "sleep 300 &\necho $! > \"$(dirname \"$0\")/child.pid\"\nexec sleep 300\n")
-    server = LocalServer(bed, ServeSpec(model=bed.model()), tmp_path / "run" / "server.log")
-    server.start()
-    try:
-        with pytest.raises(LaunchError, match="was not ready after 1 s"):
-            server.wait_ready(1)
-    finally:
-        server.stop(grace_s=2)
-    assert server.process.poll() is not None
+    bed = fake_bed(tmp_path, "sleep 300 &\necho $! > \"$(dirname \"$0\")/child.pid\"\n"
+                             "echo $$ > \"$(dirname \"$0\")/main.pid\"\nexec sleep 300\n")
+    with pytest.raises(LaunchError, match="readiness of http://127.0.0.1:.* not reached within the deadline"):
+        with served(bed, ServeSpec(model=bed.model()), tmp_path / "serve", startup_s=3):
+            pass
+    main = int((bed.vllm_venv / "bin" / "main.pid").read_text())
+    assert not psutil.pid_exists(main) or psutil.Process(main).status() == psutil.STATUS_ZOMBIE
     child = int((bed.vllm_venv / "bin" / "child.pid").read_text())
     try:  # the whole process group is gone (at most a zombie waiting for its reaper)
         assert psutil.Process(child).status() == psutil.STATUS_ZOMBIE
