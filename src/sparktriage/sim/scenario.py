@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from sparktriage.sim.toy import ToyConfig
 from sparktriage.yamldoc import load_yaml, parse_yaml
 
 SCHEMA_VERSION = 1
@@ -150,6 +151,9 @@ class SimConfig(_Strict):
     scenarios: dict[str, Scenario] = Field(
         default_factory=lambda: {"sim": Scenario()}, description="served model name → behaviour"
     )
+    max_model_len: int = Field(1_000_000, ge=1, description="what /v1/models reports")
+    version: str = Field("sparktriage-sim", max_length=100, description="what /version reports")
+    toy: ToyConfig | None = Field(None, description="answer completions with the toy language model")
 
     @model_validator(mode="after")
     def _check(self) -> "SimConfig":

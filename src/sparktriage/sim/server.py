@@ -23,6 +23,7 @@ from pathlib import Path
 from sparktriage.sim import http
 from sparktriage.sim.plan import BadRequest, RequestSpec, StreamPlan, plan_stream, read_request
 from sparktriage.sim.scenario import SCHEMA_VERSION, SimConfig
+from sparktriage.sim.toy import Toy
 from sparktriage.sim.truth import truth
 from sparktriage.sim.wire import Renderer, error_document
 from sparktriage.store.documents import RecordWriter
@@ -50,6 +51,9 @@ class SimServer:
         self._writer = RecordWriter(trace_path) if trace_path else None
         self._server: asyncio.base_events.Server | None = None
         self._stopped: asyncio.Event | None = None
+        self._toy = Toy(config.toy) if config.toy is not None else None
+        self.in_flight = 0
+        self.toy_requests: list[dict] = []
 
     # --- lifecycle -------------------------------------------------------------------------
     async def start(self) -> str:
@@ -144,7 +148,7 @@ class SimServer:
         if path == "/health":
             return await self._json(writer, request, 200, b"")
         if path == "/version":
-            return await self._json(writer, request, 200, {"version": "sparktriage-sim"})
+            return await self._json(writer, request, 200, {"version": cfg.version})
         if path.startswith("/v1/") and cfg.api_key is not None:
             if request.headers.get("authorization", "") != f"Bearer {cfg.api_key}":
                 return await self._json(writer, request, 401, {"error": "Unauthorized"})
@@ -155,13 +159,15 @@ class SimServer:
                 return await self._json(writer, request, 200, HTML_PAGE, "text/html; charset=utf-8")
             created = int(time.time())
             data = [{"id": name, "object": "model", "created": created, "owned_by": "sparktriage-sim",
-                     "root": name, "parent": None, "max_model_len": 1_000_000} for name in cfg.scenarios]
+                     "root": name, "parent": None, "max_model_len": cfg.max_model_len} for name in cfg.scenarios]
             return await self._json(writer, request, 200, {"object": "list", "data": data})
         if path in ("/v1/completions", "/v1/chat/completions") and method == "POST":
             if cfg.completions_endpoint == "404":
                 return await self._json(writer, request, 404, {"detail": "Not Found"})
             if cfg.completions_endpoint == "html":
                 return await self._json(writer, request, 200, HTML_PAGE, "text/html; charset=utf-8")
+            if self._toy is not None:
+                return await self._toy_answer(request, writer, path)
             return await self._completion(request, writer, "completions" if path == "/v1/completions" else "chat")
         if path in ("/v1/models", "/v1/completions", "/v1/chat/completions"):
             return await self._json(writer, request, 405, {"detail": "Method Not Allowed"})
@@ -188,6 +194,29 @@ class SimServer:
         return await self._json(writer, request, 404, {"detail": "Not Found"})
 
     # --- completions -----------------------------------------------------------------------
+    async def _toy_answer(self, request: http.Request, writer, path: str) -> bool:
+        """A whole (non-streamed) answer of the toy language model (toy.py)."""
+        assert self._toy is not None
+        try:
+            body = json.loads(request.body or b"null")
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            return await self._json(writer, request, 400, error_document(400, "request body must be a JSON object"))
+        self.in_flight += 1
+        busy = self.in_flight
+        self.toy_requests.append(body)
+        try:
+            await asyncio.sleep(self._toy.config.delay_s)
+            busy = max(busy, self.in_flight)  # requests that overlapped this one's time
+            try:
+                status, doc = self._toy.handle(path, body, busy)
+            except (KeyError, TypeError, ValueError, IndexError) as exc:
+                status, doc = 400, error_document(400, f"bad request for the toy model: {exc}")
+        finally:
+            self.in_flight -= 1
+        return await self._json(writer, request, status, doc.encode() if isinstance(doc, str) else doc)
+
     async def _completion(self, request: http.Request, writer, api: str) -> bool:
         received = time.perf_counter()
         n = self._next_id
