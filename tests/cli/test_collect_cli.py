@@ -13,7 +13,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from sparktriage.evidence.bundle import Bundle
+from sparktriage.bundle.reader import Bundle
 
 REPO = Path(__file__).resolve().parents[2]
 SIM = "sparktriage.sim.vllm"  # the simulator as `vllm serve` (docs/simulator.md)

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from sparktriage.config.deployment import load_deployment
-from sparktriage.evidence.scan import analyze_inputs
+from sparktriage.logs.scan import analyze_inputs
 from sparktriage.launch.plan import build_plan
 from sparktriage.launch.run import launch_once
 from sparktriage.sim.engine import EngineScenario, draw_launch

@@ -29,7 +29,7 @@ ENV_SCENARIO = "SPARKTRIAGE_SIM"
 ENV_SEED = "SPARKTRIAGE_SIM_SEED"
 ENV_COUNTER = "SPARKTRIAGE_SIM_COUNTER"
 
-# Startup phases in vLLM's order (the names of sparktriage.evidence.catalog.PHASES).
+# Startup phases in vLLM's order (the names of sparktriage.logs.catalog.PHASES).
 PHASES = ("resolve", "engine_start", "distributed_init", "weight_read", "post_load", "compile",
           "kv_profiling", "kernel_jit", "cuda_graphs", "ready")
 Phase = Literal["resolve", "engine_start", "distributed_init", "weight_read", "post_load",

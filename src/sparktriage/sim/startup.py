@@ -1,6 +1,6 @@
 """The simulated engine's startup: vLLM 0.32's log lines, phase by phase, with scripted faults.
 
-Each phase prints the messages the log parser anchors it by (sparktriage.evidence.catalog,
+Each phase prints the messages the log parser anchors it by (sparktriage.logs.catalog,
 shapes quoted from the recorded CPU logs under tests/fixtures/logs and the GB10 field notes),
 then sleeps the phase's duration from the scenario. A stall fault goes silent inside its
 phase, a startup error prints vLLM's engine failure and exits. Messages go to stdout with

@@ -20,7 +20,8 @@ from typing import Iterator
 import yaml
 
 from sparktriage.config.deployment import load_deployment
-from sparktriage.evidence import layout
+from sparktriage.bundle import layout
+from sparktriage.collect.plan import COLLECTORS
 from sparktriage.launch.plan import build_plan
 from sparktriage.launch.run import Launched, launched
 from sparktriage.store.rundir import RunDir
@@ -45,6 +46,7 @@ class ServeSpec:
     extra_args: tuple[str, ...] = ()
     env: dict = field(default_factory=dict)
     engine: tuple[str, ...] | None = None  # argv prefix instead of the test bed's `vllm`
+    collectors: bool = True  # False: the launch runs no collector (benchmarks of collection)
 
 
 def deployment(bed: Testbed, spec: ServeSpec, port: int, scratch: Path,
@@ -62,7 +64,8 @@ def deployment(bed: Testbed, spec: ServeSpec, port: int, scratch: Path,
                 "TORCHINDUCTOR_CACHE_DIR": str(scratch / "inductor-cache"), **spec.env},
         "timeouts": {"startup_s": startup_s, "teardown_grace_s": 15},
         # light collection: the servers are shared by tests that measure them
-        "collect": {"interval_s": 2.0, "stacks_interval_s": None},
+        "collect": {"interval_s": 2.0, "stacks_interval_s": None,
+                    "disable": [] if spec.collectors else list(COLLECTORS)},
     }
     if spec.speculative_config:
         extra = json.loads(spec.speculative_config)
