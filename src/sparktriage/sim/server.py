@@ -53,6 +53,7 @@ class SimServer:
         self._stopped: asyncio.Event | None = None
         self._toy = Toy(config.toy) if config.toy is not None else None
         self.in_flight = 0
+        self._live: list[dict] = []
         self.toy_requests: list[dict] = []
 
     # --- lifecycle -------------------------------------------------------------------------
@@ -203,18 +204,22 @@ class SimServer:
             body = None
         if not isinstance(body, dict):
             return await self._json(writer, request, 400, error_document(400, "request body must be a JSON object"))
+        # `busy`: the most requests in flight at once during this one's time (its own included)
+        live = {"peak": 0}
+        self._live.append(live)
         self.in_flight += 1
-        busy = self.in_flight
+        for other in self._live:
+            other["peak"] = max(other["peak"], self.in_flight)
         self.toy_requests.append(body)
         try:
             await asyncio.sleep(self._toy.config.delay_s)
-            busy = max(busy, self.in_flight)  # requests that overlapped this one's time
             try:
-                status, doc = self._toy.handle(path, body, busy)
+                status, doc = self._toy.handle(path, body, live["peak"])
             except (KeyError, TypeError, ValueError, IndexError) as exc:
                 status, doc = 400, error_document(400, f"bad request for the toy model: {exc}")
         finally:
             self.in_flight -= 1
+            self._live.remove(live)
         return await self._json(writer, request, status, doc.encode() if isinstance(doc, str) else doc)
 
     async def _completion(self, request: http.Request, writer, api: str) -> bool:
