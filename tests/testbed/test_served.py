@@ -97,3 +97,34 @@ def test_locate_and_check(tmp_path, monkeypatch):
     assert bed.check() is bed
     with pytest.raises(LaunchError, match="no tiny model"):
         bed.check("tiny-draft")
+
+
+def test_served_gives_the_fixtures_what_they_read(tmp_path):
+    """`served()` end to end with the simulator as the engine: what the session fixtures
+    expose (base URL, line records, ready time, server pid) and the supervisor's teardown."""
+    import httpx
+    import sys
+
+    bed = paths.Testbed(tmp_path / "no-venv", tmp_path / "bed")
+    spec = ServeSpec(model=tmp_path / "m", engine=(sys.executable, "-m", "sparktriage.sim.vllm"),
+                     speculative_config='{"method": "ngram", "num_speculative_tokens": 3}',
+                     env={"SPARKTRIAGE_SIM": json.dumps({"child": "group"})})
+    with served(bed, spec, tmp_path / "serve", startup_s=60) as server:
+        assert httpx.get(server.base_url + "/health", trust_env=False).status_code == 200
+        models = httpx.get(server.base_url + "/v1/models", trust_env=False).json()
+        assert [m["id"] for m in models["data"]] == ["tiny"]
+        pid = server.pid
+        process = psutil.Process(pid)
+        assert "sparktriage.sim.vllm" in " ".join(process.cmdline())
+        assert "--speculative-config" in process.cmdline()
+        children = process.children(recursive=True)
+        lines = list(read_records(server.lines_path))
+        startup = [l for l in lines if "Application startup complete" in l["line"]]
+        assert startup and startup[0]["stream"] == "stderr"
+        assert startup[0]["t"] <= server.ready_unix + 0.5 and server.ready_unix > server.started_unix
+        assert "Application startup complete" in server.log_text()
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    assert all(not c.is_running() or c.status() == psutil.STATUS_ZOMBIE for c in children)
+    launch = tmp_path / "serve" / "run" / "launches" / "L001"
+    assert json.loads((launch / "logs.json").read_text())["startup"]["complete"]
+    assert "Starting vLLM server on http://127.0.0.1:" in (launch / "server.log").read_text()
