@@ -56,7 +56,7 @@ def _demo(venv: Path, cwd: Path, *args: str, bed_root: Path | None = None) -> su
 
 def test_installed_demo_finds_its_fingerprint(installed, tmp_path):
     bed = locate()
-    model = REPO / "testbed" / "garbage" / "model"
+    model = REPO / "provision" / "garbage" / "model"
     done = _demo(installed, tmp_path, "--model", str(model), "--json", str(tmp_path / "plan.json"))
     assert done.returncode == 0, done.stderr
     plan = json.loads((tmp_path / "plan.json").read_text())
@@ -84,4 +84,4 @@ def test_installed_demo_without_a_model_is_one_line_exit_2(installed, tmp_path):
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         "error: the tiny MoE model is missing: give --model DIR, or put it at the test bed's "
-        "models/tiny-moe (testbed/setup.sh copies testbed/garbage/model there)"]
+        "models/tiny-moe (provision/setup.sh copies provision/garbage/model there)"]

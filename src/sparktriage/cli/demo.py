@@ -11,7 +11,7 @@ import typer
 from sparktriage.cli import console
 from sparktriage.cli.exit_codes import ExitCode
 from sparktriage.cli.progress import protocol_lines, session_progress
-from sparktriage.cli.views import render_table
+from sparktriage.bench.render import delivered_table
 from sparktriage.errors import LaunchError, UsageError
 
 
@@ -74,7 +74,7 @@ def demo(
     formats: str = typer.Option("md,pdf", "--format", help="Report formats, comma list of md, pdf."),
     ready_timeout: float = typer.Option(600.0, "--ready-timeout", min=1, help="Seconds each launch may take to become ready."),
     json_out: Optional[str] = typer.Option(None, "--json", help="Write the demo summary to PATH, or - for stdout."),
-    model: Optional[Path] = typer.Option(None, "--model", help="Model folder to serve [the test bed's models/tiny-moe, else the checkout's testbed/garbage/model]."),
+    model: Optional[Path] = typer.Option(None, "--model", help="Model folder to serve [the test bed's models/tiny-moe, else the checkout's provision/garbage/model]."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan (vLLM, model, fingerprint, launches) and start nothing."),
 ) -> None:
     """Run a whole session on the local CPU vLLM with the bundled tiny MoE: launch, stall watch,
@@ -101,7 +101,7 @@ def demo(
     out_console = console.data_console(json_out)
     first = run.path / "launches" / "L001" / "bench.json"
     if first.is_file():
-        out_console.print(render_table(json.loads(first.read_text(encoding="utf-8"))))
+        console.draw(delivered_table(json.loads(first.read_text(encoding="utf-8"))), out_console)
     for line in render_summary(doc):
         out_console.print(line, markup=False, highlight=False)
     console.write_json(doc, json_out)

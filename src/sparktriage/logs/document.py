@@ -13,6 +13,7 @@ import datetime as _dt
 from collections import Counter
 from typing import Iterable
 
+from sparktriage.errors import InputError
 from sparktriage.logs.catalog import PHASE_INDEX, match_message
 from sparktriage.logs.clock import IsoFormatter
 from sparktriage.logs.events import LogEvent
@@ -22,7 +23,6 @@ from sparktriage.logs.gate import interesting, restart_mark, serving_mark
 from sparktriage.logs.series import SpecSeries, StatsSeries, parse_spec, parse_stats
 from sparktriage.logs.timeline import Timeline, TimelineBuilder
 
-LONG_SILENCE_S = 60.0
 
 
 class LogAnalyzer:
@@ -269,10 +269,9 @@ def findings(doc: dict, tl: Timeline, timelines: dict[str, list[Timeline]]) -> l
             add("wall-vs-reported", "warning",
                 f"{gap['name']}: vLLM reports {gap['reported_s']:.2f} s but the window took "
                 f"{gap['wall_s']:.1f} s of wall time ({gap['gap_s']:.1f} s unaccounted)")
-    for s in doc["silences"]:
-        if s["duration_s"] >= LONG_SILENCE_S:
-            add("silence", "warning",
-                f"{s['duration_s']:.0f} s without a log line during {s['phase']} after: {s['before']}")
+    # Gaps between lines are facts in `silences`; whether one was a stall is the stall
+    # classifier's verdict alone (`sparktriage stalls` reads samples, stacks and per-phase
+    # budgets), so `logs` never calls a gap a problem that `stalls` might call progress.
     for k in doc["kernel_detail"]:
         if k["fallback"]:
             add("kernel-fallback", "warning", f"kernel fallback: {k['kernel']}")
@@ -299,4 +298,13 @@ def analyze(events: Iterable[LogEvent], tz: _dt.tzinfo | None = None) -> dict:
     return LogAnalyzer(tz).feed_all(events).document()
 
 
-__all__ = ["LogAnalyzer", "analyze", "findings"]
+NOT_A_LOG = "no timed log lines (is this a vLLM log?)"
+
+
+def require_timed(origin: str, has_timed_line: bool) -> None:
+    """Refuse input without one timed line, in the same words for `logs` and `stalls` (exit 2)."""
+    if not has_timed_line:
+        raise InputError(f"{origin}: {NOT_A_LOG}")
+
+
+__all__ = ["NOT_A_LOG", "require_timed", "LogAnalyzer", "analyze", "findings"]

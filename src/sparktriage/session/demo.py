@@ -1,6 +1,6 @@
 """`sparktriage demo`: a whole consultant session on the embedded default.
 
-The bundled tiny Qwen3-MoE model (the test bed's models/tiny-moe, or testbed/garbage/model in
+The bundled tiny Qwen3-MoE model (the test bed's models/tiny-moe, or provision/garbage/model in
 a checkout; trained here) is served by the local
 CPU vLLM through the launch supervisor with its collectors, once per speculative depth
 (launches `L001`, `L002`, ...). The first launch is probed for garbage against the model's
@@ -73,7 +73,7 @@ def fingerprint_path() -> Path | None:
 
 def demo_model(bed: Testbed, given: Path | None = None) -> Path:
     """The model the demo serves: `--model`, else the test bed's `models/tiny-moe`, else the
-    checkout's committed `testbed/garbage/model`; InputError when none has weights."""
+    checkout's committed `provision/garbage/model`; InputError when none has weights."""
     if given is not None:
         if not (given / "model.safetensors").is_file() or not (given / "config.json").is_file():
             raise InputError(f"{given}: not a model folder (needs config.json and model.safetensors)")

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from sparktriage.sim.toy import ToyConfig
 from sparktriage.yamldoc import load_yaml, parse_yaml
+from sparktriage.validation_words import plain
 
 SCHEMA_VERSION = 1
 
@@ -107,7 +108,7 @@ class Scenario(_Strict):
             except ValidationError as exc:
                 first = exc.errors()[0]
                 where = ".".join(str(p) for p in first["loc"])
-                raise ValueError(f"sequence[{number}].{where}: {first['msg']}") from None
+                raise ValueError(f"sequence[{number}].{where}: {plain(first)}") from None
         return self
 
     def with_overrides(self, override: dict[str, Any]) -> "Scenario":

@@ -26,12 +26,12 @@ _EXPERT = re.compile(r"model\.layers\.(\d+)\.mlp\.experts\.(\d+)\.(gate_proj|up_
 
 
 def trained_model() -> Path:
-    """The committed tiny MoE checkpoint (testbed/garbage/model in the source checkout)."""
+    """The committed tiny MoE checkpoint (provision/garbage/model in the source checkout)."""
     root = repo_root()
-    path = root / "testbed" / "garbage" / "model" if root else None
+    path = root / "provision" / "garbage" / "model" if root else None
     if path is None or not (path / "model.safetensors").exists():
         raise InputError("the tiny MoE model is missing: give --model DIR, or put it at the test bed's "
-                         "models/tiny-moe (testbed/setup.sh copies testbed/garbage/model there)")
+                         "models/tiny-moe (provision/setup.sh copies provision/garbage/model there)")
     return path
 
 

@@ -1,7 +1,7 @@
 """Recipes of the test bed that ship with the package: scripts run with the vLLM venv's Python.
 
 `make_tiny_model.py OUT_DIR [--draft]` builds the tiny Llama (and its draft) the real-vLLM
-tests serve; `testbed/setup.sh` runs it from here, and an installed package can too:
+tests serve; `provision/setup.sh` runs it from here, and an installed package can too:
 `$VLLM_VENV/bin/python "$(python -c 'from sparktriage.testbed.recipes import path; print(path())')" OUT`.
 """
 

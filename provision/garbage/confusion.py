@@ -1,6 +1,6 @@
 """Build the confusion table (variant x verdict, with the deciding numbers) from real runs.
 
-Usage: .venv/bin/python testbed/garbage/confusion.py
+Usage: .venv/bin/python provision/garbage/confusion.py
 
 The real-vLLM variant tests (tests/probe/test_vllm_variants.py) serve every catalogue variant
 of the tiny MoE model and probe it; with SPARKTRIAGE_CONFUSION_OUT set they also write their
