@@ -116,6 +116,12 @@ class TestbedServer:
         return "".join(str(r.get("line", "")) + "\n" for r in read_records(self.lines_path))
 
 
+def lines_of(folder: Path) -> Path:
+    """Where `served(..., folder)` keeps the server's line records (also after a failed start)."""
+    return (folder / "run" / "launches" / "L001" / "bundle" / layout.NODES_DIR / NODE
+            / layout.log_file("server"))
+
+
 @contextmanager
 def served(bed: Testbed, spec: ServeSpec, folder: Path, port: int | None = None,
            startup_s: float = 420.0) -> Iterator[TestbedServer]:
