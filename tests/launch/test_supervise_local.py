@@ -222,7 +222,7 @@ def test_readiness_by_log_marker(tmp_path, mark):
 def test_launch_command_result_is_a_typed_document(tmp_path, mark):
     from sparktriage.documents.launch import LaunchResult
 
-    deployment = fake_deployment(tmp_path / "d.yaml", mark)
+    deployment = sim_deployment(tmp_path / "d.yaml", mark)
     done = subprocess.run([sys.executable, "-m", "sparktriage", "launch", str(deployment),
                            "--out", str(tmp_path / "run"), "--json", "-"],
                           capture_output=True, text=True, timeout=300)
