@@ -111,7 +111,7 @@ def test_no_overlap_and_no_data():
     records = steady_run(n=2)
     far = [StatsWindow(T0 + 10_000, "0", 0.0, 20.0, "INFO", "n", start=T0 + 9990)]
     assert reconcile(delivered_from_records(records), None, far)["verdict"] == "no_overlap"
-    assert reconcile(delivered_from_records(records), None, None)["verdict"] == "insufficient_data"
+    assert reconcile(delivered_from_records(records), None, None)["verdict"] == "not_measured"
 
 
 def test_counter_deltas_sum_engines_and_detect_resets():

@@ -95,6 +95,10 @@ def protocol_lines(bench: dict | None) -> list[str]:
         if w["e2e_tok_s"] is not None:
             line += f"{w['e2e_tok_s']:.1f} tok/s end to end; "
         lines.append(line + f"{w['failed']} failed")
-    if bench.get("reconcile_verdict"):
-        lines.append(f"delivered vs logged (/metrics and the log): {bench['reconcile_verdict']}")
+    verdict = bench.get("reconcile_verdict")
+    if verdict in ("not_measured", "insufficient_data"):
+        lines.append("delivered vs logged (/metrics and the log): not measured "
+                     "(no usable /metrics scrape and no log)")
+    elif verdict:
+        lines.append(f"delivered vs logged (/metrics and the log): {verdict.replace('_', ' ')}")
     return lines

@@ -25,7 +25,7 @@ from sparktriage.logs.series import StatsWindow
 
 VERDICTS = ("client_received_fewer", "chunks_counted", "client_counted_more",
             "log_counts_undelivered", "bursty_delivery", "idle_in_log_windows", "consistent",
-            "no_overlap", "insufficient_data")  # in order of precedence
+            "no_overlap", "not_measured")  # in order of precedence
 IDLE_BUSY_FRACTION = 0.9
 INSIDE_FRACTION = 0.9  # a log window this much inside the protocol window is judged
 RATE_TOLERANCE = 0.15
@@ -182,12 +182,9 @@ def reconcile(delivered: Delivered, metric_windows: list[dict] | None,
         reason("peak_ratio", _ratio_text(ratio, log, delivered, per_chunk))
     verdict = next((v for v in VERDICTS if v in verdicts), None)
     if verdict is None:
-        if metrics is None and log is None:
-            verdict = "insufficient_data"
-        elif log is not None and not log["windows"] and metrics is None:
-            verdict = "no_overlap"
-        else:
-            verdict = "consistent"
+        verdict = "consistent" if _has_evidence(metrics, log) else "not_measured"
+    if verdict == "not_measured":
+        reason("not_measured", _not_measured_text(metric_windows, log_windows))
     return {
         "kind": "reconcile",
         "verdict": verdict,
@@ -201,6 +198,27 @@ def reconcile(delivered: Delivered, metric_windows: list[dict] | None,
         "log": log,
         "ratio_log_peak_to_delivered_mean": ratio,
     }
+
+
+def _has_evidence(metrics: dict | None, log: dict | None) -> bool:
+    """A verdict needs something on the server's side: a usable counter delta or a log window
+    that overlaps the protocol window. Without either there is nothing to be consistent with."""
+    counted = metrics is not None and metrics.get("generation_tokens") is not None
+    logged = log is not None and bool(log.get("windows"))
+    return counted or logged
+
+
+def _not_measured_text(metric_windows: list[dict] | None, log_windows: list | None) -> str:
+    if not metric_windows:
+        scrapes = "no /metrics scrape was taken"
+    else:
+        errors = sorted({str(w.get("error")) for w in metric_windows if w.get("error")})
+        scrapes = ("every /metrics scrape failed (" + "; ".join(errors) + ")" if errors and
+                   all(w.get("error") for w in metric_windows)
+                   else "the /metrics scrapes had no generation-token counter")
+    log = "no server log was given" if log_windows is None else "the log had no stats window"
+    return (f"not measured: {scrapes} and {log}, so nothing on the server's side can be "
+            "compared with the tokens delivered (give --log FILE, or a reachable --metrics URL)")
 
 
 def _bursts(delivered: Delivered, metrics: dict | None, log: dict | None, reason, verdicts) -> None:
@@ -229,6 +247,10 @@ def _metrics_part(windows: list[dict] | None, delivered: Delivered, reason, verd
     if not windows:
         return None
     usable = [w for w in windows if w.get("generation_tokens") is not None]
+    if not usable and all(w.get("error") for w in windows):
+        reason("metrics_failed", f"all {len(windows)} /metrics windows failed: "
+               + "; ".join(sorted({str(w['error']) for w in windows})))
+        return {"windows": windows, "generation_tokens": None}
     if not usable:
         reason("metrics_missing", "the /metrics scrapes had no vllm:generation_tokens_total "
                "(stats disabled with --disable-log-stats, or not a vLLM server)")

@@ -82,6 +82,14 @@ def headline(sections: dict) -> list[dict]:
     return rows
 
 
+UNMEASURED = ("not_measured", "insufficient_data", "no_overlap")  # no evidence, no verdict
+
+
+def verdict_words(code: str) -> str:
+    """A reconcile verdict code as words ("not_measured" -> "not measured")."""
+    return code.replace("_", " ")
+
+
 _PROBE_RANK = {"garbage": 3, "suspect": 2, "healthy-uncalibrated": 1, "healthy": 0}
 
 
@@ -127,8 +135,15 @@ def verdicts(sections: dict, signing) -> list[dict]:
         out.append({"topic": "Delivered vs logged", "verdict": "not measured", "detail": rec["reason"]})
     else:
         given = sorted({r["verdict"] for r in rec["launches"] if r["verdict"]})
-        out.append({"topic": "Delivered vs logged", "verdict": ", ".join(given) or "see section",
-                    "detail": "reconcile.json verdicts" if given else "log summary only, no reconcile.json"})
+        measured = [v for v in given if v not in UNMEASURED]
+        if given and not measured:
+            why = next((r["reasons"][-1] for r in rec["launches"] if r["reasons"]),
+                       "nothing on the server's side to compare with")
+            out.append({"topic": "Delivered vs logged", "verdict": "not measured", "detail": why})
+        else:
+            shown = [verdict_words(v) for v in given]
+            out.append({"topic": "Delivered vs logged", "verdict": ", ".join(shown) or "see section",
+                        "detail": "reconcile.json verdicts" if given else "log summary only, no reconcile.json"})
     sweep = sections["sweep"]
     if sweep["status"] == "present":
         out.append({"topic": "Speculative depth", "verdict": f"depth {sweep['decision']['depth']}",
