@@ -116,19 +116,24 @@ def verification(signing) -> dict:
         return {"signed": False, "commands": commands,
                 "text": "This report is not signed: MANIFEST shows whether files changed after it "
                         "was written, but nothing shows who wrote it."}
+    # The allowed-signers file goes OUTSIDE the report folder: a file added there is, rightly,
+    # reported by `sparktriage verify` as "ADDED: allowed_signers".
     commands += [
-        f"echo '{signing.allowed_signers_line}' > allowed_signers",
-        "awk '{print $3\" \"$4}' allowed_signers | ssh-keygen -l -f -    "
+        "SIGNERS=$(mktemp)    # a file outside the report folder",
+        f"echo '{signing.allowed_signers_line}' > \"$SIGNERS\"",
+        "awk '{print $3\" \"$4}' \"$SIGNERS\" | ssh-keygen -l -f -    "
         "# must print the fingerprint the signer gave you",
-        f"ssh-keygen -Y verify -f allowed_signers -I {signing.identity} -n {NAMESPACE} "
+        f"ssh-keygen -Y verify -f \"$SIGNERS\" -I {signing.identity} -n {NAMESPACE} "
         "-s MANIFEST.sig < MANIFEST",
+        "sparktriage verify . --allowed-signers \"$SIGNERS\"    # the same, and names added files",
     ]
     return {"signed": True, "identity": signing.identity, "public_key": signing.public_key,
             "fingerprint": signing.fingerprint, "namespace": NAMESPACE,
             "allowed_signers_line": signing.allowed_signers_line, "commands": commands,
             "text": f"MANIFEST lists the SHA-256 of every file in this folder and MANIFEST.sig is "
                     f"an OpenSSH signature of it (ssh-keygen -Y sign, namespace {NAMESPACE}). In "
-                    f"the report folder, run the commands below (OpenSSH 8.1 or newer). Check the "
+                    f"the report folder, run the commands below in one shell (OpenSSH 8.1 or newer; "
+                    f"they write nothing into the folder). Check the "
                     f"key fingerprint {signing.fingerprint} with the signer over another channel "
                     f"first: a line copied from this report proves only that the files match the "
                     f"key inside the signature, not who holds that key."}
