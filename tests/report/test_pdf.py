@@ -29,7 +29,7 @@ def test_headline_numbers_and_verdicts_are_in_the_pdf_text(report_built):
     pool = doc["sections"]["protocol"]["across"][0]
     assert number(pool["decode_tok_s"]["mean"]) in text
     assert doc["generated_at"] in first_page
-    assert "ssh-keygen -Y verify -f allowed_signers -I consultant@example.com -n sparktriage" in text
+    assert "ssh-keygen -Y verify -f \"$SIGNERS\" -I consultant@example.com -n sparktriage" in text
 
 
 def test_every_page_renders_and_every_plot_is_embedded(report_built, tmp_path):

@@ -2,8 +2,9 @@
 
 Page 1 is the summary (headline numbers, verdicts, warnings, signature); the sections follow
 with tables and the same PNG plots the Markdown links. Determinism: reportlab's `invariant`
-mode (fixed creation date and document id), the standard Helvetica fonts (nothing embedded
-that could differ between machines), constant document metadata (nothing taken from the run),
+mode (the creation date is the report's generated_at, a fixed document id), the standard
+Helvetica fonts (nothing embedded that could differ between machines), metadata taken only from
+the redacted document (title from the deployment's name, producer from the versions),
 and uncompressed page streams, so that two builds differ only in the bytes of `generated_at`
 (docs/report.md explains the choice of reportlab).
 """
@@ -329,24 +330,49 @@ def render(document: dict, plots: dict[str, bytes]) -> bytes:
     builder.sections()
     builder.closing()
     buffer = io.BytesIO()
-    # reportlab's invariant mode dates the PDF from SOURCE_DATE_EPOCH when it is set; the PDF's
-    # metadata must not depend on the environment (generated_at is on page 1), so hide it.
-    saved = os.environ.pop("SOURCE_DATE_EPOCH", None)
+    # reportlab's invariant mode dates the PDF from SOURCE_DATE_EPOCH (else 2000-01-01): set it
+    # to the report's own generated_at for the build, so the PDF's creation date is the report's
+    # time and depends on nothing else in the environment.
+    saved = os.environ.get("SOURCE_DATE_EPOCH")
+    os.environ["SOURCE_DATE_EPOCH"] = str(_epoch(document["generated_at"]))
     try:
-        _build(buffer, builder)
+        _build(buffer, builder, pdf_metadata(document))
     finally:
-        if saved is not None:
+        if saved is None:
+            os.environ.pop("SOURCE_DATE_EPOCH", None)
+        else:
             os.environ["SOURCE_DATE_EPOCH"] = saved
     return buffer.getvalue()
 
 
-def _build(buffer: io.BytesIO, builder: _Builder) -> None:
+def _epoch(generated_at: str) -> int:
+    import datetime as _dt
+
+    when = _dt.datetime.strptime(generated_at, "%Y-%m-%dT%H:%M:%SZ")
+    return int(when.replace(tzinfo=_dt.timezone.utc).timestamp())
+
+
+def pdf_metadata(document: dict) -> dict:
+    """Title (the deployment's name when the run has one), subject, creator and producer."""
+    rows = dict((str(k), v) for k, v in document["sections"]["deployment"].get("rows", [])
+                if isinstance(k, str))
+    name = rows.get("name") or rows.get("model.path")
+    from reportlab import Version
+
+    return {"title": _plain(f"sparktriage report: {name}" if name else "sparktriage report"),
+            "subject": "vLLM deployment diagnostic report", "author": "sparktriage",
+            "creator": f"sparktriage {document.get('tool_version') or ''}".strip(),
+            "producer": f"sparktriage {document.get('tool_version') or ''} with ReportLab "
+                        f"{Version}".replace("  ", " ")}
+
+
+def _build(buffer: io.BytesIO, builder: _Builder, meta: dict) -> None:
     from reportlab.lib.pagesizes import A4
     from reportlab.platypus import SimpleDocTemplate
 
     template = SimpleDocTemplate(
         buffer, pagesize=A4, leftMargin=PAGE_MARGIN, rightMargin=PAGE_MARGIN, topMargin=PAGE_MARGIN,
-        bottomMargin=PAGE_MARGIN, title="sparktriage report", author="sparktriage",
-        subject="vLLM deployment diagnostic report", creator="sparktriage", keywords="",
+        bottomMargin=PAGE_MARGIN, title=meta["title"], author=meta["author"],
+        subject=meta["subject"], creator=meta["creator"], producer=meta["producer"], keywords="",
         invariant=1, pageCompression=0)
     template.build(builder.story, onFirstPage=_footer, onLaterPages=_footer)
