@@ -190,8 +190,14 @@ _VALUE_KEYS = ("value", "tok_s", "generation_tok_s", "throughput", "avg_generati
 
 
 def logged_windows(doc: dict | None) -> list[dict]:
-    """The log's generation-throughput windows as [{t_unix, tok_s}], when the document lists them."""
-    series = as_list(as_dict(as_dict(as_dict(doc).get("throughput")).get("generation")).get("windows"))
+    """The log's generation-throughput windows as [{t_unix, tok_s}], when the document lists them.
+
+    The logs document lists them under `throughput.windows` ({end, start, generation, ...});
+    `throughput.generation.windows` is only their count. Older documents kept the list there."""
+    throughput = as_dict(as_dict(doc).get("throughput"))
+    series = throughput.get("windows")
+    if not isinstance(series, list):
+        series = as_list(as_dict(throughput.get("generation")).get("windows"))
     out = []
     for item in series:
         if isinstance(item, dict):

@@ -14,6 +14,7 @@ captures) so that redaction tests can check that none survives. Every document s
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
 import random
 from dataclasses import dataclass
@@ -32,6 +33,12 @@ def _write_raw(path: Path, document: dict) -> None:
     happen (store/documents.py redacts); the report's own stage must still catch them."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def _iso(t: float) -> str:
+    """Unix seconds as the logs document writes times (ISO 8601, UTC, milliseconds)."""
+    return (_dt.datetime.fromtimestamp(t, _dt.timezone.utc).isoformat(timespec="milliseconds")
+            .replace("+00:00", "Z"))
 
 
 def _launch_write(launch: LaunchDir, name: str, document: dict) -> None:
@@ -187,9 +194,15 @@ def _side_documents(launch: LaunchDir, spec: SyntheticSpec, rng: random.Random, 
         "phases": [{k: p[k] for k in ("name", "start", "end", "duration_s")} for p in phases
                    if p["node"] == nodes[0]],
         "reported": {"loading_weights_s": 39.2, "torch_compile_s": 17.5, "init_engine_s": 80.1},
-        "throughput": {"generation": {"windows": windows, "mean": sum(values) / len(values),
+        "throughput": {"generation": {"windows": len(windows), "mean": sum(values) / len(values),
                                       "mean_active": sum(values) / len(values), "peak": max(values)},
-                       "prompt": {"windows": [], "mean": 0.0, "mean_active": 0.0, "peak": 0.0}},
+                       "prompt": {"windows": 0, "mean": 0.0, "mean_active": 0.0, "peak": 0.0},
+                       "interval_s": 10.0, "hidden_idle_windows": 0, "engines": ["0"],
+                       "windows": [{"end": _iso(w["t"]), "start": _iso(w["t"] - 10.0),
+                                    "start_estimated": False, "engine": "0", "node": None,
+                                    "prompt": 0.0, "generation": w["value"], "level": "INFO",
+                                    "running": 1, "waiting": 0} for w in windows],
+                       "windows_kept": len(windows)},
         "spec_decode": None if depth == 0 else {"windows": len(windows), "mean_acceptance_length":
                                                 1.0 + 0.55 * depth, "accepted": 1000 * depth,
                                                 "drafted": 1400 * depth, "per_position": []},
