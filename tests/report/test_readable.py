@@ -23,3 +23,30 @@ def test_delivered_vs_logged_series_has_every_log_window(report_run: Path, repor
         assert [w["tok_s"] for w in item["logged"]] == [w["generation"] for w in windows]
         first = item["delivered"][0]["t"]
         assert all(w["t"] > first for w in item["logged"])  # on the delivered time axis
+
+
+def _section(md: str, title: str) -> str:
+    return md.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_environment_shows_what_matters_once(report_built: Path):
+    md = (report_built / "report.md").read_text(encoding="utf-8")
+    env = _section(md, "Environment")
+    # four launches with one environment: one table, not one per launch
+    assert env.count("### Launches L001, L002, L003, L004: 2 node(s)") == 1
+    rows = {line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:-1]]
+            for line in env.splitlines() if line.startswith("| ") and "---" not in line}
+    assert rows["python version"] == ["3.12.3", "3.12.3"]
+    assert rows["torch version"] == ["2.9.0+cu130", "2.9.0+cu130"]
+    assert rows["vllm version"] == ["0.32.0", "0.32.0"]
+    assert rows["nccl version"] == ["2.27.7", "2.26.2"]  # the cross-node difference, side by side
+    assert rows["NVIDIA driver"] == ["580.95.05", "580.95.05"]
+    assert rows["GPU"] == ["1 x NVIDIA GB10", "1 x NVIDIA GB10"]
+    assert rows["interconnect"] == ["enp1s0f0np0 (MTU 9000)"] * 2
+    assert rows["env NCCL_SOCKET_IFNAME"] == ["enp1s0f0np0"] * 2
+    assert "synthetic-pkg" not in md  # the 200 packages stay in data/
+    assert "packages." not in md and "nics." not in md
+    report = json.loads((report_built / "report.json").read_text())
+    full = report["sections"]["environment"]["launches"][0]["full_capture"]
+    for rel in full:  # the full capture is in the report's data folder
+        assert "synthetic-pkg-199" in (report_built / rel).read_text(encoding="utf-8")

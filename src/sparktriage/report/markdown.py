@@ -57,22 +57,16 @@ def _environment(doc: dict, section: dict) -> list[str]:
     out = ["## Environment", ""]
     if section["status"] == "missing":
         return out + _missing(section)
+    out += ["What changes behaviour (versions, GPU, driver, NCCL, interconnect, env vars); each "
+            "node's full capture is in data/ (see the files list).", ""]
+    for group in section.get("tables", []):
+        out += [f"### Launches {esc(', '.join(group['launches']))}: {len(group['nodes'])} node(s)", ""]
+        out += table(["setting", *group["nodes"]], group["rows"])
     for launch in section["launches"]:
-        out += [f"### Launch {esc(launch['label'])}: {len(launch['nodes'])} node(s) "
-                f"({esc(', '.join(launch['nodes']))})", ""]
         if launch["differs"]:
-            nodes = sorted({n for d in launch["differs"] for n in d["values"]})
-            out += ["Differences between nodes:", ""]
-            out += table(["setting", *nodes], [[d["key"], *[d["values"].get(n, "") for n in nodes]]
-                                               for d in launch["differs"]])
-        elif len(launch["nodes"]) > 1:
-            out += ["The nodes' environment captures agree.", ""]
-        for node, rows in launch["captures"].items():
-            out += [f"Node {esc(node)}:", ""] + table(["setting", "value"], [list(r) for r in rows[:60]])
-        if launch["collector_diff"]:
-            out += ["Collector's cross-node diff:", ""] + table(["item", "value"],
-                                                                [list(r) for r in launch["collector_diff"]])
-    return out
+            out += [f"Launch {esc(launch['label'])}: {len(launch['differs'])} settings of the full "
+                    "capture differ between nodes (`bundle/environment-diff.json` in data/).", ""]
+    return out + [""]
 
 
 def _startup(doc: dict, section: dict) -> list[str]:

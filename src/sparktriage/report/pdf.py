@@ -156,22 +156,14 @@ class _Builder:
         env = s["environment"]
         if env["status"] == "missing":
             self.missing(env)
-        seen: dict[str, str] = {}
+        for group in env.get("tables", []):
+            self.heading(f"Launches {', '.join(group['launches'])}: {len(group['nodes'])} node(s)", 3)
+            self.table(["setting", *group["nodes"]], group["rows"])
         for launch in env.get("launches", []):
-            self.heading(f"Launch {launch['label']}: {len(launch['nodes'])} node(s)", 3)
-            key = repr((launch["differs"], launch["captures"]))
-            if key in seen:  # relaunches of one deployment usually capture the same environment
-                self.p(f"Same environment captures as launch {seen[key]}.")
-                continue
-            seen[key] = launch["label"]
             if launch["differs"]:
-                nodes = sorted({n for x in launch["differs"] for n in x["values"]})
-                self.p("Differences between nodes:", self.small)
-                self.table(["setting", *nodes], [[x["key"], *[x["values"].get(n, "") for n in nodes]]
-                                                 for x in launch["differs"]])
-            for node, rows in launch["captures"].items():
-                self.p(f"Node {node}", self.small)
-                self.table(["setting", "value"], [list(r) for r in rows[:60]], [0.4, 0.6])
+                self.p(f"Launch {launch['label']}: {len(launch['differs'])} settings of the full "
+                       "capture differ between nodes (bundle/environment-diff.json in data/).",
+                       self.small)
         self._startup(s["startup"])
         self._probe(s["probe"])
         self._protocol(s["protocol"])

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sparktriage.report.environment import run_table, summary_rows
 from sparktriage.report.inputs import RunInputs
 from sparktriage.report.values import (as_dict, as_list, first_num, flatten, num, require,
                                        scalar, seconds, text)
@@ -69,18 +70,21 @@ def environment_section(inputs: RunInputs) -> dict:
         nodes = inputs.bundle_nodes(label)
         if not nodes:
             continue
-        captures = {}
+        captures, summary, files = {}, {}, []
         for node in nodes:
-            env = inputs.doc(f"launches/{label}/bundle/nodes/{node}/environment.json")
+            rel = f"launches/{label}/bundle/nodes/{node}/environment.json"
+            env = inputs.doc(rel)
             if env is not None:
                 captures[node] = dict(flatten({k: v for k, v in env.items() if k != "schema_version"}))
+                summary[node] = summary_rows(env)
+                files.append(f"data/{rel}")
         keys = sorted({k for rows in captures.values() for k in rows})
         differs = [{"key": k, "values": {n: captures[n].get(k, "(absent)") for n in captures}}
                    for k in keys if len({captures[n].get(k, "(absent)") for n in captures}) > 1]
         diff_doc = inputs.doc(f"launches/{label}/bundle/environment-diff.json")
         launches.append({
-            "label": label, "nodes": nodes,
-            "captures": {n: sorted(rows.items()) for n, rows in captures.items()},
+            "label": label, "nodes": nodes, "summary": summary, "full_capture": files,
+            "settings_captured": {n: len(rows) for n, rows in captures.items()},
             "differs": differs if len(captures) > 1 else [],
             "collector_diff": [(k, v) for k, v in flatten(diff_doc or {}) if k != "schema_version"],
         })
@@ -89,7 +93,8 @@ def environment_section(inputs: RunInputs) -> dict:
         return missing("no evidence bundle with environment captures",
                        [f"launches/{l}/bundle/nodes/<node>/environment.json" for l in inputs.launches[:1]]
                        or ["launches/<label>/bundle/"], "bundle")
-    return {"status": status_of(len(launches), total), "launches": launches}
+    return {"status": status_of(len(launches), total), "launches": launches,
+            "tables": run_table(launches)}
 
 
 def _phase(item: dict, t0: float) -> dict | None:

@@ -227,6 +227,11 @@ def _side_documents(launch: LaunchDir, spec: SyntheticSpec, rng: random.Random, 
         env = {"schema_version": 1, "hostname": node, "driver": "580.95.05", "cuda": "13.0",
                "vllm": "0.32.0", "nccl": "2.27.7" if i == 0 else "2.26.2",
                "kernel": "6.11.0-1016-nvidia", "nics": [{"name": "enp1s0f0np0", "mtu": 9000}],
+               "versions": {"python": "3.12.3", "torch": "2.9.0+cu130", "vllm": "0.32.0",
+                            "cuda": "13.0", "nccl": "2.27.7" if i == 0 else "2.26.2"},
+               "gpus": [{"name": "NVIDIA GB10", "memory_total": 128 * 2 ** 30}],
+               # a real capture lists every package: the report must not print them all
+               "packages": {f"synthetic-pkg-{k:03d}": f"1.{k}.0" for k in range(200)},
                "env": {"NCCL_SOCKET_IFNAME": "enp1s0f0np0", "VLLM_HOST_IP": IDENTIFYING["ips"][i] if spec.plant and i < 2 else f"10.0.0.{i + 1}"}}
         if spec.plant:
             env["env"].update({"HF_TOKEN": SECRETS["hf"], "DB_PASSWORD": SECRETS["env_password"],
