@@ -50,3 +50,38 @@ def test_environment_shows_what_matters_once(report_built: Path):
     full = report["sections"]["environment"]["launches"][0]["full_capture"]
     for rel in full:  # the full capture is in the report's data folder
         assert "synthetic-pkg-199" in (report_built / rel).read_text(encoding="utf-8")
+
+
+def test_delivered_mean_is_labelled_with_its_workload(report_built: Path):
+    report = json.loads((report_built / "report.json").read_text())
+    md = (report_built / "report.md").read_text(encoding="utf-8")
+    for row in report["sections"]["reconciliation"]["launches"]:
+        means = row["delivered_by_workload"]
+        assert set(means) == {"code", "prose"}
+        assert row["delivered_workload"] == max(means, key=means.get)
+        assert row["delivered_mean"] == means[row["delivered_workload"]]  # never an average of two
+    section = _section(md, "Delivered vs logged")
+    assert "delivered mean (workload)" in section
+    assert section.count(" tok/s (code) |") + section.count(" tok/s (prose) |") == 4
+    peak = next(h for h in report["summary"]["headline"] if h["label"] == "Server log peak vs delivered")
+    assert peak["detail"].endswith(" tok/s (code)") or peak["detail"].endswith(" tok/s (prose)")
+
+
+def test_provisional_sweep_decision_says_so(report_run: Path, report_build, tmp_path: Path):
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(report_run, run)
+    sweep = json.loads((run / "sweep.json").read_text())
+    sweep["decision"]["provisional"] = True
+    (run / "sweep.json").write_text(json.dumps(sweep))
+    out = tmp_path / "report"
+    report_build(run, out, formats="md")
+    depth = sweep["decision"]["depth"]
+    md = (out / "report.md").read_text(encoding="utf-8")
+    assert f"**Decision: depth {depth} (provisional).**" in md
+    report = json.loads((out / "report.json").read_text())
+    row = next(v for v in report["summary"]["verdicts"] if v["topic"] == "Speculative depth")
+    assert row["verdict"] == f"depth {depth} (provisional)"
+    head = next(h for h in report["summary"]["headline"] if h["label"] == "Speculative depth chosen")
+    assert head["value"].startswith(f"depth {depth} (provisional)")

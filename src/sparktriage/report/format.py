@@ -44,3 +44,16 @@ def pool_notes(pools: list[dict]) -> list[str]:
             if line not in out:
                 out.append(line)
     return out
+
+
+def delivered_label(row: dict) -> str:
+    """A reconciliation row's delivered mean with its unit and the workload it is a mean of."""
+    if row.get("delivered_mean") is None:
+        return "-"
+    workload = row.get("delivered_workload")
+    return f"{number(row['delivered_mean'])} tok/s" + (f" ({workload})" if workload else "")
+
+
+def decision_words(decision: dict) -> str:
+    """A sweep decision as 'depth 2' or 'depth 2 (provisional)'."""
+    return f"depth {decision.get('depth')}" + (" (provisional)" if decision.get("provisional") else "")

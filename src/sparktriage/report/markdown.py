@@ -6,7 +6,8 @@ directory is escaped so that it cannot break a table or inject HTML into a Markd
 
 from __future__ import annotations
 
-from sparktriage.report.format import cell, interval, number, percent, pool_notes, seconds
+from sparktriage.report.format import (cell, decision_words, delivered_label, interval, number,
+                                       percent, pool_notes, seconds)
 
 _ESCAPES = str.maketrans({"|": "\\|", "<": "&lt;", ">": "&gt;", "\n": " ", "\r": " ", "`": "'"})
 
@@ -143,9 +144,9 @@ def _reconciliation(doc: dict, section: dict) -> list[str]:
     if section["status"] == "missing":
         out += _missing(section)
     else:
-        out += table(["launch", "delivered mean", "log mean", "log mean (active)", "log peak",
+        out += table(["launch", "delivered mean (workload)", "log mean", "log mean (active)", "log peak",
                       "peak / delivered", "acceptance length", "verdict"],
-                     [[r["label"], number(r["delivered_mean"]), number(r["logged_mean"]),
+                     [[r["label"], delivered_label(r), number(r["logged_mean"]),
                        number(r["logged_mean_active"]), number(r["logged_peak"]),
                        number(r["peak_over_delivered"], 2), number(r["acceptance_length"], 2),
                        r["verdict"] or "–"] for r in section["launches"]])
@@ -165,7 +166,7 @@ def _sweep(doc: dict, section: dict) -> list[str]:
                  [[p["depth"], ", ".join(l["label"] for l in p["launches"]), number(p["mean"]),
                    interval(p["ci95_low"], p["ci95_high"]), number(p["acceptance_length"], 2)]
                   for p in section["points"]])
-    out += [f"**Decision: depth {esc(section['decision']['depth'])}.** {esc(section['decision']['reason'] or '')}", ""]
+    out += [f"**Decision: {esc(decision_words(section['decision']))}.** {esc(section['decision']['reason'] or '')}", ""]
     out += [f"- {esc(c['statement'])}" for c in section["comparisons"]]
     out += [f"- warning: {esc(w)}" for w in section["warnings"]]
     return out + [""] + _plot(doc, "sweep.png")

@@ -17,7 +17,8 @@ import re
 import struct
 from xml.sax.saxutils import escape
 
-from sparktriage.report.format import cell, interval, number, percent, pool_notes, seconds
+from sparktriage.report.format import (cell, decision_words, delivered_label, interval, number,
+                                       percent, pool_notes, seconds)
 
 PAGE_MARGIN = 42.0
 
@@ -255,7 +256,7 @@ class _Builder:
         else:
             self.table(["launch", "delivered", "log mean", "log active", "log peak", "peak/deliv.",
                         "accept. len", "verdict"],
-                       [[r["label"], number(r["delivered_mean"]), number(r["logged_mean"]),
+                       [[r["label"], delivered_label(r), number(r["logged_mean"]),
                          number(r["logged_mean_active"]), number(r["logged_peak"]),
                          number(r["peak_over_delivered"], 2), number(r["acceptance_length"], 2),
                          r["verdict"] or "-"] for r in section["launches"]])
@@ -274,7 +275,7 @@ class _Builder:
                    [[p["depth"], ", ".join(l["label"] for l in p["launches"]), number(p["mean"]),
                      interval(p["ci95_low"], p["ci95_high"]), number(p["acceptance_length"], 2)]
                     for p in section["points"]])
-        self.p(f"Decision: depth {section['decision']['depth']}. {section['decision']['reason'] or ''}")
+        self.p(f"Decision: {decision_words(section['decision'])}. {section['decision']['reason'] or ''}")
         for c in section["comparisons"]:
             self.p(f"- {c['statement']}", self.small)
         for w in section["warnings"]:

@@ -224,13 +224,18 @@ def reconciliation_section(inputs: RunInputs, launches: list[dict]) -> dict:
             continue
         gen = as_dict(as_dict(as_dict(logs).get("throughput")).get("generation"))
         spec = as_dict(as_dict(logs).get("spec_decode"))
-        means = [w["decode_tok_s"]["mean"] for w in delivered.get(label, {}).get("workloads", [])
-                 if w["decode_tok_s"]["mean"] is not None]
-        delivered_mean = sum(means) / len(means) if means else None
+        # Never an average over workloads: the delivered mean is one workload's, and says which
+        # (the fastest, so the log's peak is compared with the most it could be a mean of).
+        means = {w["name"]: w["decode_tok_s"]["mean"]
+                 for w in delivered.get(label, {}).get("workloads", [])
+                 if w["decode_tok_s"]["mean"] is not None}
+        workload = max(means, key=means.get) if means else None
+        delivered_mean = means[workload] if workload else None
         peak, mean_active = num(gen.get("peak")), num(gen.get("mean_active"))
         rows.append({
             "label": label,
-            "delivered_mean": delivered_mean,
+            "delivered_mean": delivered_mean, "delivered_workload": workload,
+            "delivered_by_workload": means,
             "logged_mean": num(gen.get("mean")), "logged_mean_active": mean_active,
             "logged_peak": peak,
             "peak_over_delivered": peak / delivered_mean if peak and delivered_mean else None,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from statistics import median
 
-from sparktriage.report.format import interval, number
+from sparktriage.report.format import decision_words, delivered_label, interval, number
 
 
 def _pools_to_show(sections: dict) -> list[dict]:
@@ -59,7 +59,7 @@ def headline(sections: dict) -> list[dict]:
         rows.append({"label": "Server log peak vs delivered",
                      "value": f"{number(worst['peak_over_delivered'], 2)}x",
                      "detail": f"launch {worst['label']}: log peak {number(worst['logged_peak'])} "
-                               f"tok/s vs delivered mean {number(worst['delivered_mean'])} tok/s"})
+                               f"tok/s vs delivered mean {delivered_label(worst)}"})
     roof = sections["roofline"]
     if roof["status"] == "present" and roof.get("fractions"):
         best = max(roof["fractions"], key=lambda f: f["fraction"])
@@ -71,7 +71,7 @@ def headline(sections: dict) -> list[dict]:
     if sweep["status"] == "present" and sweep["decision"]["depth"] is not None:
         point = next((p for p in sweep["points"] if p["depth"] == sweep["decision"]["depth"]), None)
         detail = "; ".join(c["statement"] for c in sweep["comparisons"]) or "no comparison possible"
-        value = f"depth {sweep['decision']['depth']}"
+        value = decision_words(sweep["decision"])
         if point and point["mean"] is not None:
             value += f": {number(point['mean'])} tok/s"
         rows.append({"label": "Speculative depth chosen", "value": value, "detail": detail})
@@ -146,7 +146,7 @@ def verdicts(sections: dict, signing) -> list[dict]:
                         "detail": "reconcile.json verdicts" if given else "log summary only, no reconcile.json"})
     sweep = sections["sweep"]
     if sweep["status"] == "present":
-        out.append({"topic": "Speculative depth", "verdict": f"depth {sweep['decision']['depth']}",
+        out.append({"topic": "Speculative depth", "verdict": decision_words(sweep["decision"]),
                     "detail": sweep["decision"]["reason"] or ""})
     out.append({"topic": "Signature",
                 "verdict": "signed" if signing else "not signed",
