@@ -85,3 +85,27 @@ def test_provisional_sweep_decision_says_so(report_run: Path, report_build, tmp_
     assert row["verdict"] == f"depth {depth} (provisional)"
     head = next(h for h in report["summary"]["headline"] if h["label"] == "Speculative depth chosen")
     assert head["value"].startswith(f"depth {depth} (provisional)")
+
+
+FILE_SUFFIXES = ("json", "jsonl", "md", "png", "pdf", "yaml", "sig", "html", "txt")
+
+
+def _texts(report: Path) -> dict[str, str]:
+    import subprocess
+
+    pdf = subprocess.run(["pdftotext", str(report / "report.pdf"), "-"], capture_output=True,
+                         text=True, check=True, timeout=60).stdout
+    return {"report.md": (report / "report.md").read_text(encoding="utf-8"), "report.pdf": pdf}
+
+
+def test_no_scientific_notation_and_no_flattened_keys(report_built: Path):
+    import re
+
+    for name, body in _texts(report_built).items():
+        assert not re.findall(r"\d(?:\.\d+)?e[+-]\d+", body), name
+        dotted = {m for m in re.findall(r"(?<![@\w.])[a-z][a-z_0-9]*(?:\.[a-z_][a-z_0-9]*)+\b", body)
+                  if m.rsplit(".", 1)[1] not in FILE_SUFFIXES}
+        assert not dotted, (name, sorted(dotted))
+    md = _texts(report_built)["report.md"]
+    assert "| model / active_params | 32000000000 |" in md  # 3.2e+10 in deployment.yaml
+    assert "| nodes 1 / role | head |" in md and "| nodes 2 / role | worker |" in md

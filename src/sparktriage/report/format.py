@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
 from sparktriage.textsafe import escape_controls
-from sparktriage.report.values import scalar
+from sparktriage.report.values import fixed, scalar
 
 
 def number(value: float | None, digits: int = 1) -> str:
@@ -27,7 +29,7 @@ def seconds(value: float | None) -> str:
 def cell(value) -> str:
     """Any value as table-cell text (control characters from configs shown escaped)."""
     if isinstance(value, float):
-        return f"{value:.4g}"
+        return fixed(value, 4)
     return escape_controls(scalar(value) if not isinstance(value, str) else value)
 
 
@@ -57,3 +59,10 @@ def delivered_label(row: dict) -> str:
 def decision_words(decision: dict) -> str:
     """A sweep decision as 'depth 2' or 'depth 2 (provisional)'."""
     return f"depth {decision.get('depth')}" + (" (provisional)" if decision.get("provisional") else "")
+
+
+def readable_key(key: str) -> str:
+    """A flattened document key as words: "model.active_params" -> "model / active_params",
+    "nodes[0].host" -> "nodes 1 / host" (the JSON in data/ keeps the original)."""
+    key = re.sub(r"\[(\d+)\]", lambda m: f" {int(m.group(1)) + 1}", key)
+    return " / ".join(part for part in key.split("."))

@@ -7,7 +7,8 @@ directory is escaped so that it cannot break a table or inject HTML into a Markd
 from __future__ import annotations
 
 from sparktriage.report.format import (cell, decision_words, delivered_label, interval, number,
-                                       percent, pool_notes, seconds)
+                                       percent, pool_notes, readable_key, seconds)
+from sparktriage.report.values import fixed
 
 _ESCAPES = str.maketrans({"|": "\\|", "<": "&lt;", ">": "&gt;", "\n": " ", "\r": " ", "`": "'"})
 
@@ -51,7 +52,7 @@ def _deployment(doc: dict, section: dict) -> list[str]:
     out = ["## Deployment", ""]
     if section["status"] == "missing":
         return out + _missing(section)
-    return out + table(["setting", "value"], [list(r) for r in section["rows"]])
+    return out + table(["setting", "value"], [[readable_key(k), v] for k, v in section["rows"]])
 
 
 def _environment(doc: dict, section: dict) -> list[str]:
@@ -179,12 +180,12 @@ def _roofline(doc: dict, section: dict) -> list[str]:
     r = section
     out += table(["quantity", "value"], [
         ["active parameter bytes per token per node",
-         f"{r['active_param_bytes_per_token_per_node']:.4g} B ({r['bytes_derivation']})"],
-        ["memory bandwidth", f"{r['memory_bandwidth_bytes_s'] / 1e9:.4g} GB/s"],
+         f"{fixed(r['active_param_bytes_per_token_per_node'], 4)} B ({r['bytes_derivation']})"],
+        ["memory bandwidth", f"{fixed(r['memory_bandwidth_bytes_s'] / 1e9, 4)} GB/s"],
         ["interconnect floor per token",
-         f"{r['interconnect_floor_s'] * 1e3:.4g} ms ({r['floor_derivation']})"],
-        ["time per token (floor)", f"{r['t_token_s'] * 1e3:.4g} ms"],
-        ["ceiling", f"{r['ceiling_tok_s']:.4g} tok/s"]])
+         f"{fixed(r['interconnect_floor_s'] * 1e3, 4)} ms ({r['floor_derivation']})"],
+        ["time per token (floor)", f"{fixed(r['t_token_s'] * 1e3, 4)} ms"],
+        ["ceiling", f"{fixed(r['ceiling_tok_s'], 4)} tok/s"]])
     out += table(["configuration", "delivered tok/s", "share of ceiling"],
                  [[f["what"], number(f["delivered_tok_s"]), percent(f["fraction"])]
                   for f in r.get("fractions", [])])

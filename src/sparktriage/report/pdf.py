@@ -18,7 +18,8 @@ import struct
 from xml.sax.saxutils import escape
 
 from sparktriage.report.format import (cell, decision_words, delivered_label, interval, number,
-                                       percent, pool_notes, seconds)
+                                       percent, pool_notes, readable_key, seconds)
+from sparktriage.report.values import fixed
 
 PAGE_MARGIN = 42.0
 
@@ -152,7 +153,8 @@ class _Builder:
         if s["deployment"]["status"] == "missing":
             self.missing(s["deployment"])
         else:
-            self.table(["setting", "value"], [list(r) for r in s["deployment"]["rows"]], [0.4, 0.6])
+            self.table(["setting", "value"], [[readable_key(k), v] for k, v in s["deployment"]["rows"]],
+                       [0.4, 0.6])
         self.heading("Environment")
         env = s["environment"]
         if env["status"] == "missing":
@@ -286,10 +288,10 @@ class _Builder:
         self.heading("Roofline")
         if section["status"] == "missing":
             return self.missing(section)
-        self.p(f"Ceiling {section['ceiling_tok_s']:.4g} tok/s: "
-               f"{section['active_param_bytes_per_token_per_node']:.4g} bytes per token per node at "
-               f"{section['memory_bandwidth_bytes_s'] / 1e9:.4g} GB/s plus an interconnect floor of "
-               f"{section['interconnect_floor_s'] * 1e3:.4g} ms per token.")
+        self.p(f"Ceiling {fixed(section['ceiling_tok_s'], 4)} tok/s: "
+               f"{fixed(section['active_param_bytes_per_token_per_node'], 4)} bytes per token per node at "
+               f"{fixed(section['memory_bandwidth_bytes_s'] / 1e9, 4)} GB/s plus an interconnect floor of "
+               f"{fixed(section['interconnect_floor_s'] * 1e3, 4)} ms per token.")
         self.table(["configuration", "delivered tok/s", "share of ceiling"],
                    [[f["what"], number(f["delivered_tok_s"]), percent(f["fraction"])]
                     for f in section.get("fractions", [])])

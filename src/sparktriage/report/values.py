@@ -104,5 +104,18 @@ def scalar(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
-        return f"{value:.6g}"
+        return fixed(value, 6)
     return str(value)
+
+
+def fixed(value: float, digits: int = 6) -> str:
+    """`digits` significant digits, never in scientific notation (3.2e+10 -> 32000000000)."""
+    import decimal
+    import math
+
+    if not math.isfinite(value):
+        return str(value)
+    text = f"{value:.{digits}g}"
+    if "e" in text:
+        text = format(decimal.Decimal(text), "f")
+    return text
