@@ -32,6 +32,7 @@ pytestmark = [pytest.mark.vllm, pytest.mark.netns, pytest.mark.slow]
 NODES = ("st-node1", "st-node2")
 BENCH_TOKENS = 32
 BENCH_REQUESTS = 3
+PLANTED_EINOPS = "0.7.0"
 
 
 @pytest.fixture(scope="module")
@@ -56,8 +57,15 @@ def healthy(netlab, testbed, tmp_path_factory):
     """One healthy two-node start; while ready: processes per namespace, greedy, bench."""
     root = tmp_path_factory.mktemp("healthy")
     mark = f"mark-netns-{int(time.time())}"
+    # planted on st-node2 only: an NCCL variable, and an older einops (its metadata, first on
+    # st-node2's PYTHONPATH: what importlib.metadata answers there)
+    plant = root / "plant" / f"einops-{PLANTED_EINOPS}.dist-info"
+    plant.mkdir(parents=True)
+    (plant / "METADATA").write_text(f"Metadata-Version: 2.1\nName: einops\n"
+                                    f"Version: {PLANTED_EINOPS}\n")
     path = deployment(root / "deploy.yaml", testbed, netlab, mark, cache=root / "cache",
-                      node_env={"st-node2": {"NCCL_IB_DISABLE": "1"}})
+                      node_env={"st-node2": {"NCCL_IB_DISABLE": "1",
+                                             "PYTHONPATH": str(plant.parent)}})
     plan = build_plan(load_deployment(path))
     seen: dict = {}
     bench_run = RunDir.create(root / "bench", ["test"])
@@ -135,16 +143,23 @@ def test_both_bundles_complete(healthy):
         assert {p.role for p in bundle.proc_samples("st-node1")} >= {"api-server", "engine-core"}
 
 
-def test_environment_diff_names_the_planted_nccl_var(healthy):
+def test_environment_diff_names_the_planted_differences(healthy, testbed):
     _, result, _ = healthy
     with Bundle.open(result["bundle"]) as bundle:
         diff = bundle.environment_diff()
     flagged = {d["key"]: d for d in diff["differences"] if not d["expected"]}
-    assert flagged["env.NCCL_IB_DISABLE"]["values"] == {"st-node1": None, "st-node2": "1"} or \
-        flagged["env.NCCL_IB_DISABLE"]["values"].get("st-node2") == "1"
-    # the per-node addresses differ by design: expected, not flagged
-    expected = {d["key"] for d in diff["differences"] if d["expected"]}
-    assert "env.VLLM_HOST_IP" in expected or "env.VLLM_HOST_IP" not in flagged
+    assert flagged["env.NCCL_IB_DISABLE"]["values"] == {"st-node1": None, "st-node2": "1"}
+    assert flagged["env.NCCL_IB_DISABLE"]["category"] == "env"
+    real = next(p.name.split("-")[1].removesuffix(".dist-info") for p in
+                (testbed.vllm.parent.parent / "lib").glob("python3*/site-packages/einops-*.dist-info"))
+    assert real != PLANTED_EINOPS
+    assert flagged["packages.einops"]["values"] == {"st-node1": real, "st-node2": PLANTED_EINOPS}
+    assert flagged["packages.einops"]["category"] == "packages"
+    # the per-node addresses differ by design: shown, marked expected, not flagged
+    (host_ip,) = [d for d in diff["differences"] if d["key"] == "env.VLLM_HOST_IP"]
+    assert host_ip["expected"] and host_ip["values"] == {"st-node1": "10.250.0.1",
+                                                         "st-node2": "10.250.0.2"}
+    assert "env.GLOO_SOCKET_IFNAME" not in flagged  # st0 on both
 
 
 def test_healthy_two_node_start_has_no_stall(healthy):

@@ -39,6 +39,14 @@ def _links() -> list[str]:
     return [line.split(": ")[1].split("@")[0] for line in out.splitlines()]
 
 
+def _alive(pid: int) -> bool:
+    """Running (a zombie waiting for init to reap it is not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def test_plan_is_argv_lists_inside_the_test_range(tmp_path):
     plan = plan_lab(3, tmp_path / "lab", "/usr/bin/python3", None)
     assert [n.name for n in plan.nodes] == ["st-node1", "st-node2", "st-node3"]
@@ -119,13 +127,13 @@ def test_up_reach_and_down_leave_nothing(tmp_path):
             ("st-node1", "10.250.0.1", "st-node1"), ("st-node2", "10.250.0.2", "st-node2")]
         assert nodes[1].env == {"VLLM_HOST_IP": "10.250.0.2", "GLOO_SOCKET_IFNAME": "st0"}
         sshd = [info["sshd_pids"][f"st-node{k}"] for k in (1, 2)]
-        assert all(Path(f"/proc/{pid}").exists() for pid in sshd)
+        assert all(_alive(pid) for pid in sshd)
     finally:
         down = _cli("down", "--dir", str(state))
     assert down.returncode == 0, down.stderr
     assert not [n for n in _namespaces() if n.startswith("st-node")]
     assert not {"st-br0", "st-v1", "st-v2"} & set(_links())
-    assert not any(Path(f"/proc/{pid}").exists() for pid in sshd)
+    assert not any(_alive(pid) for pid in sshd)
     assert not state.exists()  # keys, configs, logs: gone
     twice = _cli("down", "--dir", str(state))
     assert twice.returncode == 0 and "no lab" in twice.stderr
