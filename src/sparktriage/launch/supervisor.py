@@ -133,7 +133,7 @@ class Supervisor:
             self._wait(ready, deadline, f"readiness of {plan.endpoint}")
         except LaunchError:
             if self.outcome != "timeout" and plan.observe_failure_s > 0:
-                self._observe_failure()
+                self._observe_failure(deadline)
             if self.outcome == "timeout" or plan.observe_failure_s > 0:
                 for link in self.links.values():  # what was everyone doing at that moment?
                     link.request_stacks()
@@ -145,13 +145,13 @@ class Supervisor:
         self.observe("ready", {"after_s": self.ready_s, "endpoint": plan.endpoint})
         return self.ready_s
 
-    def _observe_failure(self) -> None:
+    def _observe_failure(self, deadline: float) -> None:
         """Keep collecting after a failure before ready (`timeouts.observe_failure_s`) until no
         node has logged a line for that long (at most 4x that, or that + 120 s, after the
-        failure), or every process has ended: the nodes still running show whether they hang (a
+        failure, and never past the startup deadline), or every process has ended: the nodes still running show whether they hang (a
         peer stuck in a rendezvous keeps waiting where a healthy one would have failed too)."""
         quiet = self.plan.observe_failure_s
-        cap = time.monotonic() + max(quiet * 4, quiet + 120.0)
+        cap = min(deadline, time.monotonic() + max(quiet * 4, quiet + 120.0))
         self.writer.event("observing-after-failure", None, quiet_s=quiet, failure=self.failure)
         self.observe("observing", {"seconds": quiet})
         while time.monotonic() < min(cap, self._last_line + quiet):
