@@ -22,7 +22,7 @@ from sparktriage.bench.client import ClientSettings
 from sparktriage.bench.protocol import ProtocolPlan, run_protocol
 from sparktriage.bench.workload import load_workloads
 from sparktriage.config.deployment import load_deployment
-from sparktriage.evidence.bundle import Bundle
+from sparktriage.bundle.reader import Bundle
 from sparktriage.launch.plan import build_plan
 from sparktriage.launch.run import launch_once
 from sparktriage.stalls.analyze import analyze

@@ -10,13 +10,11 @@ from typing import Optional
 import typer
 
 from sparktriage.cli import console
-from sparktriage.cli.app import app
 from sparktriage.errors import UsageError
 
 testbed_app = typer.Typer(help="Test beds on this machine.", no_args_is_help=True)
 lab_app = typer.Typer(help="A lab of N network-namespace nodes, each with its own sshd "
                       "(root only).", no_args_is_help=True)
-app.add_typer(testbed_app, name="testbed")
 testbed_app.add_typer(lab_app, name="lab")
 
 _DIR = typer.Option(None, "--dir", help="State folder of the lab [/run/sparktriage-lab].")
