@@ -150,7 +150,7 @@ def test_environment_diff_names_the_planted_differences(healthy, testbed):
     flagged = {d["key"]: d for d in diff["differences"] if not d["expected"]}
     assert flagged["env.NCCL_IB_DISABLE"]["values"] == {"st-node1": None, "st-node2": "1"}
     assert flagged["env.NCCL_IB_DISABLE"]["category"] == "env"
-    real = next(p.name.split("-")[1].removesuffix(".dist-info") for p in
+    real = next(p.name.removeprefix("einops-").removesuffix(".dist-info") for p in
                 (testbed.vllm.parent.parent / "lib").glob("python3*/site-packages/einops-*.dist-info"))
     assert real != PLANTED_EINOPS
     assert flagged["packages.einops"]["values"] == {"st-node1": real, "st-node2": PLANTED_EINOPS}
