@@ -31,6 +31,13 @@ def plan_for(path: Path, lab_name: str, pairs: list[tuple[str | None, str]],
         for node, proc in stage.processes:
             if proc.name != "server":
                 continue
+            env = dict(proc.env)
+            if not env:  # in a container the environment travels as `-e NAME=VALUE`
+                argv = list(proc.argv)
+                for flag, value in zip(argv, argv[1:]):
+                    if flag == "-e" and "=" in value:
+                        name, _, item = value.partition("=")
+                        env[name] = item
             nodes.append(NodeAssignment(client=client_of.get(node), lab=node,
-                                        argv=list(proc.argv), env=dict(proc.env)))
+                                        argv=list(proc.argv), env=env))
     return LabPlan(lab=lab_name, nodes=nodes, statements=statements), launch

@@ -105,11 +105,11 @@ class Placeholders:
 
     def leaked(self, blob: str) -> list[str]:
         """Placeholder names whose secret value appears in `blob` (must be empty)."""
-        return [name for value, name in self._values.items() if len(value) >= 4 and value in blob]
+        return [name for value, name in self._values.items() if len(value) >= 8 and value in blob]
 
     def scrub_blob(self, blob: str) -> str:
         for value, name in sorted(self._values.items(), key=lambda kv: -len(kv[0])):
-            if len(value) >= 4:
+            if len(value) >= 8:
                 blob = blob.replace(value, placeholder(name))
         return blob
 

@@ -78,7 +78,7 @@ def parse_docker(words: list[str], ctx: Ctx, line: int) -> tuple[Serve, dict, di
                 if secret_name(value):
                     env[value] = ctx.secrets.declare(value, f"-e {value} (value from the "
                                                             "client's shell)")
-                    ctx.mapped.append(f"{name} {value} -> env.{value} (secret: placeholder)")
+                    ctx.mapped.append(f"{name} {value} -> env.{value} (a secret, now a placeholder)")
                 else:
                     ctx.flag_unknown(f"{name} {value}", f"line {line}: takes the value of {value} "
                                      "from the client's shell; not known, not in env")

@@ -151,7 +151,7 @@ def parse_serve(prefix: list[str], form: str, args: list[str], ctx: Ctx) -> Serv
         if head in F.SECRET_OPTIONS:
             stand = ctx.secrets.named(head.replace("-", "_").upper(), value or "", f"{option}")
             out.deployment["serve"]["flags"][head] = stand
-            ctx.mapped.append(f"{option} -> serve.flags.{head} (secret: placeholder)")
+            ctx.mapped.append(f"{option} -> serve.flags.{head} (a secret, now a placeholder)")
             continue
         if dot:
             if head not in F.JSON_VALUED and head not in F.known():
