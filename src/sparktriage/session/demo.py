@@ -23,7 +23,7 @@ import yaml
 
 from sparktriage.bench.workload import load_workloads
 from sparktriage.config.deployment import load_deployment
-from sparktriage.evidence import layout
+from sparktriage.bundle import layout
 from sparktriage.launch.plan import build_plan
 from sparktriage.launch.run import launch_once
 from sparktriage.report.build import execute, plan_report
