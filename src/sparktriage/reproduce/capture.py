@@ -16,8 +16,8 @@ from pathlib import Path
 
 from sparktriage.collect.plan import COLLECTORS, default_plan
 from sparktriage.errors import SparktriageError
-from sparktriage.evidence.envdiff import read_environments
-from sparktriage.launch.attach import CollectRequest, run_collect
+from sparktriage.bundle.envdiff import read_environments
+from sparktriage.launch.attach_collect import CollectRequest, run_collect
 from sparktriage.launch.plan import LaunchPlan
 from sparktriage.reproduce.labfacts import from_environment_doc
 from sparktriage.reproduce.model import Facts
