@@ -10,6 +10,8 @@ container image the host is captured (the packages inside the image are not).
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -40,6 +42,22 @@ _BOOT = ("import os,sys\n"
          "os.execv(exe,[exe,'-c','import time; time.sleep(%s)'])\n")
 
 
+def local_interpreter(program: str) -> str | None:
+    """The interpreter of a console script on this machine (its shebang), read, not run."""
+    path = program if os.path.isabs(program) else shutil.which(program)
+    if not path:
+        return None
+    try:
+        with open(path, "rb") as fh:
+            first = fh.readline(300).decode("utf-8", "replace")
+    except OSError:
+        return None
+    words = first[2:].split() if first.startswith("#!") else []
+    if words and os.path.basename(words[0]) == "env" and len(words) > 1:
+        return shutil.which(words[1])
+    return words[0] if words and "python" in os.path.basename(words[0]) else None
+
+
 def capture_node(plan: LaunchPlan, node: str, engine_argv0: str, out: Path,
                  secrets: Placeholders) -> Facts:
     node_plan = plan.node(node)
@@ -48,10 +66,13 @@ def capture_node(plan: LaunchPlan, node: str, engine_argv0: str, out: Path,
         for name, proc in stage.processes:
             if name == node and proc.name == "server":
                 env = dict(proc.env)
-    collect = default_plan(node, disable=tuple(c for c in COLLECTORS if c != "environment"))
     python = node_plan.python or "python3"
+    interpreter = engine_argv0 if "python" in os.path.basename(engine_argv0) else None
     if node_plan.transport.local:
         python = sys.executable
+        interpreter = interpreter or local_interpreter(engine_argv0)
+    collect = default_plan(node, python=interpreter,
+                           disable=tuple(c for c in COLLECTORS if c != "environment"))
     # `env NAME=VALUE ...` sets the planned environment; names are checked by the model
     cmd = ("env", *(f"{k}={v}" for k, v in sorted(env.items())), python, "-c",
            _BOOT % HOLD_S, engine_argv0)

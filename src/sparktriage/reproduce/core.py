@@ -184,6 +184,11 @@ def reproduce(inputs: list[Path], lab: Path | None, node_map: dict[str, str] | N
         lab_facts, capture_status = capture_lab(launch, argv0, secrets, used)
     for node in used:
         capture_status.setdefault(node, "not captured")
+    for node, captured in lab_facts.items():
+        model = captured.gpu.get("model")
+        if client_gpu and model and trapfacts.gpu_arch(client_gpu) != trapfacts.gpu_arch(model):
+            lab_plan.statements.append(f"other hardware: the client runs {client_gpu}, lab node "
+                                       f"{node} has {model} (captured)")
     client_env = {}
     for n in client_nodes:
         base = dict(client_facts[n.name].env) if n.name in client_facts else {}

@@ -52,6 +52,7 @@ class ClientNode(_Data):
     master_addr: Optional[str] = None
     env: dict[str, str] = Field(default_factory=dict)  # the node's own command environment
     argv_differs: list[str] = Field(default_factory=list)
+    assumed: bool = Field(False, description="implied by --nnodes, no command of its own given")
 
 
 class Imported(_Data):

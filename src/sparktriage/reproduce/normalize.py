@@ -36,9 +36,12 @@ def combine(imported: list[Imported]) -> tuple[dict[str, Any], list[ClientNode],
         ordered = sorted(commands, key=lambda i: min(n.rank for n in i.nodes))
         deployment = dict(ordered[0].deployment)
         taken: set[int] = set()
+        real = {n.rank for part in ordered for n in part.nodes if not n.assumed}
         for part in ordered:
             base_env = dict(part.deployment.get("env") or {})
             for node in part.nodes:
+                if node.assumed and node.rank in real | taken:
+                    continue  # another input gives this node's own command
                 rank = node.rank
                 while rank in taken:
                     rank += 1

@@ -116,6 +116,7 @@ def parse_serve(prefix: list[str], form: str, args: list[str], ctx: Ctx) -> Serv
         if not word.startswith("-") or word == "-" or _is_number(word):
             positional.append(word)
             out.comparable.append(word)
+            ctx.check_variables(word, "argument")
             continue
         option, eq, inline = word.partition("=")
         name = F.canonical(option)
@@ -362,5 +363,5 @@ def assemble(serves: list[tuple[Serve, dict]], ctx: Ctx) -> Imported:
                  "nodes are assumed to run the same command")
         for rank in range(len(ordered), count):
             nodes.append(ClientNode(name=f"node{rank}", rank=rank, input=ctx.source,
-                                    headless=True))
+                                    headless=True, assumed=True))
     return ctx.result(deployment=deployment, nodes=nodes)
