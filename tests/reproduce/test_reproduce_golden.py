@@ -85,3 +85,16 @@ def test_compose_nodes(tmp_path: Path) -> None:
     assert dep["env"]["HUGGING_FACE_HUB_TOKEN"] == "<supply:HUGGING_FACE_HUB_TOKEN>"
     assert dep["speculative"]["method"] == "ngram"
     assert dep["speculative"]["extra"] == {"prompt_lookup_max": 5}
+
+
+def test_docker_entrypoint_and_secrets(tmp_path: Path) -> None:
+    doc = _run("docker-secrets", tmp_path)
+    argv = doc["plan"]["nodes"][0]["argv"]
+    image = argv.index("vllm/vllm-openai:v0.21.1")
+    assert argv[image - 2:image + 3] == ["-e", "NCCL_CUMEM_ENABLE=0", "vllm/vllm-openai:v0.21.1",
+                                          "serve", "/models/gemma4-26b-a4b-nvfp4"]
+    assert argv[argv.index("--entrypoint") + 1] == "vllm"
+    assert doc["deployment"]["env"]["VLLM_API_KEY"] == "<supply:VLLM_API_KEY>"
+    assert doc["deployment"]["speculative"] == {"method": "mtp", "num_speculative_tokens": 2,
+                                                "model": None, "extra": {}}
+    assert {t["id"] for t in doc["traps"]} >= {"docker-short-bind", "spec-at-concurrency"}

@@ -236,7 +236,8 @@ def _prune(dep: dict) -> dict:
     out = {}
     for key, value in dep.items():
         if isinstance(value, dict) and key not in ("env", "node_env", "lab"):
-            inner = {k: v for k, v in value.items() if v is not None and v != {} and v != []}
+            inner = {k: v for k, v in value.items() if v is not None and v != {}
+                     and (v != [] or (key, k) == ("engine", "vllm"))}
             if inner or key in ("model",):
                 out[key] = inner
         elif value is not None:

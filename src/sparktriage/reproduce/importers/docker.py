@@ -119,6 +119,7 @@ def parse_docker(words: list[str], ctx: Ctx, line: int) -> tuple[Serve, dict, di
             entrypoint = value
             continue
         if name in KEEP_VALUE:
+            ctx.check_variables(value, f"line {line}: {name}")
             engine["container_args"] += [name, ctx.secrets.text(value)]
             ctx.mapped.append(f"{name} -> engine.container_args")
             continue
