@@ -98,3 +98,18 @@ def test_docker_entrypoint_and_secrets(tmp_path: Path) -> None:
     assert doc["deployment"]["speculative"] == {"method": "mtp", "num_speculative_tokens": 2,
                                                 "model": None, "extra": {}}
     assert {t["id"] for t in doc["traps"]} >= {"docker-short-bind", "spec-at-concurrency"}
+
+
+def test_peer_catalogue_findings_matched(tmp_path: Path) -> None:
+    """What Model Serving Minefield finds on the same inputs, reproduce finds too (fires or possible)."""
+    from sparktriage.reproduce.traps import load_traps
+    found = json.loads((HERE / "msmf_findings.json").read_text())
+    ours_for_peer = {p: t.id for t in load_traps() for p in t.peer}
+    for case, (names, capture) in CASES.items():
+        peer = {i for n in names + ([capture] if capture else []) for i in found.get(n, [])}
+        if capture is None:
+            peer.discard("101")  # a version crossing needs both sides
+        doc = json.loads((GOLDEN / f"{case}.json").read_text())
+        ours = {t["id"] for t in doc["traps"]}
+        for trap_id in peer:
+            assert ours_for_peer[f"msmf-{trap_id}"] in ours, (case, trap_id)

@@ -86,6 +86,8 @@ class TrapHit(_Data):
     severity: Severity
     source: str = ""
     needs_lab: bool = False
+    status: Literal["fires", "possible"] = "fires"
+    unknown_facts: list[str] = Field(default_factory=list)  # what would decide a possible trap
 
 
 class NodeAssignment(_Data):

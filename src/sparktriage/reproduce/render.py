@@ -35,7 +35,9 @@ def summary(result: ReproduceResult) -> list[str]:
         if status.startswith("not captured"):
             lines.append(f"lab capture {name}: {status}")
     for trap in result.traps:
-        lines.append(f"trap {trap.id} ({trap.severity}): {trap.setting}: {trap.why} Fix: {trap.fix}")
+        open_ = f", possible: unknown {', '.join(trap.unknown_facts)}" if trap.status == "possible" else ""
+        lines.append(f"trap {trap.id} ({trap.severity}{open_}): {trap.setting}: {trap.why} "
+                     f"Fix: {trap.fix}")
     if result.placeholders:
         lines.append("supply on the lab: " + ", ".join(result.placeholders)
                      + " (placeholders <supply:NAME> in deployment.yaml)")

@@ -93,9 +93,11 @@ class Trap(_Strict):
         expr.parse(value)
         return value
 
+    def values(self, facts: dict[str, Any]) -> dict[str, bool | None]:
+        return {name: test.evaluate(facts) for name, test in self.conditions.items()}
+
     def fires(self, facts: dict[str, Any]) -> bool | None:
-        values = {name: test.evaluate(facts) for name, test in self.conditions.items()}
-        return expr.evaluate(expr.parse(self.decision), values)
+        return expr.evaluate(expr.parse(self.decision), self.values(facts))
 
 
 class WhyRow(_Strict):
@@ -151,7 +153,11 @@ def load_why(directory: Path | None = None) -> WhyTable:
 def check(facts: dict[str, Any], traps: list[Trap] | None = None) -> list[TrapHit]:
     hits = []
     for trap in traps if traps is not None else load_traps():
-        if trap.fires(facts) is True:
+        values = trap.values(facts)
+        decided = expr.evaluate(expr.parse(trap.decision), values)
+        # open (unknown) with some evidence for it: reported as possible, naming the unknowns
+        possible = decided is None and any(v is True for v in values.values())
+        if decided is True or possible:
             setting = trap.setting
             value = facts.get(trap.setting)
             if value is not None:
@@ -160,5 +166,9 @@ def check(facts: dict[str, Any], traps: list[Trap] | None = None) -> list[TrapHi
                 setting = facts["lab.ifname_missing_list"]
             hits.append(TrapHit(id=trap.id, setting=setting, why=" ".join(trap.why.split()),
                                 fix=" ".join(trap.fix.split()), severity=trap.severity,
-                                source=trap.source, needs_lab=trap.needs_lab))
+                                source=trap.source, needs_lab=trap.needs_lab,
+                                status="fires" if decided else "possible",
+                                unknown_facts=sorted(trap.conditions[n].fact for n, v in
+                                                     values.items() if v is None)
+                                if decided is None else []))
     return hits
