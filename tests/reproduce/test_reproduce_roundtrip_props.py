@@ -65,3 +65,43 @@ def test_trap_fixtures() -> None:
             assert trap.fires(facts) is True, (trap.id, facts)
         for facts in trap.fixtures.negative:
             assert trap.fires(facts) is not True, (trap.id, facts)
+
+
+OPTIONS = st.sampled_from([
+    ("-tp", st.integers(1, 8).map(str)), ("--max-num-seqs", st.integers(1, 512).map(str)),
+    ("--gpu-memory-utilization", st.floats(0.05, 1.0).map(lambda f: f"{f:.2f}")),
+    ("--served-model-name", values), ("--kv-cache-dtype", st.sampled_from(["fp8", "auto"])),
+    ("--enforce-eager", st.none()), ("--seed", st.integers(0, 99).map(str)),
+    ("--made-up-option", values), ("--compilation-config.level", st.integers(0, 3).map(str)),
+    ("--speculative-config", st.integers(1, 5).map(
+        lambda n: '{"method":"ngram","num_speculative_tokens":%d}' % n)),
+    ("--api-key", values.map(lambda v: "sk-" + v * 3)), ("--port", st.integers(1024, 65535).map(str)),
+])
+
+
+@st.composite
+def serve_lines(draw) -> str:
+    import shlex
+    words = ["vllm", "serve", "/models/" + draw(values)]
+    for name, value in draw(st.lists(OPTIONS, max_size=6, unique_by=lambda o: o[0])):
+        item = draw(value)
+        words += [name] if item is None else [name, item]
+    env = draw(st.dictionaries(st.from_regex(r"[A-Z][A-Z0-9_]{0,8}", fullmatch=True), values,
+                               max_size=2))
+    return "".join(f"export {k}={shlex.quote(v)}\n" for k, v in env.items()) + \
+        " ".join(shlex.quote(w) for w in words) + "\n"
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(serve_lines())
+def test_written_deployment_loads(line: str) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "serve.sh"
+        src.write_text(line)
+        reproduce([src], None, {}, Path(tmp) / "a", capture_live=False)
+        written = Path(tmp) / "a" / "deployment.yaml"
+        Deployment.model_validate(yaml.safe_load(written.read_text()))
+        load_deployment(written)
+        again = reproduce([written], None, {}, Path(tmp) / "b", capture_live=False)
+        first = yaml.safe_load(written.read_text())
+        assert again.deployment == {**first, "lab": again.deployment["lab"]}
