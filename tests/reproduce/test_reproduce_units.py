@@ -40,7 +40,8 @@ def test_short_forms_and_dotted(tmp_path: Path) -> None:
 
 def test_per_node_files_and_node_map(tmp_path: Path) -> None:
     base = "vllm serve /m -tp 2 --nnodes 2 --master-addr 10.0.0.1"
-    (tmp_path / "a.sh").write_text(f"export VLLM_HOST_IP=10.0.0.1\n{base} --node-rank 0\n")
+    (tmp_path / "a.sh").write_text(f"export VLLM_HOST_IP=10.0.0.1\nexport NCCL_SOCKET_IFNAME="
+                                   f"enP2p1s0f1np1\nexport OMP_NUM_THREADS=4\n{base} --node-rank 0\n")
     (tmp_path / "b.sh").write_text(f"export VLLM_HOST_IP=10.0.0.2\n{base} --node-rank 1 --headless\n")
     lab = tmp_path / "lab.yaml"
     lab.write_text(yaml.safe_dump({"schema_version": 1, "nodes": [
@@ -50,10 +51,15 @@ def test_per_node_files_and_node_map(tmp_path: Path) -> None:
                   tmp_path / "out", capture_live=False)
     d = r.deployment
     assert d["nodes"] == ["s2", "s1"]
-    assert d["node_env"] == {"s2": {"VLLM_HOST_IP": "10.0.0.1"}, "s1": {"VLLM_HOST_IP": "10.0.0.2"}}
+    # addresses and interface names of the client's network do not travel to the lab
+    assert d["node_env"] == {"s2": {"OMP_NUM_THREADS": "4"}}
+    assert any(s.startswith("site-specific settings not carried") and "node0 10.0.0.1" in s
+               for s in r.plan.statements)
+    trap = next(t for t in r.traps if t.id == "ifname-not-on-node")
+    assert "s2: NCCL_SOCKET_IFNAME=enP2p1s0f1np1 (client value)" in trap.setting
     assert [(n.client, n.lab) for n in r.plan.nodes] == [("node0", "s2"), ("node1", "s1")]
     assert r.plan.nodes[1].argv[-2:] == ["1", "--headless"]
-    assert r.plan.nodes[0].env["VLLM_HOST_IP"] == "10.0.0.1"
+    assert "VLLM_HOST_IP" not in r.plan.nodes[0].env
     done = subprocess.run([sys.executable, "-m", "sparktriage", "launch",
                            str(tmp_path / "out" / "deployment.yaml"), "--dry-run"],
                           capture_output=True, text=True, timeout=60)

@@ -36,6 +36,10 @@ from sparktriage.reproduce.nodemap import assign
 from sparktriage.reproduce.normalize import combine
 from sparktriage.reproduce.secrets import Placeholders
 
+# addresses and interface names of the client's own network: never carried to the lab
+SITE_VARS = ("VLLM_HOST_IP", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME",
+             "UCX_NET_DEVICES", "NCCL_IB_HCA", "OMPI_MCA_btl_tcp_if_include", "MASTER_ADDR",
+             "VLLM_LOOPBACK_IP")
 LOCAL_LAB = {"name": "this-machine", "nodes": [{"name": "local", "host": "127.0.0.1"}]}
 
 
@@ -134,11 +138,35 @@ def reproduce(inputs: list[Path], lab: Path | None, node_map: dict[str, str] | N
                 trapfacts.gpu_arch(client_gpu) != trapfacts.gpu_arch(node.gpu):
             statements.append(f"other hardware: the client runs {client_gpu}, lab node "
                               f"{node.name} has {node.gpu}")
+    client_env = {}
+    for n in client_nodes:
+        base = dict(client_facts[n.name].env) if n.name in client_facts else {}
+        base.update(client_dep.get("env") or {})
+        base.update(n.env)
+        client_env[n.name] = base
+    site: dict[str, list[str]] = {}
+    for n in client_nodes:
+        for var in SITE_VARS:
+            value = {**(client_dep.get("env") or {}), **n.env}.get(var)
+            if value is not None:
+                site.setdefault(var, []).append(f"{n.name} {value}")
+    if site:
+        lab_sets = {n.name: sorted(set(SITE_VARS) & set(n.env)) for n in lab_model.nodes
+                    if n.name in used}
+        statements.append("site-specific settings not carried to the lab (addresses and "
+                          "interfaces of the client's network): " + "; ".join(
+                              f"{var} ({', '.join(vals)})" for var, vals in sorted(site.items()))
+                          + ". The lab's own come from the lab YAML's node env: " + "; ".join(
+                              f"{name} sets {', '.join(v) or 'none'}" for name, v in lab_sets.items()))
+    client_dep = {**client_dep, "env": {k: v for k, v in (client_dep.get("env") or {}).items()
+                                        if k not in SITE_VARS}}
     node_env = {}
     by_client = {n.name: n for n in client_nodes}
     for client, lab_node in pairs:
-        if client and by_client[client].env:
-            node_env[lab_node] = dict(by_client[client].env)
+        own = {k: v for k, v in (by_client[client].env if client else {}).items()
+               if k not in SITE_VARS}
+        if own:
+            node_env[lab_node] = own
     dep = dict(client_dep)
     dep.pop("lab", None)
     dep.pop("nodes", None)
@@ -189,12 +217,6 @@ def reproduce(inputs: list[Path], lab: Path | None, node_map: dict[str, str] | N
         if client_gpu and model and trapfacts.gpu_arch(client_gpu) != trapfacts.gpu_arch(model):
             lab_plan.statements.append(f"other hardware: the client runs {client_gpu}, lab node "
                                        f"{node} has {model} (captured)")
-    client_env = {}
-    for n in client_nodes:
-        base = dict(client_facts[n.name].env) if n.name in client_facts else {}
-        base.update(normalized.get("env") or {})
-        base.update(n.env)
-        client_env[n.name] = base
     lab_env = {}
     for assignment in lab_plan.nodes:
         env = dict(lab_facts[assignment.lab].env) if assignment.lab in lab_facts else {}
@@ -208,10 +230,10 @@ def reproduce(inputs: list[Path], lab: Path | None, node_map: dict[str, str] | N
         if node.name in used:
             info = node.model_dump(mode="json")
             captured = lab_facts.get(node.name)
-            info["nics"] = []
+            info["nics"] = list(captured.interfaces) if captured else []
             lab_nodes_info.append(info)
-    facts = trapfacts.build(normalized, client_facts, lab_facts, lab_nodes_info,
-                            {n.name: n.env for n in client_nodes})
+    facts = trapfacts.build(normalized, client_facts, lab_facts, lab_nodes_info, client_env,
+                            pairs)
     hits = trapcheck.check(facts)
     result = ReproduceResult(
         inputs=[i.input for i in imported], deployment=normalized,

@@ -61,6 +61,7 @@ def detect(text: str) -> str:
             return "deployment"
     if collect_env.looks_like(text):
         return "collect-env"
+    text = re.sub(r"\\\r?\n", " ", text)  # line continuations
     if _DOCKER.search(text):
         return "docker"
     if _SERVE.search(text):

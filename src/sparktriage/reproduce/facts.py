@@ -65,14 +65,16 @@ def _cache_persistent(args: list[str], env: dict) -> bool:
 
 
 def build(deployment: dict, client: dict[str, Facts], lab: dict[str, Facts],
-          lab_nodes: list[dict], node_env_client: dict[str, dict]) -> dict[str, Any]:
+          lab_nodes: list[dict], client_envs: dict[str, dict],
+          pairs: list[tuple[str | None, str]] = ()) -> dict[str, Any]:
+    """`client_envs`: each client node's whole environment (facts, command env, own env)."""
     facts = flatten({k: v for k, v in deployment.items() if k not in ("lab",)})
     serve = deployment.get("serve") or {}
     for name, value in (serve.get("flags") or {}).items():
         facts[f"serve.flags.{name}"] = value
     engine = deployment.get("engine") or {}
     nodes = (deployment.get("parallelism") or {}).get("nodes") or 1
-    client_nodes = max(len(node_env_client), 1)
+    client_nodes = max(len(client_envs), 1)
     facts["client.nodes"] = client_nodes
     facts["multi_node"] = client_nodes > 1 or nodes > 1
     gpu_models = [f.gpu.get("model") for f in client.values() if f.gpu.get("model")]
@@ -86,11 +88,12 @@ def build(deployment: dict, client: dict[str, Facts], lab: dict[str, Facts],
     if known:
         facts["unified_memory"] = any(UNIFIED.search(g or "") for g in known)
     # every client node's environment: deployment env + the node's own
-    envs = [{**(deployment.get("env") or {}), **e} for e in node_env_client.values()] or \
-        [dict(deployment.get("env") or {})]
-    for f in client.values():
-        envs = [{**f.env, **e} for e in envs]
+    envs = list(client_envs.values()) or [dict(deployment.get("env") or {})]
     facts["vllm_host_ip_every_node"] = all("VLLM_HOST_IP" in e for e in envs)
+    ips = [e.get("VLLM_HOST_IP") for e in envs if e.get("VLLM_HOST_IP")]
+    if facts["multi_node"] and ips:
+        # one value for all nodes: given by one shared script, or implied nodes copying the head
+        facts["vllm_host_ip_shared"] = len(set(ips)) == 1 and (len(ips) > 1 or client_nodes > 1)
     if engine.get("image"):
         args = list(engine.get("container_args") or [])
         facts["container.short_bind"] = _bind_short(args)
@@ -103,14 +106,17 @@ def build(deployment: dict, client: dict[str, Facts], lab: dict[str, Facts],
         if not names:
             continue
         have_info = True
-        env = {**(deployment.get("env") or {}), **(node.get("env") or {}),
-               **((deployment.get("node_env") or {}).get(node["name"]) or {})}
-        for var in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME"):
-            value = env.get(var)
-            if value and not value.startswith(("^", "=")):
+        planned = {**(deployment.get("env") or {}), **(node.get("env") or {}),
+                   **((deployment.get("node_env") or {}).get(node["name"]) or {})}
+        client_name = next((c for c, lab_node in pairs if lab_node == node["name"]), None)
+        for label, env in (("lab", planned), ("client", client_envs.get(client_name or "", {}))):
+            for var in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME"):
+                value = env.get(var)
+                if not value or value.startswith(("^", "=")):
+                    continue
                 for item in value.split(","):
                     if item and item not in names and not any(n.startswith(item) for n in names):
-                        missing.append(f"{node['name']}: {var}={item}")
+                        missing.append(f"{node['name']}: {var}={item} ({label} value)")
     if have_info and facts["multi_node"]:
         facts["lab.ifname_missing"] = bool(missing)
         facts["lab.ifname_missing_list"] = "; ".join(missing)

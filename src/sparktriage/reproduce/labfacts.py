@@ -37,7 +37,7 @@ def from_environment_doc(doc: dict, source: str, node: str | None,
              "count": str(len(gpus)) if "gpus" in doc else None,
              "driver": driver.get("driver_version") or driver.get("nvidia"),
              "interconnect": None},
-        build={}, env=env)
+        build={}, env=env, interfaces=sorted(doc.get("nics") or {}))
 
 
 def read_capture(path: Path, lab_nodes: list[str], secrets: Placeholders) -> dict[str, Facts]:

@@ -40,6 +40,7 @@ class Facts(_Data):
     gpu: dict[str, Optional[str]] = Field(default_factory=dict)  # model, count, interconnect
     build: dict[str, Optional[str]] = Field(default_factory=dict)  # cuda_archs
     env: dict[str, str] = Field(default_factory=dict)
+    interfaces: list[str] = Field(default_factory=list)  # network interfaces (lab captures)
 
 
 class ClientNode(_Data):

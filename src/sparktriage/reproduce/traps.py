@@ -119,7 +119,7 @@ def config_rules_dir() -> Path:
 def _read(path: Path) -> dict:
     data, _lines, problems = read_yaml(path)
     if problems:
-        raise ConfigError(str(problems[0].message), errors=[str(p) for p in problems])
+        raise ConfigError(f"{path}: {problems[0].message}", errors=[str(p) for p in problems])
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a rule is a YAML mapping")
     return data

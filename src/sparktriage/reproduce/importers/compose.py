@@ -161,8 +161,8 @@ def import_compose(path: Path, ctx: Ctx) -> Imported:
         if len(entry) > 1:
             ctx.flag_unknown(" ".join(entry), f"service {name}: entrypoint with arguments; "
                              "only its program is kept")
-        env = env_block(_environment(service.get("environment"), ctx, name), ctx,
-                        f"services.{name}.environment")
+        env = env_block({**_environment(service.get("environment"), ctx, name),
+                         **eng.pop("_env", {})}, ctx, f"services.{name}.environment")
         serves.append((serve, env))
         engine = engine or eng
     if not serves:

@@ -9,6 +9,8 @@ ports, `--env-file`, `-e NAME` taking the value from the client's shell) are unk
 
 from __future__ import annotations
 
+import os
+
 from sparktriage.errors import InputError
 from sparktriage.secrets import secret_name
 from sparktriage.reproduce.importers.common import Ctx
@@ -138,6 +140,20 @@ def container_command(command: list[str], entrypoint: str | None, engine: dict, 
                       line: int) -> Serve:
     """The serve command run in a container, with the image's entrypoint taken into account."""
     words = ([entrypoint] if entrypoint else []) + command
+    if len(words) >= 3 and os.path.basename(words[0]) in ("sh", "bash", "dash") and words[1] == "-c":
+        # `bash -c "..."`: the script is read as data with the same rules as a serve script
+        inner = [c for c in logical_commands(words[2], f"{ctx.source}:{line} (sh -c)")]
+        serving = [c.words for c in inner if find_serve(_strip_env(c.words, engine, ctx))]
+        for c in inner:
+            if not find_serve(_strip_env(list(c.words), {}, ctx)) and c.words:
+                ctx.flag_unknown(" ".join(c.words)[:300], f"line {line}: command inside sh -c "
+                                 "not reproduced")
+        if len(serving) != 1:
+            raise InputError(f"{ctx.source}:{line}: the sh -c script runs "
+                             f"{len(serving)} vllm serve commands (expected one)")
+        words = _strip_env(serving[0], engine, ctx)
+        entrypoint = None
+        ctx.note(f"line {line}: the serve command inside `{os.path.basename(command[0] if command else 'sh')} -c` is run directly")
     found = find_serve(words)
     if found is not None:
         prefix, form, args = found
@@ -167,6 +183,18 @@ def container_command(command: list[str], entrypoint: str | None, engine: dict, 
         return serve
     raise InputError(f"{ctx.source}:{line}: the container does not run vllm serve "
                      f"(entrypoint {entrypoint!r})")
+
+
+def _strip_env(words: list[str], engine: dict, ctx: Ctx) -> list[str]:
+    """Leading NAME=VALUE words of a command inside `sh -c`: kept as env of the container."""
+    out = list(words)
+    while out and assignment(out[0]):
+        name, value = assignment(out[0])
+        engine.setdefault("_env", {})[name] = value
+        out = out[1:]
+    if out and out[0] == "exec":
+        out = out[1:]
+    return out
 
 
 def is_container_run(words: list[str]) -> bool:
@@ -202,6 +230,7 @@ def import_docker(text: str, ctx: Ctx) -> Imported:
                                  "run; not reproduced")
             continue
         serve, env, engine = parse_docker(words, ctx, command.line)
+        env = {**env, **engine.pop("_env", {})}
         serves.append((serve, env_block(env, ctx, f"line {command.line} -e")))
     if not serves:
         raise InputError(f"{ctx.source}: no docker/podman run command found")
