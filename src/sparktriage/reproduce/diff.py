@@ -52,9 +52,9 @@ def compare(client: dict[str, Facts], lab: dict[str, Facts], pairs: list[tuple[s
             client_nodes: int, lab_nodes: int, table: WhyTable) -> list[DiffItem]:
     items: list[DiffItem] = []
 
-    def add(key, c, l, cn, ln):
+    def add(key, c, l, cn, ln, known_absent=False):
         why, severity, source = why_for(key, table)
-        if c is None or l is None:
+        if (c is None or l is None) and not known_absent:
             severity = "info"
             why = f"{why} (known on one side only)"
         items.append(DiffItem(key=key, client=c, lab=l, why=why, severity=severity,
@@ -81,6 +81,11 @@ def compare(client: dict[str, Facts], lab: dict[str, Facts], pairs: list[tuple[s
             if not name.startswith(ENV_PREFIXES):
                 continue
             if ce.get(name) != le.get(name):
-                add(f"env.{name}", ce.get(name), le.get(name), cname, lname)
+                # unset is a fact where that side's environment was captured (collect-env does
+                # not list GLOO_*, UCX_* and TP_SOCKET_IFNAME, vllm-mechanics §12)
+                hidden = name.startswith(("GLOO_", "UCX_", "TP_SOCKET_IFNAME"))
+                known = (ce.get(name) is not None or (cf is not None and not hidden)) and \
+                    (le.get(name) is not None or (lf is not None and not hidden))
+                add(f"env.{name}", ce.get(name), le.get(name), cname, lname, known)
     items.sort(key=lambda d: (SEVERITY_ORDER[d.severity], d.key, d.client_node or ""))
     return items

@@ -99,12 +99,16 @@ def parse(text: str, ctx: Ctx) -> Facts:
         system={"os": re.sub(r"\s*\([^()]*\)\s*$", "", os_line) or None,
                 "kernel": _kernel(entries.get("Python platform")),
                 "arch": (arch.group(1) if arch else None) or entries.get("cpu Architecture"),
-                "libc": entries.get("Libc version"), "cpu": entries.get("cpu Model name")},
+                "libc": entries.get("Libc version"), "cpu": entries.get("cpu Model name"),
+                "gcc": entries.get("GCC version"), "python": (entries.get("Python version")
+                                                              or "").split(" ")[0] or None},
         gpu={"model": _gpu_model(gpu_line), "count": _gpu_count(gpu_line),
              "driver": entries.get("Nvidia driver version"),
              "interconnect": _interconnect(topology)},
         build={"cuda_archs": entries.get("CUDA Archs"),
-               "cudnn": entries.get("cuDNN version")},
+               "cudnn": entries.get("cuDNN version"),
+               "cuda_available": entries.get("Is CUDA available"),
+               "cuda_module_loading": entries.get("CUDA_MODULE_LOADING set to")},
         env=dict(sorted(env.items())),
     )
     ctx.mapped.append(f"collect-env: {len([v for v in entries.values() if v])} entries, "
