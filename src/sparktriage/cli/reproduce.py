@@ -8,13 +8,8 @@ from typing import List, Optional
 import typer
 
 from sparktriage.cli import console
-from sparktriage.cli.app import app
-from sparktriage.reproduce import reproduce as run_reproduce
-from sparktriage.reproduce.nodemap import parse_node_map
-from sparktriage.reproduce.render import summary
 
 
-@app.command("reproduce")
 def reproduce(
     inputs: List[Path] = typer.Argument(..., help="Client inputs: serve lines/scripts, docker run, compose, collect-env, env dumps, deployment YAML."),
     out: Path = typer.Option(..., "--out", help="Folder for deployment.yaml and reproduce.json."),
@@ -25,6 +20,10 @@ def reproduce(
     json_out: Optional[str] = typer.Option(None, "--json", help="Also write the result to PATH, or - for stdout."),
 ) -> None:
     """Turn what a client sends into a launchable deployment, a lab plan and the diff that matters."""
+    from sparktriage.reproduce import reproduce as run_reproduce  # imported when run, not for --help
+    from sparktriage.reproduce.nodemap import parse_node_map
+    from sparktriage.reproduce.render import summary
+
     result = run_reproduce(list(inputs), lab, parse_node_map(node_map), out,
                            lab_capture=lab_capture, capture_live=not no_capture)
     for line in summary(result):
