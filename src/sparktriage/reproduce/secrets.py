@@ -1,7 +1,7 @@
 """Secrets in client inputs become named placeholders, in every written byte and in the output.
 
 A value is a secret when its name says so (`HF_TOKEN`, `*_KEY`, `*_TOKEN`, `--api-key`, the
-names of `sparktriage.secrets.secret_name`) or when the project's one detector finds it by
+names of `sparktriage.redact.detect.secret_name`) or when the project's one detector finds it by
 shape or context (an `hf_...` token in any value, a password inside a URL, `Bearer ...`).
 Each gets a placeholder `<supply:NAME>`: the consultant sets the real value on the lab. The
 values themselves stay in memory only, so that the writer can check that none was written.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from sparktriage.secrets import SecretScrubber, secret_name
+from sparktriage.redact.detect import SecretScrubber, secret_name
 
 PREFIX = "<supply:"
 _NAME = re.compile(r"[^A-Za-z0-9_.-]+")
@@ -30,7 +30,7 @@ class Placeholders:
         self._counters: dict[str, int] = {}
         self._scrubber = SecretScrubber(self)
 
-    # the book protocol of sparktriage.secrets (a stand-in per secret value)
+    # the book protocol of sparktriage.redact.detect (a stand-in per secret value)
     hits = 0
 
     def stand_in(self, kind: str, value: str) -> str:

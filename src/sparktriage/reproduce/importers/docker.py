@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 
 from sparktriage.errors import InputError
-from sparktriage.secrets import secret_name
+from sparktriage.redact.detect import secret_name
 from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.importers.serve import Serve, assemble, env_block, find_serve, parse_serve
 from sparktriage.reproduce.model import Imported
