@@ -205,6 +205,15 @@ def _report(ctx: Ctx) -> list[str]:
             "--format", "md,pdf", "--sign", str(ctx.key()), "--json", "-"]
 
 
+def _schema_check(ctx: Ctx) -> list[str]:
+    """A document whose wrong fields and unknown key are secrets: the one-line refusal (exit 2)
+    must name the field without echoing them."""
+    path = ctx.inputs / "stalls.json"
+    path.write_text(json.dumps({"schema_version": 1, "kind": OPENAI, "phases": HF,
+                                "findings": [], FLAG_KEY: AWS_SECRET}))
+    return ["schema", "stalls", "--check", str(path)]
+
+
 def _verify(ctx: Ctx) -> list[str]:
     run(ctx, _report(ctx))  # what it verifies (its bytes are grepped too)
     return ["verify", str(ctx.tmp / "report"), "--key", str(ctx.key()) + ".pub", "--json", "-"]
@@ -274,6 +283,7 @@ CASES: dict[str, list[Case]] = {
     "report": [Case("planted-run", _report)],
     "verify": [Case("report", _verify)],
     "simulate": [Case("served", _simulate)],
+    "schema": [Case("check-planted", _schema_check, ok=(2,))],
     "rules": [Case("check", _rules_file, ok=(0, 1, 2))],
     "demo": [Case("real-vllm", lambda c: [
         "demo", "--out", str(c.tmp / "run"), "--requests", "1", "--max-tokens", "8",
@@ -337,7 +347,7 @@ def test_no_planted_secret_in_anything_a_command_writes(command, case, tmp_path,
     found = leaks(outputs, PLANTED + ctx.extra_secrets)
     assert not found, "\n".join(found[:40])
     written = [name for name, _ in outputs if not name.startswith(("std", ".out-"))]
-    assert written or command in ("logs", "rules"), "the case wrote nothing to check"
+    assert written or command in ("logs", "rules", "schema"), "the case wrote nothing to check"
 
 
 def test_the_planted_secrets_reach_the_commands():

@@ -13,7 +13,6 @@ with what does not depend on it; nothing measured is lost (docs/demo.md).
 
 from __future__ import annotations
 
-import json
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,24 +21,30 @@ from typing import Callable
 import yaml
 
 from sparktriage.bench.workload import load_workloads
-from sparktriage.config.deployment import load_deployment
 from sparktriage.bundle import layout
+from sparktriage.config.deployment import load_deployment
+from sparktriage.documents.bench import BenchDocument
+from sparktriage.documents.logs import LogsDocument
+from sparktriage.documents.session import DemoDocument
+from sparktriage.documents.stalls import StallsDocument
+from sparktriage.documents.sweep import SweepDocument
 from sparktriage.launch.plan import build_plan
 from sparktriage.launch.run import launch_once
+from sparktriage.progress import Observer, prefixed
 from sparktriage.report.build import execute, plan_report
 from sparktriage.report.keys import read_public_key
 from sparktriage.report.signing import SignSpec
 from sparktriage.report.verify import TrustAnchor, verify
 from sparktriage.session.demokey import make_demo_key
 from sparktriage.session.steps import StepLog, bench_step, bench_summary, probe_step, stalls_step
-from sparktriage.store.documents import write_document
+from sparktriage.store.documents import read_document, write_document
 from sparktriage.store.rundir import SCHEMA_VERSION, LaunchDir, RunDir
+from sparktriage.store.typed import Document, check, parse
 from sparktriage.sweep.decide import LaunchRate, acceptance_length, sweep_document, workload_rate
 from sparktriage.testbed.garbage.variants import trained_model
 from sparktriage.testbed.paths import Testbed, repo_root
 from sparktriage.testbed.server import free_port
 
-Observer = Callable[[str, dict], None]
 NODE = "local"
 SWEEP_WORKLOAD = "code"
 IDENTITY = "sparktriage-demo"
@@ -140,12 +145,12 @@ def run_demo(run: RunDir, bed: Testbed, settings: DemoSettings, observe: Observe
                     if is_first and settings.probe:
                         first["probe"] = steps.run("probe", launch.label, lambda: probe_step(
                             endpoint, launch, baseline,
-                            observe=lambda event, details: observe("probe-" + event, details)))
+                            observe=prefixed(observe, "probe-")))
 
                 launch, result = _launch(run, spec, steps, while_ready, observe)
-                stalls = _read(launch.path / "stalls.json")
-                logs = _read(launch.path / "logs.json")
-                bench = _read(launch.path / "bench.json")
+                stalls = _read(launch.path / "stalls.json", StallsDocument)
+                logs = _read(launch.path / "logs.json", LogsDocument)
+                bench = _read(launch.path / "bench.json", BenchDocument)
                 launches.append({"label": launch.label, "depth": depth, "outcome": result.get("outcome"),
                                  "ready_s": result.get("ready_s"),
                                  "stall_findings": len((stalls or {}).get("findings") or []),
@@ -162,7 +167,7 @@ def run_demo(run: RunDir, bed: Testbed, settings: DemoSettings, observe: Observe
     sweep = None
     if len(per_depth) > 1:
         sweep = sweep_document("ngram", SWEEP_WORKLOAD, per_depth)
-        write_document(run.path / "sweep.json", sweep)
+        write_document(run.path / "sweep.json", check(SweepDocument, sweep))
     report = steps.run("report", None, lambda: _report(run, settings.formats, observe))
     summary = {
         "schema_version": SCHEMA_VERSION, "kind": "demo", "run": str(run.path), "model": str(model),
@@ -170,15 +175,18 @@ def run_demo(run: RunDir, bed: Testbed, settings: DemoSettings, observe: Observe
         "probe": _probe_summary(first.get("probe")), "bench": bench_summary(first.get("bench")),
         "sweep": (sweep or {}).get("decision"), "report": report, "steps": steps.records,
     }
-    write_document(run.path / "demo.json", summary)
+    write_document(run.path / "demo.json", check(DemoDocument, summary))
     return summary
 
 
-def _read(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+def _read(path: Path, model: type[Document]) -> dict | None:
+    """A document this session wrote, validated against its model; None when the step that
+    writes it did not run (or failed before writing)."""
+    if not path.is_file():
         return None
+    doc = read_document(path)
+    parse(model, doc, str(path))
+    return doc
 
 
 def _report(run: RunDir, formats: str, observe: Observer) -> dict:
