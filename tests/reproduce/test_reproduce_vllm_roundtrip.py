@@ -14,11 +14,12 @@ import pytest
 
 from sparktriage.config.deployment import load_deployment
 from sparktriage.reproduce import reproduce
-from sparktriage.testbed.server import ServeSpec, free_port, serve_argv
+from sparktriage.config.deployment import Deployment
+from sparktriage.launch.plan import serve_argv
+from sparktriage.testbed.ports import free_port
+from sparktriage.testbed.server import ServeSpec, deployment
 
 pytestmark = pytest.mark.vllm
-TESTBED_ENV = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "VLLM_CPU_KVCACHE_SPACE",
-               "VLLM_NO_USAGE_STATS", "DO_NOT_TRACK")
 
 
 def _cli(*args: str, **kw) -> subprocess.Popen:
@@ -28,10 +29,13 @@ def _cli(*args: str, **kw) -> subprocess.Popen:
 
 def test_reproduce_launch_bench(testbed, tmp_path: Path) -> None:
     port = free_port()
-    argv = serve_argv(testbed, ServeSpec(model=testbed.model()), port)
+    # the test bed's own serve line: its deployment's argv and environment, as a client script
+    doc = deployment(testbed, ServeSpec(model=testbed.model()), port, tmp_path)
+    doc["engine"]["vllm"] = [doc["engine"]["vllm"]]
+    argv = serve_argv(Deployment.model_validate(doc))
     script = tmp_path / "client-serve.sh"
-    script.write_text("#!/bin/bash\n" + "".join(f"export {k}=1\n" for k in TESTBED_ENV)
-                      + f"export VLLM_CACHE_ROOT={tmp_path}/vllm-cache\n"
+    script.write_text("#!/bin/bash\n" + "".join(f"export {k}={shlex.quote(v)}\n"
+                                                 for k, v in doc["env"].items())
                       + " \\\n  ".join(shlex.quote(a) for a in argv) + "\n")
     out = tmp_path / "repro"
     result = reproduce([script], None, {}, out)  # lab: this machine, captured live
