@@ -50,6 +50,8 @@ def secret_name(name: str) -> bool:
         return False
     if last in ("keys", "key") and len(words) == 1:  # a document's "key" field names a thing
         return False
+    if any(w in ("public", "pub", "pubkey") for w in words):  # public_key, key.pub: not secret
+        return False
     if len(words) > 1 and words[-2] in _COUNTING:  # nll_per_token, max_token, num_keys
         return False
     return last in _SECRET_LAST or any(w in _SECRET_ANY for w in words)
