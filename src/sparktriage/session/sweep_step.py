@@ -1,0 +1,81 @@
+"""The session's sweep step: the one place the session meets the sweep engine.
+
+Today it drives the sweep the demo always ran (sparktriage.sweep.decide: one launch per
+depth other than the deployment's own, the protocol launches standing for depth 0, the
+decision and `sweep.json` from `sweep_document`); when `sparktriage.sweep.engine.run_sweep`
+lands on main this module calls it instead and nothing else in the session changes.
+
+Resumable from `DIR/sweep/progress.json`: the depths already measured and their launch labels;
+a depth whose launch was interrupted is launched again (the runner records the interruption).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from sparktriage.store.documents import write_document
+from sparktriage.sweep.decide import LaunchRate, acceptance_length, decide, sweep_document, workload_rate
+
+Observer = Callable[[str, dict], None]
+# launch_at(depth) -> the label of a completed launch at that depth, with bench.json and
+# logs.json in its folder; None when it did not complete
+LaunchAt = Callable[[int], "str | None"]
+
+
+@dataclass(frozen=True)
+class SweepInputs:
+    depths: tuple[int, ...]
+    method: str
+    workload: str
+    base_labels: tuple[str, ...]  # the protocol launches (the deployment's own depth)
+    base_depth: int = 0
+
+
+def _read(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _rate(run_dir: Path, label: str, workload: str, depth: int) -> LaunchRate:
+    folder = run_dir / "launches" / label
+    bench, logs = _read(folder / "bench.json"), _read(folder / "logs.json")
+    return LaunchRate(label, workload_rate(bench, workload), acceptance_length(logs) if depth else None,
+                      workload_rate(bench, workload, "e2e_tok_s"))
+
+
+def _leader(per_depth: dict[int, list[LaunchRate]]) -> str | None:
+    decision = decide(per_depth)
+    if decision.get("depth") is None:
+        return None
+    return f"depth {decision['depth']}" + (" (provisional)" if decision.get("provisional") else "")
+
+
+def run_sweep_step(run_dir: Path, inputs: SweepInputs, launch_at: LaunchAt,
+                   observe: Observer) -> dict:
+    """Measure every depth not measured yet, then write `sweep.json`; return it."""
+    progress_path = run_dir / "sweep" / "progress.json"
+    progress = _read(progress_path) or {"depths": {}}
+    per_depth: dict[int, list[LaunchRate]] = {
+        inputs.base_depth: [_rate(run_dir, l, inputs.workload, inputs.base_depth)
+                            for l in inputs.base_labels]}
+    for depth, labels in progress["depths"].items():
+        per_depth[int(depth)] = [_rate(run_dir, l, inputs.workload, int(depth)) for l in labels]
+    for depth in inputs.depths:
+        if depth == inputs.base_depth or str(depth) in progress["depths"]:
+            continue
+        label = launch_at(depth)
+        labels = [label] if label else []
+        progress["depths"][str(depth)] = labels
+        write_document(progress_path, progress)
+        per_depth[depth] = [_rate(run_dir, l, inputs.workload, depth) for l in labels]
+        leader = _leader(per_depth)
+        if leader:
+            observe("sweep-leader", {"text": leader})
+    document = sweep_document(inputs.method, inputs.workload, per_depth)
+    write_document(run_dir / "sweep.json", document)
+    return document
