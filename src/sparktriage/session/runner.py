@@ -101,7 +101,12 @@ def open_session(run_dir: Path, options: SessionOptions | None, command: list[st
 def _stop_survivors(session: Session) -> None:
     state = session.state
     open_processes = [p for p in state.doc["processes"] if not p.get("stopped")]
-    if not open_processes or session.options.deployment is None:
+    if session.options.deployment is None:
+        return
+    if not open_processes:
+        text = "every process the previous run started had been torn down: nothing to stop"
+        state.event("survivors", text, found=0)
+        session.observe("session-note", {"text": text})
         return
     plan = _launch_plan(session, base_depth(session.options))
     results = stop_survivors(plan, open_processes)
