@@ -85,8 +85,13 @@ def execute(run_dir: Path, options: SessionOptions | None, json_out: str | None)
     view = LiveView()
     session = open_session(run_dir, options, ["sparktriage", *invoked_argv()], view)
     console.info(f"session: {run_dir / FILE}")
-    with view:
-        result = run_session(session)
+    try:
+        with view:
+            result = run_session(session)
+    except KeyboardInterrupt:
+        console.info(f"interrupted: the step was torn down; continue with "
+                     f"`sparktriage session resume {run_dir}`")
+        raise typer.Exit(ExitCode.INTERRUPTED) from None
     data = console.data_console(json_out)
     for line in result_lines(result):
         data.print(line, markup=False, highlight=False)
