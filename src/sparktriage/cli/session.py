@@ -13,7 +13,6 @@ from sparktriage.cli.demo import _depths
 from sparktriage.cli.exit_codes import ExitCode
 from sparktriage.cli.session_view import LiveView, _clock
 from sparktriage.config.deployment import load_deployment
-from sparktriage.errors import UsageError
 from sparktriage.probe import baseline as baseline_io
 from sparktriage.report.build import parse_formats
 from sparktriage.report.signing import SignSpec
