@@ -41,8 +41,8 @@ def render(state: LiveState, now: float | None = None) -> Group:
         lines.append(table)
     if state.requests_total:
         rate = f"{state.rate_tok_s:.1f} tok/s" if state.rate_tok_s else "-"
-        lines.append(Text(f"protocol: {state.requests_done} requests, {state.tokens} tokens, "
-                          f"last {rate}"))
+        lines.append(Text(f"protocol: {state.requests_done} requests measured, {state.tokens} "
+                          f"tokens, last {rate}"))
     if state.last_message:
         lines.append(Text(state.last_message, style="yellow"))
     return Group(*lines)
