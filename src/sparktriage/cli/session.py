@@ -8,22 +8,12 @@ from typing import List, Optional
 import typer
 
 from sparktriage.cli import console
-from sparktriage.cli.app import app, invoked_argv
-from sparktriage.cli.demo import _depths
 from sparktriage.cli.exit_codes import ExitCode
-from sparktriage.cli.session_view import LiveView, _clock
-from sparktriage.config.deployment import load_deployment
-from sparktriage.probe import baseline as baseline_io
-from sparktriage.report.build import parse_formats
-from sparktriage.report.signing import SignSpec
-from sparktriage.report.signing import resolve as resolve_signer
-from sparktriage.session.plan import DONE, SessionOptions
-from sparktriage.session.runner import open_session, plan_steps, run_session
-from sparktriage.session.state import FILE, SessionState
+from sparktriage.cli.session_view import LiveView, clock
 
+DONE = "done"  # a step's state in session.json (sparktriage.session.plan)
 session_app = typer.Typer(help="The consultant's diagnostic as one declared, resumable run.",
                           no_args_is_help=True, add_completion=False, rich_markup_mode=None)
-app.add_typer(session_app, name="session")
 
 
 def plan_lines(steps: list[dict], estimate: float) -> list[str]:
@@ -34,7 +24,7 @@ def plan_lines(steps: list[dict], estimate: float) -> list[str]:
         lines.append(f"  {step['state']:<11} {step['id']:<12} {inputs}"
                      + (f"  [{step['launch']}]" if step.get("launch") else "")
                      + (f"  ({step['reason']})" if step.get("reason") else ""))
-    lines.append(f"estimated lab time: {_clock(estimate)} (launches at a 2 min 45 s cold start, "
+    lines.append(f"estimated lab time: {clock(estimate)} (launches at a 2 min 45 s cold start, "
                  "28 tok/s; the deployment's startup deadline bounds each launch)")
     return lines
 
@@ -79,11 +69,12 @@ def _exit_code(result: dict) -> int:
     return ExitCode.FINDINGS if findings else ExitCode.OK
 
 
-def execute(run_dir: Path, options: SessionOptions | None, json_out: str | None) -> None:
+def execute(run_dir: Path, options, json_out: str | None) -> None:
     """Open (or reopen) the session, run what is left with the live view, print the result."""
+    from sparktriage.session.runner import open_session, run_session
     view = LiveView()
-    session = open_session(run_dir, options, ["sparktriage", *invoked_argv()], view)
-    console.info(f"session: {run_dir / FILE}")
+    session = open_session(run_dir, options, ["sparktriage", *console.invoked_argv()], view)
+    console.info(f"session: {run_dir / 'session.json'}")
     try:
         with view:
             result = run_session(session)
@@ -121,13 +112,20 @@ def run(
 ) -> None:
     """Run the whole diagnostic as a declared, resumable plan: launches with live stall watch,
     probe, protocol over launches, depth sweep, environment diff, signed report."""
+    from sparktriage.config.deployment import load_deployment
+    from sparktriage.probe import baseline as baseline_io
+    from sparktriage.report.build import parse_formats
+    from sparktriage.report.signing import SignSpec
+    from sparktriage.report.signing import resolve as resolve_signer
+    from sparktriage.session.plan import SessionOptions, parse_depths
+    from sparktriage.session.runner import plan_steps
     dep = load_deployment(deployment, lab)  # a bad file fails before anything runs
     parse_formats(formats)
     if baseline is not None:
         baseline_io.load(baseline)
     if sign:
         resolve_signer(SignSpec(sign))
-    chosen = _depths(depths)
+    chosen = parse_depths(depths)
     options = SessionOptions(
         deployment=str(deployment.resolve()), lab=str(lab.resolve()) if lab else None,
         launches=launches, depths=chosen, method=method, requests=requests, max_tokens=max_tokens,
@@ -144,7 +142,7 @@ def run(
         data.print(f"plan of the session in {out} ({len(steps)} steps):", markup=False)
         for line in plan_lines(steps, estimate):
             data.print(line, markup=False, highlight=False)
-        data.print(f"at most {_clock(worst + estimate)} if every launch runs to its startup deadline "
+        data.print(f"at most {clock(worst + estimate)} if every launch runs to its startup deadline "
                    f"({dep.timeouts.startup_s:g} s)", markup=False)
         console.write_json({"schema_version": 1, "kind": "session-plan", "options": options.to_json(),
                             "steps": steps, "estimate_s": estimate,
@@ -168,8 +166,9 @@ def status(
     json_out: Optional[str] = typer.Option(None, "--json", help="Write session.json's state to PATH, or - for stdout."),
 ) -> None:
     """What is done and what is left, in one screen."""
-    state = SessionState.load(run_dir)
     from sparktriage.session.plan import LabAssumptions, estimate_s
+    from sparktriage.session.state import SessionState
+    state = SessionState.load(run_dir)
     steps = state.steps
     done = sum(1 for s in steps if s["state"] == DONE)
     data = console.data_console(json_out)

@@ -11,11 +11,11 @@ from rich.table import Table
 from rich.text import Text
 
 from sparktriage.cli import console
-from sparktriage.cli.demo import session_progress
+from sparktriage.cli.progress import session_progress
 from sparktriage.session.live import LiveState
 
 
-def _clock(seconds: float | None) -> str:
+def clock(seconds: float | None) -> str:
     if seconds is None:
         return "?"
     seconds = max(0, int(seconds))
@@ -26,8 +26,8 @@ def render(state: LiveState, now: float | None = None) -> Group:
     """The panel for `state` at `now`."""
     now = time.time() if now is None else now
     head = Text(f"session  step {state.step} ({state.step_kind})", style="bold")
-    lines = [head, Text(f"elapsed {_clock(state.elapsed_s(now))}   estimated left "
-                        f"{_clock(state.estimate_left_s)}   launches {state.launches_done} done, "
+    lines = [head, Text(f"elapsed {clock(state.elapsed_s(now))}   estimated left "
+                        f"{clock(state.estimate_left_s)}   launches {state.launches_done} done, "
                         f"{max(state.launches_planned - state.launches_done, 0)} left"
                         + (f"   sweep leader: {state.leader}" if state.leader else ""))]
     if state.launch:
@@ -80,7 +80,7 @@ def plain(event: str, details: dict) -> None:
     """The plain-line form of one event."""
     if event == "session-step":
         left = details.get("estimate_left_s")
-        console.info(f"step {details['id']}" + (f" (about {_clock(left)} of lab time left)"
+        console.info(f"step {details['id']}" + (f" (about {clock(left)} of lab time left)"
                                                 if left is not None else ""))
     elif event == "session-launch":
         console.info(f"launch {details['label']} at depth {details['depth']} on "

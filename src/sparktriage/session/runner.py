@@ -31,7 +31,7 @@ import yaml
 from sparktriage.bench.workload import load_workloads
 from sparktriage.config.deployment import Deployment, Speculative, load_deployment
 from sparktriage.errors import SparktriageError, UsageError
-from sparktriage.evidence import layout
+from sparktriage.bundle import layout
 from sparktriage.launch.plan import LaunchPlan, build_plan
 from sparktriage.launch.run import launch_once
 from sparktriage.session import nodestate

@@ -19,8 +19,9 @@ from sparktriage.bench.client import ClientSettings
 from sparktriage.bench.protocol import ProtocolPlan, run_protocol
 from sparktriage.bench.workload import Workload
 from sparktriage.errors import SparktriageError
-from sparktriage.evidence.launch_reconcile import MetricsRecorder, reconcile_launch, wait_for_log
-from sparktriage.evidence.scan import analyze_inputs
+from sparktriage.bench.metrics_recorder import MetricsRecorder, wait_for_log
+from sparktriage.reconcile.launch import reconcile_launch
+from sparktriage.logs.scan import analyze_inputs
 from sparktriage.probe.runner import ProbeSettings, run_probe
 from sparktriage.stalls.analyze import analyze
 from sparktriage.store.documents import RecordWriter

@@ -16,7 +16,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from sparktriage.evidence.bundle_writer import BundleWriter
+from sparktriage.bundle.writer import BundleWriter
 from sparktriage.launch.link import AgentLink
 from sparktriage.launch.plan import LaunchPlan
 from sparktriage.launch.transport import local_python
