@@ -95,10 +95,13 @@ def build_steps(options: SessionOptions) -> list[dict]:
             steps.append(_step(f"probe-{index}", "probe", group, baseline=options.baseline))
         steps.append(_step(f"stalls-{index}", "stalls", None, of=group))
     if attached:  # an endpoint the tool did not start: one measurement, its log classified
+        steps.append(_step("protocol-1", "protocol", None, logs=list(options.logs),
+                           metrics=options.extra.get("metrics", ""), **protocol))
         if options.probe:
-            steps.append(_step("probe-1", "probe", None, baseline=options.baseline))
-        steps.append(_step("protocol-1", "protocol", None, logs=list(options.logs), **protocol))
+            steps.append(_step("probe-1", "probe", None, baseline=options.baseline,
+                               reference=options.extra.get("reference")))
         if options.logs:
+            steps.append(_step("logs-1", "logs", None, logs=list(options.logs)))
             steps.append(_step("stalls-1", "stalls", None, log=options.logs[0]))
     sweep_depths = [d for d in options.depths if d != base_depth(options)]
     if not attached and sweep_depths:
@@ -110,7 +113,7 @@ def build_steps(options: SessionOptions) -> list[dict]:
         steps.append(_step("envdiff", "envdiff", None))
     steps.append(_step("report", "report", None, formats=options.formats,
                        signed=options.sign is not None))
-    if options.sign is not None:
+    if options.sign is not None and options.preset != "selfcheck":  # selfcheck may sign with an agent key
         steps.append(_step("signature", "signature", None, key=options.sign))
     return steps
 

@@ -21,6 +21,7 @@ propagates: the CLI exits 130 and `resume` picks up from there.
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +59,7 @@ class Session:
     run: RunDir
     state: SessionState
     observe: Observer = _quiet
+    api_key: str | None = None  # never written: given again (or OPENAI_API_KEY) on resume
 
     @property
     def options(self) -> SessionOptions:
@@ -74,7 +76,7 @@ def plan_steps(options: SessionOptions) -> tuple[list[dict], float]:
 
 
 def open_session(run_dir: Path, options: SessionOptions | None, command: list[str],
-                 observe: Observer = _quiet) -> Session:
+                 observe: Observer = _quiet, api_key: str | None = None) -> Session:
     """Create `run_dir`'s session (options given) or reopen it (options None: `resume`);
     recover from a crash and stop survivors either way."""
     exists = (run_dir / FILE).is_file()
@@ -90,7 +92,7 @@ def open_session(run_dir: Path, options: SessionOptions | None, command: list[st
     else:
         steps, estimate = plan_steps(options)
         state = SessionState.create(run_dir, options, steps, estimate)
-    session = Session(run, state, observe)
+    session = Session(run, state, observe, api_key or os.environ.get("OPENAI_API_KEY") or None)
     if exists:
         for text in state.recover():
             observe("session-note", {"text": text})
@@ -333,6 +335,9 @@ def _execute(session: Session, step: dict) -> None:
     if kind in ("probe", "protocol") and step["group"]:
         state.set_state(step, FAILED, "its launch did not run")
         return
+    if kind in ("probe", "protocol", "logs") and session.options.deployment is None:
+        _attached(session, step)
+        return
     state.set_state(step, RUNNING)
     try:
         reason = _ACTIONS[kind](session, step)
@@ -344,6 +349,51 @@ def _execute(session: Session, step: dict) -> None:
     state.set_state(step, FAILED if reason else DONE, reason)
     if reason:
         session.observe("warning", {"text": f"{step['id']} failed: {reason}"})
+
+
+def _attached_launch(session: Session, fresh: bool) -> LaunchDir:
+    """The launch folder of an endpoint the tool did not start; a new one when a measurement
+    is redone after an interruption (the interrupted one's records stay as they are)."""
+    state = session.state
+    label = state.doc.get("attached_launch")
+    if label is None or fresh:
+        label = session.run.next_launch().label
+        with state._lock:
+            state.doc["attached_launch"] = label
+            state.save()
+    return session.run.launch(label)
+
+
+def _attached(session: Session, step: dict) -> None:
+    """Protocol, probe or log parsing against `options.endpoint` (the selfcheck preset)."""
+    from sparktriage.logs.clock import parse_tz
+    from sparktriage.session.steps import logs_step
+    state, options, observe = session.state, session.options, session.observe
+    extra, inputs = options.extra, step["inputs"]
+    tz = parse_tz(extra.get("tz"))
+    launch = _attached_launch(session, fresh=step["kind"] == "protocol" and step["launch"] is not None)
+    state.set_state(step, RUNNING, launch=launch.label)
+    try:
+        if step["kind"] == "protocol":
+            bench_step(options.endpoint, launch, _workloads(options, inputs["workloads"]),
+                       log=inputs.get("logs") or (), metrics=inputs.get("metrics", ""),
+                       model=extra.get("model"), api_key=session.api_key, tz=tz, observe=observe,
+                       warn=lambda m: observe("warning", {"text": m}))
+        elif step["kind"] == "probe":
+            baseline = inputs.get("baseline")
+            probe_step(options.endpoint, launch, Path(baseline) if baseline else None,
+                       reference=inputs.get("reference"), model=extra.get("model"),
+                       api_key=session.api_key, observe=lambda e, d: observe("probe-" + e, d))
+        else:
+            logs_step(launch, inputs["logs"], tz)
+    except KeyboardInterrupt:
+        state.set_state(step, INTERRUPTED, "interrupted (Ctrl-C)")
+        raise
+    except SparktriageError as exc:
+        state.set_state(step, FAILED, exc.one_line())
+        observe("warning", {"text": f"{step['id']} failed: {exc.one_line()}"})
+        return
+    state.set_state(step, DONE)
 
 
 def _group_label(state: SessionState, group: str) -> str | None:
@@ -359,8 +409,9 @@ def _stalls(session: Session, step: dict) -> str | None:
         step["launch"] = label
         stalls_step(session.run.launch(label))
     else:  # an attached server's log
-        label = "L001"
-        stalls_step(session.run.launch(label), Path(step["inputs"]["log"]))
+        launch = _attached_launch(session, fresh=False)
+        step["launch"] = launch.label
+        stalls_step(launch, Path(step["inputs"]["log"]))
     return None
 
 
@@ -410,7 +461,8 @@ def _report(session: Session, step: dict) -> str | None:
     outcome = execute(plan_report(session.run.path, None, options.formats, sign))
     step["outputs"] = {"dir": outcome.report_dir, "signed": outcome.signed,
                        "fingerprint": outcome.fingerprint,
-                       "allowed_signers_line": outcome.allowed_signers_line}
+                       "allowed_signers_line": outcome.allowed_signers_line,
+                       "map": outcome.map_path, "secrets_replaced": outcome.secrets_replaced}
     session.observe("session-note", {"text": f"report {outcome.report_dir} (signed: {outcome.signed})"})
     return None
 
