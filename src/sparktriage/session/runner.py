@@ -42,7 +42,7 @@ from sparktriage.session.plan import (DONE, FAILED, INTERRUPTED, PENDING, RUNNIN
 from sparktriage.session.state import FILE, SessionState
 from sparktriage.session.steps import bench_step, bench_summary, probe_step, stalls_step
 from sparktriage.session.survivors import stop_survivors
-from sparktriage.session.sweep_step import SweepInputs, run_sweep_step
+from sparktriage.session.sweep_step import SweepInputs, engine_available, run_engine, run_sweep_step
 from sparktriage.store.documents import write_document
 from sparktriage.store.rundir import LaunchDir, RunDir
 
@@ -432,9 +432,27 @@ def _sweep(session: Session, step: dict) -> str | None:
         label = _launch_group(session, "sweep", depth, [sub], None)
         return label if label and sub["state"] == DONE else None
 
-    run_sweep_step(session.run.path, SweepInputs(tuple(inputs["depths"]), inputs["method"], workload,
-                                                  labels, base_depth(session.options)),
-                   launch_at, session.observe)
+    options = session.options
+    sweep_inputs = SweepInputs(tuple(inputs["depths"]), inputs["method"], workload, labels,
+                               base_depth(options), options.deployment, options.lab,
+                               inputs["requests"], inputs["max_tokens"], options.baseline,
+                               options.budget_min)
+    if engine_available():
+        current: dict = {}
+
+        def observe(event: str, details: dict) -> None:
+            if event == "sweep-launch":
+                current["label"] = details.get("label")
+            elif event == "process":
+                state.add_process({"node": details.get("node"), "name": details.get("name"),
+                                   "pid": details.get("pid"), "pgid": details.get("pgid"),
+                                   "starttime": details.get("starttime"),
+                                   "launch": current.get("label")})
+            session.observe(event, details)
+
+        run_engine(session.run.path, sweep_inputs, observe)
+        return None
+    run_sweep_step(session.run.path, sweep_inputs, launch_at, session.observe)
     return None
 
 

@@ -1,9 +1,11 @@
 """The session's sweep step: the one place the session meets the sweep engine.
 
-Today it drives the sweep the demo always ran (sparktriage.sweep.decide: one launch per
-depth other than the deployment's own, the protocol launches standing for depth 0, the
-decision and `sweep.json` from `sweep_document`); when `sparktriage.sweep.engine.run_sweep`
-lands on main this module calls it instead and nothing else in the session changes.
+When the sweep engine is installed (`sparktriage.sweep.engine`), the step calls
+`plan_sweep(...)` and `run_sweep(plan, DIR, observer)`: the engine's adaptive launches (depth 0
+included), its gate, `sweep-state.json` for resume and `sweep.json`; the session's observer
+records every server process it starts. Without it (before the engine is merged), the step runs
+the sweep the demo always ran (sparktriage.sweep.decide: one launch per depth other than the
+deployment's own, the protocol launches standing for that depth, `sweep_document`).
 
 Resumable from `DIR/sweep/progress.json`: the depths already measured and their launch labels;
 a depth whose launch was interrupted is launched again (the runner records the interruption).
@@ -11,6 +13,7 @@ a depth whose launch was interrupted is launched again (the runner records the i
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +35,35 @@ class SweepInputs:
     workload: str
     base_labels: tuple[str, ...]  # the protocol launches (the deployment's own depth)
     base_depth: int = 0
+    deployment: str | None = None  # for the engine: DEPLOY.yaml, --lab, protocol size, baseline
+    lab: str | None = None
+    requests: int = 15
+    max_tokens: int = 256
+    baseline: str | None = None
+    budget_min: float | None = None
+
+
+def engine_available() -> bool:
+    """Whether `sparktriage.sweep.engine` (the sweep engine) is installed."""
+    try:
+        return importlib.util.find_spec("sparktriage.sweep.engine") is not None
+    except ImportError:
+        return False
+
+
+def run_engine(run_dir: Path, inputs: SweepInputs, observe: Observer) -> dict:
+    """The sweep by the sweep engine into the session's directory (resumed from its
+    `sweep-state.json` when there is one); return `sweep.json`."""
+    from sparktriage.sweep.engine import plan_sweep, run_sweep
+    plan = None
+    if not (run_dir / "sweep-state.json").is_file():
+        plan = plan_sweep(Path(inputs.deployment), lab=Path(inputs.lab) if inputs.lab else None,
+                          depths=inputs.depths, method=inputs.method, requests=inputs.requests,
+                          max_tokens=inputs.max_tokens, workloads=(inputs.workload,),
+                          baseline=Path(inputs.baseline) if inputs.baseline else None,
+                          budget_minutes=inputs.budget_min)
+    result = run_sweep(plan, run_dir, observe, command=["sparktriage", "session"])
+    return result.document
 
 
 def _read(path: Path) -> dict | None:
