@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Callable
 
 from sparktriage.store.documents import write_document
-from sparktriage.sweep.decide import LaunchRate, acceptance_length, decide, sweep_document, workload_rate
 
 Observer = Callable[[str, dict], None]
 # launch_at(depth) -> the label of a completed launch at that depth, with bench.json and
@@ -73,14 +72,17 @@ def _read(path: Path) -> dict | None:
         return None
 
 
-def _rate(run_dir: Path, label: str, workload: str, depth: int) -> LaunchRate:
+def _rate(run_dir: Path, label: str, workload: str, depth: int):
+    # the pre-engine decision helpers (imported here: the engine's sweep.decide replaces them)
+    from sparktriage.sweep.decide import LaunchRate, acceptance_length, workload_rate
     folder = run_dir / "launches" / label
     bench, logs = _read(folder / "bench.json"), _read(folder / "logs.json")
     return LaunchRate(label, workload_rate(bench, workload), acceptance_length(logs) if depth else None,
                       workload_rate(bench, workload, "e2e_tok_s"))
 
 
-def _leader(per_depth: dict[int, list[LaunchRate]]) -> str | None:
+def _leader(per_depth: dict) -> str | None:
+    from sparktriage.sweep.decide import decide
     decision = decide(per_depth)
     if decision.get("depth") is None:
         return None
@@ -89,10 +91,12 @@ def _leader(per_depth: dict[int, list[LaunchRate]]) -> str | None:
 
 def run_sweep_step(run_dir: Path, inputs: SweepInputs, launch_at: LaunchAt,
                    observe: Observer) -> dict:
-    """Measure every depth not measured yet, then write `sweep.json`; return it."""
+    """Measure every depth not measured yet, then write `sweep.json`; return it (the
+    pre-engine sweep)."""
+    from sparktriage.sweep.decide import sweep_document
     progress_path = run_dir / "sweep" / "progress.json"
     progress = _read(progress_path) or {"depths": {}}
-    per_depth: dict[int, list[LaunchRate]] = {
+    per_depth: dict = {
         inputs.base_depth: [_rate(run_dir, l, inputs.workload, inputs.base_depth)
                             for l in inputs.base_labels]}
     for depth, labels in progress["depths"].items():
