@@ -1,7 +1,7 @@
 """The session's sweep step: the one place the session meets the sweep engine.
 
 When the sweep engine is installed (`sparktriage.sweep.engine`), the step calls
-`plan_sweep(...)` and `run_sweep(plan, DIR, observer)`: the engine's adaptive launches (depth 0
+`plan_sweep(...)` and `run_sweep(plan, DIR/sweep, observer)`: the engine's adaptive launches (depth 0
 included), its gate, `sweep-state.json` for resume and `sweep.json`; the session's observer
 records every server process it starts. Without it (before the engine is merged), the step runs
 the sweep the demo always ran (sparktriage.sweep.decide: one launch per depth other than the
@@ -51,17 +51,20 @@ def engine_available() -> bool:
 
 
 def run_engine(run_dir: Path, inputs: SweepInputs, observe: Observer) -> dict:
-    """The sweep by the sweep engine into the session's directory (resumed from its
-    `sweep-state.json` when there is one); return `sweep.json`."""
+    """The sweep by the sweep engine into `DIR/sweep` (its own run directory: the engine owns
+    every launch folder there; resumed from its `sweep-state.json` when there is one), its
+    `sweep.json` copied to the top for the report; return it."""
     from sparktriage.sweep.engine import plan_sweep, run_sweep
+    out = run_dir / "sweep"
     plan = None
-    if not (run_dir / "sweep-state.json").is_file():
+    if not (out / "sweep-state.json").is_file():
         plan = plan_sweep(Path(inputs.deployment), lab=Path(inputs.lab) if inputs.lab else None,
                           depths=inputs.depths, method=inputs.method, requests=inputs.requests,
                           max_tokens=inputs.max_tokens, workloads=(inputs.workload,),
                           baseline=Path(inputs.baseline) if inputs.baseline else None,
                           budget_minutes=inputs.budget_min)
-    result = run_sweep(plan, run_dir, observe, command=["sparktriage", "session"])
+    result = run_sweep(plan, out, observe, command=["sparktriage", "session"])
+    write_document(run_dir / "sweep.json", result.document)
     return result.document
 
 
