@@ -20,7 +20,7 @@ from conftest import (complete_lines, engine_pids, read_state, request_records, 
 OPTIONS = ["--launches", "2", "--depths", "0,2", "--requests", "2", "--max-tokens", "16",
            "--no-probe", "--format", "md"]
 # (step id prefix to kill in, longest random delay after it starts running, s)
-TARGETS = [("launch-1", 3.0), ("protocol-1", 2.0), ("launch-2", 3.0), ("protocol-2", 2.0),
+TARGETS = [("launch-1", 1.5), ("protocol-1", 2.0), ("launch-2", 1.5), ("protocol-2", 2.0),
            ("sweep", 3.0), ("sweep", 6.0), ("sweep", 12.0), ("report", 0.3), ("report", 0.3),
            ("report", 0.2)]
 
