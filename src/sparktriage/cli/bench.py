@@ -12,7 +12,8 @@ import typer
 from sparktriage.cli import console
 from sparktriage.cli.exit_codes import ExitCode
 from sparktriage.cli.progress import bench_progress
-from sparktriage.cli.views import render_reconcile, render_table
+from sparktriage.bench.render import delivered_table
+from sparktriage.reconcile.render import render as reconcile_view
 from sparktriage.errors import UsageError
 
 
@@ -32,7 +33,7 @@ def _rebuild(path: Path, json_out: str | None) -> None:
     from sparktriage.store.rundir import RunDir
     documents = rebuild_run(RunDir.open(path))
     for document in documents:
-        console.data_console(json_out).print(render_table(document))
+        console.draw(delivered_table(document), console.data_console(json_out))
     console.write_json(documents[0] if len(documents) == 1 else
                        {"schema_version": documents[0]["schema_version"], "launches": documents}, json_out)
     console.info(f"rebuilt bench.json of {len(documents)} launch(es) in {path} from requests.jsonl")
@@ -51,6 +52,7 @@ def bench(
     model: Optional[str] = typer.Option(None, "--model", help="Model id [the first one /v1/models lists]."),
     api_key: Optional[str] = typer.Option(None, "--api-key", help="Bearer token [env OPENAI_API_KEY]."),
     out: Optional[Path] = typer.Option(None, "--out", help="Run directory [./runs/<timestamp>]."),
+    launch_label: Optional[str] = typer.Option(None, "--launch", help="Record into this existing launch of --out (e.g. L001, made by an earlier bench, probe or launch) instead of a new one."),
     stall_timeout: float = typer.Option(60.0, "--stall-timeout", min=0.1, help="Seconds without data before a request counts as stalled."),
     insecure: bool = typer.Option(False, "--insecure", help="Do not verify the server's TLS certificate (https)."),
     rebuild: Optional[Path] = typer.Option(None, "--rebuild", help="Rebuild bench.json of RUN_DIR from its raw records; nothing is sent."),
@@ -62,13 +64,10 @@ def bench(
 ) -> None:
     """Measure tokens delivered to a streaming client (TTFT, decode and end-to-end rates)."""
     from sparktriage.bench.client import ClientSettings
-    from sparktriage.bench.protocol import ProtocolPlan, run_protocol
     from sparktriage.bench.workload import load_workloads
     from sparktriage.logs.clock import parse_tz
-    from sparktriage.bench.metrics_recorder import MetricsRecorder, wait_for_log
-    from sparktriage.reconcile.launch import reconcile_launch
     from sparktriage.logs.sources import resolve_inputs
-    from sparktriage.store.rundir import RunDir, default_run_path
+    from sparktriage.store.rundir import claim_launch, default_run_path, provisional_run
     if rebuild is not None:
         if endpoint is not None:
             raise UsageError("--rebuild works offline: do not give --endpoint with it")
@@ -84,17 +83,27 @@ def bench(
         base_url=endpoint, api_key=api_key or os.environ.get("OPENAI_API_KEY") or None,
         stall_timeout_s=stall_timeout, verify_tls=not insecure,
     )
-    run = RunDir.create(out or default_run_path(), ["sparktriage", *redact_argv(console.invoked_argv())])
-    launch = run.next_launch()
-    console.info(f"run directory: {run.path}")
+    if launch_label is not None and out is None:
+        raise UsageError("--launch names a launch of an existing run: give --out RUN_DIR too")
     zone = parse_tz(log_tz)
     if log:
         resolve_inputs(log)  # a wrong path fails now, not after the measurement
+    with provisional_run(out or default_run_path(), ["sparktriage", *console.invoked_argv()]) as run:
+        launch = claim_launch(run, launch_label, ("launch.json", "requests.jsonl", "bench.json"))
+        console.info(f"run directory: {run.path}")
+        _measure(run, launch, settings, model, workloads, log, log_wait, metrics, zone, json_out)
+
+
+def _measure(run, launch, settings, model, workloads, log, log_wait, metrics, zone, json_out) -> None:
+    """The protocol on one launch, its reconciliation when a log or /metrics is given, output."""
+    from sparktriage.bench.metrics_recorder import MetricsRecorder, wait_for_log
+    from sparktriage.bench.protocol import ProtocolPlan, run_protocol
+    from sparktriage.reconcile.launch import reconcile_launch
     headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else None
     recorder = MetricsRecorder(metrics, launch, console.warn, headers) if metrics else None
     observe = recorder.observer(bench_progress) if recorder else bench_progress
     document = run_protocol(ProtocolPlan(settings, model, workloads), launch, observe)
-    console.data_console(json_out).print(render_table(document))
+    console.draw(delivered_table(document), console.data_console(json_out))
     for w in document["workloads"]:
         for warning in w["warnings"]:
             console.warn(f"{w['name']}: {warning}")
@@ -102,27 +111,9 @@ def bench(
         if log and not wait_for_log(log, time.time() - 1.0, log_wait, zone):
             console.warn(f"no stats line in {', '.join(log)} after the run within {log_wait:g} s")
         reconciled = reconcile_launch(launch, log or (), tz=zone)
-        console.data_console(json_out).print(render_reconcile(reconciled))
+        console.draw(reconcile_view(reconciled), console.data_console(json_out))
         document = {**document, "reconcile": reconciled}
     console.write_json(document, json_out)
     console.info(f"raw records: {launch.requests_path}; summary: {launch.path / 'bench.json'}")
     if _failed(document):
         raise typer.Exit(ExitCode.FINDINGS)
-
-
-def redact_argv(argv: list[str]) -> list[str]:
-    """The command line as recorded in run.json, with the value of --api-key hidden."""
-    out: list[str] = []
-    hide = False
-    for arg in argv:
-        if hide:
-            out.append("<redacted>")
-            hide = False
-        elif arg == "--api-key":
-            out.append(arg)
-            hide = True
-        elif arg.startswith("--api-key="):
-            out.append("--api-key=<redacted>")
-        else:
-            out.append(arg)
-    return out

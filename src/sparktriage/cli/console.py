@@ -15,6 +15,7 @@ from typing import Any
 from rich.console import Console
 
 from sparktriage.errors import InputError
+from sparktriage.redact import run as redaction
 
 stderr = Console(stderr=True, highlight=False, soft_wrap=True,
                  width=None if sys.stderr.isatty() else 160)
@@ -31,8 +32,11 @@ def set_argv(args: list[str]) -> None:
 
 
 def invoked_argv() -> list[str]:
-    """The arguments of this invocation, as given to `main()`."""
-    return list(_argv)
+    """The arguments of this invocation, as given to `main()`, with every secret replaced
+    (redact/run.py): the only form in which a command line is ever recorded."""
+    from sparktriage.redact import run as redaction
+
+    return redaction.argv(_argv)
 
 
 def info(message: str) -> None:
@@ -45,19 +49,49 @@ def warn(message: str) -> None:
     stderr.print(f"warning: {message}", style="yellow", markup=False)
 
 
+_STYLES = {"bold": "bold", "error": "red", "warning": "yellow", "": ""}
+
+
+def draw(view, target: Console | None = None) -> None:
+    """Print a core `View` (or a single `Table`) with rich: the only place views meet a terminal."""
+    from rich.table import Table as RichTable
+    from rich.text import Text
+
+    from sparktriage.view import Line, Table, View
+
+    parts = view.parts if isinstance(view, View) else [view]
+    out = target or stdout
+    for part in parts:
+        if isinstance(part, Line):
+            out.print(Text(part.text, style=_STYLES.get(part.style, "")))
+        elif isinstance(part, Table):
+            table = RichTable(title=part.title, title_justify="left")
+            for column in part.columns:
+                table.add_column(column, justify="right" if column in part.right else "left",
+                                 overflow="fold" if part.fold else "ellipsis")
+            for row in part.rows:
+                table.add_row(*row)
+            out.print(table)
+
+
 def data_console(json_dest: str | None) -> Console:
     """Where human-readable results go: stdout, unless stdout already carries JSON."""
     return stderr if json_dest == "-" else stdout
 
 
 def write_json(document: Any, dest: str | None) -> None:
-    """Write a JSON document to PATH, or to stdout for `-`; nothing when dest is None."""
+    """Write a JSON document to PATH, or to stdout for `-`; nothing when dest is None. Secrets
+    are replaced first (redact/run.py: this run's stand-ins)."""
     if dest is None:
         return
-    text = json.dumps(document, indent=2, sort_keys=False, allow_nan=False) + "\n"
-    if dest == "-":
-        sys.stdout.write(text)
+    text = json.dumps(redaction.document(document), indent=2, sort_keys=False, allow_nan=False) + "\n"
+    if dest == "-":  # redacted above as a document: line scrubbing would only damage it
+        from sparktriage.redact.stream import unscrubbed
+
         sys.stdout.flush()
+        out = unscrubbed(sys.stdout)
+        out.write(text)
+        out.flush()
         return
     path = Path(dest)
     try:

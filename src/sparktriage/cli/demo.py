@@ -10,8 +10,9 @@ import typer
 
 from sparktriage.cli import console
 from sparktriage.cli.exit_codes import ExitCode
-from sparktriage.cli.progress import protocol_lines, session_progress
-from sparktriage.cli.views import render_table
+from sparktriage.cli.progress import protocol_lines
+from sparktriage.cli.session_view import plain
+from sparktriage.bench.render import delivered_table
 from sparktriage.errors import LaunchError
 
 
@@ -77,11 +78,11 @@ def demo(
     bed = locate().check()
     run = RunDir.create(out or default_run_path(), ["sparktriage", *console.invoked_argv()])
     console.info(f"run directory: {run.path}")
-    doc = run_demo(run, bed, settings, session_progress)
+    doc = run_demo(run, bed, settings, plain)
     out_console = console.data_console(json_out)
     first = run.path / "launches" / "L001" / "bench.json"
     if first.is_file():
-        out_console.print(render_table(json.loads(first.read_text(encoding="utf-8"))))
+        console.draw(delivered_table(json.loads(first.read_text(encoding="utf-8"))), out_console)
     for line in render_summary(doc):
         out_console.print(line, markup=False, highlight=False)
     console.write_json(doc, json_out)

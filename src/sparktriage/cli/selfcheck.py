@@ -10,10 +10,9 @@ from typing import List, Optional
 import typer
 
 from sparktriage.cli import console
-from sparktriage.cli.bench import redact_argv
 from sparktriage.cli.progress import protocol_lines
 from sparktriage.cli.session_view import plain
-from sparktriage.cli.views import render_table
+from sparktriage.bench.render import delivered_table
 from sparktriage.cli.exit_codes import ExitCode
 from sparktriage.errors import UsageError
 
@@ -94,14 +93,14 @@ def selfcheck(
         sign=SignSpec(sign) if sign else None, formats=formats, tz=parse_tz(log_tz), probe=not no_probe,
         tz_name=log_tz)
     check_endpoint(settings)  # unreachable: exit 3 before a run directory exists
-    run = RunDir.create(out or default_run_path(), ["sparktriage", *redact_argv(console.invoked_argv())])
+    run = RunDir.create(out or default_run_path(), ["sparktriage", *console.invoked_argv()])
     console.info(f"run directory: {run.path}")
     console.info(quick_budget(settings))
     doc = run_selfcheck(run, settings, plain)
     data = console.data_console(json_out)
     bench_doc = run.path / "launches" / doc["launch"] / "bench.json"
     if bench_doc.is_file():
-        data.print(render_table(json.loads(bench_doc.read_text(encoding="utf-8"))))
+        console.draw(delivered_table(json.loads(bench_doc.read_text(encoding="utf-8"))), data)
     for line in render_summary(doc):
         data.print(line, markup=False, highlight=False)
     console.write_json(doc, json_out)

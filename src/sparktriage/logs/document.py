@@ -13,16 +13,16 @@ import datetime as _dt
 from collections import Counter
 from typing import Iterable
 
+from sparktriage.errors import InputError
 from sparktriage.logs.catalog import PHASE_INDEX, match_message
 from sparktriage.logs.clock import IsoFormatter
 from sparktriage.logs.events import LogEvent
 from sparktriage.logs.facts import Facts
-from sparktriage.logs.redact import redact
+from sparktriage.redact.logtext import redact
 from sparktriage.logs.gate import interesting, restart_mark, serving_mark
 from sparktriage.logs.series import SpecSeries, StatsSeries, parse_spec, parse_stats
 from sparktriage.logs.timeline import Timeline, TimelineBuilder
 
-LONG_SILENCE_S = 60.0
 
 
 class LogAnalyzer:
@@ -45,7 +45,6 @@ class LogAnalyzer:
         self.inputs: dict[str, dict] = {}
         self._serving: dict[str, bool] = {}  # origin → startup over: read gated lines only
         self._iso = IsoFormatter(tz)
-        self.rows = None  # (stats_rows, spec_rows) of the compiled scanner, or None: Python
 
     def feed(self, event: LogEvent) -> None:
         serving = self._serving.get(event.origin, False)
@@ -122,13 +121,11 @@ class LogAnalyzer:
                 "interval_s": round(self.stats.interval(), 3),
                 "hidden_idle_windows": self.stats.hidden_idle(),
                 "engines": sorted(self.stats.engines),
-                "windows": self._windows(seen) if self.rows is None
-                else self.rows[0](self.stats.windows, seen, self._iso),
+                "windows": self._windows(seen),
                 "windows_kept": len(self.stats.windows),
             },
             "spec_decode": None if spec is None else {
-                **spec, "windows_detail": self._spec_windows(seen) if self.rows is None
-                else self.rows[1](self.spec.windows, seen, self._iso)},
+                **spec, "windows_detail": self._spec_windows(seen)},
             "kernels": list(self.facts.kernels),
             "kernel_detail": [{**k, "t": self._t(k["t"])} for k in self.facts.kernel_detail],
             "kernel_rejections": list(self.facts.kernel_rejections),
@@ -269,10 +266,9 @@ def findings(doc: dict, tl: Timeline, timelines: dict[str, list[Timeline]]) -> l
             add("wall-vs-reported", "warning",
                 f"{gap['name']}: vLLM reports {gap['reported_s']:.2f} s but the window took "
                 f"{gap['wall_s']:.1f} s of wall time ({gap['gap_s']:.1f} s unaccounted)")
-    for s in doc["silences"]:
-        if s["duration_s"] >= LONG_SILENCE_S:
-            add("silence", "warning",
-                f"{s['duration_s']:.0f} s without a log line during {s['phase']} after: {s['before']}")
+    # Gaps between lines are facts in `silences`; whether one was a stall is the stall
+    # classifier's verdict alone (`sparktriage stalls` reads samples, stacks and per-phase
+    # budgets), so `logs` never calls a gap a problem that `stalls` might call progress.
     for k in doc["kernel_detail"]:
         if k["fallback"]:
             add("kernel-fallback", "warning", f"kernel fallback: {k['kernel']}")
@@ -299,4 +295,13 @@ def analyze(events: Iterable[LogEvent], tz: _dt.tzinfo | None = None) -> dict:
     return LogAnalyzer(tz).feed_all(events).document()
 
 
-__all__ = ["LogAnalyzer", "analyze", "findings"]
+NOT_A_LOG = "no timed log lines (is this a vLLM log?)"
+
+
+def require_timed(origin: str, has_timed_line: bool) -> None:
+    """Refuse input without one timed line, in the same words for `logs` and `stalls` (exit 2)."""
+    if not has_timed_line:
+        raise InputError(f"{origin}: {NOT_A_LOG}")
+
+
+__all__ = ["NOT_A_LOG", "require_timed", "LogAnalyzer", "analyze", "findings"]
