@@ -70,9 +70,12 @@ class SessionState:
         return cls(path, doc)
 
     def save(self) -> None:
+        """Write the document, secrets replaced (the redaction stage every writer uses: engine
+        command lines in the node state may carry tokens)."""
+        from sparktriage.redact import run as redaction
         with self._lock:
-            _atomic_write(self.path, json.dumps(json.loads(dumps(self.doc)), indent=2,
-                                                ensure_ascii=False) + "\n")
+            _atomic_write(self.path, json.dumps(json.loads(dumps(redaction.document(self.doc))),
+                                                indent=2, ensure_ascii=False) + "\n")
 
     # --- reading -------------------------------------------------------------------------
 
