@@ -39,7 +39,7 @@ from sparktriage.testbed.synthetic_run import SyntheticSpec, make_run
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE_LOG = REPO / "tests" / "fixtures" / "logs" / "vllm-cpu-startup.log"
-FAKE_VLLM = REPO / "tests" / "launch" / "fake_vllm.py"
+SIM_ENGINE = ["-m", "sparktriage.sim.vllm"]  # the simulator as `vllm serve` (docs/simulator.md)
 PYSPY = REPO / ".venv" / "bin" / "py-spy"
 
 # The planted secrets (made up, in the shapes of real ones).
@@ -169,7 +169,7 @@ def _deployment(ctx: Ctx) -> Path:
         "import os, sys\n"
         f"for line in {planted_log_lines()!r}:\n"
         "    print(line, flush=True)\n"
-        f"os.execv(sys.executable, [sys.executable, {str(FAKE_VLLM)!r}, *sys.argv[1:]])\n")
+        f"os.execv(sys.executable, [sys.executable, *{SIM_ENGINE!r}, *sys.argv[1:]])\n")
     import socket
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -180,7 +180,8 @@ def _deployment(ctx: Ctx) -> Path:
            "engine": {"vllm": [sys.executable, str(engine)]},
            "serve": {"host": "127.0.0.1", "port": port,
                      "extra_args": ["--api-key", FLAG_KEY, f"--hf-token={HF}"]},
-           "env": {"HF_TOKEN": HF, "MY_SERVICE_PASSWORD": URL_PASSWORD, "FAKE_READY_S": "0.5"},
+           "env": {"HF_TOKEN": HF, "MY_SERVICE_PASSWORD": URL_PASSWORD,
+                   "SPARKTRIAGE_SIM": '{"startup_s": {"weight_read": 0.5}}'},
            "timeouts": {"startup_s": 60, "teardown_grace_s": 3, "link_s": 20},
            "collect": {"interval_s": 0.5, "stacks_interval_s": 5.0}}
     path = ctx.inputs / "deployment.yaml"
@@ -203,6 +204,15 @@ def _collect(ctx: Ctx) -> list[str]:
 def _report(ctx: Ctx) -> list[str]:
     return ["report", str(ctx.planted_run()), "--out", str(ctx.tmp / "report"),
             "--format", "md,pdf", "--sign", str(ctx.key()), "--json", "-"]
+
+
+def _schema_check(ctx: Ctx) -> list[str]:
+    """A document whose wrong fields and unknown key are secrets: the one-line refusal (exit 2)
+    must name the field without echoing them."""
+    path = ctx.inputs / "stalls.json"
+    path.write_text(json.dumps({"schema_version": 1, "kind": OPENAI, "phases": HF,
+                                "findings": [], FLAG_KEY: AWS_SECRET}))
+    return ["schema", "stalls", "--check", str(path)]
 
 
 def _verify(ctx: Ctx) -> list[str]:
@@ -258,6 +268,7 @@ CASES: dict[str, list[Case]] = {
     "report": [Case("planted-run", _report)],
     "verify": [Case("report", _verify)],
     "simulate": [Case("served", _simulate)],
+    "schema": [Case("check-planted", _schema_check, ok=(2,))],
     "rules": [Case("check", _rules_file, ok=(0, 1, 2))],
     "demo": [Case("real-vllm", lambda c: [
         "demo", "--out", str(c.tmp / "run"), "--requests", "1", "--max-tokens", "8",
@@ -321,7 +332,7 @@ def test_no_planted_secret_in_anything_a_command_writes(command, case, tmp_path,
     found = leaks(outputs, PLANTED + ctx.extra_secrets)
     assert not found, "\n".join(found[:40])
     written = [name for name, _ in outputs if not name.startswith(("std", ".out-"))]
-    assert written or command in ("logs", "rules"), "the case wrote nothing to check"
+    assert written or command in ("logs", "rules", "schema"), "the case wrote nothing to check"
 
 
 def test_the_planted_secrets_reach_the_commands():

@@ -28,6 +28,7 @@ def launch(
 ) -> None:
     """Start a deployment on its nodes, watch it to readiness, collect an evidence bundle, stop it."""
     from sparktriage.config.deployment import load_deployment
+    from sparktriage.documents.launch import LaunchResult
     from sparktriage.launch.plan import build_plan
     from sparktriage.launch.render import render_launch_plan
     from sparktriage.launch.run import launch_replicates, raise_for
@@ -35,6 +36,7 @@ def launch(
 
     from sparktriage.redact import run as redaction
     from sparktriage.store.rundir import RunDir, default_run_path
+    from sparktriage.store.typed import check
     try:
         dep = load_deployment(deployment, lab)
     except ConfigError as exc:
@@ -68,6 +70,7 @@ def launch(
             line += "\n  startup: " + ", ".join(f"{p['name']} {p['duration_s']:.1f} s"
                                                for p in phases)
         console.data_console(json_out).print(line, markup=False)
-    console.write_json({"schema_version": 1, "kind": "launch-result", "run": str(run.path),
-                        "launches": json.loads(json.dumps(results, default=str))}, json_out)
+    document = {"schema_version": 1, "kind": "launch-result", "run": str(run.path),
+                "launches": json.loads(json.dumps(results, default=str))}
+    console.write_json(check(LaunchResult, document), json_out)
     raise_for(results)

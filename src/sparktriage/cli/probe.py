@@ -11,6 +11,7 @@ import typer
 from sparktriage.cli import console
 from sparktriage.cli.progress import probe_progress
 from sparktriage.cli.exit_codes import ExitCode
+from sparktriage.documents.probe import ProbeDocument
 from sparktriage.errors import UsageError
 
 
@@ -52,7 +53,7 @@ def probe(
         with RecordWriter(launch.path / "probe-requests.jsonl") as writer:
             outcome = asyncio.run(run_probe(settings, probe_progress, writer.append))
     document = outcome.document
-    launch.write("probe.json", document)
+    launch.write("probe.json", document, ProbeDocument)
     if save_baseline is not None:
         if outcome.fingerprint is None:
             raise UsageError("no baseline written: the server returned no prompt logprobs to fingerprint")

@@ -42,7 +42,7 @@ SYSCTLS = ("vm/swappiness", "vm/overcommit_memory", "vm/min_free_kbytes", "vm/di
            "kernel/yama/ptrace_scope", "kernel/task_delayacct")
 _SYSPATH = "import sys,json;print(json.dumps({'path':sys.path,'version':sys.version.split()[0]}))"
 _CUDA = re.compile(r"^cuda\s*(?::[^=]*)?=\s*['\"]([^'\"]*)['\"]", re.MULTILINE)
-_DIST = re.compile(r"^(.+?)-(\d[^-]*?)\.(?:dist|egg)-info$")
+_DIST = re.compile(r"^(.+?)-(\d[^-]*?)\.(?:dist|egg)-info\Z")
 
 
 def _read(path: str) -> str | None:

@@ -19,7 +19,7 @@ from sparktriage.config.lab import Lab, Strict, env_mapping
 from sparktriage.config.yamlload import load_model, load_yaml, merge_errors, validate
 from sparktriage.errors import ConfigError, SourceLocation
 
-FLAG_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+FLAG_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*\Z")
 Scalar = Union[str, int, float, bool, None]
 
 

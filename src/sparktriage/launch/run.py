@@ -10,18 +10,21 @@ caller decides whether to go on with the next replicate.
 from __future__ import annotations
 
 import shutil
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
+from sparktriage.documents.logs import LogsDocument
 from sparktriage.errors import LaunchError, SparktriageError
 from sparktriage.bundle import layout
 from sparktriage.logs.scan import analyze_inputs
 from sparktriage.launch.plan import LaunchPlan
 from sparktriage.launch.supervisor import Supervisor
-from sparktriage.store.documents import read_records, write_document
+from sparktriage.progress import Observer
+from sparktriage.store.documents import read_records
 from sparktriage.store.rundir import LaunchDir, RunDir
 
-Observer = Callable[[str, dict], None]
 WhileReady = Callable[[Supervisor], None]
 
 
@@ -43,7 +46,7 @@ def _startup_timeline(launch: LaunchDir) -> dict | None:
         document = analyze_inputs([str(launch.path / "bundle")])
     except (SparktriageError, OSError, ValueError) as exc:
         return {"error": str(exc)[:300]}
-    write_document(launch.path / "logs.json", document)
+    launch.write("logs.json", document, LogsDocument)  # with schema_version, like every document
     startup = document.get("startup") or {}
     return {"complete": startup.get("complete"), "failed": startup.get("failed"),
             "phases": [{"name": p.get("name"), "duration_s": p.get("duration_s"),
@@ -71,6 +74,45 @@ def launch_once(plan: LaunchPlan, launch: LaunchDir, observe: Observer | None = 
     summary = getattr(supervisor, "summary", {})
     return {"label": launch.label, "bundle": str(launch.path / "bundle"), "error": error,
             **summary, "startup": _startup_timeline(launch)}
+
+
+@dataclass
+class Launched:
+    """A launch held ready by `launched()`: its plan, folder and supervisor; `result` is filled
+    in (as `launch_once` returns it) once the block has ended and the launch is torn down."""
+
+    plan: LaunchPlan
+    launch: LaunchDir
+    supervisor: Supervisor
+    result: dict = field(default_factory=dict)
+
+    @property
+    def endpoint(self) -> str:
+        return self.plan.endpoint
+
+    def server_pid(self) -> int | None:
+        """The head node's server process id (as its agent reported it)."""
+        link = self.supervisor.links.get(self.plan.head.name)
+        proc = (link.procs.get("server") if link else None) or {}
+        return proc.get("pid")
+
+
+@contextmanager
+def launched(plan: LaunchPlan, launch: LaunchDir, observe: Observer | None = None) -> Iterator[Launched]:
+    """`launch_once` as a context manager: launch and wait for readiness (LaunchError when the
+    launch fails or misses its deadline, after teardown), hold it while the block runs, then
+    tear down and write the launch's derived files (`server.log`, `logs.json`)."""
+    supervisor = Supervisor(plan, launch.path / "bundle", observe)
+    handle = Launched(plan, launch, supervisor)
+    try:
+        with supervisor:
+            supervisor.start()
+            yield handle
+    finally:
+        _server_log(plan, launch)
+        handle.result.update({"label": launch.label, "bundle": str(launch.path / "bundle"),
+                              **getattr(supervisor, "summary", {}),
+                              "startup": _startup_timeline(launch)})
 
 
 def launch_replicates(plan: LaunchPlan, run: RunDir, count: int, observe: Observer | None = None,

@@ -3,29 +3,43 @@
 The report is a pure function of these files (docs/formats.md gives their places). A file that
 is absent is simply not in `RunInputs.files` (the section that needed it says it is missing);
 a file that is present but malformed (not JSON or YAML, not an object, an unknown
-`schema_version`) stops the report with a one-line error naming the file. Extra fields are
-ignored everywhere. Files are read in a fixed, sorted order so that everything downstream
+`schema_version`) stops the report with a one-line error naming the file. A document with a
+typed model (`sparktriage.documents`: bench, launch, logs, reconcile, stalls, probe, sweep) is
+validated against it: a missing or mistyped field, an unknown field or another
+`schema_version` stops the report with a one-line error naming the file and the field (exit 2).
+Other files (run.json, capabilities, bundle and node captures) keep their tolerant reading:
+extra fields are ignored there. Files are read in a fixed, sorted order so that everything downstream
 (redaction stand-ins above all) is deterministic.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from sparktriage import yamlsafe
+from sparktriage.documents.bench import BenchDocument, LaunchDocument
+from sparktriage.documents.logs import LogsDocument
+from sparktriage.documents.probe import ProbeDocument
+from sparktriage.documents.reconcile import ReconcileDocument
+from sparktriage.documents.stalls import StallsDocument
+from sparktriage.documents.sweep import SweepDocument
 from sparktriage.errors import InputError
-from sparktriage.store.documents import read_records
+from sparktriage.store.documents import read_document_bounded, read_records
 from sparktriage.store.rundir import SCHEMA_VERSION
+from sparktriage.store.typed import Document, parse
 
 TOP_FILES = ("run.json", "deployment.yaml", "sweep.json")
 LAUNCH_FILES = ("launch.json", "capabilities.json", "bench.json", "requests.jsonl", "logs.json",
                 "reconcile.json", "stalls.json", "probe.json")
 BUNDLE_FILES = ("bundle.json", "environment-diff.json")
 NODE_FILES = ("environment.json", "clock.json")
+MODELS: dict[str, type[Document]] = {m.FILE: m for m in (  # validated on reading
+    LaunchDocument, BenchDocument, LogsDocument, ReconcileDocument, StallsDocument, ProbeDocument,
+    SweepDocument)}
 
 
 @dataclass(frozen=True)
@@ -76,14 +90,7 @@ def _check_version(doc: dict, rel: str) -> None:
 
 
 def _read_json(path: Path, rel: str) -> dict:
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{rel}: not UTF-8 text ({exc.reason})") from exc
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{rel}:{exc.lineno}: not valid JSON ({exc.msg})") from exc
-    except OSError as exc:
-        raise InputError(f"{rel}: unreadable ({exc.strerror or exc})") from exc
+    doc = read_document_bounded(path, name=rel, follow_symlinks=False)  # capped, never a link
     if not isinstance(doc, dict):
         raise InputError(f"{rel}: expected a JSON object, found {type(doc).__name__}")
     _check_version(doc, rel)
@@ -96,7 +103,7 @@ def _read_jsonl(path: Path, rel: str) -> list[dict]:
 
 def _read_yaml(path: Path, rel: str) -> dict:
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        doc, _ = yamlsafe.load(yamlsafe.read_text(path), rel)
     except UnicodeDecodeError as exc:
         raise InputError(f"{rel}: not UTF-8 text ({exc.reason})") from exc
     except yaml.YAMLError as exc:
@@ -119,22 +126,41 @@ def _load(path: Path, rel: str) -> SourceFile:
         return SourceFile(rel, "jsonl", _read_jsonl(path, rel))
     if rel.endswith((".yaml", ".yml")):
         return SourceFile(rel, "yaml", _read_yaml(path, rel))
-    return SourceFile(rel, "json", _read_json(path, rel))
+    doc = _read_json(path, rel)
+    model = MODELS.get(rel.rsplit("/", 1)[-1]) if "/bundle/" not in rel else None
+    if model is not None:
+        parse(model, doc, rel)
+    return SourceFile(rel, "json", doc)
 
 
 def _candidates(root: Path) -> list[str]:
     rels = [name for name in TOP_FILES]
     launches = root / "launches"
     if launches.is_dir():
-        for launch in sorted(p for p in launches.iterdir() if p.is_dir()):
+        for launch in sorted(p for p in launches.iterdir() if _real_dir(p)):
             base = f"launches/{launch.name}"
             rels += [f"{base}/{name}" for name in LAUNCH_FILES]
             rels += [f"{base}/bundle/{name}" for name in BUNDLE_FILES]
             nodes = launch / "bundle" / "nodes"
             if nodes.is_dir():
-                for node in sorted(p for p in nodes.iterdir() if p.is_dir()):
+                for node in sorted(p for p in nodes.iterdir() if _real_dir(p)):
                     rels += [f"{base}/bundle/nodes/{node.name}/{name}" for name in NODE_FILES]
     return rels
+
+
+def _real_dir(path: Path) -> bool:
+    return path.is_dir() and not path.is_symlink()
+
+
+def _check_no_link(root: Path, rel: str) -> None:
+    """Refuse a run-directory input reached through a symbolic link (its target could be any
+    local file, which the report would then publish)."""
+    path = root
+    for part in rel.split("/"):
+        path = path / part
+        if path.is_symlink():
+            raise InputError(f"{rel}: a symbolic link in the run directory (not followed)",
+                             hint="replace it with the file itself")
 
 
 def load_run(root: Path) -> RunInputs:
@@ -146,6 +172,7 @@ def load_run(root: Path) -> RunInputs:
     files: dict[str, SourceFile] = {}
     for rel in _candidates(root):
         path = root / rel
+        _check_no_link(root, rel)
         if path.is_file():
             files[rel] = _load(path, rel)
     run = files["run.json"].content

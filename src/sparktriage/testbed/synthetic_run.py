@@ -171,7 +171,7 @@ def _side_documents(launch: LaunchDir, spec: SyntheticSpec, rng: random.Random, 
                         "alternatives": [{"id": "mmap-fault-crawl",
                                           "why_not": "read rate equals the device limit"}],
                         "fix": "warm the page cache or prefetch the checkpoint before launch"}})
-    _launch_write(launch, "stalls.json", {"kind": "stalls", "synthetic": True, "phases": phases,
+    _launch_write(launch, "stalls.json", {"kind": "sparktriage-stalls", "synthetic": True, "phases": phases,
                                  "findings": findings})
     windows, t = [], ready + 15.0  # the end of the first 10 s window after the first request
     summary = bench["workloads"][0]["summary"]
@@ -196,9 +196,9 @@ def _side_documents(launch: LaunchDir, spec: SyntheticSpec, rng: random.Random, 
         "kernels": ["CutlassNvFp4MoE"], "errors": [{"time": None, "text": log_lines}]})
     _launch_write(launch, "reconcile.json", {"kind": "reconcile", "synthetic": True,
                                     "verdict": "log-includes-idle-or-prefill",
-                                    "reasons": ["the log's windows aggregate all requests and "
-                                                "include prefill time"],
-                                    "windows": windows})
+                                    "reasons": [{"code": "log-includes-idle-or-prefill",
+                                                 "text": "the log's windows aggregate all requests "
+                                                         "and include prefill time"}]})
     _launch_write(launch, "probe.json", {"kind": "probe", "synthetic": True, "verdict": "healthy",
                                 "pattern": None, "baseline": None, "tokens_spent": 6120, "wall_s": 21.4,
                                 "families": [{"name": "logprob-sanity", "status": "ok",
