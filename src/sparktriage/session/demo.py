@@ -32,9 +32,11 @@ from sparktriage.session.steps import bench_summary
 from sparktriage.store.documents import write_document
 from sparktriage.store.rundir import SCHEMA_VERSION, RunDir
 from sparktriage.sweep.decide import acceptance_length, workload_rate
+from sparktriage.errors import InputError
+from sparktriage.testbed import garbage as garbage_package
 from sparktriage.testbed.garbage.variants import trained_model
-from sparktriage.testbed.paths import Testbed, repo_root
-from sparktriage.testbed.server import free_port
+from sparktriage.testbed.paths import Testbed
+from sparktriage.testbed.ports import free_port
 
 Observer = Callable[[str, dict], None]
 NODE = "local"
@@ -55,11 +57,68 @@ class DemoSettings:
     formats: str = "md,pdf"
 
 
+MODEL_NAME = "tiny-moe"  # the trained model's folder under the test bed's models/
+
+
 def fingerprint_path() -> Path | None:
-    """The committed fingerprint of the bundled model (a known-good launch of it)."""
-    root = repo_root()
-    path = root / "provision" / "garbage" / "fingerprint.json" if root else None
-    return path if path is not None and path.is_file() else None
+    """The shipped fingerprint of the bundled model (a known-good launch of it; package data,
+    so an installed package finds it without a checkout)."""
+    path = Path(garbage_package.__file__).with_name("fingerprint.json")
+    return path if path.is_file() else None
+
+
+def demo_model(bed: Testbed, given: Path | None = None) -> Path:
+    """The model the demo serves: `--model`, else the test bed's `models/tiny-moe`, else the
+    checkout's committed `provision/garbage/model`; InputError when none has weights."""
+    if given is not None:
+        if not (given / "model.safetensors").is_file() or not (given / "config.json").is_file():
+            raise InputError(f"{given}: not a model folder (needs config.json and model.safetensors)")
+        return given
+    candidate = bed.model(MODEL_NAME)
+    if (candidate / "model.safetensors").is_file():
+        return candidate
+    return trained_model()
+
+
+@dataclass(frozen=True)
+class DemoPlan:
+    """What `demo` will do, declared before anything runs (`--dry-run` prints it)."""
+
+    vllm: Path
+    model: Path
+    fingerprint: Path | None
+    depths: tuple[int, ...]
+    launches: int
+    workloads: tuple[str, ...]
+    requests: int
+    max_tokens: int
+    probe: bool
+    formats: str
+
+    def to_json(self) -> dict:
+        return {"schema_version": SCHEMA_VERSION, "kind": "demo-plan", "vllm": str(self.vllm),
+                "model": str(self.model),
+                "fingerprint": str(self.fingerprint) if self.fingerprint else None,
+                "launches": [{"depth": d, "count": self.launches} for d in self.depths],
+                "workloads": list(self.workloads), "requests": self.requests,
+                "max_tokens": self.max_tokens, "probe": self.probe, "formats": self.formats}
+
+    def lines(self) -> list[str]:
+        """The plan as plain lines."""
+        return [f"vLLM: {self.vllm}", f"model: {self.model}",
+                f"fingerprint: {self.fingerprint or 'none (the probe runs without a baseline)'}",
+                "launches: " + ", ".join(f"{self.launches} x depth {d}" for d in self.depths),
+                f"workloads: {', '.join(self.workloads)} ({self.requests} requests of "
+                f"{self.max_tokens} tokens)", f"probe: {'yes' if self.probe else 'no'}",
+                f"report formats: {self.formats}"]
+
+
+def plan_demo(bed: Testbed, settings: DemoSettings, model: Path | None = None) -> DemoPlan:
+    """Declare the demo: which vLLM, model, fingerprint and launches (nothing is started)."""
+    return DemoPlan(vllm=bed.vllm, model=demo_model(bed, model), fingerprint=fingerprint_path(),
+                    depths=settings.depths, launches=settings.launches,
+                    workloads=("code", "prose"), requests=settings.requests,
+                    max_tokens=settings.max_tokens, probe=settings.probe, formats=settings.formats)
 
 
 def deployment(bed: Testbed, model: Path, port: int, scratch: Path, depth: int,
@@ -85,11 +144,12 @@ def deployment(bed: Testbed, model: Path, port: int, scratch: Path, depth: int,
     return doc
 
 
-def run_demo(run: RunDir, bed: Testbed, settings: DemoSettings, observe: Observer) -> dict:
+def run_demo(run: RunDir, bed: Testbed, settings: DemoSettings, observe: Observer,
+             model_path: Path | None = None) -> dict:
     """Run the demo as a session preset into `run` (the same engine as `session run`:
     session.json, resume with `sparktriage session resume DIR`); return `demo.json` (also
     written there)."""
-    model = trained_model()
+    model = demo_model(bed, model_path)
     baseline = fingerprint_path()
     scratch = Path(tempfile.gettempdir()) / f"sparktriage-demo-{os.getpid()}"
     deployment_path = run.path / "deployment.yaml"
@@ -160,7 +220,6 @@ def demo_summary(run: RunDir, state: dict, result: dict, model: Path, baseline: 
         "baseline": str(baseline) if baseline else None, "launches": launches,
         "probe": _probe_summary(probe), "bench": bench_summary(first_bench),
         "sweep": (result.get("sweep") or None), "report": report, "steps": steps,
-        "session": str(run.path / "session.json"),
     }
 
 

@@ -149,7 +149,6 @@ def selfcheck_summary(run: RunDir, state: dict, settings: SelfcheckSettings) -> 
         "steps": [{"step": names.get(s["kind"], s["kind"]), "launch": s["launch"],
                    "status": "ok" if s["state"] == "done" else "failed", "reason": s["reason"]}
                   for s in state["steps"] if s["kind"] != "signature"],
-        "session": str(run.path / "session.json"),
     }
     write_document(folder / "selfcheck.json", summary)
     return summary
