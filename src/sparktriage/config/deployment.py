@@ -93,6 +93,7 @@ class Timeouts(Strict):
     stage_s: float = Field(300.0, gt=0, description="Deadline for a launch stage's marker (Ray start), seconds.")
     teardown_grace_s: float = Field(20.0, ge=0, description="SIGTERM to SIGKILL, seconds.")
     link_s: float = Field(30.0, gt=0, description="Silence after which a node link counts as lost, seconds.")
+    observe_failure_s: float = Field(0.0, ge=0, le=3600, description="After a failure before ready, keep collecting until no node logged a line for this long, then tear down (do the others hang?), seconds; 0: tear down at once.")
 
 
 class CollectSettings(Strict):
