@@ -22,6 +22,7 @@ class Command:
 COMMANDS: tuple[Command, ...] = (
     Command("demo", "demo", "demo", "Run a whole session on the local CPU vLLM with the bundled tiny model."),
     Command("selfcheck", "selfcheck", "selfcheck", "Check a running server: garbage probe, delivered tokens, log reconciliation, report."),
+    Command("session", "session", "session_app", "The consultant's diagnostic as one declared, resumable run: run, resume, status.", group=True),
     Command("launch", "launch", "launch", "Start a deployment on its nodes, watch it to readiness, collect an evidence bundle, stop it."),
     Command("collect", "collect", "collect", "Collect an evidence bundle around a running server (by PID, command or process name)."),
     Command("stalls", "stalls", "stalls", "Show the startup timeline with stalls marked, and classify them (cause, evidence, fix)."),

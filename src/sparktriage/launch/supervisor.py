@@ -68,13 +68,15 @@ class Supervisor:
     def _listener(self, node: str, kind: str, message: dict) -> None:
         if kind == "line":
             self._last_line = time.monotonic()
+            self.observe("line", {"node": node, "t": message.get("t")})
             for name in self.clock.feed(node, message):
                 self.observe("marker", {"node": node, "marker": name})
         elif kind == "proc":
             event = message.get("event")
             if event == "started":
                 self.observe("process", {"node": node, "name": message.get("name"),
-                                         "pid": message.get("pid")})
+                                         "pid": message.get("pid"), "pgid": message.get("pgid"),
+                                         "starttime": message.get("starttime")})
             elif event == "failed":
                 self._fail(f"{node}: {message.get('name')} could not start: {message.get('error')}")
             elif event == "exited":
