@@ -51,7 +51,7 @@ def _root(
 def _register() -> None:
     # Each command lives in its own module; importing it registers it on `app`.
     from sparktriage.cli import bench, collect, demo, launch, logs, probe, rules, simulate, stalls  # noqa: F401
-    from sparktriage.cli import report, selfcheck, verify  # noqa: F401
+    from sparktriage.cli import report, selfcheck, sweep, verify  # noqa: F401
 
 
 TERMINATION_SIGNALS = (signal.SIGTERM, signal.SIGHUP)

@@ -23,7 +23,7 @@ from sparktriage.testbed.paths import locate
 
 
 def session_progress(event: str, details: dict) -> None:
-    if event == "launch" and "depth" in details:
+    if event == "sweep-launch":
         depth = details["depth"]
         console.info(f"launch {details['label']}: "
                      + ("no speculative decoding" if not depth else f"ngram speculation, depth {depth}"))
@@ -35,6 +35,8 @@ def session_progress(event: str, details: dict) -> None:
         console.warn(details["text"])
     elif event.startswith("probe-"):
         probe_progress(event[len("probe-"):], details)
+    elif event in ("sweep-launch-done", "sweep-decision", "sweep-resume"):
+        return
     elif event == "report":
         console.info(f"report {details['dir']} (signature verified: {details['verified']})")
     elif event in ("server", "capabilities", "request"):

@@ -6,7 +6,8 @@ CPU vLLM through the launch supervisor with its collectors, once per speculative
 committed fingerprint and measured with the delivered-token protocol (code and prose), the
 server's `/metrics` and log reconciled with what arrived; every launch's startup is classified
 for stalls; later launches measure the code workload with ngram speculation at their depth.
-Then `sweep.json`, a report signed with a throwaway key made for the run, and a verification of
+The launches are run by the sweep engine (`sparktriage sweep`'s, one code path) on a fixed
+grid; it writes `sweep.json`. Then a report signed with a throwaway key made for the run, and a verification of
 that report. A step that fails is recorded in `demo.json` with its reason and the session goes on
 with what does not depend on it; nothing measured is lost (docs/demo.md).
 """
@@ -21,20 +22,15 @@ from typing import Callable
 
 import yaml
 
-from sparktriage.bench.workload import load_workloads
-from sparktriage.config.deployment import load_deployment
-from sparktriage.evidence import layout
-from sparktriage.launch.plan import build_plan
-from sparktriage.launch.run import launch_once
 from sparktriage.report.build import execute, plan_report
 from sparktriage.report.keys import read_public_key
 from sparktriage.report.signing import SignSpec
 from sparktriage.report.verify import TrustAnchor, verify
 from sparktriage.session.demokey import make_demo_key
-from sparktriage.session.steps import StepLog, bench_step, bench_summary, probe_step, stalls_step
+from sparktriage.session.steps import StepLog, bench_summary, probe_step, stalls_step
 from sparktriage.store.documents import write_document
 from sparktriage.store.rundir import SCHEMA_VERSION, LaunchDir, RunDir
-from sparktriage.sweep.decide import LaunchRate, acceptance_length, sweep_document, workload_rate
+from sparktriage.sweep.engine import plan_sweep, run_sweep
 from sparktriage.testbed.garbage.variants import trained_model
 from sparktriage.testbed.paths import Testbed, repo_root
 from sparktriage.testbed.server import free_port
@@ -88,87 +84,55 @@ def deployment(bed: Testbed, model: Path, port: int, scratch: Path, depth: int,
     return doc
 
 
-def _launch(run: RunDir, spec: dict, steps: StepLog, while_ready: Callable[[str, LaunchDir], None],
-            observe: Observer) -> tuple[LaunchDir, dict]:
-    launch = run.next_launch()
-    path = launch.path / "deployment.yaml"
-    path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
-    plan = build_plan(load_deployment(path))
-    endpoint = f"http://127.0.0.1:{spec['serve']['port']}"
-    observe("launch", {"label": launch.label, "depth": (spec.get("speculative") or {})
-                       .get("num_speculative_tokens", 0)})
-    result = launch_once(plan, launch, observe, while_ready=lambda _: while_ready(endpoint, launch))
-    failed = result.get("outcome") != "completed"
-    steps.record("launch", launch.label, (result.get("error") or result.get("failure")
-                                          or f"outcome {result.get('outcome')}") if failed else None)
-    steps.run("stalls", launch.label, lambda: stalls_step(launch))
-    return launch, result
-
-
 def run_demo(run: RunDir, bed: Testbed, settings: DemoSettings, observe: Observer) -> dict:
-    """Run the session into `run`; return `demo.json` (also written there)."""
+    """Run the session into `run`; return `demo.json` (also written there).
+
+    The launches are the sweep engine's (sweep.engine.run_sweep, one code path with
+    `sparktriage sweep`): a fixed grid of `settings.launches` per depth, the first launch also
+    measuring the prose workload and probed; every launch's startup is classified after."""
     model = trained_model()
     baseline = fingerprint_path()
-    workloads = tuple(w.model_copy(update={"requests": settings.requests,
-                                           "max_tokens": settings.max_tokens})
-                      for w in load_workloads(["code,prose"]))
-    sweep_only = tuple(w for w in workloads if w.name == SWEEP_WORKLOAD)
     steps = StepLog(observe)
-    launches: list[dict] = []
-    per_depth: dict[int, list[LaunchRate]] = {}
     first: dict = {}
     with tempfile.TemporaryDirectory(prefix="sparktriage-demo-") as scratch:
-        for depth in settings.depths:
-            for _ in range(settings.launches):
-                spec = deployment(bed, model, free_port(), Path(scratch), depth,
-                                  settings.startup_timeout_s)
-                if not (run.path / "deployment.yaml").exists():
-                    (run.path / "deployment.yaml").write_text(yaml.safe_dump(spec, sort_keys=False),
-                                                              encoding="utf-8")
-                is_first = not launches
+        spec = deployment(bed, model, free_port(), Path(scratch), max(settings.depths),
+                          settings.startup_timeout_s)
+        deploy = run.path / "deployment.yaml"
+        deploy.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+        grid = len(set(settings.depths) | {0}) * settings.launches
+        plan = plan_sweep(deploy, depths=settings.depths, max_launches=grid,
+                          min_launches_per_depth=settings.launches, requests=settings.requests,
+                          max_tokens=settings.max_tokens, workloads=(SWEEP_WORKLOAD,),
+                          first_launch_workloads=("prose",))
 
-                def while_ready(endpoint: str, launch: LaunchDir, is_first=is_first) -> None:
-                    log = [str(launch.path / "bundle" / layout.NODES_DIR / NODE /
-                               layout.log_file("server"))]
-                    # the protocol first: the probe's traffic would fall into its log windows
-                    chosen = workloads if is_first else sweep_only
-                    bench = steps.run("bench", launch.label, lambda: bench_step(
-                        endpoint, launch, chosen, log=log, observe=observe,
-                        warn=lambda m: observe("warning", {"text": m})))
-                    if is_first:
-                        first["bench"] = bench
-                    if is_first and settings.probe:
-                        first["probe"] = steps.run("probe", launch.label, lambda: probe_step(
-                            endpoint, launch, baseline,
-                            observe=lambda event, details: observe("probe-" + event, details)))
+        def while_ready(endpoint: str, launch: LaunchDir, record: dict) -> None:
+            if launch.label != "L001":
+                return
+            first["bench"] = _read(launch.path / "bench.json")
+            if settings.probe:  # after the protocol: its traffic would fall into the log windows
+                first["probe"] = steps.run("probe", launch.label, lambda: probe_step(
+                    endpoint, launch, baseline,
+                    observe=lambda event, details: observe("probe-" + event, details)))
 
-                launch, result = _launch(run, spec, steps, while_ready, observe)
-                stalls = _read(launch.path / "stalls.json")
-                logs = _read(launch.path / "logs.json")
-                bench = _read(launch.path / "bench.json")
-                launches.append({"label": launch.label, "depth": depth, "outcome": result.get("outcome"),
-                                 "ready_s": result.get("ready_s"),
-                                 "stall_findings": len((stalls or {}).get("findings") or []),
-                                 "delivered_tok_s": workload_rate(bench, SWEEP_WORKLOAD),
-                                 "e2e_tok_s": workload_rate(bench, SWEEP_WORKLOAD, "e2e_tok_s"),
-                                 "acceptance_length": acceptance_length(logs) if depth else None})
-                per_depth.setdefault(depth, []).append(LaunchRate(
-                    launch.label, launches[-1]["delivered_tok_s"], launches[-1]["acceptance_length"],
-                    launches[-1]["e2e_tok_s"]))
-                if result.get("outcome") != "completed" and is_first:
-                    break  # the default itself does not start: nothing to sweep
-            if launches and launches[0]["outcome"] != "completed":
-                break
-    sweep = None
-    if len(per_depth) > 1:
-        sweep = sweep_document("ngram", SWEEP_WORKLOAD, per_depth)
-        write_document(run.path / "sweep.json", sweep)
+        sweep = run_sweep(plan, run.path, observe, while_ready=while_ready).document
+    launches: list[dict] = []
+    for entry in sweep["launches"]:
+        launch = run.launch(entry["label"])
+        record = next(r for r in _read(run.path / "sweep-state.json")["launches"]
+                      if r["label"] == entry["label"])
+        steps.record("launch", entry["label"], entry["reason"] if entry["status"] != "ok" else None)
+        stalls = steps.run("stalls", entry["label"], lambda: stalls_step(launch))
+        launches.append({"label": entry["label"], "depth": entry["depth"],
+                         "outcome": record.get("outcome"), "ready_s": entry["ready_s"],
+                         "stall_findings": len((stalls or {}).get("findings") or []),
+                         "delivered_tok_s": entry["delivered_tok_s"], "e2e_tok_s": entry["e2e_tok_s"],
+                         "acceptance_length": entry["acceptance_length"] if entry["depth"] else None})
     report = steps.run("report", None, lambda: _report(run, settings.formats, observe))
     summary = {
         "schema_version": SCHEMA_VERSION, "kind": "demo", "run": str(run.path), "model": str(model),
         "baseline": str(baseline) if baseline else None, "launches": launches,
         "probe": _probe_summary(first.get("probe")), "bench": bench_summary(first.get("bench")),
-        "sweep": (sweep or {}).get("decision"), "report": report, "steps": steps.records,
+        "sweep": sweep["decision"], "report": report, "steps": steps.records,
     }
     write_document(run.path / "demo.json", summary)
     return summary
