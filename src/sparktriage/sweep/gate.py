@@ -64,7 +64,7 @@ async def _collect(endpoint: str, model: str, prompts: dict[str, str], max_token
     async with httpx.AsyncClient(base_url=endpoint, headers=headers) as client:
         for name, prompt in prompts.items():
             body = {"model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0.0,
-                    "logprobs": TOP_K, "stream": False}
+                    "logprobs": TOP_K, "stream": False, "ignore_eos": True}
             reply = await call(client, f"gate-{name}", "/v1/completions", body, timeout_s)
             if not reply.ok:  # a server without logprobs: the tokens alone
                 body = {k: v for k, v in body.items() if k != "logprobs"}
