@@ -11,7 +11,7 @@ from setuptools import Extension, setup
 setup(
     ext_modules=[
         Extension(
-            "sparktriage.evidence._fastscan",
+            "sparktriage.logs._fastscan",
             sources=[f"src/fastscan/{name}.c"
                      for name in ("module", "search", "gate", "hotline", "fold", "state")],
             depends=["src/fastscan/fastscan.h"],

@@ -39,12 +39,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from sparktriage.evidence import compiled  # noqa: E402
-from sparktriage.evidence.catalog import GATE_LITERALS  # noqa: E402
-from sparktriage.evidence.logsdoc import LogAnalyzer  # noqa: E402
-from sparktriage.evidence.parser import ParseOptions  # noqa: E402
-from sparktriage.evidence.scan import analyze_inputs, fast_events  # noqa: E402
-from sparktriage.evidence.sources import resolve_inputs  # noqa: E402
+from sparktriage.logs import compiled  # noqa: E402
+from sparktriage.logs.catalog import GATE_LITERALS  # noqa: E402
+from sparktriage.logs.document import LogAnalyzer  # noqa: E402
+from sparktriage.logs.parser import ParseOptions  # noqa: E402
+from sparktriage.logs.scan import analyze_inputs, fast_events  # noqa: E402
+from sparktriage.logs.sources import resolve_inputs  # noqa: E402
 
 FIXTURES = ROOT / "tests" / "fixtures" / "logs"
 STAMP = re.compile(r"(\d\d-\d\d \d\d:\d\d:\d\d)")

@@ -12,7 +12,7 @@ records (`<name>.lines.jsonl`: every stdout/stderr line with its receive time):
 * killed  - requests in flight, then SIGKILL to the worker process (the engine dies);
 * failed  - a copy of the model with a truncated safetensors file (startup fails in load).
 
-The tests parse these files (tests/evidence/test_golden_recorded.py), so CI needs no extra
+The tests parse these files (tests/logs/test_golden_recorded.py), so CI needs no extra
 server starts for these scenarios.
 """
 

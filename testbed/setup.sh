@@ -47,7 +47,7 @@ if [ ! -x .venv/bin/sparktriage ] || [ pyproject.toml -nt .venv/.sparktriage-ins
   [ -x .venv/bin/python ] || "$python" -m venv .venv
   .venv/bin/pip install --quiet --disable-pip-version-check -e '.[test]' 2>&1 | grep -v "is ignored" >&2 || true
   .venv/bin/sparktriage --version >/dev/null
-  .venv/bin/python -c 'from sparktriage.evidence import compiled; assert compiled.scanner()' 2>/dev/null \
+  .venv/bin/python -c 'from sparktriage.logs import compiled; assert compiled.scanner()' 2>/dev/null \
     || echo "setup: the compiled log scanner was not built; sparktriage logs uses the pure-Python one" >&2
   touch .venv/.sparktriage-installed
 fi

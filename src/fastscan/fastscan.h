@@ -1,4 +1,4 @@
-/* fastscan.h: the compiled fast path of `sparktriage logs` (module sparktriage.evidence._fastscan;
+/* fastscan.h: the compiled fast path of `sparktriage logs` (module sparktriage.logs._fastscan;
    docs/logs.md, "The compiled scanner"). One job per unit:
 
    search.c  finding the lines that pass the analysis gate (vector prefilter, exact checks)
@@ -10,13 +10,13 @@
 
 
    Scanner  finds the lines of a block of raw log bytes that pass the analysis gate of
-            evidence/gate.py, in one pass: a vector prefilter (16 bytes, 32 with AVX2) on a pair
+            logs/gate.py, in one pass: a vector prefilter (16 bytes, 32 with AVX2) on a pair
             of adjacent bytes of every needle (the "]" of vLLM's "[file.py:N] ", the JSON formatter's "message" key, the
             gate literals), newline counting on the way, an exact check at each hit.
    HotState holds, while the Python analysis lends it, the state that the two hot line shapes
             touch (the periodic stats line and the SpecDecoding line, 0.11-0.33, in their
             common form): Scanner.next() parses such lines in full and folds them in directly,
-            so Python sees only the rare lines. evidence/hotlink.py lends and takes back.
+            so Python sees only the rare lines. logs/hotlink.py lends and takes back.
 
    Contract: every read stays inside [pos, end) of the caller's buffer (bounds are checked
    before every access), nothing here raises on content, and a hot line is folded in only when

@@ -1,4 +1,4 @@
-/* gate.c: the Scanner type, the analysis gate of evidence/gate.py on raw bytes (search.c finds,
+/* gate.c: the Scanner type, the analysis gate of logs/gate.py on raw bytes (search.c finds,
    this file configures and exposes): candidates, newline counts, the skip over unstamped lines
    that the time anchor needs, and the choice of search kernel. Scanner.next is in fold.c. */
 
@@ -292,7 +292,7 @@ static PyMethodDef Scanner_methods[] = {
     {NULL}};
 
 PyTypeObject fs_ScannerType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sparktriage.evidence._fastscan.Scanner",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sparktriage.logs._fastscan.Scanner",
     .tp_basicsize = sizeof(Scanner),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Scanner(starts, literals, pairs): the analysis gate on raw bytes",

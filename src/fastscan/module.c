@@ -1,4 +1,4 @@
-/* module.c: the module sparktriage.evidence._fastscan, its interned names, and the document's
+/* module.c: the module sparktriage.logs._fastscan, its interned names, and the document's
    window rows (LogAnalyzer._windows and _spec_windows, built here: the same dicts, same keys in
    the same order). parse_hot is exposed for the tests that compare it with the Python parser. */
 

@@ -317,10 +317,10 @@ static PyMemberDef HotState_members[] = {
 #undef M
 
 PyTypeObject fs_HotStateType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sparktriage.evidence._fastscan.HotState",
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sparktriage.logs._fastscan.HotState",
     .tp_basicsize = sizeof(HotState),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "What hot lines change in the analysis, lent by evidence/hotlink.py",
+    .tp_doc = "What hot lines change in the analysis, lent by logs/hotlink.py",
     .tp_new = HotState_new,
     .tp_traverse = (traverseproc)HotState_traverse,
     .tp_clear = (inquiry)HotState_clear,

@@ -3,7 +3,7 @@
 The one secret detector of sparktriage (standard library only: it also runs inside the node
 agent). Three users give it their own stand-ins through a book with `stand_in(kind, value)`:
 the report (`REDACTED-<kind>-<n>`, report/redact.py), capture on the nodes (`***<hmac>`,
-collect/redact.py) and the log documents (`***`, evidence/redact.py).
+collect/redact.py) and the log documents (`***`, logs/redact.py).
 
 What counts as a secret (docs/redaction.md): private key blocks (also when split over several
 log lines), API keys of known shapes (OpenAI `sk-`, Hugging Face `hf_`, NVIDIA `nvapi-`,

@@ -12,7 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from sparktriage.evidence.bundle import Bundle
+from sparktriage.bundle.reader import Bundle
 
 REPO = Path(__file__).resolve().parents[2]
 FAKE = REPO / "tests" / "launch" / "fake_vllm.py"

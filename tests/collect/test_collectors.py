@@ -29,7 +29,7 @@ from sparktriage.collect.procs import ProcsCollector
 from sparktriage.collect.redact import Redactor
 from sparktriage.collect.runner import Runner
 from sparktriage.collect.stacks import StacksCollector
-from sparktriage.evidence.records import (
+from sparktriage.bundle.records import (
     DiskSample, DmesgLine, HostSample, NetSample, ProcSample, StackDump, field_names,
 )
 

@@ -15,7 +15,7 @@ from sparktriage.collect.gpu import GpuCollector, inventory, throttle_names
 from sparktriage.collect.nvml import PynvmlSource, RecordedSource
 from sparktriage.collect.plan import CollectorSpec
 from sparktriage.collect.redact import Redactor
-from sparktriage.evidence.records import GpuSample, field_names
+from sparktriage.bundle.records import GpuSample, field_names
 
 RECORDING = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "nvml" /
                         "h200-recorded.json").read_text())

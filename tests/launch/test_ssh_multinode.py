@@ -21,7 +21,7 @@ from launchkit import PYSPY, fake_deployment, wait_gone
 from sshlab import SshLab
 from sparktriage.config.deployment import load_deployment
 from sparktriage.errors import ConfigError
-from sparktriage.evidence.bundle import Bundle
+from sparktriage.bundle.reader import Bundle
 from sparktriage.launch.plan import build_plan
 from sparktriage.launch.run import launch_once
 from sparktriage.store.rundir import RunDir

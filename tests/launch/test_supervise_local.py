@@ -20,7 +20,7 @@ import pytest
 
 from launchkit import fake_deployment, processes_with, wait_gone
 from sparktriage.config.deployment import load_deployment
-from sparktriage.evidence.bundle import Bundle
+from sparktriage.bundle.reader import Bundle
 from sparktriage.launch.plan import build_plan
 from sparktriage.launch.readiness import api_ready
 from sparktriage.launch.run import launch_once, launch_replicates

@@ -21,7 +21,7 @@ import yaml
 from launchkit import PYSPY, free_port, wait_gone
 from sshlab import SshLab
 from sparktriage.config.deployment import load_deployment
-from sparktriage.evidence.bundle import Bundle
+from sparktriage.bundle.reader import Bundle
 from sparktriage.launch.plan import build_plan
 from sparktriage.launch.readiness import api_ready
 from sparktriage.launch.run import launch_once

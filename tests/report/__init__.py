@@ -1,2 +1,2 @@
 """Report tests; a package so that its module names (report.test_redact) do not clash with
-tests/evidence/test_redact.py under pytest's default import mode."""
+tests/logs/test_redact.py under pytest's default import mode."""

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from sparktriage.bench.chunks import read_chunk
 from sparktriage.sim.plan import plan_stream, read_request
 from sparktriage.sim.scenario import Scenario, SimConfig
-from sparktriage.sim.wire import Renderer, token_id
+from sparktriage.sim.encode import Renderer, token_id
 
 
 def render_all(api: str, model: str, scenario: Scenario, **body) -> list[str]:

@@ -18,9 +18,10 @@ from sparktriage.cli.app import app, invoked_argv
 from sparktriage.cli.exit_codes import ExitCode
 from sparktriage.cli.logs import render_reconcile
 from sparktriage.errors import UsageError
-from sparktriage.evidence.clock import parse_tz
-from sparktriage.evidence.launch_reconcile import MetricsRecorder, reconcile_launch, wait_for_log
-from sparktriage.evidence.sources import resolve_inputs
+from sparktriage.logs.clock import parse_tz
+from sparktriage.bench.metrics_recorder import MetricsRecorder, wait_for_log
+from sparktriage.reconcile.launch import reconcile_launch
+from sparktriage.logs.sources import resolve_inputs
 from sparktriage.store.rundir import RunDir, default_run_path
 
 

@@ -14,7 +14,7 @@ from sparktriage.cli import console
 from sparktriage.cli.app import app
 from sparktriage.cli.exit_codes import ExitCode
 from sparktriage.errors import UsageError
-from sparktriage.launch.attach import CollectRequest, run_collect
+from sparktriage.launch.attach_collect import CollectRequest, run_collect
 from sparktriage.launch.render import render_collect_plan
 from sparktriage.launch.transport import Transport
 

@@ -14,8 +14,8 @@ from sparktriage.cli import console
 from sparktriage.cli.app import app
 from sparktriage.cli.exit_codes import ExitCode
 from sparktriage.errors import UsageError
-from sparktriage.evidence.clock import parse_tz
-from sparktriage.evidence.scan import analyze_inputs
+from sparktriage.logs.clock import parse_tz
+from sparktriage.logs.scan import analyze_inputs
 
 
 def _s(value: float | None, digits: int = 1) -> str:

@@ -15,8 +15,8 @@ from sparktriage.cli.bench import redact_argv, render_table
 from sparktriage.cli.demo import protocol_lines, session_progress
 from sparktriage.cli.exit_codes import ExitCode
 from sparktriage.errors import UsageError
-from sparktriage.evidence.clock import parse_tz
-from sparktriage.evidence.sources import resolve_inputs
+from sparktriage.logs.clock import parse_tz
+from sparktriage.logs.sources import resolve_inputs
 from sparktriage.probe import baseline as baseline_io
 from sparktriage.report.build import parse_formats
 from sparktriage.report.signing import SignSpec

@@ -26,7 +26,7 @@ BOOTSTRAP = (
     "p=os.path.join(d,'agent.zip')\n"
     "f=open(p,'wb');f.write(b.read(n));f.close()\n"
     "sys.path.insert(0,p)\n"
-    "from sparktriage.collect.agent import main\n"
+    "from sparktriage.collect.node_agent import main\n"
     "main(cleanup=d)\n"
 )
 

@@ -18,7 +18,7 @@ from pydantic import Field, field_validator, model_validator
 from sparktriage.config.lab import Lab, Strict, env_mapping
 from sparktriage.config.yamlload import load_model, load_yaml, merge_errors, validate
 from sparktriage.errors import ConfigError, SourceLocation
-from sparktriage.roofline.profiles import RooflineSpec
+from sparktriage.config.roofline import RooflineSpec
 
 FLAG_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 Scalar = Union[str, int, float, bool, None]

@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from sparktriage.errors import ConfigError
-from sparktriage.launch.transport import check_destination, check_jump
+from sparktriage.config.ssh_names import check_destination, check_jump
 
 NODE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,63}$")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

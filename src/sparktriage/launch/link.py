@@ -21,7 +21,7 @@ from typing import Callable
 
 from sparktriage.collect import shipping
 from sparktriage.errors import InputError
-from sparktriage.evidence.bundle_writer import BundleWriter
+from sparktriage.bundle.writer import BundleWriter
 from sparktriage.launch.transport import Transport
 
 Listener = Callable[[str, str, dict], None]  # (node, kind, message)

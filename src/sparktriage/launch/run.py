@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Callable
 
 from sparktriage.errors import LaunchError, SparktriageError
-from sparktriage.evidence import layout
-from sparktriage.evidence.scan import analyze_inputs
+from sparktriage.bundle import layout
+from sparktriage.logs.scan import analyze_inputs
 from sparktriage.launch.plan import LaunchPlan
 from sparktriage.launch.supervisor import Supervisor
 from sparktriage.store.documents import read_records, write_document

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Callable
 
 from sparktriage.errors import LaunchError
-from sparktriage.evidence.bundle_writer import BundleWriter
-from sparktriage.evidence.envdiff import diff_environments, read_environments
+from sparktriage.bundle.writer import BundleWriter
+from sparktriage.bundle.envdiff import diff_environments, read_environments
 from sparktriage.launch.link import AgentLink, new_redact_key
 from sparktriage.launch.plan import LaunchPlan
 from sparktriage.launch.readiness import MarkerClock, api_ready

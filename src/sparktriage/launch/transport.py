@@ -10,15 +10,11 @@ file given (`-F`), with its Host aliases, keys, ports and ProxyJump.
 
 from __future__ import annotations
 
-import re
 import shlex
 import sys
 from dataclasses import dataclass
 
-from sparktriage.errors import ConfigError
-
-_DEST = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.%+-]*(@[A-Za-z0-9_.:%\[\]-]+)?$|^[A-Za-z0-9_.:%\[\]-]+$")
-_JUMP = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.%@:\[\],+-]*$")
+from sparktriage.config.ssh_names import check_destination, check_jump
 
 SSH_DEFAULT_OPTIONS = (
     "-T",  # no pty: the agent talks JSON over plain pipes
@@ -27,18 +23,6 @@ SSH_DEFAULT_OPTIONS = (
     "-o", "ServerAliveCountMax=3",  # a dead link is noticed within ~15 s
     "-o", "ConnectTimeout=15",
 )
-
-
-def check_destination(value: str, what: str = "ssh destination") -> str:
-    if not value or value.startswith("-") or not _DEST.match(value):
-        raise ConfigError(f"{what} {value!r} is not a host, user@host or ssh_config alias")
-    return value
-
-
-def check_jump(value: str) -> str:
-    if not value or value.startswith("-") or not _JUMP.match(value):
-        raise ConfigError(f"proxy_jump {value!r} is not a [user@]host[:port][,...] list")
-    return value
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from sparktriage.report.keys import read_public_key
 from sparktriage.report.signing import SignSpec
 from sparktriage.report.verify import TrustAnchor, verify
 from sparktriage.session.demokey import make_demo_key
-from sparktriage.session.steps import StepLog, bench_summary, probe_step, stalls_step
+from sparktriage.measure.steps import StepLog, bench_summary, probe_step, stalls_step
 from sparktriage.store.documents import write_document
 from sparktriage.store.rundir import SCHEMA_VERSION, LaunchDir, RunDir
 from sparktriage.sweep.engine import plan_sweep, run_sweep

@@ -21,7 +21,7 @@ from sparktriage.bench.endpoint import discover
 from sparktriage.bench.workload import load_workloads
 from sparktriage.report.build import execute, plan_report
 from sparktriage.report.signing import SignSpec
-from sparktriage.session.steps import (StepLog, bench_step, bench_summary, logs_step, probe_step,
+from sparktriage.measure.steps import (StepLog, bench_step, bench_summary, logs_step, probe_step,
                                        stalls_step)
 from sparktriage.store.documents import write_document
 from sparktriage.store.rundir import SCHEMA_VERSION, RunDir

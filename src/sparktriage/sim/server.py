@@ -24,7 +24,7 @@ from sparktriage.sim import http
 from sparktriage.sim.plan import BadRequest, RequestSpec, StreamPlan, plan_stream, read_request
 from sparktriage.sim.scenario import SCHEMA_VERSION, SimConfig
 from sparktriage.sim.truth import truth
-from sparktriage.sim.wire import Renderer, error_document
+from sparktriage.sim.encode import Renderer, error_document
 from sparktriage.store.documents import RecordWriter
 
 HTML_PAGE = b"<!DOCTYPE html><html><head><title>Welcome</title></head><body><h1>It works</h1></body></html>"

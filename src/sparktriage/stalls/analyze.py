@@ -13,7 +13,7 @@ from pathlib import Path
 from sparktriage.stalls import document
 from sparktriage.stalls.detect import DetectParams, detect
 from sparktriage.stalls.engine import Classification, classify_all
-from sparktriage.stalls.evidence import Evidence, load
+from sparktriage.stalls.inputs import Evidence, load
 from sparktriage.stalls.loader import RuleSet, load_directory, require_clean
 from sparktriage.stalls.markers import MarkerSet
 from sparktriage.stalls.validators import default_rules_dir, validate

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from sparktriage.stalls import expr
-from sparktriage.stalls.evidence import frames_text
+from sparktriage.stalls.inputs import frames_text
 from sparktriage.stalls.markers import Mark, MarkerSet, matching_line
 from sparktriage.stalls.schema import Condition
 from sparktriage.stalls.signals import SIGNALS, Window, compute

@@ -20,7 +20,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
-from sparktriage.stalls.evidence import Evidence
+from sparktriage.stalls.inputs import Evidence
 from sparktriage.stalls.markers import Mark, MarkerSet, NodeTimeline, build_timeline
 
 _BAR_MARKERS = ("shard_bar",)

@@ -8,7 +8,7 @@ none. Everything else here is ours and may grow.
 from __future__ import annotations
 
 from sparktriage import __version__
-from sparktriage.evidence.facts import redact
+from sparktriage.logs.facts import redact
 from sparktriage.stalls.engine import DECIDED, EXCLUDED, OPEN, Classification, Score, Verdict
 from sparktriage.stalls.markers import phase_spans
 

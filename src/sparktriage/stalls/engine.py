@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from sparktriage.stalls import expr
 from sparktriage.stalls.conditions import Evaluator, Outcome
 from sparktriage.stalls.detect import Detection, Period
-from sparktriage.stalls.evidence import Evidence
+from sparktriage.stalls.inputs import Evidence
 from sparktriage.stalls.loader import RuleSet
 from sparktriage.stalls.markers import MarkerSet
 from sparktriage.stalls.schema import Rule

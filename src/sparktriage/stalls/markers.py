@@ -13,9 +13,9 @@ import bisect
 import re
 from dataclasses import dataclass, field
 
-from sparktriage.evidence.catalog import PHASES
-from sparktriage.evidence.events import LogEvent
-from sparktriage.evidence.timeline import Timeline
+from sparktriage.logs.catalog import PHASES
+from sparktriage.logs.events import LogEvent
+from sparktriage.logs.timeline import Timeline
 from sparktriage.stalls.schema import Marker, Vocabulary
 
 _BAR = re.compile(r"(\d+)%[^|]*\|\s*(\d+)/(\d+)")

@@ -17,7 +17,7 @@ from functools import cached_property
 from typing import Callable
 
 from sparktriage.stalls.detect import Detection, Period
-from sparktriage.stalls.evidence import Evidence, NodeEvidence
+from sparktriage.stalls.inputs import Evidence, NodeEvidence
 
 _WORLD = re.compile(r"world_size=(\d+)")
 _PAD_S = 5.0

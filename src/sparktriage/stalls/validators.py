@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 from sparktriage.errors import SourceLocation
-from sparktriage.evidence.catalog import PHASES
+from sparktriage.logs.catalog import PHASES
 from sparktriage.stalls import expr
 from sparktriage.stalls.loader import LoadedRule, Problem, RuleSet
 from sparktriage.stalls.schema import Condition

@@ -2,7 +2,7 @@
 
 Sources, in order: the `/metrics` counter deltas of each protocol window
 (`vllm:spec_decode_num_drafts/num_draft_tokens/num_accepted_tokens[_per_pos]`, summed over the
-windows of the launch: evidence.launch_reconcile.metric_windows), else the log's
+windows of the launch: reconcile.launch.metric_windows), else the log's
 `SpecDecoding metrics:` lines (logs.json `spec_decode.windows_detail`; their windows are the
 server's ~10 s intervals, so they may include the gate's few requests). Mean acceptance length =
 1 + accepted / drafts (the bonus token included); position i's rate = accepted at i / drafts.
@@ -15,7 +15,7 @@ least one chunk per step, the check fails and says so).
 
 from __future__ import annotations
 
-from sparktriage.evidence.launch_reconcile import metric_windows
+from sparktriage.reconcile.launch import metric_windows
 from sparktriage.store.rundir import LaunchDir
 
 TOLERANCE = 0.10

@@ -26,10 +26,10 @@ from typing import Callable
 import yaml
 
 from sparktriage.errors import SparktriageError
-from sparktriage.evidence import layout
+from sparktriage.bundle import layout
 from sparktriage.launch.plan import build_plan
 from sparktriage.launch.run import launch_once
-from sparktriage.session.steps import bench_step, probe_step
+from sparktriage.measure.steps import bench_step, probe_step
 from sparktriage.store.documents import write_document
 from sparktriage.store.rundir import LaunchDir, RunDir
 from sparktriage.sweep import allocate

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from sparktriage.launch.attach import CollectRequest, run_collect
+from sparktriage.launch.attach_collect import CollectRequest, run_collect
 from sparktriage.testbed.paths import Testbed
 from sparktriage.testbed.server import free_port
 

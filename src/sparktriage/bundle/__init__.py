@@ -1,0 +1,1 @@
+"""The evidence bundle: its layout, the writer, typed readers for every record kind, and export."""

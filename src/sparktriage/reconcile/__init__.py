@@ -1,0 +1,1 @@
+"""Reconciliation: delivered tokens against the server's log windows and `/metrics` counter deltas."""
