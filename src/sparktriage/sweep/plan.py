@@ -134,6 +134,10 @@ def redacted_document(deployment: Deployment) -> dict:
     names replaced by `***`."""
     doc = deployment.model_dump(mode="json")
     doc["env"] = {k: ("***" if secret_name(k) else v) for k, v in (doc.get("env") or {}).items()}
+    lab = doc.get("lab")
+    for node in (lab.get("nodes") or []) if isinstance(lab, dict) else []:
+        if isinstance(node.get("env"), dict):
+            node["env"] = {k: ("***" if secret_name(k) else v) for k, v in node["env"].items()}
     doc["node_env"] = {n: {k: ("***" if secret_name(k) else v) for k, v in env.items()}
                        for n, env in (doc.get("node_env") or {}).items()}
     return doc
