@@ -1,20 +1,60 @@
-"""The `sparktriage` program: global options, subcommand registration, the one error handler."""
+"""The `sparktriage` program: global options, lazy subcommands, the one error handler.
+
+Commands are listed in `cli/registry.py`; `LazyGroup` imports a command's module only when the
+command line names it, and lists the others from the registry's help texts.
+"""
 
 from __future__ import annotations
 
+import importlib
+import re
 import signal
 import sys
 import threading
 
+from typer import _click as click  # typer vendors click; its types are what the group sees
 import typer
+import typer.core
 import typer.main
 
 from sparktriage import __version__
 from sparktriage.cli import console
 from sparktriage.cli.exit_codes import ExitCode
+from sparktriage.cli.helpstyle import restyle
+from sparktriage.cli.registry import BY_NAME, COMMANDS
 from sparktriage.errors import SparktriageError
 
+
+class LazyGroup(typer.core.TyperGroup):
+    """The root group: commands come from the registry, each imported when first asked for."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [command.name for command in COMMANDS]
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        entry = BY_NAME.get(name)
+        if entry is None:
+            return None
+        target = getattr(importlib.import_module(f"sparktriage.cli.{entry.module}"), entry.attr)
+        if entry.group:
+            command = typer.main.get_command(target)
+        else:
+            single = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
+                                 rich_markup_mode=None)
+            single.command(name=name)(target)
+            command = typer.main.get_command(single)
+        command.name = name
+        restyle(command)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(command.name, command.help) for command in COMMANDS]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
 app = typer.Typer(
+    cls=LazyGroup,
     name="sparktriage",
     help="Diagnose vLLM deployments of large FP4 MoE models on GB10 / DGX Spark clusters.",
     add_completion=False,
@@ -23,12 +63,7 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-_state: dict = {"debug": False, "argv": []}
-
-
-def invoked_argv() -> list[str]:
-    """The arguments of this invocation (after the program name), as given to `main()`."""
-    return list(_state["argv"])
+_state: dict = {"debug": False}
 
 
 def _version(value: bool) -> None:
@@ -46,12 +81,6 @@ def _root(
 ) -> None:
     """Diagnose vLLM deployments of large FP4 MoE models on GB10 / DGX Spark clusters."""
     _state["debug"] = debug
-
-
-def _register() -> None:
-    # Each command lives in its own module; importing it registers it on `app`.
-    from sparktriage.cli import bench, collect, demo, launch, logs, probe, rules, simulate, stalls  # noqa: F401
-    from sparktriage.cli import report, selfcheck, sweep, verify  # noqa: F401
 
 
 TERMINATION_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
@@ -72,12 +101,27 @@ def _interrupt_on_termination() -> None:
             signal.signal(sig, _raise_interrupt)
 
 
+_PYDANTIC = (  # the parser's value errors come in pydantic's words; say them plainly
+    (re.compile(r"Input should be a valid (integer|number|boolean)[^(]*"),
+     lambda m: f"expected {'an integer' if m.group(1) == 'integer' else 'a ' + m.group(1)}"),
+    (re.compile(r"Input should be (greater|less) than or equal to ([^ (]+)[^(]*"),
+     lambda m: f"must be {'at least' if m.group(1) == 'greater' else 'at most'} {m.group(2)}"),
+    (re.compile(r"Input should be (greater|less) than ([^ (]+)[^(]*"),
+     lambda m: f"must be {m.group(1)} than {m.group(2)}"),
+)
+
+
+def _plain(message: str) -> str:
+    for pattern, repl in _PYDANTIC:
+        message = pattern.sub(repl, message)
+    return message.rstrip(", ")
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `sparktriage` script: run a command and exit with its ExitCode."""
     args = list(sys.argv[1:] if argv is None else argv)
     _state["debug"] = "--debug" in args
-    _state["argv"] = args
-    _register()
+    console.set_argv(args)
     _interrupt_on_termination()
     command = typer.main.get_command(app)
     try:
@@ -91,8 +135,10 @@ def main(argv: list[str] | None = None) -> None:
         if type(exc).__name__ == "NoArgsIsHelpError":  # bare `sparktriage`: show the help
             console.stderr.print(exc.format_message(), markup=False)
             sys.exit(ExitCode.USAGE)
-        message = " ".join(exc.format_message().split())
-        console.stderr.print(f"error: {message} (see sparktriage --help)", markup=False)
+        message = _plain(" ".join(exc.format_message().split()))
+        ctx = getattr(exc, "ctx", None)
+        where = ctx.command_path if ctx is not None and ctx.command_path else "sparktriage"
+        console.stderr.print(f"error: {message} (see {where} --help)", markup=False)
         sys.exit(ExitCode.USAGE)
     except KeyboardInterrupt:
         console.stderr.print("interrupted", markup=False)

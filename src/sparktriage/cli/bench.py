@@ -8,60 +8,18 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.table import Table
 
-from sparktriage.bench.client import ClientSettings
-from sparktriage.bench.protocol import ProtocolPlan, rebuild_run, run_protocol
-from sparktriage.bench.workload import load_workloads
 from sparktriage.cli import console
-from sparktriage.cli.app import app, invoked_argv
 from sparktriage.cli.exit_codes import ExitCode
-from sparktriage.cli.logs import render_reconcile
+from sparktriage.cli.progress import bench_progress
+from sparktriage.cli.views import render_reconcile, render_table
 from sparktriage.errors import UsageError
-from sparktriage.logs.clock import parse_tz
-from sparktriage.bench.metrics_recorder import MetricsRecorder, wait_for_log
-from sparktriage.reconcile.launch import reconcile_launch
-from sparktriage.logs.sources import resolve_inputs
-from sparktriage.store.rundir import RunDir, default_run_path
 
 
-def _progress(event: str, details: dict) -> None:
-    if event == "server":
-        version = details["version"] or "unknown version"
-        console.info(f"server {details['base_url']} ({version}), model {details['model']}")
-    elif event == "capabilities":
-        sources = ", ".join(details["sources"]) or "none"
-        console.info(f"{details['workload']}: token sources {sources}")
-        for note in details["notes"]:
-            console.warn(note)
-    elif event == "request":
-        tag = "warm-up" if details["warmup"] else "request"
-        rate = details["decode_tok_s"]
-        rate_text = f"{rate:8.1f} tok/s" if rate is not None else "       - tok/s"
-        line = (f"{details['workload']:>8} {tag} {details['index'] + 1:>3}/{details['total']}: "
-                f"{details['status']:<10} {details['output_tokens']:>5} tok {rate_text}")
-        if details["status"] != "ok":
-            line += f"  ({details['reason']})"
-        console.info(line)
 
 
-def _fmt(value: float | None, digits: int = 1) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
 
 
-def render_table(document: dict) -> Table:
-    table = Table(title=f"Delivered tokens: {document['model']} at {document['endpoint']}")
-    for column in ("workload", "n", "decode tok/s", "95% CI", "median", "MAD", "TTFT s",
-                   "e2e tok/s", "failed"):
-        table.add_column(column, justify="right" if column != "workload" else "left")
-    for w in document["workloads"]:
-        s = w["summary"]
-        d = s["decode_tok_s"]
-        ci = "-" if d["ci95_low"] is None else f"{d['ci95_low']:.1f}–{d['ci95_high']:.1f}"
-        table.add_row(w["name"], str(d["n"]), _fmt(d["mean"]), ci, _fmt(d["median"]),
-                      _fmt(d["mad"]), _fmt(s["ttft_s"]["mean"], 3), _fmt(s["e2e_tok_s"]["mean"]),
-                      str(s["counts"]["error"] + s["counts"]["incomplete"]))
-    return table
 
 
 def _failed(document: dict) -> int:
@@ -70,6 +28,8 @@ def _failed(document: dict) -> int:
 
 
 def _rebuild(path: Path, json_out: str | None) -> None:
+    from sparktriage.bench.protocol import rebuild_run
+    from sparktriage.store.rundir import RunDir
     documents = rebuild_run(RunDir.open(path))
     for document in documents:
         console.data_console(json_out).print(render_table(document))
@@ -80,7 +40,6 @@ def _rebuild(path: Path, json_out: str | None) -> None:
         raise typer.Exit(ExitCode.FINDINGS)
 
 
-@app.command("bench")
 def bench(
     endpoint: Optional[str] = typer.Option(None, "--endpoint", help="Server base URL, e.g. http://host:8000."),
     workload: list[str] = typer.Option(
@@ -102,6 +61,14 @@ def bench(
     log_tz: Optional[str] = typer.Option(None, "--log-tz", help="Time zone of the log's stamps: UTC, +02:00, Europe/Paris [local]."),
 ) -> None:
     """Measure tokens delivered to a streaming client (TTFT, decode and end-to-end rates)."""
+    from sparktriage.bench.client import ClientSettings
+    from sparktriage.bench.protocol import ProtocolPlan, run_protocol
+    from sparktriage.bench.workload import load_workloads
+    from sparktriage.logs.clock import parse_tz
+    from sparktriage.bench.metrics_recorder import MetricsRecorder, wait_for_log
+    from sparktriage.reconcile.launch import reconcile_launch
+    from sparktriage.logs.sources import resolve_inputs
+    from sparktriage.store.rundir import RunDir, default_run_path
     if rebuild is not None:
         if endpoint is not None:
             raise UsageError("--rebuild works offline: do not give --endpoint with it")
@@ -117,7 +84,7 @@ def bench(
         base_url=endpoint, api_key=api_key or os.environ.get("OPENAI_API_KEY") or None,
         stall_timeout_s=stall_timeout, verify_tls=not insecure,
     )
-    run = RunDir.create(out or default_run_path(), ["sparktriage", *redact_argv(invoked_argv())])
+    run = RunDir.create(out or default_run_path(), ["sparktriage", *redact_argv(console.invoked_argv())])
     launch = run.next_launch()
     console.info(f"run directory: {run.path}")
     zone = parse_tz(log_tz)
@@ -125,7 +92,7 @@ def bench(
         resolve_inputs(log)  # a wrong path fails now, not after the measurement
     headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else None
     recorder = MetricsRecorder(metrics, launch, console.warn, headers) if metrics else None
-    observe = recorder.observer(_progress) if recorder else _progress
+    observe = recorder.observer(bench_progress) if recorder else bench_progress
     document = run_protocol(ProtocolPlan(settings, model, workloads), launch, observe)
     console.data_console(json_out).print(render_table(document))
     for w in document["workloads"]:

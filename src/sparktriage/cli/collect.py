@@ -11,12 +11,8 @@ from typing import Optional
 import typer
 
 from sparktriage.cli import console
-from sparktriage.cli.app import app
 from sparktriage.cli.exit_codes import ExitCode
 from sparktriage.errors import UsageError
-from sparktriage.launch.attach_collect import CollectRequest, run_collect
-from sparktriage.launch.render import render_collect_plan
-from sparktriage.launch.transport import Transport
 
 
 def _progress(event: str, details: dict) -> None:
@@ -36,7 +32,6 @@ def _progress(event: str, details: dict) -> None:
         console.info(f"target {details.get('name')} ended ({what})")
 
 
-@app.command("collect")
 def collect(
     pid: Optional[int] = typer.Option(None, "--pid", min=1, help="Attach to this server process."),
     match: Optional[str] = typer.Option(None, "--match", help="Attach to the first process whose command line matches this regular expression (waits for it)."),
@@ -58,6 +53,9 @@ def collect(
     json_out: Optional[str] = typer.Option(None, "--json", help="Write the result summary to PATH, or - for stdout."),
 ) -> None:
     """Collect an evidence bundle around a running server (by PID, by command-line match, or by running a command)."""
+    from sparktriage.launch.attach_collect import CollectRequest, run_collect
+    from sparktriage.launch.render import render_collect_plan
+    from sparktriage.launch.transport import Transport
     if sum(x is not None for x in (pid, match, cmd)) != 1:
         raise UsageError("give exactly one of --pid, --match or --cmd")
     if match is not None:

@@ -22,6 +22,19 @@ stderr = Console(stderr=True, highlight=False, soft_wrap=True,
 stdout = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
 
 
+_argv: list[str] = []
+
+
+def set_argv(args: list[str]) -> None:
+    """Remember this invocation's arguments (after the program name), as given to `main()`."""
+    _argv[:] = list(args)
+
+
+def invoked_argv() -> list[str]:
+    """The arguments of this invocation, as given to `main()`."""
+    return list(_argv)
+
+
 def info(message: str) -> None:
     """A progress or status line on stderr."""
     stderr.print(message, markup=False)

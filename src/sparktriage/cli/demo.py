@@ -9,40 +9,12 @@ from typing import Optional
 import typer
 
 from sparktriage.cli import console
-from sparktriage.cli.app import app, invoked_argv
-from sparktriage.cli.bench import _progress as bench_progress
-from sparktriage.cli.bench import render_table
 from sparktriage.cli.exit_codes import ExitCode
-from sparktriage.cli.launch import _progress as launch_progress
-from sparktriage.cli.probe import _progress as probe_progress
+from sparktriage.cli.progress import protocol_lines, session_progress
+from sparktriage.cli.views import render_table
 from sparktriage.errors import LaunchError, UsageError
-from sparktriage.report.build import parse_formats
-from sparktriage.session.demo import DemoSettings, run_demo
-from sparktriage.store.rundir import RunDir, default_run_path
-from sparktriage.testbed.paths import locate
 
 
-def session_progress(event: str, details: dict) -> None:
-    if event == "sweep-launch":
-        depth = details["depth"]
-        console.info(f"launch {details['label']}: "
-                     + ("no speculative decoding" if not depth else f"ngram speculation, depth {depth}"))
-    elif event == "step":
-        console.info(f"step {details['name']}" + (f" ({details['launch']})" if details["launch"] else ""))
-    elif event == "step-failed":
-        console.warn(f"step {details['name']} failed: {details['reason']}")
-    elif event == "warning":
-        console.warn(details["text"])
-    elif event.startswith("probe-"):
-        probe_progress(event[len("probe-"):], details)
-    elif event in ("sweep-launch-done", "sweep-decision", "sweep-resume"):
-        return
-    elif event == "report":
-        console.info(f"report {details['dir']} (signature verified: {details['verified']})")
-    elif event in ("server", "capabilities", "request"):
-        bench_progress(event, details)
-    else:
-        launch_progress(event, details)
 
 
 def _depths(text: str) -> tuple[int, ...]:
@@ -55,26 +27,6 @@ def _depths(text: str) -> tuple[int, ...]:
     return depths
 
 
-def protocol_lines(bench: dict | None) -> list[str]:
-    """The protocol's headline per workload (a session summary's `bench`) as plain lines."""
-    if not bench:
-        return []
-    lines = []
-    for name, w in bench["workloads"].items():
-        rate = w["decode_tok_s"]
-        line = f"delivered {name}: "
-        if rate["mean"] is not None:
-            ci = ("" if rate["ci95_low"] is None
-                  else f" (95% CI {rate['ci95_low']:.1f}-{rate['ci95_high']:.1f})")
-            line += f"{rate['mean']:.1f} tok/s decode{ci}, n={rate['n']}; "
-        else:
-            line += "no decode rate (responses arrived in one burst); "
-        if w["e2e_tok_s"] is not None:
-            line += f"{w['e2e_tok_s']:.1f} tok/s end to end; "
-        lines.append(line + f"{w['failed']} failed")
-    if bench.get("reconcile_verdict"):
-        lines.append(f"delivered vs logged (/metrics and the log): {bench['reconcile_verdict']}")
-    return lines
 
 
 def render_summary(doc: dict) -> list[str]:
@@ -112,7 +64,6 @@ def render_summary(doc: dict) -> list[str]:
     return lines
 
 
-@app.command("demo")
 def demo(
     out: Optional[Path] = typer.Option(None, "--out", help="Run directory [./runs/<timestamp>]."),
     requests: int = typer.Option(15, "--requests", min=1, help="Measured requests per workload."),
@@ -126,12 +77,16 @@ def demo(
 ) -> None:
     """Run a whole session on the local CPU vLLM with the bundled tiny MoE: launch, stall watch,
     probe, protocol, speculative sweep, signed report."""
+    from sparktriage.report.build import parse_formats
+    from sparktriage.session.demo import DemoSettings, run_demo
+    from sparktriage.store.rundir import RunDir, default_run_path
+    from sparktriage.testbed.paths import locate
     parse_formats(formats)  # a wrong --format fails now, not after the session
     settings = DemoSettings(depths=_depths(depths), launches=launches, requests=requests,
                             max_tokens=max_tokens, startup_timeout_s=ready_timeout,
                             probe=not no_probe, formats=formats)
     bed = locate().check()
-    run = RunDir.create(out or default_run_path(), ["sparktriage", *invoked_argv()])
+    run = RunDir.create(out or default_run_path(), ["sparktriage", *console.invoked_argv()])
     console.info(f"run directory: {run.path}")
     doc = run_demo(run, bed, settings, session_progress)
     out_console = console.data_console(json_out)

@@ -11,33 +11,12 @@ from typing import Optional
 import typer
 
 from sparktriage.cli import console
-from sparktriage.cli.app import app
-from sparktriage.config.deployment import load_deployment
+from sparktriage.cli.progress import launch_progress
 from sparktriage.errors import ConfigError
-from sparktriage.launch.plan import build_plan
-from sparktriage.launch.render import render_launch_plan
-from sparktriage.launch.run import launch_replicates, raise_for
-from sparktriage.store.rundir import RunDir, default_run_path
 
 
-def _progress(event: str, details: dict) -> None:
-    if event == "launch":
-        console.info(f"launch {details['label']} ({details['index']}/{details['count']})")
-    elif event == "agents":
-        console.info(f"agents running on {', '.join(details['nodes'])}")
-    elif event == "stage":
-        console.info(f"stage {details['name']}")
-    elif event == "process":
-        console.info(f"[{details['node']}] started {details['name']} (pid {details['pid']})")
-    elif event == "marker":
-        console.info(f"[{details['node']}] {details['marker']}")
-    elif event == "ready":
-        console.info(f"ready after {details['after_s']:.1f} s at {details['endpoint']}")
-    elif event == "failure":
-        console.warn(details["reason"])
 
 
-@app.command("launch")
 def launch(
     deployment: Path = typer.Argument(..., help="Deployment YAML (docs/launch.md)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the per-node plan (argv and environment) and stop."),
@@ -49,6 +28,11 @@ def launch(
     json_out: Optional[str] = typer.Option(None, "--json", help="Write the result (or with --dry-run the plan) to PATH, or - for stdout."),
 ) -> None:
     """Start a deployment on its nodes, watch it to readiness, collect an evidence bundle, stop it."""
+    from sparktriage.config.deployment import load_deployment
+    from sparktriage.launch.plan import build_plan
+    from sparktriage.launch.render import render_launch_plan
+    from sparktriage.launch.run import launch_replicates, raise_for
+    from sparktriage.store.rundir import RunDir, default_run_path
     try:
         dep = load_deployment(deployment, lab)
     except ConfigError as exc:
@@ -65,7 +49,7 @@ def launch(
     run = RunDir.create(out or default_run_path(), ["sparktriage", *sys.argv[1:]])
     (run.path / "deployment.yaml").write_bytes(deployment.read_bytes())
     console.info(f"run directory: {run.path}")
-    results = launch_replicates(plan, run, launches, _progress, hold_s=hold)
+    results = launch_replicates(plan, run, launches, launch_progress, hold_s=hold)
     for result in results:
         line = f"{result['label']}: {result.get('outcome')}"
         if result.get("ready_s") is not None:

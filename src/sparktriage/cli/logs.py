@@ -6,16 +6,10 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.console import Group
-from rich.table import Table
-from rich.text import Text
 
 from sparktriage.cli import console
-from sparktriage.cli.app import app
 from sparktriage.cli.exit_codes import ExitCode
 from sparktriage.errors import UsageError
-from sparktriage.logs.clock import parse_tz
-from sparktriage.logs.scan import analyze_inputs
 
 
 def _s(value: float | None, digits: int = 1) -> str:
@@ -27,6 +21,7 @@ def _clock(text: str | None) -> str:
 
 
 def _phase_table(doc: dict) -> Table:
+    from rich.table import Table
     table = Table(title="Startup phases (wall clock)", title_justify="left")
     for column in ("phase", "start", "end", "seconds", "first line"):
         table.add_column(column, justify="right" if column == "seconds" else "left",
@@ -39,6 +34,7 @@ def _phase_table(doc: dict) -> Table:
 
 
 def _gap_table(doc: dict) -> Table:
+    from rich.table import Table
     table = Table(title="Reported by vLLM vs wall clock", title_justify="left")
     for column in ("what", "reported s", "wall s", "gap s", ""):
         table.add_column(column, justify="left" if column in ("what", "") else "right")
@@ -50,6 +46,8 @@ def _gap_table(doc: dict) -> Table:
 
 def render(doc: dict) -> Group:
     """The human-readable view of a `logs` document."""
+    from rich.console import Group
+    from rich.text import Text
     parts: list = []
     st = doc["startup"]
     state = ("complete" if st["complete"] else "FAILED" if st["failed"] else
@@ -103,33 +101,8 @@ def render(doc: dict) -> Group:
     return Group(*parts)
 
 
-def render_reconcile(doc: dict) -> Group:
-    """The human-readable view of a reconciliation (bench --log/--metrics)."""
-    d = doc["delivered"]
-    parts: list = [Text(f"Reconciliation: {doc['verdict']}", style="bold")]
-    parts.append(Text(f"delivered: {d['tokens']} tokens in {d['requests']} requests, "
-                      f"{d['chunks']} chunks, decode mean {_s(d['decode_tok_s_mean'])} tok/s"))
-    m = doc.get("metrics")
-    if m and m.get("generation_tokens") is not None:
-        parts.append(Text(f"/metrics: vllm:generation_tokens_total rose by "
-                          f"{m['generation_tokens']:.0f} over the protocol windows "
-                          f"(difference {m['difference_tokens']:+.0f})"))
-    log = doc.get("log")
-    if log and log["windows"]:
-        table = Table(title="Log windows vs tokens delivered in them", title_justify="left")
-        for column in ("end", "s", "log tok/s", "log tokens", "delivered", "busy", "verdict"):
-            table.add_column(column, justify="left" if column in ("end", "verdict") else "right")
-        for w in log["windows"]:
-            table.add_row(_clock(w["end"]), _s(w["seconds"]), _s(w["logged_tok_s"]),
-                          _s(w["logged_tokens"], 0), str(w["delivered_tokens"]),
-                          f"{100 * w['decode_busy_fraction']:.0f}%", w["verdict"])
-        parts.append(table)
-    for r in doc["reasons"]:
-        parts.append(Text(f"- {r['text']}"))
-    return Group(*parts)
 
 
-@app.command("logs")
 def logs(
     log: List[str] = typer.Argument(..., help="Log files, NODE=FILE, bundles (folder or .tar.gz), or - for stdin."),
     json_out: Optional[str] = typer.Option(None, "--json", help="Write the logs document to PATH, or - for stdout."),
@@ -137,6 +110,8 @@ def logs(
     year: Optional[int] = typer.Option(None, "--year", min=1970, max=9999, help="Year of the first stamp [inferred from file time]."),
 ) -> None:
     """Parse vLLM logs: startup phases, throughput and speculative-decoding series, kernels, errors."""
+    from sparktriage.logs.clock import parse_tz
+    from sparktriage.logs.scan import analyze_inputs
     zone = parse_tz(tz)
     if json_out is not None and json_out != "-" and Path(json_out).is_dir():
         raise UsageError(f"--json {json_out}: is a folder")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 from pathlib import Path
@@ -11,28 +10,13 @@ from typing import Optional
 import typer
 
 from sparktriage.cli import console
-from sparktriage.cli.app import app
+from sparktriage.cli.progress import probe_progress
 from sparktriage.cli.exit_codes import ExitCode
 from sparktriage.errors import UsageError
-from sparktriage.probe import baseline as baseline_io
-from sparktriage.probe.render import render_text
-from sparktriage.probe.runner import ProbeSettings, run_probe
-from sparktriage.store.documents import RecordWriter
-from sparktriage.store.rundir import RunDir, default_run_path
 
 
-def _progress(event: str, details: dict) -> None:
-    if event == "server":
-        console.info(f"server {details['base_url']} ({details['version'] or 'unknown version'}), "
-                     f"model {details['model']}")
-    elif event == "capabilities":
-        for line in details["limitations"]:
-            console.warn(line)
-    elif event == "phase":
-        console.info(f"probe: {details['name']} phase, {details['requests']} requests")
 
 
-@app.command("probe")
 def probe(
     endpoint: str = typer.Option(..., "--endpoint", help="Server base URL, e.g. http://host:8000."),
     baseline: Optional[Path] = typer.Option(None, "--baseline", help="Fingerprint of a known-good launch to compare with."),
@@ -47,6 +31,12 @@ def probe(
     json_out: Optional[str] = typer.Option(None, "--json", help="Write the probe document to PATH, or - for stdout."),
 ) -> None:
     """Probe a server for FP4 garbage (healthy / suspect / garbage, with the evidence)."""
+    import asyncio
+    from sparktriage.probe import baseline as baseline_io
+    from sparktriage.probe.render import render_text
+    from sparktriage.probe.runner import ProbeSettings, run_probe
+    from sparktriage.store.documents import RecordWriter
+    from sparktriage.store.rundir import RunDir, default_run_path
     if baseline is not None and reference is not None:
         raise UsageError("give --baseline or --reference, not both")
     if baseline is not None:
@@ -58,7 +48,7 @@ def probe(
     launch = run.next_launch()
     console.info(f"run directory: {run.path}")
     with RecordWriter(launch.path / "probe-requests.jsonl") as writer:
-        outcome = asyncio.run(run_probe(settings, _progress, writer.append))
+        outcome = asyncio.run(run_probe(settings, probe_progress, writer.append))
     document = outcome.document
     launch.write("probe.json", document)
     if save_baseline is not None:

@@ -8,9 +8,6 @@ from typing import Optional
 import typer
 
 from sparktriage.cli import console
-from sparktriage.cli.app import app
-from sparktriage.report.build import execute, plan_report
-from sparktriage.report.signing import SignSpec
 
 
 def _progress(event: str, details: dict) -> None:
@@ -25,7 +22,6 @@ def _progress(event: str, details: dict) -> None:
         console.info(f"rendered {details['plots']} plots")
 
 
-@app.command("report")
 def report(
     run_dir: Path = typer.Argument(..., metavar="RUN_DIR", help="Run directory to report on."),
     out: Optional[Path] = typer.Option(None, "--out", help="Report folder [RUN_DIR/report]."),
@@ -37,6 +33,8 @@ def report(
     json_out: Optional[str] = typer.Option(None, "--json", help="Write the build summary to PATH, or - for stdout."),
 ) -> None:
     """Render a redacted, signed Markdown and PDF report from a run directory."""
+    from sparktriage.report.build import execute, plan_report
+    from sparktriage.report.signing import SignSpec
     spec = SignSpec(sign, identity) if sign else None
     if identity and not sign:
         console.warn("--identity has no effect without --sign")

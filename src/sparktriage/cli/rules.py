@@ -8,12 +8,9 @@ from typing import Optional
 import typer
 
 from sparktriage.cli import console
-from sparktriage.cli.app import app
 from sparktriage.cli.exit_codes import ExitCode
-from sparktriage.stalls.check import run_checks
 
 rules_app = typer.Typer(help="Stall rules: validate and inspect.", no_args_is_help=True)
-app.add_typer(rules_app, name="rules")
 
 
 @rules_app.command("check")
@@ -28,6 +25,7 @@ def check(
                                             help="Write the check report as JSON (- for stdout)."),
 ) -> None:
     """Validate the stall rules: schema, validators, then positive and negative fixtures."""
+    from sparktriage.stalls.check import run_checks
     report = run_checks(rules_dir, None if no_fixtures else fixtures, use_fixtures=not no_fixtures)
     console.write_json(report, json_dest)
     out = console.data_console(json_dest)

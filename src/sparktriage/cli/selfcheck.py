@@ -10,19 +10,11 @@ from typing import List, Optional
 import typer
 
 from sparktriage.cli import console
-from sparktriage.cli.app import app, invoked_argv
-from sparktriage.cli.bench import redact_argv, render_table
-from sparktriage.cli.demo import protocol_lines, session_progress
+from sparktriage.cli.bench import redact_argv
+from sparktriage.cli.progress import protocol_lines, session_progress
+from sparktriage.cli.views import render_table
 from sparktriage.cli.exit_codes import ExitCode
 from sparktriage.errors import UsageError
-from sparktriage.logs.clock import parse_tz
-from sparktriage.logs.sources import resolve_inputs
-from sparktriage.probe import baseline as baseline_io
-from sparktriage.report.build import parse_formats
-from sparktriage.report.signing import SignSpec
-from sparktriage.report.signing import resolve as resolve_signer
-from sparktriage.session.selfcheck import SelfcheckSettings, check_endpoint, run_selfcheck
-from sparktriage.store.rundir import RunDir, default_run_path
 
 
 def render_summary(doc: dict) -> list[str]:
@@ -55,7 +47,6 @@ def render_summary(doc: dict) -> list[str]:
     return lines
 
 
-@app.command("selfcheck")
 def selfcheck(
     endpoint: str = typer.Option(..., "--endpoint", help="Server base URL, e.g. http://host:8000."),
     log: Optional[List[str]] = typer.Option(None, "--log", help="Server log: FILE, NODE=FILE, a bundle or *.lines.jsonl (repeatable; the first is classified for stalls)."),
@@ -75,6 +66,14 @@ def selfcheck(
     json_out: Optional[str] = typer.Option(None, "--json", help="Write the summary to PATH, or - for stdout."),
 ) -> None:
     """Check a running server: garbage probe, delivered tokens, log and metrics reconciliation, report."""
+    from sparktriage.logs.clock import parse_tz
+    from sparktriage.logs.sources import resolve_inputs
+    from sparktriage.probe import baseline as baseline_io
+    from sparktriage.report.build import parse_formats
+    from sparktriage.report.signing import SignSpec
+    from sparktriage.report.signing import resolve as resolve_signer
+    from sparktriage.session.selfcheck import SelfcheckSettings, check_endpoint, run_selfcheck
+    from sparktriage.store.rundir import RunDir, default_run_path
     if baseline is not None and reference is not None:
         raise UsageError("give --baseline or --reference, not both")
     if metrics is not None and no_metrics:
@@ -92,7 +91,7 @@ def selfcheck(
         baseline=baseline, reference=reference, quick=quick, workloads=tuple(workload),
         sign=SignSpec(sign) if sign else None, formats=formats, tz=parse_tz(log_tz), probe=not no_probe)
     check_endpoint(settings)  # unreachable: exit 3 before a run directory exists
-    run = RunDir.create(out or default_run_path(), ["sparktriage", *redact_argv(invoked_argv())])
+    run = RunDir.create(out or default_run_path(), ["sparktriage", *redact_argv(console.invoked_argv())])
     console.info(f"run directory: {run.path}")
     doc = run_selfcheck(run, settings, session_progress)
     data = console.data_console(json_out)

@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Optional
 
 import typer
-from pydantic import ValidationError
 
 from sparktriage.cli import console
-from sparktriage.cli.app import app
 from sparktriage.errors import UsageError
-from sparktriage.sim.scenario import Scenario, SimConfig, Stall, load_config
-from sparktriage.sim.server import serve
 
 
 def _stall(text: str) -> Stall:
+    from sparktriage.sim.scenario import Stall
     at, sep, seconds = text.partition(":")
     try:
         return Stall(at=int(at), seconds=float(seconds))
@@ -35,10 +31,10 @@ def _pattern(text: str) -> int | tuple[int, ...]:
 
 
 def _scenario(**fields) -> Scenario:
+    from sparktriage.sim.scenario import Scenario
     return Scenario.model_validate(fields)
 
 
-@app.command("simulate")
 def simulate(
     port: int = typer.Option(8000, "--port", min=0, max=65535, help="TCP port (0: any free port)."),
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on."),
@@ -68,6 +64,10 @@ def simulate(
     spin_us: float = typer.Option(150.0, "--spin-us", min=0, help="Busy-wait this many microseconds before each send."),
 ) -> None:
     """Serve a simulated OpenAI-compatible API with an exact token schedule and faults."""
+    import asyncio
+    from pydantic import ValidationError
+    from sparktriage.sim.scenario import SimConfig, load_config
+    from sparktriage.sim.server import serve
     scenario_options = dict(
         rate=rate, gap=gap, eos_after=eos_after, error_at=error_at, reset_at=reset_at,
         close_at=close_at, malformed_at=malformed_at,

@@ -8,16 +8,12 @@ from typing import Optional
 import typer
 
 from sparktriage.cli import console
-from sparktriage.cli.app import app
 from sparktriage.cli.exit_codes import ExitCode
-from sparktriage.stalls.analyze import analyze, load_rules
-from sparktriage.stalls.detect import DetectParams
-from sparktriage.stalls.render import render
+from sparktriage.stalls.params import DetectParams
 
 _DEFAULTS = DetectParams()
 
 
-@app.command("stalls")
 def stalls(
     source: Path = typer.Argument(..., help="Evidence bundle (folder or .tar.gz), line records "
                                   "(*.lines.jsonl) or a plain vLLM log."),
@@ -36,6 +32,8 @@ def stalls(
                                      help="Weight-read rate below which a load crawls, in MB/s."),
 ) -> None:
     """Show the startup timeline with stalls marked, and classify each with evidence and fix."""
+    from sparktriage.stalls.analyze import analyze, load_rules
+    from sparktriage.stalls.render import render
     params = DetectParams(silence_s=silence_s, spawn_s=spawn_s, min_stall_s=min_stall_s,
                           crawl_floor_bps=crawl_mbps * 1e6, crawl_s=_DEFAULTS.crawl_s,
                           asym_ratio=_DEFAULTS.asym_ratio)

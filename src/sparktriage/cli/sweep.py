@@ -8,42 +8,13 @@ from typing import Optional
 import typer
 
 from sparktriage.cli import console
-from sparktriage.cli.app import app, invoked_argv
-from sparktriage.cli.bench import _progress as bench_progress
 from sparktriage.cli.exit_codes import ExitCode
-from sparktriage.cli.launch import _progress as launch_progress
+from sparktriage.cli.progress import sweep_progress
 from sparktriage.errors import LaunchError, UsageError
-from sparktriage.sweep.engine import plan_sweep, run_sweep
-from sparktriage.sweep.plan import parse_depths
-from sparktriage.sweep.render import render_lines
 
 
-def sweep_progress(event: str, details: dict) -> None:
-    if event == "sweep-launch":
-        console.info(f"launch {details['label']} ({details['index']}/{details['max']} at most): "
-                     f"depth {details['depth']}, {details['why']}")
-    elif event == "sweep-launch-done":
-        rate = details.get("delivered_tok_s")
-        console.info(f"{details['label']} depth {details['depth']}: {details['status']}"
-                     + (f", {rate:.2f} tok/s" if rate is not None else "")
-                     + (f" ({details['reason']})" if details.get("reason") else ""))
-    elif event == "sweep-resume":
-        console.info(f"resuming: {details['finished']} finished launch(es) kept"
-                     + (f", interrupted {', '.join(details['interrupted'])} not reused"
-                        if details["interrupted"] else ""))
-    elif event == "warning":
-        console.warn(details["text"])
-    elif event in ("server", "capabilities", "request"):
-        bench_progress(event, details)
-    elif event in ("sweep-decision",) or event.startswith("probe-"):
-        return
-    else:
-        launch_progress(event, details)
-
-
-@app.command("sweep")
 def sweep(
-    deploy: Optional[Path] = typer.Argument(None, metavar="DEPLOY.yaml", help="Deployment to sweep (not with --resume)."),
+    deploy: Optional[Path] = typer.Argument(None, metavar="DEPLOY", help="Deployment YAML to sweep (not with --resume)."),
     lab: Optional[Path] = typer.Option(None, "--lab", help="Lab file, instead of the deployment's."),
     depths: str = typer.Option("0,1,2,3,4", "--depths", help="Speculative depths, comma list; 0 = no speculative config (always swept)."),
     method: Optional[str] = typer.Option(None, "--method", help="Speculative method [the deployment's, else ngram]."),
@@ -53,13 +24,16 @@ def sweep(
     requests: int = typer.Option(15, "--requests", min=1, help="Measured requests per workload per launch."),
     max_tokens: int = typer.Option(256, "--max-tokens", min=1, help="Output tokens per request."),
     workload: str = typer.Option("code", "--workload", help="Workloads, comma list (the first decides)."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Run directory of the sweep."),
-    resume: Optional[Path] = typer.Option(None, "--resume", help="Continue the sweep in this run directory."),
+    out: Optional[Path] = typer.Option(None, "--out", metavar="DIR", help="Run directory of the sweep."),
+    resume: Optional[Path] = typer.Option(None, "--resume", metavar="DIR", help="Continue the sweep in this run directory."),
     baseline: Optional[Path] = typer.Option(None, "--baseline", help="Probe baseline: the probe's differential verdict joins the gate."),
-    json_out: Optional[str] = typer.Option(None, "--json", help="Write the sweep document to PATH, or - for stdout."),
+    json_out: Optional[str] = typer.Option(None, "--json", metavar="PATH|-", help="Write the sweep document to PATH, or - for stdout."),
 ) -> None:
     """Relaunch a deployment per speculative depth, measure delivered tokens with intervals over
     launches, gate every depth's greedy output against depth 0, and recommend a depth."""
+    from sparktriage.sweep.engine import plan_sweep, run_sweep
+    from sparktriage.sweep.plan import parse_depths
+    from sparktriage.sweep.render import render_lines
     if resume is not None:
         if deploy is not None or out is not None:
             raise UsageError("--resume DIR continues a sweep: give neither DEPLOY.yaml nor --out")
@@ -79,7 +53,7 @@ def sweep(
                           baseline=baseline)
         where = out
     console.info(f"run directory: {where}")
-    result = run_sweep(plan, where, sweep_progress, command=["sparktriage", *invoked_argv()])
+    result = run_sweep(plan, where, sweep_progress, command=["sparktriage", *console.invoked_argv()])
     doc = result.document
     target = console.data_console(json_out)
     for line in render_lines(doc):

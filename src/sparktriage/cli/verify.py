@@ -8,12 +8,8 @@ from typing import Optional
 import typer
 
 from sparktriage.cli import console
-from sparktriage.cli.app import app
 from sparktriage.cli.exit_codes import ExitCode
 from sparktriage.errors import UsageError
-from sparktriage.report import allowed_signers
-from sparktriage.report.keys import read_public_key
-from sparktriage.report.verify import TrustAnchor, VerifyResult, verify as verify_folder
 
 
 def render_lines(result: VerifyResult, anchor: TrustAnchor | None) -> list[str]:
@@ -48,7 +44,6 @@ def render_lines(result: VerifyResult, anchor: TrustAnchor | None) -> list[str]:
     return lines
 
 
-@app.command("verify")
 def verify(
     report_dir: Path = typer.Argument(..., metavar="REPORT_DIR", help="Report folder (holds MANIFEST and MANIFEST.sig)."),
     allowed: Optional[Path] = typer.Option(None, "--allowed-signers", help="ssh-keygen allowed-signers file to trust."),
@@ -57,6 +52,9 @@ def verify(
     json_out: Optional[str] = typer.Option(None, "--json", help="Write the result to PATH, or - for stdout."),
 ) -> None:
     """Verify a report's signature, its signer and the digest of every file."""
+    from sparktriage.report import allowed_signers
+    from sparktriage.report.keys import read_public_key
+    from sparktriage.report.verify import TrustAnchor, verify as verify_folder
     if allowed is not None and key is not None:
         raise UsageError("give either --allowed-signers or --key, not both")
     if identity is not None and allowed is None:

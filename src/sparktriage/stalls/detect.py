@@ -21,21 +21,10 @@ import statistics
 from dataclasses import dataclass, field
 
 from sparktriage.stalls.inputs import Evidence
+from sparktriage.stalls.params import DetectParams
 from sparktriage.stalls.markers import Mark, MarkerSet, NodeTimeline, build_timeline
 
 _BAR_MARKERS = ("shard_bar",)
-
-
-@dataclass(frozen=True)
-class DetectParams:
-    """Thresholds of the detectors (seconds, bytes/s); docs/stalls.md explains the defaults."""
-
-    silence_s: float = 30.0
-    spawn_s: float = 90.0
-    min_stall_s: float = 20.0
-    crawl_floor_bps: float = 1024.0 ** 3
-    crawl_s: float = 300.0
-    asym_ratio: float = 2.0
 
 
 @dataclass
