@@ -40,6 +40,7 @@ COLD_START_S = 165.0
 GATE_TOKENS = 64
 
 SCENARIOS = {
+    "depth 2 clearly best (+25%)": {0: 26.4, 1: 28.0, 2: 33.0, 3: 27.0, 4: 24.0},
     "depth 2 best, depth 4 slower than none": {0: 26.4, 1: 29.0, 2: 31.7, 3: 30.0, 4: 25.0},
     "speculation loses at every depth": {0: 26.4, 1: 24.0, 2: 22.0, 3: 20.5, 4: 18.5},
     "monotone gain, 9% between depths 3 and 4": {0: 26.4, 1: 35.0, 2: 41.0, 3: 46.0, 4: 50.0},

@@ -115,3 +115,40 @@ def test_a_depth_that_failed_twice_is_reported_failed_and_the_rest_decided(tmp_p
     assert doc["depths"][1]["status"] == "failed" and doc["depths"][1]["failures"] == 2
     assert doc["decision"]["excluded"] == {"2": "failed twice"}
     assert set(doc["decision"]["candidates"]) <= {0, 4}
+
+
+class _Inputs:
+    """The two readers the report's sweep section uses, over an in-memory run."""
+
+    def __init__(self, sweep: dict) -> None:
+        self.sweep = sweep
+
+    def doc(self, rel: str):
+        return self.sweep if rel == "sweep.json" else None
+
+    def launch_doc(self, label: str, name: str):
+        return None
+
+
+def test_report_section_shows_intervals_acceptance_gate_roofline_and_the_decision(tmp_path):
+    from sparktriage.report.sweep import HEADERS, sweep_lines, sweep_rows, sweep_section
+    run = tmp_path / "run"
+    _gate_file(run, "L001", TOKENS)
+    _gate_file(run, "L002", ["def", " f", "(", "garbage", "):"])
+    records = [_record("L001", 0, [26.0, 26.2], gate=True),
+               _record("L002", 2, [60.0, 61.0], gate=True, acc=_acc(100, 150, [0.9, 0.6])),
+               _record("L003", 0, [27.0, 27.4])]
+    state = SweepState(run, _plan(tmp_path, depths=(0, 2)), records)
+    doc = build_document(state.plan, state, run, "settled")
+    for entry in doc["depths"]:
+        entry["roofline_pct"] = 40.0 + entry["depth"]  # as with a roofline: block
+    section = sweep_section(_Inputs(doc))
+    rows = sweep_rows(section)
+    assert HEADERS[3] == "95% CI over launches" and HEADERS[-1] == "% of ceiling"
+    from scipy import stats
+    low, high = stats.t.interval(0.95, 1, loc=26.65, scale=stats.sem([26.1, 27.2]))
+    assert rows[0][:4] == ["0", "L001, L003", "26.65", f"{low:.2f}–{high:.2f}"]  # over launch means
+    assert rows[1][4:] == ["2.50", "0.90 / 0.60", "fail", "42.0"]
+    lines = sweep_lines(section)
+    assert lines[0].startswith("Decision: depth 0 (best).")
+    assert any(l.startswith("Gate failed at depth 2 (never recommended)") for l in lines)

@@ -59,9 +59,14 @@ def _mean(values: list[float]) -> float:
     return sum(values) / len(values)
 
 
-def pooled_cv(means: dict[int, list[float]]) -> tuple[float | None, int]:
-    """Relative launch-to-launch spread pooled over depths, with its degrees of freedom."""
-    ss, df = 0.0, 0
+PRIOR_DF = 0  # pseudo-degrees of freedom of PRIOR_CV in the decision (0: the data alone)
+
+
+def pooled_cv(means: dict[int, list[float]], prior_df: float | None = None) -> tuple[float | None, int]:
+    """Relative launch-to-launch spread pooled over depths, with its degrees of freedom
+    (`prior_df` > 0: PRIOR_CV counted as that many degrees of freedom, a scaled-inverse-χ² prior)."""
+    prior = PRIOR_DF if prior_df is None else prior_df
+    ss, df = prior * PRIOR_CV ** 2, prior
     for values in means.values():
         if len(values) < 2:
             continue
@@ -70,7 +75,7 @@ def pooled_cv(means: dict[int, list[float]]) -> tuple[float | None, int]:
             continue
         ss += sum((v / m - 1.0) ** 2 for v in values)
         df += len(values) - 1
-    return (math.sqrt(ss / df), df) if df else (None, 0)
+    return (math.sqrt(ss / df), int(df)) if df else (None, 0)
 
 
 def _tail(z: float, df: float) -> float:
