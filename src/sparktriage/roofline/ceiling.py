@@ -83,3 +83,15 @@ def deployment_ceiling(deployment) -> Ceiling | None:
     nodes = spec.nodes or deployment.parallelism.nodes or lab_nodes
     stages = spec.pipeline_stages or deployment.parallelism.pp
     return ceiling(hardware, model, nodes, stages, spec.allreduces_per_layer)
+
+
+def bench_fractions(roof: Ceiling, bench: dict, acceptance_length: float | None = None) -> dict:
+    """Every workload's delivered decode rate of a bench document as % of the ceiling (with
+    speculation, of the ceiling × the acceptance length when one is known)."""
+    rows = []
+    for w in bench.get("workloads") or []:
+        mean = ((w.get("summary") or {}).get("decode_tok_s") or {}).get("mean")
+        rows.append({"workload": w.get("name"), "delivered_tok_s": mean,
+                     "ceiling_tok_s": roof.with_acceptance(acceptance_length),
+                     "roofline_pct": roof.percent(mean, acceptance_length)})
+    return {**roof.as_dict(), "acceptance_length": acceptance_length, "workloads": rows}
