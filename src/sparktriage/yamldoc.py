@@ -14,6 +14,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from sparktriage.errors import ConfigError, InputError
+from sparktriage.validation_words import plain
 
 Model = TypeVar("Model", bound=BaseModel)
 
@@ -59,7 +60,7 @@ def parse_yaml(text: str, origin: str, model: type[Model], what: str) -> Model:
             line = line_of(text, loc)
             where = f"{origin}:{line}" if line else origin
             field = ".".join(str(p) for p in loc) or "(top)"
-            problems.append(f"{where}: {what} field '{field}': {error['msg']}")
+            problems.append(f"{where}: {what} field '{field}': {plain(error)}")
         more = len(problems) - 1
         tail = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
         raise ConfigError(problems[0] + tail, errors=problems) from exc

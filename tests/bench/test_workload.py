@@ -36,12 +36,12 @@ def test_user_file_with_extra_body(tmp_path):
 
 @pytest.mark.parametrize("text, message", [
     ("name: x\napi: completions\nprompt: hi\nmax_tokens: 0\n",
-     r"mine.yaml:4: workload field 'max_tokens': Input should be greater than or equal to 1$"),
+     r"mine.yaml:4: workload field 'max_tokens': must be at least 1$"),
     ("name: x\nprompt: hi\nbogus: 1\ntemperature: 9\n",
-     r"mine.yaml:4: workload field 'temperature': Input should be less than or equal to 2 \(and 1 more problem\)$"),
+     r"mine.yaml:4: workload field 'temperature': must be at most 2 \(and 1 more problem\)$"),
     ("name: x\nprompt: [unclosed\n", r"mine.yaml:3: not valid YAML"),
     ("- a list\n", r"mine.yaml:1: workload must be a mapping"),
-    ("name: x\napi: completions\n", r"mine.yaml:1: workload field '\(top\)': Value error, a completions workload needs 'prompt'"),
+    ("name: x\napi: completions\n", r"mine.yaml:1: workload field '\(top\)': a completions workload needs 'prompt'"),
 ])
 def test_bad_files_name_file_and_line(tmp_path, text, message):
     path = tmp_path / "mine.yaml"

@@ -95,8 +95,8 @@ def test_bad_workload_file_exits_2_with_file_and_line(tmp_path):
     path.write_text("name: bad\napi: completions\nprompt: hi\nmax_tokens: -3\n")
     result = cli("bench", "--endpoint", "http://127.0.0.1:1", "--workload", str(path))
     assert result.returncode == 2
-    assert one_error_line(result) == (f"error: {path}:4: workload field 'max_tokens': Input should be "
-                                      "greater than or equal to 1")
+    assert one_error_line(result) == (f"error: {path}:4: workload field 'max_tokens': must be at "
+                                      "least 1")
     path.write_text("name: bad\nprompt: [oops\n")
     result = cli("bench", "--endpoint", "http://127.0.0.1:1", "--workload", str(path))
     assert result.returncode == 2
@@ -109,18 +109,18 @@ def test_bad_simulator_schedule_exits_2(tmp_path):
     result = cli("simulate", "--schedule", str(path), "--port", "0")
     assert result.returncode == 2
     assert one_error_line(result) == (f"error: {path}:3: simulator configuration field "
-                                      "'scenarios.m.ttft_s': Input should be greater than or equal to 0")
+                                      "'scenarios.m.ttft_s': must be at least 0")
 
 
 @pytest.mark.parametrize("args, message", [
     (["bench"], "error: missing option --endpoint (or --rebuild RUN_DIR)"),
     (["bench", "--endpoint", "x", "--rebuild", "y"], "error: --rebuild works offline: do not give --endpoint with it"),
     (["bench", "--requests", "0", "--endpoint", "x"],
-     "error: Invalid value for '--requests': Input should be greater than or equal to 1 (see sparktriage --help)"),
+     "error: Invalid value for '--requests': must be at least 1 (see sparktriage bench --help)"),
     (["simulate", "--stall", "abc", "--port", "0"], "error: --stall 'abc': expected TOKENS:SECONDS, e.g. 100:2.5"),
     (["simulate", "--rate", "5", "--gap", "0.1", "--port", "0"], "error: give --rate or --gap, not both"),
     (["simulate", "--tokens-per-chunk", "0", "--port", "0"],
-     "error: invalid scenario option: Value error, tokens per chunk must be 1..4096, and a list must not be empty"),
+     "error: invalid scenario option: tokens per chunk must be 1..4096, and a list must not be empty"),
     (["nosuchcommand"], "error: No such command 'nosuchcommand'. (see sparktriage --help)"),
 ])
 def test_usage_errors_exit_2(args, message):

@@ -80,6 +80,7 @@ def test_stdin_and_binary_garbage_never_traceback():
     garbage = bytes(range(256)) * 1000 + b"\n\xff\xfe(APIServer pid=1) INFO 99-99 99:99:99 [x.py:1] \x1b[31m"
     out = subprocess.run([sys.executable, "-m", "sparktriage", "logs", "-", "--json", "-"],
                          input=garbage, capture_output=True, timeout=120)
-    assert out.returncode == 0, out.stderr
+    # not a vLLM log: the same one-line refusal as `stalls` (tests/cli/test_same_verdict.py)
+    assert out.returncode == 2, out.stderr
     assert b"Traceback" not in out.stderr
-    assert json.loads(out.stdout)["version"] is None
+    assert out.stderr == b"error: -: no timed log lines (is this a vLLM log?)\n"

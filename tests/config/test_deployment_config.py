@@ -67,8 +67,7 @@ def test_every_problem_is_collected_with_its_line(tmp_path):
     error = _error(path)
     assert error.errors == [
         f"{path}:8: lab.nodes[0].gpus: unknown key",
-        f"{path}:15: parallelism.tp: Input should be a valid integer, unable to parse string as "
-        "an integer",
+        f"{path}:15: parallelism.tp: expected an integer",
         f"{path}:16: parallelism.pipeline: unknown key",
     ]
     assert error.one_line().startswith(f"{path}:8: lab.nodes[0].gpus: unknown key (and 2 more")

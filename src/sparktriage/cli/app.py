@@ -7,7 +7,6 @@ command line names it, and lists the others from the registry's help texts.
 from __future__ import annotations
 
 import importlib
-import re
 import signal
 import sys
 import threading
@@ -23,6 +22,7 @@ from sparktriage.cli.exit_codes import ExitCode
 from sparktriage.cli.helpstyle import restyle
 from sparktriage.cli.registry import BY_NAME, COMMANDS
 from sparktriage.errors import SparktriageError
+from sparktriage.validation_words import plain_text
 
 
 class LazyGroup(typer.core.TyperGroup):
@@ -37,7 +37,7 @@ class LazyGroup(typer.core.TyperGroup):
             return None
         target = getattr(importlib.import_module(f"sparktriage.cli.{entry.module}"), entry.attr)
         if entry.group:
-            command = typer.main.get_command(target)
+            command = typer.main.get_group(target)
         else:
             single = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
                                  rich_markup_mode=None)
@@ -101,22 +101,6 @@ def _interrupt_on_termination() -> None:
             signal.signal(sig, _raise_interrupt)
 
 
-_PYDANTIC = (  # the parser's value errors come in pydantic's words; say them plainly
-    (re.compile(r"Input should be a valid (integer|number|boolean)[^(]*"),
-     lambda m: f"expected {'an integer' if m.group(1) == 'integer' else 'a ' + m.group(1)}"),
-    (re.compile(r"Input should be (greater|less) than or equal to ([^ (]+)[^(]*"),
-     lambda m: f"must be {'at least' if m.group(1) == 'greater' else 'at most'} {m.group(2)}"),
-    (re.compile(r"Input should be (greater|less) than ([^ (]+)[^(]*"),
-     lambda m: f"must be {m.group(1)} than {m.group(2)}"),
-)
-
-
-def _plain(message: str) -> str:
-    for pattern, repl in _PYDANTIC:
-        message = pattern.sub(repl, message)
-    return message.rstrip(", ")
-
-
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `sparktriage` script: run a command and exit with its ExitCode."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -135,7 +119,7 @@ def main(argv: list[str] | None = None) -> None:
         if type(exc).__name__ == "NoArgsIsHelpError":  # bare `sparktriage`: show the help
             console.stderr.print(exc.format_message(), markup=False)
             sys.exit(ExitCode.USAGE)
-        message = _plain(" ".join(exc.format_message().split()))
+        message = plain_text(" ".join(exc.format_message().split()))
         ctx = getattr(exc, "ctx", None)
         where = ctx.command_path if ctx is not None and ctx.command_path else "sparktriage"
         console.stderr.print(f"error: {message} (see {where} --help)", markup=False)

@@ -12,7 +12,8 @@ import typer
 from sparktriage.cli import console
 from sparktriage.cli.exit_codes import ExitCode
 from sparktriage.cli.progress import bench_progress
-from sparktriage.cli.views import render_reconcile, render_table
+from sparktriage.bench.render import delivered_table
+from sparktriage.reconcile.render import render as reconcile_view
 from sparktriage.errors import UsageError
 
 
@@ -32,7 +33,7 @@ def _rebuild(path: Path, json_out: str | None) -> None:
     from sparktriage.store.rundir import RunDir
     documents = rebuild_run(RunDir.open(path))
     for document in documents:
-        console.data_console(json_out).print(render_table(document))
+        console.draw(delivered_table(document), console.data_console(json_out))
     console.write_json(documents[0] if len(documents) == 1 else
                        {"schema_version": documents[0]["schema_version"], "launches": documents}, json_out)
     console.info(f"rebuilt bench.json of {len(documents)} launch(es) in {path} from requests.jsonl")
@@ -102,7 +103,7 @@ def bench(
     recorder = MetricsRecorder(metrics, launch, console.warn, headers) if metrics else None
     observe = recorder.observer(bench_progress) if recorder else bench_progress
     document = run_protocol(ProtocolPlan(settings, model, workloads), launch, observe)
-    console.data_console(json_out).print(render_table(document))
+    console.draw(delivered_table(document), console.data_console(json_out))
     if roof is not None:
         from sparktriage.roofline.ceiling import bench_fractions
         document = {**document, "roofline": bench_fractions(roof, document)}
@@ -119,7 +120,7 @@ def bench(
         if log and not wait_for_log(log, time.time() - 1.0, log_wait, zone):
             console.warn(f"no stats line in {', '.join(log)} after the run within {log_wait:g} s")
         reconciled = reconcile_launch(launch, log or (), tz=zone)
-        console.data_console(json_out).print(render_reconcile(reconciled))
+        console.draw(reconcile_view(reconciled), console.data_console(json_out))
         document = {**document, "reconcile": reconciled}
     console.write_json(document, json_out)
     console.info(f"raw records: {launch.requests_path}; summary: {launch.path / 'bench.json'}")

@@ -45,6 +45,31 @@ def warn(message: str) -> None:
     stderr.print(f"warning: {message}", style="yellow", markup=False)
 
 
+_STYLES = {"bold": "bold", "error": "red", "warning": "yellow", "": ""}
+
+
+def draw(view, target: Console | None = None) -> None:
+    """Print a core `View` (or a single `Table`) with rich: the only place views meet a terminal."""
+    from rich.table import Table as RichTable
+    from rich.text import Text
+
+    from sparktriage.view import Line, Table, View
+
+    parts = view.parts if isinstance(view, View) else [view]
+    out = target or stdout
+    for part in parts:
+        if isinstance(part, Line):
+            out.print(Text(part.text, style=_STYLES.get(part.style, "")))
+        elif isinstance(part, Table):
+            table = RichTable(title=part.title, title_justify="left")
+            for column in part.columns:
+                table.add_column(column, justify="right" if column in part.right else "left",
+                                 overflow="fold" if part.fold else "ellipsis")
+            for row in part.rows:
+                table.add_row(*row)
+            out.print(table)
+
+
 def data_console(json_dest: str | None) -> Console:
     """Where human-readable results go: stdout, unless stdout already carries JSON."""
     return stderr if json_dest == "-" else stdout

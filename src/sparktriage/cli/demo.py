@@ -11,7 +11,7 @@ import typer
 from sparktriage.cli import console
 from sparktriage.cli.exit_codes import ExitCode
 from sparktriage.cli.progress import protocol_lines, session_progress
-from sparktriage.cli.views import render_table
+from sparktriage.bench.render import delivered_table
 from sparktriage.errors import LaunchError, UsageError
 
 
@@ -92,7 +92,7 @@ def demo(
     out_console = console.data_console(json_out)
     first = run.path / "launches" / "L001" / "bench.json"
     if first.is_file():
-        out_console.print(render_table(json.loads(first.read_text(encoding="utf-8"))))
+        console.draw(delivered_table(json.loads(first.read_text(encoding="utf-8"))), out_console)
     for line in render_summary(doc):
         out_console.print(line, markup=False, highlight=False)
     console.write_json(doc, json_out)

@@ -12,7 +12,7 @@ import typer
 from sparktriage.cli import console
 from sparktriage.cli.bench import redact_argv
 from sparktriage.cli.progress import protocol_lines, session_progress
-from sparktriage.cli.views import render_table
+from sparktriage.bench.render import delivered_table
 from sparktriage.cli.exit_codes import ExitCode
 from sparktriage.errors import UsageError
 
@@ -97,7 +97,7 @@ def selfcheck(
     data = console.data_console(json_out)
     bench_doc = run.path / "launches" / doc["launch"] / "bench.json"
     if bench_doc.is_file():
-        data.print(render_table(json.loads(bench_doc.read_text(encoding="utf-8"))))
+        console.draw(delivered_table(json.loads(bench_doc.read_text(encoding="utf-8"))), data)
     for line in render_summary(doc):
         data.print(line, markup=False, highlight=False)
     console.write_json(doc, json_out)

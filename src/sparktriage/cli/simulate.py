@@ -9,6 +9,7 @@ import typer
 
 from sparktriage.cli import console
 from sparktriage.errors import UsageError
+from sparktriage.validation_words import plain
 
 
 def _stall(text: str) -> Stall:
@@ -96,7 +97,7 @@ def simulate(
                             close_at=close_at, malformed_at=malformed_at),
             )
         except ValidationError as exc:
-            raise UsageError("invalid scenario option: " + exc.errors()[0]["msg"]) from exc
+            raise UsageError("invalid scenario option: " + plain(exc.errors()[0])) from exc
         config = SimConfig(scenarios={model: scenario})
     updates = {k: v for k, v in (("api_key", api_key), ("models_endpoint", models_endpoint)) if v is not None}
     if updates:

@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from sparktriage.errors import ConfigError, SourceLocation
+from sparktriage.validation_words import plain
 
 M = TypeVar("M", bound=BaseModel)
 Marks = dict[tuple, int]
@@ -85,12 +86,7 @@ def _line(marks: Marks, loc: tuple) -> int:
 
 
 def _message(error: dict) -> str:
-    kind = error.get("type")
-    if kind == "extra_forbidden":
-        return "unknown key"
-    if kind == "missing":
-        return "required key missing"
-    return error.get("msg", "invalid").removeprefix("Value error, ")
+    return plain(error)
 
 
 def merge_errors(*errors: ConfigError) -> ConfigError:

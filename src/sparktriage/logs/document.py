@@ -13,6 +13,7 @@ import datetime as _dt
 from collections import Counter
 from typing import Iterable
 
+from sparktriage.errors import InputError
 from sparktriage.logs.catalog import PHASE_INDEX, match_message
 from sparktriage.logs.clock import IsoFormatter
 from sparktriage.logs.events import LogEvent
@@ -299,4 +300,13 @@ def analyze(events: Iterable[LogEvent], tz: _dt.tzinfo | None = None) -> dict:
     return LogAnalyzer(tz).feed_all(events).document()
 
 
-__all__ = ["LogAnalyzer", "analyze", "findings"]
+NOT_A_LOG = "no timed log lines (is this a vLLM log?)"
+
+
+def require_timed(origin: str, has_timed_line: bool) -> None:
+    """Refuse input without one timed line, in the same words for `logs` and `stalls` (exit 2)."""
+    if not has_timed_line:
+        raise InputError(f"{origin}: {NOT_A_LOG}")
+
+
+__all__ = ["NOT_A_LOG", "require_timed", "LogAnalyzer", "analyze", "findings"]

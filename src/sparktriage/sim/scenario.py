@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from sparktriage.yamldoc import load_yaml, parse_yaml
+from sparktriage.validation_words import plain
 
 SCHEMA_VERSION = 1
 
@@ -103,7 +104,7 @@ class Scenario(_Strict):
             except ValidationError as exc:
                 first = exc.errors()[0]
                 where = ".".join(str(p) for p in first["loc"])
-                raise ValueError(f"sequence[{number}].{where}: {first['msg']}") from None
+                raise ValueError(f"sequence[{number}].{where}: {plain(first)}") from None
         return self
 
     def with_overrides(self, override: dict[str, Any]) -> "Scenario":

@@ -22,7 +22,7 @@ from sparktriage.errors import InputError
 from sparktriage.bundle.indexed import IndexedRecords
 from sparktriage.bundle.reader import Bundle
 from sparktriage.logs.events import LogEvent
-from sparktriage.logs.document import LogAnalyzer
+from sparktriage.logs.document import LogAnalyzer, require_timed
 from sparktriage.logs.parser import iter_events
 from sparktriage.logs.timeline import Timeline
 
@@ -119,8 +119,7 @@ def _attach_logs(evidence: Evidence, events: list[LogEvent]) -> None:
 
 
 def _from_events(path: Path, form: str, events: list[LogEvent]) -> Evidence:
-    if not any(e.t is not None for e in events):
-        raise InputError(f"{path}: no timed log lines (is this a vLLM log?)")
+    require_timed(str(path), any(e.t is not None for e in events))
     nodes: dict[str, NodeEvidence] = {}
     for event in events:
         nodes.setdefault(event.node, NodeEvidence(event.node)).events.append(event)

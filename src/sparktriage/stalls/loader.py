@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from sparktriage.errors import ConfigError, SourceLocation
 from sparktriage.stalls.schema import Rule, Vocabulary
+from sparktriage.validation_words import plain
 
 VOCABULARY_FILE = "_vocabulary.yaml"
 
@@ -109,7 +110,7 @@ def _schema_problems(exc: ValidationError, path: Path, lines: dict[tuple, int]) 
             if line is not None:
                 break
         where = ".".join(str(p) for p in loc) or "(document)"
-        message = error.get("msg", "invalid").removeprefix("Value error, ")
+        message = plain(error)
         out.append(Problem(SourceLocation(str(path), line), f"{where}: {message}", "schema"))
     return out
 

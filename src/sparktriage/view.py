@@ -1,0 +1,63 @@
+"""A terminal-free view of a result: lines with a style tag and tables, built by the core.
+
+Core renderers (`logs/render.py`, `bench/render.py`, `reconcile/render.py`, ...) return a
+`View`; only `cli/` turns one into rich objects and prints it. Styles are names (`bold`,
+`error`, `warning`), not terminal codes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Line:
+    text: str
+    style: str = ""  # "", "bold", "error", "warning"
+
+
+@dataclass(frozen=True)
+class Table:
+    title: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    right: frozenset[str] = frozenset()  # columns aligned right (numbers)
+    fold: bool = False  # long cells wrap instead of being cut
+
+
+@dataclass
+class View:
+    parts: list[Line | Table] = field(default_factory=list)
+
+    def line(self, text: str, style: str = "") -> "View":
+        self.parts.append(Line(text, style))
+        return self
+
+    def table(self, table: Table) -> "View":
+        self.parts.append(table)
+        return self
+
+    def text(self) -> str:
+        """Plain text (tables as tab-separated rows), for logs and tests."""
+        out: list[str] = []
+        for part in self.parts:
+            if isinstance(part, Line):
+                out.append(part.text)
+            else:
+                out.append(part.title)
+                out.append("\t".join(part.columns))
+                out += ["\t".join(row) for row in part.rows]
+        return "\n".join(out)
+
+
+def num(value: float | None, digits: int = 1) -> str:
+    """A number for a table cell: fixed digits, `-` when absent."""
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def clock(text: str | None) -> str:
+    """The time of day of an ISO time (HH:MM:SS.mmm), `-` when absent."""
+    return "-" if not text else text[11:23] if len(text) > 19 else text
+
+
+__all__ = ["Line", "Table", "View", "num", "clock"]
