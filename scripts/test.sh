@@ -3,6 +3,6 @@
 # included. Extra arguments go to pytest.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-bash "$root/testbed/setup.sh"
+bash "$root/provision/setup.sh"
 cd "$root"
 exec .venv/bin/python -m pytest "$@"

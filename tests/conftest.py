@@ -22,7 +22,7 @@ NGRAM_SPEC = json.dumps({"method": "ngram", "num_speculative_tokens": 3, "prompt
 
 @pytest.fixture(scope="session")
 def testbed():
-    """The installed test bed; fails (not skips) when it is missing: run testbed/setup.sh."""
+    """The installed test bed; fails (not skips) when it is missing: run provision/setup.sh."""
     try:
         return locate().check()
     except Exception as exc:  # noqa: BLE001 - surfaced as a test failure with the reason

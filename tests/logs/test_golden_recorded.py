@@ -1,5 +1,5 @@
 """Golden tests on logs the test bed recorded from real vLLM 0.32 CPU runs (line records with
-receive times; recorded once by testbed/record_logs.py and committed), and on the same runs as
+receive times; recorded once by provision/record_logs.py and committed), and on the same runs as
 plain text (what a user would paste), which must read the same way apart from time resolution."""
 
 from __future__ import annotations

@@ -114,6 +114,6 @@ def test_the_compiled_scanner_is_built_where_a_compiler_is():
     cc = (sysconfig.get_config_var("CC") or "cc").split()[0]
     if shutil.which(cc) is None and shutil.which("cc") is None:
         pytest.skip("no C compiler here: the pure-Python scanner is the one in use")
-    assert compiled.scanner() is not None, "run: bash testbed/setup.sh (rebuilds the extension)"
+    assert compiled.scanner() is not None, "run: bash provision/setup.sh (rebuilds the extension)"
     assert compiled.scanner().kernel in ("avx2", "vector")
 

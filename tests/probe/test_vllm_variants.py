@@ -29,7 +29,7 @@ BUGS = [v for v in CATALOGUE if v.severity != "control"]
 @pytest.fixture(scope="module")
 def recorder():
     """Rows of every run; written as the confusion table when SPARKTRIAGE_CONFUSION_OUT is set
-    (testbed/garbage/confusion.py)."""
+    (provision/garbage/confusion.py)."""
     rec = ConfusionRecorder(SEED)
     yield rec
     out = os.environ.get("SPARKTRIAGE_CONFUSION_OUT")
@@ -84,7 +84,7 @@ def test_first_probe_without_baseline_is_not_garbage(controls):
     assert {f["name"]: f["status"] for f in first["families"]}["sanity"] == "ok"
     assert all(fp.exists() for fp in controls["fingerprints"].values())
     out = os.environ.get("SPARKTRIAGE_FINGERPRINT_OUT")
-    if out:  # the committed fingerprint of the healthy model (testbed/garbage/confusion.py)
+    if out:  # the committed fingerprint of the healthy model (provision/garbage/confusion.py)
         Path(out).write_text(controls["fingerprints"]["bf16"].read_text())
 
 

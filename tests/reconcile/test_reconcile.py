@@ -130,7 +130,7 @@ def test_counter_deltas_sum_engines_and_detect_resets():
 
 
 def test_real_metrics_pages_of_the_test_bed():
-    """Scrapes of the real vLLM CPU server around 12 requests of 96 tokens (testbed/record_logs.py)."""
+    """Scrapes of the real vLLM CPU server around 12 requests of 96 tokens (provision/record_logs.py)."""
     a = parse_text((METRICS / "plain-before.prom").read_text())
     b = parse_text((METRICS / "plain-after.prom").read_text())
     window = metrics_window(a, b)

@@ -79,7 +79,7 @@ def test_healthy_start_has_no_stall(baseline, rules):
 
 def test_cold_storage(testbed, rules, tmp_path):
     model = tmp_path / "big"
-    subprocess.run([str(testbed.python), str(REPO / "testbed" / "make_big_model.py"),
+    subprocess.run([str(testbed.python), str(REPO / "provision" / "make_big_model.py"),
                     str(testbed.model()), str(model), "--mb", "280", "--shards", "4"],
                    check=True, capture_output=True, timeout=300)
     with LoopVolume(tmp_path, 450) as volume:

@@ -79,7 +79,7 @@ def test_locate_and_check(tmp_path, monkeypatch):
     assert bed.vllm == tmp_path / "venv" / "bin" / "vllm"
     with pytest.raises(LaunchError, match="no vLLM CPU build at") as info:
         bed.check()
-    assert "testbed/setup.sh" in info.value.hint
+    assert "provision/setup.sh" in info.value.hint
     bed = fake_bed(tmp_path / "x", "exit 0\n")
     assert bed.check() is bed
     with pytest.raises(LaunchError, match="no tiny model"):

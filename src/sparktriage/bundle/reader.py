@@ -10,7 +10,7 @@ Archives are unpacked into a private temporary folder that `close()` removes. Bu
 from other people's machines, so extraction refuses anything but plain files and folders
 below the single top-level folder (no absolute names, no `..`, no links or devices) and caps
 the unpacked size. The schema version is checked on open; records are yielded as the typed
-dataclasses of `evidence.records`, in file order.
+dataclasses of `bundle.records`, in file order.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ sparktriage loses at most the record in flight); they are fsync'ed at most once 
 file and on close, so that a burst of log lines does not turn into a burst of disk syncs.
 `bundle.json` is written when the bundle is opened (outcome "running") and rewritten whole by
 `finish`. Every path component that comes from outside (node names, log names, record files)
-goes through `evidence.layout` checks first.
+goes through `bundle.layout` checks first.
 """
 
 from __future__ import annotations

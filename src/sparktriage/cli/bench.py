@@ -52,6 +52,7 @@ def bench(
     model: Optional[str] = typer.Option(None, "--model", help="Model id [the first one /v1/models lists]."),
     api_key: Optional[str] = typer.Option(None, "--api-key", help="Bearer token [env OPENAI_API_KEY]."),
     out: Optional[Path] = typer.Option(None, "--out", help="Run directory [./runs/<timestamp>]."),
+    launch_label: Optional[str] = typer.Option(None, "--launch", help="Record into this existing launch of --out (e.g. L001, made by an earlier bench, probe or launch) instead of a new one."),
     stall_timeout: float = typer.Option(60.0, "--stall-timeout", min=0.1, help="Seconds without data before a request counts as stalled."),
     insecure: bool = typer.Option(False, "--insecure", help="Do not verify the server's TLS certificate (https)."),
     rebuild: Optional[Path] = typer.Option(None, "--rebuild", help="Rebuild bench.json of RUN_DIR from its raw records; nothing is sent."),
@@ -64,13 +65,10 @@ def bench(
 ) -> None:
     """Measure tokens delivered to a streaming client (TTFT, decode and end-to-end rates)."""
     from sparktriage.bench.client import ClientSettings
-    from sparktriage.bench.protocol import ProtocolPlan, run_protocol
     from sparktriage.bench.workload import load_workloads
     from sparktriage.logs.clock import parse_tz
-    from sparktriage.bench.metrics_recorder import MetricsRecorder, wait_for_log
-    from sparktriage.reconcile.launch import reconcile_launch
     from sparktriage.logs.sources import resolve_inputs
-    from sparktriage.store.rundir import RunDir, default_run_path
+    from sparktriage.store.rundir import claim_launch, default_run_path, provisional_run
     if rebuild is not None:
         if endpoint is not None:
             raise UsageError("--rebuild works offline: do not give --endpoint with it")
@@ -86,9 +84,8 @@ def bench(
         base_url=endpoint, api_key=api_key or os.environ.get("OPENAI_API_KEY") or None,
         stall_timeout_s=stall_timeout, verify_tls=not insecure,
     )
-    run = RunDir.create(out or default_run_path(), ["sparktriage", *redact_argv(console.invoked_argv())])
-    launch = run.next_launch()
-    console.info(f"run directory: {run.path}")
+    if launch_label is not None and out is None:
+        raise UsageError("--launch names a launch of an existing run: give --out RUN_DIR too")
     zone = parse_tz(log_tz)
     if log:
         resolve_inputs(log)  # a wrong path fails now, not after the measurement
@@ -99,12 +96,24 @@ def bench(
         roof = deployment_ceiling(load_deployment(roofline))
         if roof is None:
             raise UsageError(f"--roofline {roofline}: the deployment has no roofline: block (docs/roofline.md)")
+    with provisional_run(out or default_run_path(), ["sparktriage", *redact_argv(console.invoked_argv())]) as run:
+        launch = claim_launch(run, launch_label, ("launch.json", "requests.jsonl", "bench.json"))
+        console.info(f"run directory: {run.path}")
+        _measure(run, launch, settings, model, workloads, log, log_wait, metrics, zone, json_out, roof)
+
+
+def _measure(run, launch, settings, model, workloads, log, log_wait, metrics, zone, json_out,
+             roof=None) -> None:
+    """The protocol on one launch, its reconciliation when a log or /metrics is given, output."""
+    from sparktriage.bench.metrics_recorder import MetricsRecorder, wait_for_log
+    from sparktriage.bench.protocol import ProtocolPlan, run_protocol
+    from sparktriage.reconcile.launch import reconcile_launch
     headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else None
     recorder = MetricsRecorder(metrics, launch, console.warn, headers) if metrics else None
     observe = recorder.observer(bench_progress) if recorder else bench_progress
     document = run_protocol(ProtocolPlan(settings, model, workloads), launch, observe)
     console.draw(delivered_table(document), console.data_console(json_out))
-    if roof is not None:
+    if roof is not None:  # every delivered rate also as % of the deployment's ceiling
         from sparktriage.roofline.ceiling import bench_fractions
         document = {**document, "roofline": bench_fractions(roof, document)}
         launch.write("bench.json", {k: v for k, v in document.items() if k != "schema_version"})

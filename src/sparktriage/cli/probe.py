@@ -28,6 +28,7 @@ def probe(
     concurrency: int = typer.Option(32, "--concurrency", min=1, help="Requests in flight at once."),
     timeout: float = typer.Option(120.0, "--timeout", min=1.0, help="Seconds one request may take."),
     out: Optional[Path] = typer.Option(None, "--out", help="Run directory for raw replies [./runs/<timestamp>]."),
+    launch_label: Optional[str] = typer.Option(None, "--launch", help="Record into this existing launch of --out (e.g. L001, made by an earlier bench, probe or launch) instead of a new one."),
     json_out: Optional[str] = typer.Option(None, "--json", help="Write the probe document to PATH, or - for stdout."),
 ) -> None:
     """Probe a server for FP4 garbage (healthy / suspect / garbage, with the evidence)."""
@@ -36,7 +37,7 @@ def probe(
     from sparktriage.probe.render import render_text
     from sparktriage.probe.runner import ProbeSettings, run_probe
     from sparktriage.store.documents import RecordWriter
-    from sparktriage.store.rundir import RunDir, default_run_path
+    from sparktriage.store.rundir import claim_launch, default_run_path, provisional_run
     if baseline is not None and reference is not None:
         raise UsageError("give --baseline or --reference, not both")
     if baseline is not None:
@@ -44,11 +45,13 @@ def probe(
     settings = ProbeSettings(endpoint=endpoint, model=model,
                              api_key=api_key or os.environ.get("OPENAI_API_KEY") or None, seed=seed,
                              baseline=baseline, reference=reference, concurrency=concurrency, timeout_s=timeout)
-    run = RunDir.create(out or default_run_path(), ["sparktriage", *sys.argv[1:]])
-    launch = run.next_launch()
-    console.info(f"run directory: {run.path}")
-    with RecordWriter(launch.path / "probe-requests.jsonl") as writer:
-        outcome = asyncio.run(run_probe(settings, probe_progress, writer.append))
+    if launch_label is not None and out is None:
+        raise UsageError("--launch names a launch of an existing run: give --out RUN_DIR too")
+    with provisional_run(out or default_run_path(), ["sparktriage", *sys.argv[1:]]) as run:
+        launch = claim_launch(run, launch_label, ("probe-requests.jsonl", "probe.json"))
+        console.info(f"run directory: {run.path}")
+        with RecordWriter(launch.path / "probe-requests.jsonl") as writer:
+            outcome = asyncio.run(run_probe(settings, probe_progress, writer.append))
     document = outcome.document
     launch.write("probe.json", document)
     if save_baseline is not None:

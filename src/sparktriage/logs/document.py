@@ -23,7 +23,6 @@ from sparktriage.logs.gate import interesting, restart_mark, serving_mark
 from sparktriage.logs.series import SpecSeries, StatsSeries, parse_spec, parse_stats
 from sparktriage.logs.timeline import Timeline, TimelineBuilder
 
-LONG_SILENCE_S = 60.0
 
 
 class LogAnalyzer:
@@ -270,10 +269,9 @@ def findings(doc: dict, tl: Timeline, timelines: dict[str, list[Timeline]]) -> l
             add("wall-vs-reported", "warning",
                 f"{gap['name']}: vLLM reports {gap['reported_s']:.2f} s but the window took "
                 f"{gap['wall_s']:.1f} s of wall time ({gap['gap_s']:.1f} s unaccounted)")
-    for s in doc["silences"]:
-        if s["duration_s"] >= LONG_SILENCE_S:
-            add("silence", "warning",
-                f"{s['duration_s']:.0f} s without a log line during {s['phase']} after: {s['before']}")
+    # Gaps between lines are facts in `silences`; whether one was a stall is the stall
+    # classifier's verdict alone (`sparktriage stalls` reads samples, stacks and per-phase
+    # budgets), so `logs` never calls a gap a problem that `stalls` might call progress.
     for k in doc["kernel_detail"]:
         if k["fallback"]:
             add("kernel-fallback", "warning", f"kernel fallback: {k['kernel']}")

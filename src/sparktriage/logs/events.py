@@ -1,6 +1,6 @@
 """The record every log parser produces: one logical log line, timed and tagged.
 
-Shared contract between the log parser (evidence/), the stall classifier (stalls/), the
+Shared contract between the log parser (logs/), the stall classifier (stalls/), the
 reconciliation and the report. Fields may be added; none may change meaning.
 """
 

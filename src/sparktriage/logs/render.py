@@ -38,10 +38,14 @@ def render(doc: dict) -> View:
         view.table(_phase_table(doc))
     if doc["gaps"]:
         view.table(_gap_table(doc))
-    for silence in sorted(doc["silences"], key=lambda x: -x["duration_s"])[:3]:
-        if silence["duration_s"] >= 10:
-            view.line(f"silent {silence['duration_s']:.0f} s during {silence['phase']} "
-                      f"after: {silence['before'][:120]}")
+    gaps = [g for g in sorted(doc["silences"], key=lambda x: -x["duration_s"])[:3]
+            if g["duration_s"] >= 10]
+    for gap in gaps:
+        view.line(f"no log line for {gap['duration_s']:.0f} s during {gap['phase']} after: "
+                  f"{gap['before'][:120]}")
+    if gaps:
+        view.line("(gaps between lines are not verdicts: `sparktriage stalls` tells a stall "
+                  "from quiet progress)")
     reported = ", ".join(f"{k} {v:g}" for k, v in doc["reported"].items())
     if reported:
         view.line(f"reported: {reported}")

@@ -1,6 +1,6 @@
 """`sparktriage demo`: a whole consultant session on the embedded default.
 
-The bundled tiny Qwen3-MoE model (testbed/garbage/model, trained here) is served by the local
+The bundled tiny Qwen3-MoE model (provision/garbage/model, trained here) is served by the local
 CPU vLLM through the launch supervisor with its collectors, once per speculative depth
 (launches `L001`, `L002`, ...). The first launch is probed for garbage against the model's
 committed fingerprint and measured with the delivered-token protocol (code and prose), the
@@ -57,7 +57,7 @@ class DemoSettings:
 def fingerprint_path() -> Path | None:
     """The committed fingerprint of the bundled model (a known-good launch of it)."""
     root = repo_root()
-    path = root / "testbed" / "garbage" / "fingerprint.json" if root else None
+    path = root / "provision" / "garbage" / "fingerprint.json" if root else None
     return path if path is not None and path.is_file() else None
 
 

@@ -1,7 +1,7 @@
 """What the stall classifier reads: per node, log events, samples, stacks and dmesg lines.
 
 `load(path)` accepts an evidence bundle (a folder or its `.tar.gz`, docs/formats.md, opened
-with `evidence.bundle.Bundle`, which refuses unsafe archives), a launch folder, a single
+with `bundle.reader.Bundle`, which refuses unsafe archives), a launch folder, a single
 line-records file, or a plain vLLM log; log lines go through the log parser of `logs/`
 (all vLLM formats, receive times first). A plain log gives nodes with the `log` source only:
 the classifier then says which signals were missing rather than guessing them. Every node's

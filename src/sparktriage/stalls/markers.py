@@ -2,7 +2,7 @@
 
 A marker is a named pattern of `rules/_vocabulary.yaml`. One combined expression rejects the
 many lines that match no marker before any single pattern is tried. The timeline knows, per
-node, the phase at any time (the startup phases of the log parser, `evidence.timeline`, so
+node, the phase at any time (the startup phases of the log parser, `logs.timeline`, so
 that `stalls` and `logs` name phases alike), when the start became ready or failed, the shard
 progress bar and the checkpoint size the log announced.
 """

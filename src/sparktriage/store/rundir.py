@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
+import shutil
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 from sparktriage import __version__
 from sparktriage.errors import InputError
@@ -24,7 +27,34 @@ from sparktriage.store.documents import RecordWriter, read_document, write_docum
 
 SCHEMA_VERSION = 1  # bump on any breaking change of the run-directory layout or documents
 
-_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+@contextmanager
+def provisional_run(path: Path, command: list[str]) -> Iterator["RunDir"]:
+    """The run directory of a command that measures: if the command fails before it recorded
+    anything, a folder it created is removed again (an existing one is left as it was)."""
+    existed = path.exists()
+    run = RunDir.create(path, command)
+    try:
+        yield run
+    except BaseException:
+        if not existed and not run.has_records():
+            shutil.rmtree(path, ignore_errors=True)
+        raise
+
+
+def claim_launch(run: "RunDir", label: str | None, outputs: tuple[str, ...]) -> LaunchDir:
+    """The launch a command records into: a new one, or `label` (an existing launch shared
+    with an earlier command) when none of `outputs` is there yet (nothing is ever overwritten)."""
+    if label is None:
+        return run.next_launch()
+    launch = run.existing_launch(label)
+    taken = [name for name in outputs if (launch.path / name).exists()]
+    if taken:
+        raise InputError(f"{launch.path}: already has {', '.join(taken)} (a launch is measured "
+                         "once per command; use a new launch)")
+    return launch
 
 
 def utc_now() -> str:
@@ -114,7 +144,7 @@ class RunDir:
         return self.path / "run.json"
 
     def launch(self, label: str) -> LaunchDir:
-        if not _LABEL.match(label):
+        if not _LABEL.fullmatch(label):
             raise InputError(f"launch label {label!r} must be 1-64 of [A-Za-z0-9._-]")
         launch = LaunchDir(self.path / "launches" / label)
         launch.path.mkdir(parents=True, exist_ok=True)
@@ -128,6 +158,22 @@ class RunDir:
         while f"L{number:03d}" in existing:
             number += 1
         return self.launch(f"L{number:03d}")
+
+    def existing_launch(self, label: str) -> LaunchDir:
+        """A launch folder an earlier command made (`--launch L001`); an input error otherwise."""
+        if not _LABEL.fullmatch(label):
+            raise InputError(f"launch label {label!r} must be 1-64 of [A-Za-z0-9._-]")
+        launch = LaunchDir(self.path / "launches" / label)
+        if not launch.path.is_dir():
+            have = ", ".join(l.label for l in self.launches()) or "none"
+            raise InputError(f"{self.path}: no launch {label} (launches here: {have})")
+        return launch
+
+    def has_records(self) -> bool:
+        """Whether anything was measured here: a non-empty file in a launch folder."""
+        root = self.path / "launches"
+        return root.is_dir() and any(f.is_file() and f.stat().st_size > 0
+                                     for f in root.rglob("*") if not f.is_symlink())
 
     def launches(self) -> list[LaunchDir]:
         root = self.path / "launches"

@@ -8,14 +8,14 @@ from pathlib import Path
 
 from sparktriage.errors import LaunchError
 
-SETUP_HINT = "run `bash testbed/setup.sh` from the sparktriage repository first"
+SETUP_HINT = "run `bash provision/setup.sh` from the sparktriage repository first"
 
 
 def repo_root() -> Path | None:
     """The source checkout this package runs from (editable install), if any."""
     here = Path(__file__).resolve()
     for parent in here.parents:
-        if (parent / "testbed" / "setup-vllm.sh").exists():
+        if (parent / "provision" / "setup-vllm.sh").exists():
             return parent
     return None
 

@@ -26,11 +26,11 @@ _EXPERT = re.compile(r"model\.layers\.(\d+)\.mlp\.experts\.(\d+)\.(gate_proj|up_
 
 
 def trained_model() -> Path:
-    """The committed tiny MoE checkpoint (testbed/garbage/model in the source checkout)."""
+    """The committed tiny MoE checkpoint (provision/garbage/model in the source checkout)."""
     root = repo_root()
-    path = root / "testbed" / "garbage" / "model" if root else None
+    path = root / "provision" / "garbage" / "model" if root else None
     if path is None or not (path / "model.safetensors").exists():
-        raise InputError("the tiny MoE model is missing (testbed/garbage/model in the repository)")
+        raise InputError("the tiny MoE model is missing (provision/garbage/model in the repository)")
     return path
 
 

@@ -1,6 +1,6 @@
 """Extract the English prose and Python code the tiny MoE model is trained on (run once).
 
-Usage: python extract_stdlib.py [OUT_DIR]  (default: testbed/garbage/data)
+Usage: python extract_stdlib.py [OUT_DIR]  (default: provision/garbage/data)
 
 Reads the docstrings and small function bodies of the Python standard library of the
 interpreter running it (files sorted by name, ASCII only) and writes them, gzip-compressed,

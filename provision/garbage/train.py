@@ -1,8 +1,8 @@
 """Train the tiny MoE test-bed model on CPU and write it as a Qwen3-MoE checkpoint.
 
 Usage (the committed model, docs/garbage.md):
-    .venv-vllm/bin/python testbed/garbage/train.py /tmp/phase1 --steps 1000 --stop-after 600
-    .venv-vllm/bin/python testbed/garbage/train.py testbed/garbage/model --init /tmp/phase1 --phase 1 --steps 700
+    .venv-vllm/bin/python provision/garbage/train.py /tmp/phase1 --steps 1000 --stop-after 600
+    .venv-vllm/bin/python provision/garbage/train.py provision/garbage/model --init /tmp/phase1 --phase 1 --steps 700
 Run with the vLLM venv's python (torch, tokenizers, transformers, safetensors). No network.
 
 Deterministic: fixed seeds, one thread, a fixed number of steps; the corpus comes from

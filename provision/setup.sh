@@ -3,8 +3,8 @@
 #   - Debian packages the tests use as real parts (OpenSSH server, poppler's PDF tools)
 #   - .venv: sparktriage itself with its test dependencies, and its compiled log scanner
 #     (a C extension built by pip; needs a C compiler and the Python headers)
-#   - .venv-vllm: the real vLLM CPU build (testbed/setup-vllm.sh)
-#   - .testbed/models: the bundled tiny models (testbed/make_tiny_model.py)
+#   - .venv-vllm: the real vLLM CPU build (provision/setup-vllm.sh)
+#   - .testbed/models: the bundled tiny models (provision/make_tiny_model.py)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -45,20 +45,20 @@ if [ ! -x .venv/bin/sparktriage ] || [ pyproject.toml -nt .venv/.sparktriage-ins
     || [ -n "$(find src/fastscan -newer .venv/.sparktriage-installed 2>/dev/null)" ]; then
   echo "setup: installing sparktriage into .venv" >&2
   [ -x .venv/bin/python ] || "$python" -m venv .venv
-  .venv/bin/pip install --quiet --disable-pip-version-check -e '.[test]' 2>&1 | grep -v "is ignored" >&2 || true
+  .venv/bin/pip install --quiet --disable-pip-version-check -e '.[test]' 2>&1 | grep --line-buffered -v "is ignored" >&2 || true
   .venv/bin/sparktriage --version >/dev/null
   .venv/bin/python -c 'from sparktriage.logs import compiled; assert compiled.scanner()' 2>/dev/null \
     || echo "setup: the compiled log scanner was not built; sparktriage logs uses the pure-Python one" >&2
   touch .venv/.sparktriage-installed
 fi
 
-PYTHON="$python" bash testbed/setup-vllm.sh 2> >(grep -v "is ignored" >&2)
+PYTHON="$python" bash provision/setup-vllm.sh 2> >(grep --line-buffered -v "is ignored" >&2)
 
 for kind in main draft; do
   name=tiny-llama; flag=
   [ "$kind" = draft ] && { name=tiny-draft; flag=--draft; }
   if [ ! -f ".testbed/models/$name/config.json" ]; then
-    .venv-vllm/bin/python testbed/make_tiny_model.py ".testbed/models/$name" $flag >&2
+    .venv-vllm/bin/python provision/make_tiny_model.py ".testbed/models/$name" $flag >&2
   fi
 done
 echo "setup: ready" >&2

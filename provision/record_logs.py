@@ -1,6 +1,6 @@
 """Record real vLLM CPU logs as test fixtures (run once; outputs are committed).
 
-    .venv/bin/python testbed/record_logs.py tests/fixtures/logs/recorded [plain ngram killed failed]
+    .venv/bin/python provision/record_logs.py tests/fixtures/logs/recorded [plain ngram killed failed]
 
 Each scenario starts the test bed's real `vllm serve` (testbed/server.py) and keeps its line
 records (`<name>.lines.jsonl`: every stdout/stderr line with its receive time):
