@@ -1,6 +1,7 @@
-/* module.c: the module sparktriage.logs._fastscan, its interned names, and the document's
-   window rows (LogAnalyzer._windows and _spec_windows, built here: the same dicts, same keys in
-   the same order). parse_hot is exposed for the tests that compare it with the Python parser. */
+/* module.c: the module sparktriage.logs._fastscan and its interned names. parse_hot is exposed
+   for the tests that compare it with the Python parser. (The document's window rows were built
+   here too until they were measured: 1.08x of CPU end to end, below the 1.5x that C code must
+   earn, docs/benchmarks.md; they are built in Python, logs/document.py.) */
 
 #include "fastscan.h"
 
@@ -36,109 +37,7 @@ static PyObject *mod_parse_hot(PyObject *mod, PyObject *args) {
 }
 
 
-#if PY_VERSION_HEX < 0x030D0000
-#define new_row(n) _PyDict_NewPresized(n) /* no resizing while the row fills */
-#else
-#define new_row(n) PyDict_New()
-#endif
-
-/* seen[t], or fmt(t) remembered there (LogAnalyzer's memo of time strings) */
-static PyObject *time_text(PyObject *seen, PyObject *fmt, PyObject *t) {
-    PyObject *s = PyDict_GetItemWithError(seen, t);
-    if (s && s != Py_None) return Py_NewRef(s);
-    if (PyErr_Occurred()) return NULL;
-    s = PyObject_CallOneArg(fmt, t);
-    if (s && PyDict_SetItem(seen, t, s) < 0) Py_CLEAR(s);
-    return s;
-}
-
-/* w.<name>: from the instance dict (dataclass fields live there), else the usual lookup */
-static PyObject *field(PyObject *d, PyObject *w, PyObject *name) {
-    PyObject *v = d ? PyDict_GetItemWithError(d, name) : NULL;
-    if (v) return Py_NewRef(v);
-    if (PyErr_Occurred()) return NULL;
-    return PyObject_GetAttr(w, name);
-}
-
-static int put(PyObject *row, PyObject *key, PyObject *value) {
-    if (!value) return -1;
-    int r = PyDict_SetItem(row, key, value);
-    Py_DECREF(value);
-    return r;
-}
-
-/* stats_rows(windows, seen, fmt) -> the rows of LogAnalyzer._windows, built here */
-static PyObject *mod_stats_rows(PyObject *mod, PyObject *args) {
-    (void)mod;
-    PyObject *windows, *seen, *fmt;
-    if (!PyArg_ParseTuple(args, "O!O!O", &PyList_Type, &windows, &PyDict_Type, &seen, &fmt)) return NULL;
-    Py_ssize_t n = PyList_GET_SIZE(windows);
-    PyObject *out = PyList_New(n);
-    for (Py_ssize_t i = 0; out && i < n; i++) {
-        PyObject *w = PyList_GET_ITEM(windows, i), *row = new_row(14), *parts = NULL;
-        PyObject *d = PyObject_GenericGetDict(w, NULL);
-        if (!d) PyErr_Clear();
-        PyObject *t = row ? field(d, w, S_t) : NULL;
-        PyObject *start = t ? field(d, w, S_start) : NULL;
-        int bad = !start || put(row, S_end, time_text(seen, fmt, t)) < 0 ||
-                  put(row, S_start, time_text(seen, fmt, start)) < 0 ||
-                  put(row, S_start_estimated, field(d, w, S_start_estimated)) < 0 ||
-                  put(row, S_engine, field(d, w, S_engine)) < 0 ||
-                  put(row, S_node, field(d, w, S_node)) < 0 ||
-                  put(row, S_prompt, field(d, w, S_prompt)) < 0 ||
-                  put(row, S_generation, field(d, w, S_generation)) < 0 ||
-                  put(row, S_level, field(d, w, S_level)) < 0 ||
-                  !(parts = field(d, w, S_parts)) || PyDict_Update(row, parts) < 0;
-        Py_XDECREF(d);
-        Py_XDECREF(t);
-        Py_XDECREF(start);
-        Py_XDECREF(parts);
-        if (bad) {
-            Py_XDECREF(row);
-            Py_CLEAR(out);
-            break;
-        }
-        PyList_SET_ITEM(out, i, row);
-    }
-    return out;
-}
-
-/* spec_rows(windows, seen, fmt) -> the rows of LogAnalyzer._spec_windows, built here */
-static PyObject *mod_spec_rows(PyObject *mod, PyObject *args) {
-    (void)mod;
-    PyObject *windows, *seen, *fmt;
-    if (!PyArg_ParseTuple(args, "O!O!O", &PyList_Type, &windows, &PyDict_Type, &seen, &fmt)) return NULL;
-    Py_ssize_t n = PyList_GET_SIZE(windows);
-    PyObject *out = PyList_New(n);
-    for (Py_ssize_t i = 0; out && i < n; i++) {
-        PyObject *w = PyList_GET_ITEM(windows, i), *row = new_row(12), *values = NULL, *drafts = NULL;
-        PyObject *d = PyObject_GenericGetDict(w, NULL);
-        if (!d) PyErr_Clear();
-        PyObject *t = row ? field(d, w, S_t) : NULL;
-        int bad = !t || put(row, S_end, time_text(seen, fmt, t)) < 0 ||
-                  put(row, S_node, field(d, w, S_node)) < 0 ||
-                  !(values = field(d, w, S_values)) || PyDict_Update(row, values) < 0 ||
-                  put(row, S_per_position, field(d, w, S_per_position)) < 0 ||
-                  !(drafts = field(d, w, S_drafts)) ||
-                  put(row, S_drafts_estimated, drafts == Py_None ? Py_NewRef(Py_None)
-                                                                 : PyObject_CallMethodOneArg(drafts, S_round, S_two)) < 0;
-        Py_XDECREF(d);
-        Py_XDECREF(t);
-        Py_XDECREF(values);
-        Py_XDECREF(drafts);
-        if (bad) {
-            Py_XDECREF(row);
-            Py_CLEAR(out);
-            break;
-        }
-        PyList_SET_ITEM(out, i, row);
-    }
-    return out;
-}
-
 static PyMethodDef module_methods[] = {
-    {"stats_rows", (PyCFunction)mod_stats_rows, METH_VARARGS, "stats_rows(windows, seen, fmt)"},
-    {"spec_rows", (PyCFunction)mod_spec_rows, METH_VARARGS, "spec_rows(windows, seen, fmt)"},
     {"parse_hot", (PyCFunction)mod_parse_hot, METH_VARARGS, "fs_parse_hot(line, crlf=False)"},
     {NULL}};
 

@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from bench_contract import check_bench_document
+from documents.validate import validate_run_dir
 from sparktriage.sweep.decide import workload_rate
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
@@ -45,6 +46,13 @@ def test_demo_session_succeeds_and_summarises(demo_run):
         spec = yaml.safe_load((run / "launches" / launch["label"] / "deployment.yaml").read_text())
         with socket.socket() as s:
             assert s.connect_ex(("127.0.0.1", spec["serve"]["port"])) != 0
+
+
+def test_every_document_the_demo_wrote_validates_against_its_model(demo_run):
+    run, _ = demo_run
+    seen = validate_run_dir(run)  # run dir and report/data/ (itself a run directory)
+    assert seen == {"demo": 1, "sweep": 2, "report": 1, "launch": 4, "bench": 4, "logs": 4,
+                    "reconcile": 4, "stalls": 4, "probe": 2}, seen
 
 
 def test_demo_measures_exact_tokens_and_reconciles(demo_run):

@@ -13,6 +13,8 @@ import sys
 
 import pytest
 
+from documents.validate import validate_run_dir
+
 pytestmark = pytest.mark.vllm
 
 
@@ -30,6 +32,8 @@ def test_selfcheck_on_a_real_server(vllm_server, tmp_path):
                         "--quick", "--sign", str(key), "--out", str(run), "--json", "-")
     assert result.returncode == 1, result.stderr[-3000:]  # a finding: the output is garbage
     doc = json.loads((run / "launches" / "L001" / "selfcheck.json").read_text())
+    seen = validate_run_dir(run)  # every typed document, report/data/ included
+    assert seen["selfcheck"] == 1 and seen["report"] == 1 and seen["bench"] == 2, seen
     assert all(s["status"] == "ok" for s in doc["steps"]), doc["steps"]
     assert [s["step"] for s in doc["steps"]] == ["bench", "probe", "logs", "stalls", "report"]
     assert doc["probe"]["verdict"] in ("garbage", "suspect") and doc["probe"]["baseline"] is False

@@ -26,7 +26,7 @@ from sparktriage.collect.host import HostCollector
 from sparktriage.collect.net import NetCollector
 from sparktriage.collect.plan import CollectorSpec, default_plan
 from sparktriage.collect.procs import ProcsCollector
-from sparktriage.collect.redact import Redactor
+from sparktriage.redact.capture import Redactor
 from sparktriage.collect.runner import Runner
 from sparktriage.collect.stacks import StacksCollector
 from sparktriage.bundle.records import (

@@ -14,7 +14,7 @@ from sparktriage.collect.environment import EnvironmentCollector
 from sparktriage.collect.gpu import GpuCollector, inventory, throttle_names
 from sparktriage.collect.nvml import PynvmlSource, RecordedSource
 from sparktriage.collect.plan import CollectorSpec
-from sparktriage.collect.redact import Redactor
+from sparktriage.redact.capture import Redactor
 from sparktriage.bundle.records import GpuSample, field_names
 
 RECORDING = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "nvml" /

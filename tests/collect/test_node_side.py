@@ -13,7 +13,7 @@ import pytest
 from sparktriage.collect.base import Context
 from sparktriage.collect.environment import EnvironmentCollector, interpreter_of
 from sparktriage.collect.plan import CollectorSpec
-from sparktriage.collect.redact import Redactor
+from sparktriage.redact.capture import Redactor
 from sparktriage.collect.roles import classify
 from sparktriage.collect.tail import FileTail
 

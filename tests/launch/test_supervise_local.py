@@ -24,7 +24,10 @@ from sparktriage.bundle.reader import Bundle
 from sparktriage.launch.plan import build_plan
 from sparktriage.launch.readiness import api_ready
 from sparktriage.launch.run import launch_once, launch_replicates
+from sparktriage.documents.launch import LaunchOutcome
+from sparktriage.documents.logs import LogsDocument
 from sparktriage.store.rundir import RunDir
+from sparktriage.store.typed import load, parse
 
 
 def _launch(tmp_path, mark, hold_s=0.0, **kwargs):
@@ -76,6 +79,8 @@ def test_ready_then_teardown_leaves_nothing(tmp_path, mark):
     assert "Application startup complete" in (run_launch / "server.log").read_text()
     # the log parser's startup timeline of the launch (logs.json, and a summary in the result)
     logs = json.loads((run_launch / "logs.json").read_text())
+    load(LogsDocument, run_launch / "logs.json")  # typed, with schema_version
+    parse(LaunchOutcome, result, "launch result")
     assert logs["startup"]["complete"] and logs["startup"]["current_phase"] == "ready"
     assert result["startup"]["complete"] and "weight_read" in [
         p["name"] for p in result["startup"]["phases"]]
@@ -87,6 +92,7 @@ def test_exit_before_ready_is_a_failure(tmp_path, mark):
                                                 "FAKE_EXIT_CODE": "17"})
     assert result["outcome"] == "failed"
     assert "server exited with status 17" in result["failure"]
+    parse(LaunchOutcome, result, "launch result")  # a failed launch keeps the typed shape
     assert wait_gone(mark, 2) == []
     with Bundle.open(result["bundle"]) as bundle:
         assert any("simulated crash" in r.line for r in bundle.log_lines("local"))
@@ -210,4 +216,19 @@ def test_readiness_by_log_marker(tmp_path, mark):
     plan, result, events = _launch(tmp_path, mark, ready="log")
     assert plan.ready == "log" and result["outcome"] == "completed"
     assert any(e == "marker" and d["marker"] == "ready" for e, d in events)
+    assert wait_gone(mark, 2) == []
+
+
+def test_launch_command_result_is_a_typed_document(tmp_path, mark):
+    from sparktriage.documents.launch import LaunchResult
+
+    deployment = fake_deployment(tmp_path / "d.yaml", mark)
+    done = subprocess.run([sys.executable, "-m", "sparktriage", "launch", str(deployment),
+                           "--out", str(tmp_path / "run"), "--json", "-"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = parse(LaunchResult, json.loads(done.stdout), "launch --json")
+    (launch,) = result.launches
+    assert launch.label == "L001" and launch.outcome == "completed" and launch.error is None
+    assert launch.startup is not None and launch.startup.complete is True
     assert wait_gone(mark, 2) == []

@@ -1,4 +1,4 @@
-"""Signing through a real `ssh-agent` process started by the test (agent protocol)."""
+"""Signing through a real `ssh-agent` process started by the test (`ssh-add -L`, `ssh-keygen -Y sign`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from sparktriage.report import sshsig
-from sparktriage.report.agent import AgentClient, AgentError, agent_signer
+from sparktriage.report.sshkeygen import AgentError, agent_keys, agent_signer
 from sparktriage.report.keys import read_public_key
 from sparktriage.report.signing import SignSpec, resolve
 from sparktriage.report.verify import TrustAnchor, verify
@@ -40,15 +40,14 @@ def _add(sock: Path, key: Path) -> None:
 def test_agent_lists_and_signs_and_ssh_keygen_verifies(agent, report_keys, tmp_path):
     _add(agent, report_keys["main"])
     _add(agent, report_keys["other"])
-    client = AgentClient(str(agent))
-    fingerprints = {k.fingerprint for k in client.identities()}
+    fingerprints = {k.fingerprint for k in agent_keys(str(agent))}
     wanted = read_public_key(report_keys["other"].with_suffix(".pub"))
     assert wanted.fingerprint in fingerprints and len(fingerprints) == 2
     signer = agent_signer(wanted, str(agent))
     message = tmp_path / "MANIFEST"
     message.write_bytes(b"abc  x\n")
     sig = tmp_path / "MANIFEST.sig"
-    sig.write_text(sshsig.sign(message.read_bytes(), signer).armored())
+    sig.write_text(signer.sign(message.read_bytes()))
     allowed = tmp_path / "allowed"
     allowed.write_text(f'someone@else namespaces="sparktriage" {wanted.openssh()}\n')
     done = subprocess.run(["ssh-keygen", "-Y", "verify", "-f", str(allowed), "-I", "someone@else",
@@ -82,6 +81,6 @@ def test_agent_without_the_key_or_without_agent_is_a_clear_error(agent, report_k
         agent_signer(read_public_key(report_keys["main"].with_suffix(".pub")), str(agent))
     monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
     with pytest.raises(AgentError, match="SSH_AUTH_SOCK"):
-        AgentClient()
+        agent_keys()
     with pytest.raises(AgentError, match="cannot talk"):
-        AgentClient(str(agent) + ".missing").identities()
+        agent_keys(str(agent) + ".missing")

@@ -8,11 +8,11 @@ import pytest
 
 from sparktriage.errors import InputError
 from sparktriage.report import allowed_signers
-from sparktriage.report.keys import load_private_key
+from sparktriage.report.sshkeygen import file_signer
 
 
 def test_lines_with_and_without_options(report_keys, tmp_path):
-    key = load_private_key(report_keys["main"]).public_key
+    key = file_signer(report_keys["main"]).public_key
     path = tmp_path / "allowed"
     path.write_text("# comment\n\n"
                     f"alice@example.com,bob@* {key.openssh()} laptop key\n"

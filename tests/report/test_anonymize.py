@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sparktriage.report.anonymize import Anonymizer
+from sparktriage.redact.anonymize import Anonymizer
 
 
 def _anon(*hosts: str, users: tuple[str, ...] = ()) -> Anonymizer:

@@ -119,7 +119,7 @@ def test_hostile_and_odd_text_renders(tmp_path, report_build):
     yaml_odd = odd.replace("\x00", "").replace("\x1b", "")  # YAML forbids raw control characters
     (run / "deployment.yaml").write_text(f"name: '{yaml_odd}'\nblob: {huge}\nlist: [1, 2.5e300, null, true]\n")
     (run / "launches" / "L001" / "probe.json").write_text(json.dumps({
-        "verdict": "suspect", "pattern": "F3", "families": [
+        "schema_version": 1, "kind": "probe", "verdict": "suspect", "pattern": "F3", "families": [
             {"name": odd, "status": "suspect", "numbers": {"x": float("1e308")},
              "evidence": [huge, {"text": odd, "n": 1}]}]}))
     report_build(run, tmp_path / "out", anonymize=True)

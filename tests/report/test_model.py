@@ -132,7 +132,8 @@ def test_sweep_statements_use_welch_on_launch_means(tmp_path):
     depths = [{"depth": 0, "launches": [{"label": f"A{i}", "delivered_tok_s": v} for i, v in enumerate(b)]},
               {"depth": 2, "launches": [{"label": f"B{i}", "delivered_tok_s": v} for i, v in enumerate(a)]},
               {"depth": 3, "launches": [{"label": "C0", "delivered_tok_s": 29.0}]}]
-    (root / "sweep.json").write_text(json.dumps({"schema_version": 1, "kind": "sweep", "depths": depths,
+    (root / "sweep.json").write_text(json.dumps({"schema_version": 1, "kind": "sweep", "method": "ngram",
+                                                 "workload": "code", "depths": depths,
                                                  "decision": {"depth": 2, "reason": "fastest"}}))
     section = sweep_section(load_run(root))
     versus0, versus3 = section["comparisons"]
@@ -166,7 +167,7 @@ def test_startup_from_logs_only_and_iso_times(tmp_path):
     root = _run(tmp_path, {"L001": [10.0, 11.0]})
     folder = root / "launches" / "L001"
     (folder / "logs.json").write_text(json.dumps({
-        "version": "0.11.0",
+        "schema_version": 1, "kind": "logs", "version": "0.11.0",
         "phases": [{"name": "weight-read", "start": "2026-01-01T00:00:10Z", "end": "2026-01-01T00:01:10Z",
                     "duration_s": 60.0},
                    {"name": "ready", "start": "2026-01-01T00:01:10Z", "end": None, "duration_s": 1.5}],
@@ -189,6 +190,7 @@ def test_contract_field_of_wrong_type_names_the_file(tmp_path):
     from sparktriage.errors import InputError
 
     root = _run(tmp_path, {"L001": [10.0, 11.0]})
-    (root / "launches" / "L001" / "stalls.json").write_text(json.dumps({"phases": [], "findings": {}}))
+    (root / "launches" / "L001" / "stalls.json").write_text(json.dumps({"schema_version": 1, "kind": "sparktriage-stalls",
+                                                                           "phases": [], "findings": {}}))
     with pytest.raises(InputError, match="launches/L001/stalls.json: field 'findings' must be list"):
         _doc(root)

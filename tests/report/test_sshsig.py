@@ -10,6 +10,8 @@ import pytest
 from sparktriage.errors import InputError
 from sparktriage.report import keys as keymod
 from sparktriage.report import sshsig
+from sparktriage.report.sshkeygen import file_signer
+from sparktriage.report.verify import _check_signature
 from sparktriage.report.allowed_signers import line_for
 
 MESSAGE = b"0123abcd  report.md\nfeedbeef  data/run.json\n"
@@ -28,8 +30,8 @@ def _ssh_verify(allowed: Path, identity: str, sig: Path, message: bytes, namespa
 
 
 def test_our_signature_is_byte_identical_to_ssh_keygen_and_verifies(report_keys, tmp_path):
-    signer = keymod.load_private_key(report_keys["main"])
-    ours = sshsig.sign(MESSAGE, signer).armored()
+    signer = file_signer(report_keys["main"])
+    ours = signer.sign(MESSAGE)
     message = tmp_path / "MANIFEST"
     message.write_bytes(MESSAGE)
     subprocess.run(["ssh-keygen", "-q", "-Y", "sign", "-f", str(report_keys["main"]), "-n", "sparktriage",
@@ -44,9 +46,9 @@ def test_our_signature_is_byte_identical_to_ssh_keygen_and_verifies(report_keys,
 
 
 def test_ssh_keygen_rejects_our_signature_of_other_content_or_namespace(report_keys, tmp_path):
-    signer = keymod.load_private_key(report_keys["main"])
+    signer = file_signer(report_keys["main"])
     sig = tmp_path / "s.sig"
-    sig.write_text(sshsig.sign(MESSAGE, signer).armored())
+    sig.write_text(signer.sign(MESSAGE))
     allowed = _allowed(tmp_path, "c", report_keys["main"].with_suffix(".pub"))
     assert _ssh_verify(allowed, "c", sig, MESSAGE + b"x").returncode != 0
     assert _ssh_verify(allowed, "c", sig, MESSAGE, namespace="file").returncode != 0
@@ -60,16 +62,18 @@ def test_ssh_keygen_signature_is_checked_by_us(report_keys, tmp_path):
     parsed = sshsig.parse((tmp_path / "m.sig").read_text())
     assert parsed.namespace == "sparktriage" and parsed.hash_algorithm == "sha512"
     assert parsed.public_key.blob == keymod.read_public_key(report_keys["other"].with_suffix(".pub")).blob
-    assert sshsig.check(parsed, MESSAGE) is None
-    assert "does not match" in sshsig.check(parsed, MESSAGE.replace(b"0123", b"0124"))
-    assert "namespace" in sshsig.check(parsed, MESSAGE, namespace="git")
+    sig = tmp_path / "m.sig"
+    assert _check_signature(parsed, sig, MESSAGE) is None
+    assert "does not match" in _check_signature(parsed, sig, MESSAGE.replace(b"0123", b"0124"))
+    other = sshsig.Signature(parsed.public_key, "git", parsed.hash_algorithm, parsed.signature)
+    assert "namespace" in _check_signature(other, sig, MESSAGE)
 
 
 def test_fingerprint_matches_ssh_keygen(report_keys):
     printed = subprocess.run(["ssh-keygen", "-l", "-f", str(report_keys["main"].with_suffix(".pub"))],
                              capture_output=True, text=True, check=True).stdout.split()[1]
-    assert keymod.load_private_key(report_keys["main"]).public_key.fingerprint == printed
-    assert keymod.load_private_key(report_keys["main"]).public_key.comment == "consultant@example.com"
+    assert file_signer(report_keys["main"]).public_key.fingerprint == printed
+    assert file_signer(report_keys["main"]).public_key.comment == "consultant@example.com"
 
 
 @pytest.mark.parametrize("text, fragment", [
@@ -84,7 +88,7 @@ def test_malformed_signatures_are_named(text, fragment):
 
 
 def test_truncated_real_signature_is_malformed(report_keys):
-    armored = sshsig.sign(MESSAGE, keymod.load_private_key(report_keys["main"])).armored()
+    armored = file_signer(report_keys["main"]).sign(MESSAGE)
     lines = armored.splitlines()
     broken = "\n".join(lines[:2] + lines[-1:])
     with pytest.raises(sshsig.SignatureFormatError):
@@ -93,15 +97,15 @@ def test_truncated_real_signature_is_malformed(report_keys):
 
 def test_encrypted_and_non_ed25519_keys_are_refused_with_advice(report_keys, tmp_path):
     with pytest.raises(InputError, match="passphrase-protected") as info:
-        keymod.load_private_key(report_keys["encrypted"])
+        file_signer(report_keys["encrypted"])
     assert "ssh-add" in info.value.one_line()
     rsa = tmp_path / "rsa"
     subprocess.run(["ssh-keygen", "-q", "-t", "rsa", "-b", "1024", "-N", "", "-f", str(rsa)], check=True)
     with pytest.raises(InputError, match="only Ed25519"):
-        keymod.load_private_key(rsa)
+        file_signer(rsa)
     junk = tmp_path / "junk"
     junk.write_text("not a key")
     with pytest.raises(InputError, match="not an OpenSSH private key"):
-        keymod.load_private_key(junk)
+        file_signer(junk)
     with pytest.raises(InputError, match="not an OpenSSH public key"):
         keymod.read_public_key(junk)

@@ -26,9 +26,11 @@ def test_untouched_report_verifies_with_and_without_anchor(report_built, report_
                                     read_public_key(report_keys["main"].with_suffix(".pub")), "sparktriage")
     (tmp_path / "allowed").write_text(line + "\n")
     signers = tuple(allowed_signers.read(tmp_path / "allowed"))
-    result = verify(report_built, TrustAnchor(signers=signers, source="allowed", identity="consultant@example.com"))
+    result = verify(report_built, TrustAnchor(signers=signers, source=str(tmp_path / "allowed"),
+                                                  identity="consultant@example.com"))
     assert result.ok and result.principals == ["consultant@example.com"]
-    wrong_identity = verify(report_built, TrustAnchor(signers=signers, source="allowed", identity="mallory"))
+    wrong_identity = verify(report_built, TrustAnchor(signers=signers, source=str(tmp_path / "allowed"),
+                                                  identity="mallory"))
     assert not wrong_identity.ok and "mallory" in wrong_identity.trust_problem
 
 

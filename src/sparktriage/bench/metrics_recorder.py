@@ -21,10 +21,10 @@ from sparktriage.errors import SparktriageError
 from sparktriage.logs.parser import ParseOptions, parse_bytes
 from sparktriage.logs.sources import resolve_inputs
 from sparktriage.metrics.prometheus import scrape
+from sparktriage.progress import Observer
 from sparktriage.store.documents import RecordWriter
 from sparktriage.store.rundir import LaunchDir
 
-Observer = Callable[[str, dict], None]
 TAIL_BYTES = 256 * 1024
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 

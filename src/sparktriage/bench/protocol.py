@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Callable
 
 from sparktriage.bench.client import ClientSettings, make_stream_client, stream_request
 from sparktriage.bench.endpoint import Capabilities, Server, choose_model, discover, negotiate
@@ -20,11 +19,13 @@ from sparktriage.bench.http1 import Client
 from sparktriage.bench.records import derive
 from sparktriage.bench.summary import build_bench_document
 from sparktriage.bench.workload import Workload
+from sparktriage.documents.bench import BenchDocument, LaunchDocument
 from sparktriage.errors import InputError
+from sparktriage.progress import Observer, quiet
 from sparktriage.store.documents import RecordWriter, read_document, read_records
 from sparktriage.store.rundir import SCHEMA_VERSION, LaunchDir, RunDir
+from sparktriage.store.typed import parse
 
-Observer = Callable[[str, dict], None]  # (event name, details) → None; the CLI prints them
 NEGOTIATION = "negotiation.jsonl"  # the negotiation probes' raw records, beside requests.jsonl
 
 
@@ -37,15 +38,11 @@ class ProtocolPlan:
     workloads: tuple[Workload, ...]
 
 
-def _noop(event: str, details: dict) -> None:
-    return None
-
-
 async def _measure(plan: ProtocolPlan, launch: LaunchDir, observe: Observer, client: Client) -> None:
     server = await discover(client, plan.settings)
     model = choose_model(server, plan.model)
     observe("server", {"base_url": server.base_url, "model": model, "version": server.version})
-    launch.write("launch.json", _launch_document(server, model, plan))
+    launch.write("launch.json", _launch_document(server, model, plan), LaunchDocument)
     capabilities: dict[str, dict] = {}
     try:
         with launch.request_writer() as writer, RecordWriter(launch.path / NEGOTIATION) as probes:
@@ -83,7 +80,7 @@ async def _run(plan: ProtocolPlan, launch: LaunchDir, observe: Observer) -> dict
     return rebuild(launch)
 
 
-def run_protocol(plan: ProtocolPlan, launch: LaunchDir, observe: Observer = _noop) -> dict:
+def run_protocol(plan: ProtocolPlan, launch: LaunchDir, observe: Observer = quiet) -> dict:
     """Run the protocol, write launch.json, requests.jsonl and bench.json; return bench.json."""
     return asyncio.run(_run(plan, launch, observe))
 
@@ -94,12 +91,13 @@ def rebuild(launch: LaunchDir) -> dict:
     if not meta_path.exists():
         raise InputError(f"{launch.path}: no launch.json, nothing was measured here")
     meta = read_document(meta_path)
+    parse(LaunchDocument, meta, str(meta_path))  # a one-line error naming the field, exit 2
     caps_path = launch.path / "capabilities.json"
     caps = read_document(caps_path) if caps_path.exists() else {}
     caps.pop("schema_version", None)
     records = list(read_records(launch.requests_path)) if launch.requests_path.exists() else []
     document = build_bench_document(meta, records, caps)
-    launch.write("bench.json", document)
+    launch.write("bench.json", document, BenchDocument)
     return {"schema_version": SCHEMA_VERSION, **document}
 
 

@@ -1,5 +1,5 @@
 """Secrets out of an exported bundle: every string of every record file goes through the one
-detector (sparktriage.secrets) before the `.tar.gz` is written.
+detector (redact/detect.py, walked by redact/documents.py) before the `.tar.gz` is written.
 
 Capture already replaced secrets in environments and command lines (collect/redact.py); log
 lines, error texts and stack dumps are kept whole on the machine that collected them (they are
@@ -12,19 +12,20 @@ from __future__ import annotations
 
 import json
 
-from sparktriage.report.redact import Redactor
+from sparktriage.redact.documents import DocumentRedactor
 from sparktriage.store.documents import dumps
 
 TEXT_SUFFIXES = (".log", ".txt", ".yaml", ".yml", ".env", ".out", ".err")
 
 
 class BundleScrubber:
-    """One export: the report's redaction stage (report/redact.py, without anonymization), so
-    that stand-ins are shared across the export's files and documents are walked the same way
-    (strings, keys, values under secret-looking keys, the element after a secret flag)."""
+    """One export: the one document walker (redact/documents.py), so that stand-ins are shared
+    across the export's files and documents are walked as everywhere else (strings, values
+    under secret-looking keys, the element after a secret flag; a key block followed per field,
+    keys never rewritten by it)."""
 
     def __init__(self) -> None:
-        self.redactor = Redactor()
+        self.redactor = DocumentRedactor()
 
     @property
     def replaced(self) -> int:
@@ -32,7 +33,7 @@ class BundleScrubber:
 
     def file(self, name: str, data: bytes) -> bytes | None:
         """The scrubbed content of one bundle file, or None to keep it as it is (binary)."""
-        self.redactor.scrubber.reset()
+        self.redactor.reset()
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
@@ -46,7 +47,7 @@ class BundleScrubber:
                 pass
         elif not name.endswith(TEXT_SUFFIXES):
             return None
-        return "".join(self.redactor.text(line) for line in text.splitlines(keepends=True)).encode()
+        return self.redactor.lines(text).encode()
 
     def _record(self, line: str) -> str:
         try:

@@ -22,22 +22,27 @@ from sparktriage import __version__
 from sparktriage.errors import InputError
 from sparktriage.bundle import layout
 from sparktriage.bundle.export_redact import BundleScrubber
+from sparktriage.redact import run as redaction
+from sparktriage.redact.documents import DocumentRedactor
 from sparktriage.store.documents import dumps, write_document
 
 FSYNC_EVERY_S = 1.0
 
 
 class _Appender:
-    """One append-only JSON-lines file: flush per record, fsync at most every FSYNC_EVERY_S."""
+    """One append-only JSON-lines file: flush per record, fsync at most every FSYNC_EVERY_S.
+    Records are redacted as they are appended (redact/documents.py, this run's stand-ins; a key
+    block is followed from record to record within the file)."""
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
+        self._redactor = DocumentRedactor(redaction.book())
         self._fh = open(path, "a", encoding="utf-8")
         self._synced = time.monotonic()
         self.count = 0
 
     def append(self, record: dict) -> None:
-        self._fh.write(dumps(record) + "\n")
+        self._fh.write(dumps(self._redactor.value(record)) + "\n")
         self._fh.flush()
         self.count += 1
         now = time.monotonic()

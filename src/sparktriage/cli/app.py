@@ -106,6 +106,9 @@ def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     _state["debug"] = "--debug" in args
     console.set_argv(args)
+    from sparktriage.redact import stream as redacting_stream
+
+    redacting_stream.install()  # every line printed from here on is scrubbed (redact/stream.py)
     _interrupt_on_termination()
     command = typer.main.get_command(app)
     try:

@@ -96,7 +96,7 @@ def bench(
         roof = deployment_ceiling(load_deployment(roofline))
         if roof is None:
             raise UsageError(f"--roofline {roofline}: the deployment has no roofline: block (docs/roofline.md)")
-    with provisional_run(out or default_run_path(), ["sparktriage", *redact_argv(console.invoked_argv())]) as run:
+    with provisional_run(out or default_run_path(), ["sparktriage", *console.invoked_argv()]) as run:
         launch = claim_launch(run, launch_label, ("launch.json", "requests.jsonl", "bench.json"))
         console.info(f"run directory: {run.path}")
         _measure(run, launch, settings, model, workloads, log, log_wait, metrics, zone, json_out, roof)
@@ -135,21 +135,3 @@ def _measure(run, launch, settings, model, workloads, log, log_wait, metrics, zo
     console.info(f"raw records: {launch.requests_path}; summary: {launch.path / 'bench.json'}")
     if _failed(document):
         raise typer.Exit(ExitCode.FINDINGS)
-
-
-def redact_argv(argv: list[str]) -> list[str]:
-    """The command line as recorded in run.json, with the value of --api-key hidden."""
-    out: list[str] = []
-    hide = False
-    for arg in argv:
-        if hide:
-            out.append("<redacted>")
-            hide = False
-        elif arg == "--api-key":
-            out.append(arg)
-            hide = True
-        elif arg.startswith("--api-key="):
-            out.append("--api-key=<redacted>")
-        else:
-            out.append(arg)
-    return out

@@ -15,6 +15,7 @@ from typing import Any
 from rich.console import Console
 
 from sparktriage.errors import InputError
+from sparktriage.redact import run as redaction
 
 stderr = Console(stderr=True, highlight=False, soft_wrap=True,
                  width=None if sys.stderr.isatty() else 160)
@@ -31,8 +32,11 @@ def set_argv(args: list[str]) -> None:
 
 
 def invoked_argv() -> list[str]:
-    """The arguments of this invocation, as given to `main()`."""
-    return list(_argv)
+    """The arguments of this invocation, as given to `main()`, with every secret replaced
+    (redact/run.py): the only form in which a command line is ever recorded."""
+    from sparktriage.redact import run as redaction
+
+    return redaction.argv(_argv)
 
 
 def info(message: str) -> None:
@@ -76,13 +80,18 @@ def data_console(json_dest: str | None) -> Console:
 
 
 def write_json(document: Any, dest: str | None) -> None:
-    """Write a JSON document to PATH, or to stdout for `-`; nothing when dest is None."""
+    """Write a JSON document to PATH, or to stdout for `-`; nothing when dest is None. Secrets
+    are replaced first (redact/run.py: this run's stand-ins)."""
     if dest is None:
         return
-    text = json.dumps(document, indent=2, sort_keys=False, allow_nan=False) + "\n"
-    if dest == "-":
-        sys.stdout.write(text)
+    text = json.dumps(redaction.document(document), indent=2, sort_keys=False, allow_nan=False) + "\n"
+    if dest == "-":  # redacted above as a document: line scrubbing would only damage it
+        from sparktriage.redact.stream import unscrubbed
+
         sys.stdout.flush()
+        out = unscrubbed(sys.stdout)
+        out.write(text)
+        out.flush()
         return
     path = Path(dest)
     try:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Optional
@@ -29,10 +28,15 @@ def launch(
 ) -> None:
     """Start a deployment on its nodes, watch it to readiness, collect an evidence bundle, stop it."""
     from sparktriage.config.deployment import load_deployment
+    from sparktriage.documents.launch import LaunchResult
     from sparktriage.launch.plan import build_plan
     from sparktriage.launch.render import render_launch_plan
     from sparktriage.launch.run import launch_replicates, raise_for
+    import yaml
+
+    from sparktriage.redact import run as redaction
     from sparktriage.store.rundir import RunDir, default_run_path
+    from sparktriage.store.typed import check
     try:
         dep = load_deployment(deployment, lab)
     except ConfigError as exc:
@@ -46,8 +50,12 @@ def launch(
         console.data_console(json_out).print(render_launch_plan(plan), markup=False)
         console.write_json({"schema_version": 1, "kind": "launch-plan", **plan.to_json()}, json_out)
         return
-    run = RunDir.create(out or default_run_path(), ["sparktriage", *sys.argv[1:]])
-    (run.path / "deployment.yaml").write_bytes(deployment.read_bytes())
+    run = RunDir.create(out or default_run_path(), ["sparktriage", *console.invoked_argv()])
+    # the copy keeps no secret: the YAML (already read and checked above) walked by the one
+    # redaction stage (values under secret names, the element after a secret flag in a list)
+    copy = redaction.document(yaml.safe_load(deployment.read_text(encoding="utf-8")))
+    (run.path / "deployment.yaml").write_text(yaml.safe_dump(copy, sort_keys=False,
+                                                             allow_unicode=True), encoding="utf-8")
     console.info(f"run directory: {run.path}")
     results = launch_replicates(plan, run, launches, launch_progress, hold_s=hold)
     for result in results:
@@ -62,6 +70,7 @@ def launch(
             line += "\n  startup: " + ", ".join(f"{p['name']} {p['duration_s']:.1f} s"
                                                for p in phases)
         console.data_console(json_out).print(line, markup=False)
-    console.write_json({"schema_version": 1, "kind": "launch-result", "run": str(run.path),
-                        "launches": json.loads(json.dumps(results, default=str))}, json_out)
+    document = {"schema_version": 1, "kind": "launch-result", "run": str(run.path),
+                "launches": json.loads(json.dumps(results, default=str))}
+    console.write_json(check(LaunchResult, document), json_out)
     raise_for(results)

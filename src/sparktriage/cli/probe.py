@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Optional
 
@@ -12,6 +11,7 @@ import typer
 from sparktriage.cli import console
 from sparktriage.cli.progress import probe_progress
 from sparktriage.cli.exit_codes import ExitCode
+from sparktriage.documents.probe import ProbeDocument
 from sparktriage.errors import UsageError
 
 
@@ -47,13 +47,13 @@ def probe(
                              baseline=baseline, reference=reference, concurrency=concurrency, timeout_s=timeout)
     if launch_label is not None and out is None:
         raise UsageError("--launch names a launch of an existing run: give --out RUN_DIR too")
-    with provisional_run(out or default_run_path(), ["sparktriage", *sys.argv[1:]]) as run:
+    with provisional_run(out or default_run_path(), ["sparktriage", *console.invoked_argv()]) as run:
         launch = claim_launch(run, launch_label, ("probe-requests.jsonl", "probe.json"))
         console.info(f"run directory: {run.path}")
         with RecordWriter(launch.path / "probe-requests.jsonl") as writer:
             outcome = asyncio.run(run_probe(settings, probe_progress, writer.append))
     document = outcome.document
-    launch.write("probe.json", document)
+    launch.write("probe.json", document, ProbeDocument)
     if save_baseline is not None:
         if outcome.fingerprint is None:
             raise UsageError("no baseline written: the server returned no prompt logprobs to fingerprint")

@@ -10,7 +10,6 @@ from typing import List, Optional
 import typer
 
 from sparktriage.cli import console
-from sparktriage.cli.bench import redact_argv
 from sparktriage.cli.progress import protocol_lines, session_progress
 from sparktriage.bench.render import delivered_table
 from sparktriage.cli.exit_codes import ExitCode
@@ -91,7 +90,7 @@ def selfcheck(
         baseline=baseline, reference=reference, quick=quick, workloads=tuple(workload),
         sign=SignSpec(sign) if sign else None, formats=formats, tz=parse_tz(log_tz), probe=not no_probe)
     check_endpoint(settings)  # unreachable: exit 3 before a run directory exists
-    run = RunDir.create(out or default_run_path(), ["sparktriage", *redact_argv(console.invoked_argv())])
+    run = RunDir.create(out or default_run_path(), ["sparktriage", *console.invoked_argv()])
     console.info(f"run directory: {run.path}")
     doc = run_selfcheck(run, settings, session_progress)
     data = console.data_console(json_out)

@@ -32,14 +32,16 @@ def stalls(
                                      help="Weight-read rate below which a load crawls, in MB/s."),
 ) -> None:
     """Show the startup timeline with stalls marked, and classify each with evidence and fix."""
+    from sparktriage.documents.stalls import StallsDocument
     from sparktriage.stalls.analyze import analyze, load_rules
     from sparktriage.stalls.render import render
+    from sparktriage.store.typed import check
     params = DetectParams(silence_s=silence_s, spawn_s=spawn_s, min_stall_s=min_stall_s,
                           crawl_floor_bps=crawl_mbps * 1e6, crawl_s=_DEFAULTS.crawl_s,
                           asym_ratio=_DEFAULTS.asym_ratio)
     rules = load_rules(rules_dir)
     document, _ = analyze(source, rules, params)
-    console.write_json(document, json_dest)
+    console.write_json(check(StallsDocument, document), json_dest)
     out = console.data_console(json_dest)
     for line in render(document):
         out.print(line, markup=False, highlight=False)

@@ -15,7 +15,7 @@ import time
 from typing import Callable
 
 from sparktriage.collect import procfs, roles
-from sparktriage.collect.redact import Redactor
+from sparktriage.redact.capture import Redactor
 
 
 class Skip(Exception):

@@ -32,7 +32,7 @@ import time
 from sparktriage.collect import procfs
 from sparktriage.collect.base import Context
 from sparktriage.collect.plan import CollectPlan
-from sparktriage.collect.redact import Redactor
+from sparktriage.redact.capture import Redactor
 from sparktriage.collect.runner import Runner
 from sparktriage.collect.serve import NodeProcess, alive, kill_all
 from sparktriage.collect.tail import FileTail, stdout_files

@@ -1,6 +1,7 @@
 """Pack the node agent for a node that has only `python3`, and the command that unpacks it.
 
-The payload is a zip of `sparktriage/__init__.py` and the `sparktriage.collect` package (plus
+The payload is a zip of `sparktriage/__init__.py`, the `sparktriage.collect` package and the
+standard-library part of `sparktriage.redact` (detect, argv, capture) (plus
 `pynvml.py` when it is installed here, so that NVML works on nodes without nvidia-ml-py). The
 agent's command line is fixed text, `python3 -c BOOTSTRAP`: it reads the payload's length and
 bytes from stdin, imports the agent from the zip and hands the rest of stdin to it. Nothing
@@ -31,6 +32,9 @@ BOOTSTRAP = (
 )
 
 
+_REDACT = ("__init__.py", "detect.py", "argv.py", "capture.py")
+
+
 @lru_cache(maxsize=1)
 def payload() -> bytes:
     """The zip that the bootstrap imports (built once per process)."""
@@ -38,7 +42,8 @@ def payload() -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
         zf.write(package / "__init__.py", "sparktriage/__init__.py")
-        zf.write(package / "secrets.py", "sparktriage/secrets.py")  # the one secret detector
+        for name in _REDACT:  # the one secret detector and argv rule, stdlib only
+            zf.write(package / "redact" / name, f"sparktriage/redact/{name}")
         for path in sorted((package / "collect").glob("*.py")):
             zf.write(path, f"sparktriage/collect/{path.name}")
         spec = importlib.util.find_spec("pynvml")

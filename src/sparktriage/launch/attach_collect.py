@@ -14,7 +14,6 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from sparktriage.collect.plan import CollectPlan, default_plan
 from sparktriage.errors import LaunchError
@@ -23,8 +22,8 @@ from sparktriage.bundle.envdiff import diff_environments, read_environments
 from sparktriage.launch.link import AgentLink, new_redact_key
 from sparktriage.launch.readiness import MarkerClock, api_ready
 from sparktriage.launch.transport import Transport, local_python
+from sparktriage.progress import Observer
 
-Observer = Callable[[str, dict], None]
 _PORT = re.compile(r"--port[= ](\d+)")
 
 

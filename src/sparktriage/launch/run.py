@@ -13,15 +13,16 @@ import shutil
 from pathlib import Path
 from typing import Callable
 
+from sparktriage.documents.logs import LogsDocument
 from sparktriage.errors import LaunchError, SparktriageError
 from sparktriage.bundle import layout
 from sparktriage.logs.scan import analyze_inputs
 from sparktriage.launch.plan import LaunchPlan
 from sparktriage.launch.supervisor import Supervisor
-from sparktriage.store.documents import read_records, write_document
+from sparktriage.progress import Observer
+from sparktriage.store.documents import read_records
 from sparktriage.store.rundir import LaunchDir, RunDir
 
-Observer = Callable[[str, dict], None]
 WhileReady = Callable[[Supervisor], None]
 
 
@@ -43,7 +44,7 @@ def _startup_timeline(launch: LaunchDir) -> dict | None:
         document = analyze_inputs([str(launch.path / "bundle")])
     except (SparktriageError, OSError, ValueError) as exc:
         return {"error": str(exc)[:300]}
-    write_document(launch.path / "logs.json", document)
+    launch.write("logs.json", document, LogsDocument)  # with schema_version, like every document
     startup = document.get("startup") or {}
     return {"complete": startup.get("complete"), "failed": startup.get("failed"),
             "phases": [{"name": p.get("name"), "duration_s": p.get("duration_s"),

@@ -29,8 +29,8 @@ from sparktriage.launch.link import AgentLink, new_redact_key
 from sparktriage.launch.plan import LaunchPlan
 from sparktriage.launch.readiness import MarkerClock, api_ready
 from sparktriage.launch.transport import local_python
+from sparktriage.progress import Observer
 
-Observer = Callable[[str, dict], None]
 HELLO_TIMEOUT_S = 60.0
 
 

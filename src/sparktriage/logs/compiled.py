@@ -153,14 +153,6 @@ def scanner():
         return None
 
 
-def rows():
-    """The compiled builders of the document's window rows (stats, spec), or None."""
-    if scanner() is None:
-        return None
-    from sparktriage.logs import _fastscan
-    return _fastscan.stats_rows, _fastscan.spec_rows
-
-
 def hot_state():
     """A fresh `_fastscan.HotState`, or None without the extension."""
     if scanner() is None:
@@ -169,4 +161,4 @@ def hot_state():
     return _fastscan.HotState()
 
 
-__all__ = ["scanner", "hot_state", "rows", "program", "needle_pair"]
+__all__ = ["scanner", "hot_state", "program", "needle_pair"]

@@ -18,7 +18,7 @@ from sparktriage.logs.catalog import PHASE_INDEX, match_message
 from sparktriage.logs.clock import IsoFormatter
 from sparktriage.logs.events import LogEvent
 from sparktriage.logs.facts import Facts
-from sparktriage.logs.redact import redact
+from sparktriage.redact.logtext import redact
 from sparktriage.logs.gate import interesting, restart_mark, serving_mark
 from sparktriage.logs.series import SpecSeries, StatsSeries, parse_spec, parse_stats
 from sparktriage.logs.timeline import Timeline, TimelineBuilder
@@ -45,7 +45,6 @@ class LogAnalyzer:
         self.inputs: dict[str, dict] = {}
         self._serving: dict[str, bool] = {}  # origin → startup over: read gated lines only
         self._iso = IsoFormatter(tz)
-        self.rows = None  # (stats_rows, spec_rows) of the compiled scanner, or None: Python
 
     def feed(self, event: LogEvent) -> None:
         serving = self._serving.get(event.origin, False)
@@ -122,13 +121,11 @@ class LogAnalyzer:
                 "interval_s": round(self.stats.interval(), 3),
                 "hidden_idle_windows": self.stats.hidden_idle(),
                 "engines": sorted(self.stats.engines),
-                "windows": self._windows(seen) if self.rows is None
-                else self.rows[0](self.stats.windows, seen, self._iso),
+                "windows": self._windows(seen),
                 "windows_kept": len(self.stats.windows),
             },
             "spec_decode": None if spec is None else {
-                **spec, "windows_detail": self._spec_windows(seen) if self.rows is None
-                else self.rows[1](self.spec.windows, seen, self._iso)},
+                **spec, "windows_detail": self._spec_windows(seen)},
             "kernels": list(self.facts.kernels),
             "kernel_detail": [{**k, "t": self._t(k["t"])} for k in self.facts.kernel_detail],
             "kernel_rejections": list(self.facts.kernel_rejections),

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from sparktriage.logs.catalog import Hit
 from sparktriage.logs.events import LogEvent
-from sparktriage.logs.redact import redact, secret_name
+from sparktriage.redact.logtext import redact, secret_name
 
 MAX_ERRORS = 200
 MAX_WARNINGS = 200

@@ -27,6 +27,7 @@ from typing import Iterable, Iterator, Sequence
 from sparktriage.logs.clock import StampClock
 from sparktriage.logs.events import LogEvent
 from sparktriage.logs.lineformat import LineFields, parse_line
+from sparktriage.redact.detect import KeyBlocks
 from sparktriage.logs.sources import (
     BytesSource,
     LogSource,
@@ -78,6 +79,7 @@ class _Assembler:
         self.mode = ""  # "" | "cont" | "traceback" | "pywarn"
         self.chars = 0
         self.out: list[LogEvent] = []
+        self.key_blocks = KeyBlocks()  # one source: a key block is followed line to line
 
     def feed(self, raw: RawLine) -> None:
         text = raw.text
@@ -146,6 +148,10 @@ class _Assembler:
         kind = head.kind
         if kind == "text" and head.message.startswith(TRACEBACK):
             kind = "traceback"
+        if self.key_blocks.inside(message):  # a private key's lines: emptied before any
+            keep = len(raw_text) - len(message)  # stage sees them (redact/detect.py)
+            raw_text = (raw_text[:keep] if keep > 0 and raw_text.endswith(message) else "") + "***"
+            message = "***"
         node = self.source.node
         if raw0.node and not self.source.node_given:
             node = raw0.node

@@ -280,8 +280,6 @@ def analyze_inputs(specs: Sequence[str | LogSource], *, tz: _dt.tzinfo | None = 
         sources.extend([spec] if isinstance(spec, LogSource) else resolve_inputs([spec]))
     options = ParseOptions(tz=tz, year=year)
     analyzer = LogAnalyzer(tz)
-    if compiled_path is not False and _scanner(compiled_path) is not None:
-        analyzer.rows = compiled.rows()
     alone = len(sources) == 1
     streams = [fast_events(s, options, block_size, analyzer=analyzer if alone else None,
                            compiled_path=compiled_path) if fast and not s.records

@@ -18,38 +18,36 @@ from typing import Callable, Sequence
 from sparktriage.bench.client import ClientSettings
 from sparktriage.bench.protocol import ProtocolPlan, run_protocol
 from sparktriage.bench.workload import Workload
+from sparktriage.documents.logs import LogsDocument
+from sparktriage.documents.probe import ProbeDocument
+from sparktriage.documents.stalls import StallsDocument
 from sparktriage.errors import SparktriageError
 from sparktriage.bench.metrics_recorder import MetricsRecorder, wait_for_log
-from sparktriage.reconcile.launch import reconcile_launch
 from sparktriage.logs.scan import analyze_inputs
 from sparktriage.probe.runner import ProbeSettings, run_probe
+from sparktriage.progress import Observer, quiet
+from sparktriage.reconcile.launch import reconcile_launch
 from sparktriage.stalls.analyze import analyze
 from sparktriage.store.documents import RecordWriter
 from sparktriage.store.rundir import LaunchDir
 
-Observer = Callable[[str, dict], None]
-
-
-def _quiet(event: str, details: dict) -> None:
-    return None
-
 
 def probe_step(endpoint: str, launch: LaunchDir, baseline: Path | None = None, *,
                reference: str | None = None, model: str | None = None, api_key: str | None = None,
-               seed: int | None = None, observe: Observer = _quiet) -> dict:
+               seed: int | None = None, observe: Observer = quiet) -> dict:
     """Probe the server for FP4 garbage; write probe.json and the raw replies."""
     settings = ProbeSettings(endpoint=endpoint, model=model, api_key=api_key, seed=seed,
                              baseline=baseline, reference=reference)
     with RecordWriter(launch.path / "probe-requests.jsonl") as writer:
         outcome = asyncio.run(run_probe(settings, observe, writer.append))
-    launch.write("probe.json", outcome.document)
+    launch.write("probe.json", outcome.document, ProbeDocument)
     return outcome.document
 
 
 def bench_step(endpoint: str, launch: LaunchDir, workloads: Sequence[Workload], *,
                log: Sequence[str] = (), metrics: str | None = "", log_wait_s: float = 15.0,
                model: str | None = None, api_key: str | None = None, tz=None,
-               observe: Observer = _quiet, warn: Callable[[str], None] = lambda m: None) -> dict:
+               observe: Observer = quiet, warn: Callable[[str], None] = lambda m: None) -> dict:
     """The delivered-token protocol, with Prometheus scraped around each workload (`metrics`:
     its URL; "" for the endpoint's own /metrics; None for none) and, when `log` is given,
     reconciled with the log; returns bench.json (+ `reconcile`)."""
@@ -69,7 +67,7 @@ def bench_step(endpoint: str, launch: LaunchDir, workloads: Sequence[Workload], 
 def stalls_step(launch: LaunchDir, source: Path | None = None) -> dict:
     """Classify the launch's startup (its evidence bundle by default); write stalls.json."""
     document, _ = analyze(source or launch.path / "bundle")
-    launch.write("stalls.json", document)
+    launch.write("stalls.json", document, StallsDocument)
     return document
 
 
@@ -77,7 +75,7 @@ def logs_step(launch: LaunchDir, inputs: Sequence[str], tz=None) -> dict:
     """Parse server logs given by the user (startup phases, throughput, spec decoding, errors);
     write logs.json."""
     document = analyze_inputs(list(inputs), tz=tz)
-    launch.write("logs.json", document)
+    launch.write("logs.json", document, LogsDocument)
     return document
 
 

@@ -24,9 +24,8 @@ from sparktriage.probe import (answers, baseline, calibrate, consistency, differ
 from sparktriage.probe.api import Reply, call
 from sparktriage.probe.negotiate import Negotiation
 from sparktriage.probe.observations import Observations
+from sparktriage.progress import Observer
 from sparktriage.store.rundir import SCHEMA_VERSION, utc_now
-
-Progress = Callable[[str, dict], None]
 
 
 @dataclass(frozen=True)
@@ -79,7 +78,7 @@ async def _retry_plain(client, replies: dict[str, Reply], timeout_s: float, sink
 
 
 async def _observe(client, model: str, caps, seed: int, passages, settings: ProbeSettings, sink,
-                   progress: Progress) -> tuple[Observations, dict[str, bool]]:
+                   progress: Observer) -> tuple[Observations, dict[str, bool]]:
     probe_plan = plan.build(model, seed, caps, passages)
     obs = Observations(caps, probe_plan.passages, probe_plan.probes, probe_plan.open_prompts)
     progress("phase", {"name": "sequential", "requests": len(probe_plan.phase("sequential"))})
@@ -117,7 +116,7 @@ async def _reference_print(settings: ProbeSettings, passages, seed: int, sink) -
         return baseline.from_observations(obs, model, {"kind": "reference", "url": server.base_url}, None)
 
 
-async def run_probe(settings: ProbeSettings, progress: Progress, on_record: Callable[[dict], None]) -> ProbeOutcome:
+async def run_probe(settings: ProbeSettings, progress: Observer, on_record: Callable[[dict], None]) -> ProbeOutcome:
     started = time.perf_counter()
     seed = settings.seed if settings.seed is not None else random.SystemRandom().randrange(1 << 30)
     ref_print = baseline.load(settings.baseline) if settings.baseline else None

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Sequence
 
+from sparktriage.documents.reconcile import ReconcileDocument
 from sparktriage.logs.clock import iso
 from sparktriage.logs.document import LogAnalyzer
 from sparktriage.logs.parser import ParseOptions, merge_events, source_events
@@ -91,7 +92,7 @@ def reconcile_launch(launch: LaunchDir, logs: Sequence[str] = (), *,
     doc["inputs"] = {"requests": str(launch.requests_path), "logs": list(logs),
                      "metrics": windows is not None}
     doc = _format_times(doc, tz)
-    launch.write("reconcile.json", doc)
+    launch.write("reconcile.json", doc, ReconcileDocument)
     return doc
 
 

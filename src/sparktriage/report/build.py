@@ -18,20 +18,21 @@ import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import yaml
 
+from sparktriage.documents.report import ReportDocument
 from sparktriage.errors import InputError, UsageError
+from sparktriage.progress import Observer, quiet
 from sparktriage.report import manifest, markdown, pdf, plots
 from sparktriage.report.inputs import RunInputs, load_run
 from sparktriage.report.model import KIND, Context, build_document
 from sparktriage.report.redact import Redactor, read_map, write_map
 from sparktriage.report.signing import SignSpec, resolve, sign_folder
 from sparktriage.store.documents import dumps, write_document
+from sparktriage.store.typed import check
 
 FORMATS = ("md", "pdf")
-Observer = Callable[[str, dict], None]
 
 
 @dataclass(frozen=True)
@@ -148,7 +149,7 @@ def _kind(path: Path) -> str | None:
         return None
 
 
-def execute(plan: ReportPlan, observe: Observer = lambda event, details: None) -> ReportOutcome:
+def execute(plan: ReportPlan, observe: Observer = quiet) -> ReportOutcome:
     """Build, sign and place the report folder; write the private map outside it."""
     signer, signing = resolve(plan.sign) if plan.sign else (None, None)
     inputs = load_run(plan.run_dir)
@@ -176,7 +177,7 @@ def execute(plan: ReportPlan, observe: Observer = lambda event, details: None) -
         (tmp / "plots").mkdir()
         for plot in rendered:
             (tmp / "plots" / plot.name).write_bytes(plot.png)
-        write_document(tmp / "report.json", document)
+        write_document(tmp / "report.json", check(ReportDocument, document))
         if "md" in plan.formats:
             (tmp / "report.md").write_text(markdown.render(document), encoding="utf-8")
         if "pdf" in plan.formats:

@@ -3,8 +3,12 @@
 The report is a pure function of these files (docs/formats.md gives their places). A file that
 is absent is simply not in `RunInputs.files` (the section that needed it says it is missing);
 a file that is present but malformed (not JSON or YAML, not an object, an unknown
-`schema_version`) stops the report with a one-line error naming the file. Extra fields are
-ignored everywhere. Files are read in a fixed, sorted order so that everything downstream
+`schema_version`) stops the report with a one-line error naming the file. A document with a
+typed model (`sparktriage.documents`: bench, launch, logs, reconcile, stalls, probe, sweep) is
+validated against it: a missing or mistyped field, an unknown field or another
+`schema_version` stops the report with a one-line error naming the file and the field (exit 2).
+Other files (run.json, capabilities, bundle and node captures) keep their tolerant reading:
+extra fields are ignored there. Files are read in a fixed, sorted order so that everything downstream
 (redaction stand-ins above all) is deterministic.
 """
 
@@ -17,15 +21,25 @@ from typing import Any
 
 import yaml
 
+from sparktriage.documents.bench import BenchDocument, LaunchDocument
+from sparktriage.documents.logs import LogsDocument
+from sparktriage.documents.probe import ProbeDocument
+from sparktriage.documents.reconcile import ReconcileDocument
+from sparktriage.documents.stalls import StallsDocument
+from sparktriage.documents.sweep import SweepDocument
 from sparktriage.errors import InputError
 from sparktriage.store.documents import read_records
 from sparktriage.store.rundir import SCHEMA_VERSION
+from sparktriage.store.typed import Document, parse
 
 TOP_FILES = ("run.json", "deployment.yaml", "sweep.json")
 LAUNCH_FILES = ("launch.json", "capabilities.json", "bench.json", "requests.jsonl", "logs.json",
                 "reconcile.json", "stalls.json", "probe.json")
 BUNDLE_FILES = ("bundle.json", "environment-diff.json")
 NODE_FILES = ("environment.json", "clock.json")
+MODELS: dict[str, type[Document]] = {m.FILE: m for m in (  # validated on reading
+    LaunchDocument, BenchDocument, LogsDocument, ReconcileDocument, StallsDocument, ProbeDocument,
+    SweepDocument)}
 
 
 @dataclass(frozen=True)
@@ -119,7 +133,11 @@ def _load(path: Path, rel: str) -> SourceFile:
         return SourceFile(rel, "jsonl", _read_jsonl(path, rel))
     if rel.endswith((".yaml", ".yml")):
         return SourceFile(rel, "yaml", _read_yaml(path, rel))
-    return SourceFile(rel, "json", _read_json(path, rel))
+    doc = _read_json(path, rel)
+    model = MODELS.get(rel.rsplit("/", 1)[-1]) if "/bundle/" not in rel else None
+    if model is not None:
+        parse(model, doc, rel)
+    return SourceFile(rel, "json", doc)
 
 
 def _candidates(root: Path) -> list[str]:

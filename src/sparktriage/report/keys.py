@@ -1,11 +1,9 @@
-"""Ed25519 keys in OpenSSH formats: public key lines, private key files, fingerprints.
+"""OpenSSH public keys: key lines, wire blobs, fingerprints.
 
-A `Signer` is what signs the manifest: either an unencrypted OpenSSH private key file
-(`FileSigner`, via `cryptography`) or a key held by a running ssh-agent (`agent.AgentSigner`).
-Both return the SSH signature blob (`string "ssh-ed25519" || string sig`). Encrypted key files
-are refused with advice (load the key into ssh-agent instead): decrypting them would need the
-bcrypt KDF, which `cryptography` only offers with an extra package, and an agent is the
-standard way to use a passphrase-protected key anyway.
+Private keys are never handled here: signing is `ssh-keygen -Y sign` (report/sshkeygen.py), for
+key files and agent keys alike. What stays in process is what the verifier needs to say *who*
+signed (the key inside an SSHSIG blob, its `SHA256:` fingerprint, the line to trust it) and to
+parse key files and lines (docs/verification.md); the cryptography is OpenSSH's.
 """
 
 from __future__ import annotations
@@ -15,14 +13,10 @@ import binascii
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
-from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-from cryptography.hazmat.primitives.serialization import load_ssh_private_key
 
 from sparktriage.errors import InputError
-from sparktriage.report.wire import Reader, WireError, string
+from sparktriage.report.wire import Reader, WireError
 
 ED25519 = "ssh-ed25519"
 
@@ -46,13 +40,6 @@ class PublicKey:
                 raise WireError(f"ed25519 public key is {len(raw)} bytes, not 32")
         return cls(key_type, blob, comment)
 
-    @classmethod
-    def from_ed25519(cls, key: Ed25519PublicKey, comment: str = "") -> "PublicKey":
-        from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
-
-        raw = key.public_bytes(Encoding.Raw, PublicFormat.Raw)
-        return cls(ED25519, string(ED25519) + string(raw), comment)
-
     @property
     def fingerprint(self) -> str:
         """`SHA256:<base64 without padding>`, exactly as `ssh-keygen -l` prints it."""
@@ -63,26 +50,6 @@ class PublicKey:
         """The `ssh-ed25519 AAAA...` form (without comment)."""
         return f"{self.key_type} {base64.b64encode(self.blob).decode('ascii')}"
 
-    def verify(self, signature_blob: bytes, data: bytes) -> bool:
-        """Check an SSH signature blob over data; False for a bad or foreign signature."""
-        if self.key_type != ED25519:
-            return False
-        try:
-            reader = Reader(signature_blob)
-            sig_type = reader.text()
-            sig = reader.string()
-            reader.expect_end("the signature")
-        except WireError:
-            return False
-        if sig_type != ED25519 or len(sig) != 64:
-            return False
-        raw = Reader(self.blob)
-        raw.text()
-        try:
-            Ed25519PublicKey.from_public_bytes(raw.string()).verify(sig, data)
-        except InvalidSignature:
-            return False
-        return True
 
 
 def parse_public_key(text: str, origin: str) -> PublicKey:
@@ -111,52 +78,3 @@ def read_public_key(path: Path) -> PublicKey:
     if not lines:
         raise InputError(f"{path}: empty public key file")
     return parse_public_key(lines[0], str(path))
-
-
-class Signer(Protocol):
-    """Something that signs bytes with an Ed25519 key and returns an SSH signature blob."""
-
-    public_key: PublicKey
-
-    def sign(self, data: bytes) -> bytes: ...
-
-
-@dataclass(frozen=True)
-class FileSigner:
-    """An Ed25519 key loaded from an unencrypted OpenSSH private key file."""
-
-    public_key: PublicKey
-    _key: Ed25519PrivateKey
-
-    def sign(self, data: bytes) -> bytes:
-        return string(ED25519) + string(self._key.sign(data))
-
-
-def load_private_key(path: Path) -> FileSigner:
-    """Load an OpenSSH private key file; refuse encrypted and non-Ed25519 keys with advice."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read signing key {path}: {exc.strerror or exc}") from exc
-    if b"BEGIN OPENSSH PRIVATE KEY" not in data:
-        raise InputError(f"{path}: not an OpenSSH private key (ssh-keygen -t ed25519 makes one)")
-    try:
-        key = load_ssh_private_key(data, password=None)
-    except TypeError as exc:  # "Key is password-protected"
-        raise InputError(
-            f"{path}: the key is passphrase-protected",
-            hint=f"load it into ssh-agent (ssh-add {path}) and sign with --sign agent "
-                 f"or --sign {path}.pub",
-        ) from exc
-    except (ValueError, UnsupportedAlgorithm) as exc:
-        raise InputError(f"{path}: unreadable OpenSSH private key ({exc})") from exc
-    if not isinstance(key, Ed25519PrivateKey):
-        raise InputError(f"{path}: only Ed25519 keys can sign reports (ssh-keygen -t ed25519)")
-    comment = ""
-    pub_path = path.with_name(path.name + ".pub")
-    if pub_path.exists():
-        try:
-            comment = read_public_key(pub_path).comment
-        except InputError:
-            comment = ""
-    return FileSigner(PublicKey.from_ed25519(key.public_key(), comment), key)

@@ -62,9 +62,6 @@ def _series(inputs: RunInputs) -> list[dict]:
     for label in inputs.launches:
         delivered = delivered_series(inputs, label)
         logged = logged_windows(inputs.launch_doc(label, "logs.json"))
-        if not logged:
-            rec = inputs.launch_doc(label, "reconcile.json") or {}
-            logged = logged_windows({"throughput": {"generation": {"windows": rec.get("windows")}}})
         if not delivered and not logged:
             continue
         start = delivered[0]["start_unix"] if delivered else None

@@ -1,8 +1,8 @@
 """The redaction stage: run-directory documents in, clean documents and a private map out.
 
 It runs after reading and before anything is derived, rendered, copied or signed, so no later
-stage ever sees a secret (style §9). Every string of every document goes through the secret
-scrubber (secrets.py); values under secret-looking keys and the argument after a secret flag in
+stage ever sees a secret (style §9). Every string of every document goes through the walker of
+the one redaction package (redact/documents.py, detector redact/detect.py); values under secret-looking keys and the argument after a secret flag in
 an argv list are replaced whole; with `--anonymize`, host names, domains, IP addresses and user
 names are replaced by stable stand-ins (anonymize.py), in values, in dictionary keys and in the
 file paths of copied data (a bundle's `nodes/<host>/` folders). The map from stand-ins back to
@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from sparktriage.errors import InputError
-from sparktriage.report.anonymize import Anonymizer
+from sparktriage.redact.anonymize import Anonymizer
+from sparktriage.redact.detect import SecretBook
+from sparktriage.redact.documents import DocumentRedactor
 from sparktriage.report.inputs import RunInputs, SourceFile
-from sparktriage.secrets import SECRET_FLAG, SecretBook, SecretScrubber, secret_name
 
 MAP_SCHEMA_VERSION = 1
 MAP_KIND = "sparktriage-redaction-map"
-_CACHE_MAX_LEN = 64
 _PLAIN = (int, float, bool, type(None))  # values with nothing to scrub
 
 
@@ -38,18 +38,16 @@ class RedactionStats:
     kinds: dict[str, int] = field(default_factory=dict)
 
 
-class Redactor:
-    """Scrubs documents; one instance per report so that stand-ins are shared across files."""
+class Redactor(DocumentRedactor):
+    """The report's stage: one instance per report so that stand-ins are shared across files
+    (the walker is redact/documents.py; this adds anonymization, seeding from the private map,
+    the walk over a run's input files, and the map itself)."""
 
     def __init__(self, anonymize: bool = False, seed: dict | None = None) -> None:
+        super().__init__(SecretBook(), Anonymizer() if anonymize else None)
         self.anonymize = anonymize
-        self.book = SecretBook()
-        self.anonymizer = Anonymizer()
         if seed:
             self._seed(seed)
-        self.scrubber = SecretScrubber(self.book)
-        self._cache: dict[str, str] = {}
-        self._secret_keys: dict[str, bool] = {}
 
     def _seed(self, seed: dict) -> None:
         for item in seed.get("secrets") or []:
@@ -62,59 +60,6 @@ class Redactor:
                     self.book.counters[kind] = max(self.book.counters.get(kind, 0), int(number))
         if self.anonymize:
             self.anonymizer = Anonymizer.from_map(seed)
-
-    # -- strings -------------------------------------------------------------------------------
-    def text(self, value: str) -> str:
-        """One string, scrubbed (and anonymized when asked)."""
-        cacheable = len(value) <= _CACHE_MAX_LEN and not self.scrubber.in_block
-        if cacheable:
-            hit = self._cache.get(value)
-            if hit is not None:
-                return hit
-        out = self.scrubber.scrub(value)
-        if self.anonymize:
-            out = self.anonymizer.apply(out)
-        if cacheable and not self.scrubber.in_block:
-            self._cache[value] = out
-        return out
-
-    def _secret_key(self, key: str) -> bool:
-        known = self._secret_keys.get(key)
-        if known is None:
-            known = self._secret_keys[key] = secret_name(key)
-        return known
-
-    def value(self, value: Any, key: str | None = None) -> Any:
-        """A JSON/YAML value, rebuilt with every string scrubbed."""
-        kind = type(value)
-        if kind is str:
-            if key is not None and self._secret_key(key) and value.strip():
-                return self.scrubber.replace("secret", value)
-            return self.text(value)
-        if kind is dict:
-            out = {}
-            for k, v in value.items():
-                if type(k) is str:
-                    new_key = self.text(k)
-                else:
-                    new_key, k = k, None
-                out[new_key] = v if type(v) in _PLAIN else self.value(v, k)
-            return out
-        if kind is list:
-            if all(type(item) in _PLAIN for item in value):
-                return list(value)  # numbers (token ids, timings): nothing to scrub
-            out_list = []
-            secret_next = False
-            inherit = key if key is not None and self._secret_key(key) else None
-            for item in value:
-                if secret_next and type(item) is str:
-                    out_list.append(self.scrubber.replace("flag-value", item))
-                    secret_next = False
-                    continue
-                secret_next = type(item) is str and bool(SECRET_FLAG.match(item))
-                out_list.append(self.value(item, inherit))
-            return out_list
-        return value
 
     def path(self, rel: str) -> str:
         """A relative path with every component anonymized (bundle node folders)."""
@@ -156,7 +101,7 @@ class Redactor:
             self.learn(inputs)
         files: dict[str, SourceFile] = {}
         for rel, source in inputs.files.items():
-            self.scrubber.reset()
+            self.reset()
             if source.kind == "jsonl":
                 content: Any = [self.value(record) for record in source.content]
             else:
@@ -169,7 +114,8 @@ class Redactor:
         kinds: dict[str, int] = {}
         for kind in self.book.kinds.values():
             kinds[kind] = kinds.get(kind, 0) + 1
-        return RedactionStats(self.book.hits, len(self.book.by_digest), self.anonymizer.hits,
+        anonymized = self.anonymizer.hits if self.anonymizer is not None else 0
+        return RedactionStats(self.book.hits, len(self.book.by_digest), anonymized,
                               dict(sorted(kinds.items())))
 
     def map_document(self, report_dir: str) -> dict:

@@ -230,7 +230,7 @@ def reconciliation_section(inputs: RunInputs, launches: list[dict]) -> dict:
             "reasons": _lines(as_dict(rec).get("reasons"), 6),
             "details": [(k, v) for k, v in flatten({k: v for k, v in as_dict(rec).items()
                                                     if k not in ("schema_version", "verdict",
-                                                                 "reasons", "windows")}, limit=30)],
+                                                                 "reasons")}, limit=30)],
             "sources": [s for s, d in ((f"launches/{label}/logs.json", logs),
                                        (f"launches/{label}/reconcile.json", rec)) if d is not None],
         })

@@ -3,7 +3,8 @@
 `--sign` takes an unencrypted OpenSSH Ed25519 private key file, the word `agent` (the first
 Ed25519 key of the running ssh-agent), or a public key file (`KEY.pub`: the agent key that
 matches it, as `ssh-keygen -Y sign -f KEY.pub` does). The signer is resolved before any work
-so that a bad key fails fast, and the report can state the signer's key and identity.
+so that a bad key fails fast, and the report can state the signer's key and identity. The
+signature itself is made by `ssh-keygen -Y sign` (report/sshkeygen.py).
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from pathlib import Path
 
 from sparktriage.errors import InputError, UsageError
 from sparktriage.report import allowed_signers, manifest, sshsig
-from sparktriage.report.agent import agent_signer
-from sparktriage.report.keys import Signer, load_private_key, read_public_key
+from sparktriage.report.keys import read_public_key
+from sparktriage.report.sshkeygen import KeygenSigner as Signer
+from sparktriage.report.sshkeygen import agent_signer, file_signer
 from sparktriage.report.model import Signing
 
 DEFAULT_IDENTITY = "report-signer"
@@ -42,7 +44,7 @@ def resolve(spec: SignSpec) -> tuple[Signer, Signing]:
         if head.lstrip().startswith((b"ssh-", b"ecdsa-", b"sk-")):
             signer = agent_signer(read_public_key(path))
         else:
-            signer = load_private_key(path)
+            signer = file_signer(path)
     identity = spec.identity
     if identity is None:
         comment = signer.public_key.comment.strip()
@@ -61,6 +63,5 @@ def sign_folder(folder: Path, signer: Signer | None) -> list[manifest.Entry]:
     data = manifest.render(entries)
     (folder / manifest.MANIFEST).write_bytes(data)
     if signer is not None:
-        signature = sshsig.sign(data, signer)
-        (folder / manifest.SIGNATURE).write_text(signature.armored(), encoding="ascii")
+        (folder / manifest.SIGNATURE).write_text(signer.sign(data, sshsig.NAMESPACE), encoding="ascii")
     return entries

@@ -10,26 +10,26 @@ and the signature blob is
              || string hash_alg || string signature
 
 armored as base64 wrapped at 70 columns between `-----BEGIN SSH SIGNATURE-----` and
-`-----END SSH SIGNATURE-----`. Ed25519 signing is deterministic, so the armored text this module
-writes is byte-identical to what `ssh-keygen -Y sign` writes for the same key and message.
+`-----END SSH SIGNATURE-----`. Signatures are made by `ssh-keygen -Y sign` (sshkeygen.py); this
+module reads them (who signed, in which namespace) and checks them for the verifier, tested
+byte for byte against `ssh-keygen -Y verify`.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 from dataclasses import dataclass
 
-from sparktriage.report.keys import PublicKey, Signer
-from sparktriage.report.wire import Reader, WireError, string, uint32
+from sparktriage.report.keys import PublicKey
+from sparktriage.report.wire import Reader, WireError
 
 MAGIC = b"SSHSIG"
 VERSION = 1
 NAMESPACE = "sparktriage"
 BEGIN = "-----BEGIN SSH SIGNATURE-----"
 END = "-----END SSH SIGNATURE-----"
-HASHES = {"sha512": hashlib.sha512, "sha256": hashlib.sha256}
+HASHES = ("sha512", "sha256")
 
 
 class SignatureFormatError(ValueError):
@@ -45,27 +45,6 @@ class Signature:
     hash_algorithm: str
     signature: bytes  # SSH signature blob: string type || string raw signature
     reserved: bytes = b""
-
-    def armored(self) -> str:
-        blob = (MAGIC + uint32(VERSION) + string(self.public_key.blob) + string(self.namespace)
-                + string(self.reserved) + string(self.hash_algorithm) + string(self.signature))
-        text = base64.b64encode(blob).decode("ascii")
-        lines = [text[i:i + 70] for i in range(0, len(text), 70)]
-        return "\n".join([BEGIN, *lines, END]) + "\n"
-
-
-def signed_data(message: bytes, namespace: str, hash_algorithm: str = "sha512",
-                reserved: bytes = b"") -> bytes:
-    """The bytes the key actually signs for a message (the SSHSIG wrapper)."""
-    digest = HASHES[hash_algorithm](message).digest()
-    return (MAGIC + string(namespace) + string(reserved) + string(hash_algorithm)
-            + string(digest))
-
-
-def sign(message: bytes, signer: Signer, namespace: str = NAMESPACE) -> Signature:
-    """Sign a message as `ssh-keygen -Y sign -n NAMESPACE` does (SHA-512)."""
-    blob = signer.sign(signed_data(message, namespace))
-    return Signature(signer.public_key, namespace, "sha512", blob)
 
 
 def parse(text: str) -> Signature:
@@ -96,15 +75,3 @@ def parse(text: str) -> Signature:
     if hash_algorithm not in HASHES:
         raise SignatureFormatError(f"unsupported hash algorithm {hash_algorithm!r}")
     return Signature(key, namespace, hash_algorithm, sig, reserved)
-
-
-def check(signature: Signature, message: bytes, namespace: str = NAMESPACE) -> str | None:
-    """None when the signature is valid for the message and namespace, else why not."""
-    if signature.namespace != namespace:
-        return f"signature namespace is {signature.namespace!r}, expected {namespace!r}"
-    data = signed_data(message, signature.namespace, signature.hash_algorithm, signature.reserved)
-    if not signature.public_key.verify(signature.signature, data):
-        if signature.public_key.key_type != "ssh-ed25519":
-            return f"key type {signature.public_key.key_type} cannot be verified here (Ed25519 only)"
-        return "signature does not match MANIFEST (it was altered or signed over other content)"
-    return None

@@ -5,15 +5,21 @@ Three independent questions, each answered in the result (never one opaque boole
 1. integrity: does every file listed in MANIFEST still have its digest, and are there files
    that were removed from or added to the folder since it was signed?
 2. signature: is `MANIFEST.sig` a valid SSHSIG signature of MANIFEST in namespace
-   `sparktriage`, by the key it names?
+   `sparktriage`, by the key it names? (`ssh-keygen -Y check-novalidate`)
 3. identity: is that key trusted: equal to `--key`, or listed for the namespace in
-   `--allowed-signers` (optionally for `--identity`)? Without either, integrity is checked
-   against the key inside the signature and the result says the signer is not established.
+   `--allowed-signers` (optionally for `--identity`)? (`ssh-keygen -Y find-principals` then
+   `-Y verify -I PRINCIPAL`.) Without either, integrity is checked against the key inside the
+   signature and the result says the signer is not established.
+
+The cryptography is OpenSSH's. What stays in process: reading the signature's key and
+namespace (sshsig.parse: the result names the signer, and a malformed file is said to be one),
+and parsing the allowed-signers file to name a bad line and to say why a listed key was not
+accepted (docs/verification.md).
 """
 
 from __future__ import annotations
 
-import datetime as _dt
+import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -31,7 +37,7 @@ class TrustAnchor:
 
     key: PublicKey | None = None
     signers: tuple[allowed_signers.AllowedSigner, ...] = ()
-    source: str | None = None  # the file it came from
+    source: str | None = None  # the file it came from (for an allowed-signers file: its path)
     identity: str | None = None
 
 
@@ -89,7 +95,47 @@ def _check_files(folder: Path, entries: list[manifest.Entry], result: VerifyResu
     result.added = [p for p in manifest.folder_files(folder) if p not in listed]
 
 
-def _check_trust(signature: sshsig.Signature, anchor: TrustAnchor, result: VerifyResult) -> None:
+def _keygen(argv: list[str], data: bytes) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(["ssh-keygen", *argv], input=data, capture_output=True,
+                              timeout=60, check=False)
+    except FileNotFoundError as exc:
+        raise InputError("ssh-keygen not found: OpenSSH is needed to verify reports "
+                         "(apt-get install openssh-client)") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise InputError("ssh-keygen did not answer within 60 s") from exc
+
+
+def _check_signature(signature: sshsig.Signature, sig_path: Path, data: bytes) -> str | None:
+    """None when `ssh-keygen -Y check-novalidate` accepts the signature, else why not."""
+    if signature.namespace != sshsig.NAMESPACE:
+        return f"signature namespace is {signature.namespace!r}, expected {sshsig.NAMESPACE!r}"
+    done = _keygen(["-Y", "check-novalidate", "-n", sshsig.NAMESPACE, "-s", str(sig_path)], data)
+    if done.returncode == 0:
+        return None
+    return "signature does not match MANIFEST (it was altered or signed over other content)"
+
+
+def _principals(anchor: TrustAnchor, sig_path: Path, data: bytes) -> list[str]:
+    """The principals of the allowed-signers file that `ssh-keygen -Y verify` accepts."""
+    allowed = str(anchor.source)
+    if anchor.identity is not None:
+        candidates = [anchor.identity]
+    else:
+        found = _keygen(["-Y", "find-principals", "-f", allowed, "-s", str(sig_path)], b"")
+        candidates = [p for p in found.stdout.decode("utf-8", "replace").split()
+                      if found.returncode == 0 and p]
+    good = []
+    for principal in candidates:
+        done = _keygen(["-Y", "verify", "-f", allowed, "-I", principal, "-n", sshsig.NAMESPACE,
+                        "-s", str(sig_path)], data)
+        if done.returncode == 0:
+            good.append(principal)
+    return sorted(set(good))
+
+
+def _check_trust(signature: sshsig.Signature, anchor: TrustAnchor, result: VerifyResult,
+                 sig_path: Path, data: bytes) -> None:
     key = signature.public_key
     if anchor.key is not None:
         if anchor.key.blob == key.blob:
@@ -99,28 +145,23 @@ def _check_trust(signature: sshsig.Signature, anchor: TrustAnchor, result: Verif
             result.trust_problem = (f"wrong key: signed by {key.fingerprint}, expected "
                                     f"{anchor.key.fingerprint} ({anchor.source})")
         return
-    now = _dt.datetime.now(_dt.timezone.utc)
+    principals = _principals(anchor, sig_path, data) if result.signature == "valid" else []
+    if principals:
+        result.trust = "trusted"
+        result.principals = principals
+        return
+    result.trust = "untrusted"
     matching = [s for s in anchor.signers if s.key.blob == key.blob]
     if not matching:
         ca = " (certificate authorities are not supported)" if any(
             s.cert_authority for s in anchor.signers) else ""
-        result.trust = "untrusted"
         result.trust_problem = f"signing key {key.fingerprint} is not in {anchor.source}{ca}"
         return
-    usable = [s for s in matching if not s.cert_authority
-              and s.allows_namespace(signature.namespace) and s.valid_at(now)]
-    if anchor.identity is not None:
-        usable = [s for s in usable if s.matches_identity(anchor.identity)]
-    if not usable:
-        lines = ", ".join(str(s.line) for s in matching)
-        wanted = f" for identity {anchor.identity!r}" if anchor.identity else ""
-        result.trust = "untrusted"
-        result.trust_problem = (f"signing key {key.fingerprint} is in {anchor.source} (line "
-                                f"{lines}) but not for namespace {signature.namespace!r}{wanted} "
-                                "at this time")
-        return
-    result.trust = "trusted"
-    result.principals = sorted({p for s in usable for p in s.principals})
+    lines = ", ".join(str(s.line) for s in matching)
+    wanted = f" for identity {anchor.identity!r}" if anchor.identity else ""
+    result.trust_problem = (f"signing key {key.fingerprint} is in {anchor.source} (line "
+                            f"{lines}) but not for namespace {signature.namespace!r}{wanted} "
+                            "at this time")
 
 
 def verify(folder: Path, anchor: TrustAnchor | None = None) -> VerifyResult:
@@ -155,9 +196,9 @@ def verify(folder: Path, anchor: TrustAnchor | None = None) -> VerifyResult:
         return result
     result.signer_key = signature.public_key.openssh()
     result.signer_fingerprint = signature.public_key.fingerprint
-    problem = sshsig.check(signature, data)
+    problem = _check_signature(signature, sig_path, data)
     result.signature = "valid" if problem is None else "invalid"
     result.signature_problem = problem
     if anchor is not None:
-        _check_trust(signature, anchor, result)
+        _check_trust(signature, anchor, result, sig_path, data)
     return result

@@ -1,7 +1,7 @@
-"""The SSH wire encoding (RFC 4251 §5): uint32 and length-prefixed strings, written and read.
+"""Reading the SSH wire encoding (RFC 4251 §5): uint32 and length-prefixed strings.
 
-SSHSIG blobs, public key blobs and ssh-agent messages are all built from these two types. The
-reader raises `WireError` on truncated or trailing data so that malformed input from a hostile
+SSHSIG blobs and public key blobs are built from these two types; sparktriage only reads them
+(who signed a report: sshsig.parse, keys.PublicKey). The reader raises `WireError` on truncated or trailing data so that malformed input from a hostile
 file or socket is a one-line error, never an IndexError.
 """
 
@@ -12,17 +12,6 @@ import struct
 
 class WireError(ValueError):
     """A blob does not follow the SSH wire encoding."""
-
-
-def uint32(value: int) -> bytes:
-    """A big-endian 32-bit unsigned integer."""
-    return struct.pack(">I", value)
-
-
-def string(value: bytes | str) -> bytes:
-    """A length-prefixed byte string (str values are encoded as UTF-8)."""
-    data = value.encode("utf-8") if isinstance(value, str) else value
-    return uint32(len(data)) + data
 
 
 class Reader:

@@ -14,28 +14,29 @@ with what does not depend on it; nothing measured is lost (docs/demo.md).
 
 from __future__ import annotations
 
-import json
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import yaml
 
+from sparktriage.documents.bench import BenchDocument
+from sparktriage.documents.session import DemoDocument
+from sparktriage.progress import Observer, prefixed
 from sparktriage.report.build import execute, plan_report
 from sparktriage.report.keys import read_public_key
 from sparktriage.report.signing import SignSpec
 from sparktriage.report.verify import TrustAnchor, verify
 from sparktriage.session.demokey import make_demo_key
 from sparktriage.measure.steps import StepLog, bench_summary, probe_step, stalls_step
-from sparktriage.store.documents import write_document
+from sparktriage.store.documents import read_document, write_document
 from sparktriage.store.rundir import SCHEMA_VERSION, LaunchDir, RunDir
+from sparktriage.store.typed import Document, check, parse
 from sparktriage.sweep.engine import plan_sweep, run_sweep
 from sparktriage.testbed.garbage.variants import trained_model
 from sparktriage.testbed.paths import Testbed, repo_root
 from sparktriage.testbed.server import free_port
 
-Observer = Callable[[str, dict], None]
 NODE = "local"
 SWEEP_WORKLOAD = "code"
 IDENTITY = "sparktriage-demo"
@@ -108,17 +109,17 @@ def run_demo(run: RunDir, bed: Testbed, settings: DemoSettings, observe: Observe
         def while_ready(endpoint: str, launch: LaunchDir, record: dict) -> None:
             if launch.label != "L001":
                 return
-            first["bench"] = _read(launch.path / "bench.json")
+            first["bench"] = _read(launch.path / "bench.json", BenchDocument)
             if settings.probe:  # after the protocol: its traffic would fall into the log windows
                 first["probe"] = steps.run("probe", launch.label, lambda: probe_step(
                     endpoint, launch, baseline,
-                    observe=lambda event, details: observe("probe-" + event, details)))
+                    observe=prefixed(observe, "probe-")))
 
         sweep = run_sweep(plan, run.path, observe, while_ready=while_ready).document
     launches: list[dict] = []
     for entry in sweep["launches"]:
         launch = run.launch(entry["label"])
-        record = next(r for r in _read(run.path / "sweep-state.json")["launches"]
+        record = next(r for r in read_document(run.path / "sweep-state.json")["launches"]
                       if r["label"] == entry["label"])
         steps.record("launch", entry["label"], entry["reason"] if entry["status"] != "ok" else None)
         stalls = steps.run("stalls", entry["label"], lambda: stalls_step(launch))
@@ -134,15 +135,18 @@ def run_demo(run: RunDir, bed: Testbed, settings: DemoSettings, observe: Observe
         "probe": _probe_summary(first.get("probe")), "bench": bench_summary(first.get("bench")),
         "sweep": sweep["decision"], "report": report, "steps": steps.records,
     }
-    write_document(run.path / "demo.json", summary)
+    write_document(run.path / "demo.json", check(DemoDocument, summary))
     return summary
 
 
-def _read(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+def _read(path: Path, model: type[Document]) -> dict | None:
+    """A document this session wrote, validated against its model; None when the step that
+    writes it did not run (or failed before writing)."""
+    if not path.is_file():
         return None
+    doc = read_document(path)
+    parse(model, doc, str(path))
+    return doc
 
 
 def _report(run: RunDir, formats: str, observe: Observer) -> dict:

@@ -1,23 +1,25 @@
-"""A throwaway Ed25519 signing key for the demo's report (OpenSSH formats, as ssh-keygen writes)."""
+"""A throwaway Ed25519 signing key for the demo's report, made by `ssh-keygen` itself."""
 
 from __future__ import annotations
 
-import os
+import subprocess
 from pathlib import Path
 
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from cryptography.hazmat.primitives.serialization import (Encoding, NoEncryption, PrivateFormat,
-                                                          PublicFormat)
+from sparktriage.errors import InputError
 
 
 def make_demo_key(path: Path, comment: str = "sparktriage-demo") -> Path:
-    """Write PATH (private, mode 0600) and PATH.pub (with `comment`); return PATH."""
-    key = Ed25519PrivateKey.generate()
+    """Write PATH (private, mode 0600, no passphrase) and PATH.pub (with `comment`); return PATH."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    private = key.private_bytes(Encoding.PEM, PrivateFormat.OpenSSH, NoEncryption())
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as out:
-        out.write(private)
-    public = key.public_key().public_bytes(Encoding.OpenSSH, PublicFormat.OpenSSH)
-    path.with_name(path.name + ".pub").write_bytes(public + b" " + comment.encode() + b"\n")
+    for old in (path, path.with_name(path.name + ".pub")):
+        old.unlink(missing_ok=True)  # ssh-keygen would ask before overwriting
+    try:
+        done = subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment,
+                               "-f", str(path)], capture_output=True, timeout=60, check=False,
+                              stdin=subprocess.DEVNULL)
+    except (FileNotFoundError, subprocess.TimeoutExpired) as exc:
+        raise InputError(f"cannot make the demo's signing key with ssh-keygen: {exc}") from exc
+    if done.returncode != 0:
+        said = " ".join(done.stderr.decode("utf-8", "replace").split())[:300]
+        raise InputError(f"ssh-keygen could not make the demo's signing key: {said}")
     return path

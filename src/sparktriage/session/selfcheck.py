@@ -14,19 +14,20 @@ import asyncio
 import datetime as _dt
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from sparktriage.bench.client import ClientSettings, make_http_client
 from sparktriage.bench.endpoint import discover
 from sparktriage.bench.workload import load_workloads
+from sparktriage.documents.session import SelfcheckDocument
+from sparktriage.progress import Observer, prefixed
 from sparktriage.report.build import execute, plan_report
 from sparktriage.report.signing import SignSpec
 from sparktriage.measure.steps import (StepLog, bench_step, bench_summary, logs_step, probe_step,
                                        stalls_step)
 from sparktriage.store.documents import write_document
 from sparktriage.store.rundir import SCHEMA_VERSION, RunDir
+from sparktriage.store.typed import check
 
-Observer = Callable[[str, dict], None]
 QUICK = {"requests": 5, "max_tokens": 128}
 
 
@@ -75,7 +76,7 @@ def run_selfcheck(run: RunDir, settings: SelfcheckSettings, observe: Observer) -
         probe = steps.run("probe", launch.label, lambda: probe_step(
             settings.endpoint, launch, settings.baseline, reference=settings.reference,
             model=settings.model, api_key=settings.api_key,
-            observe=lambda event, details: observe("probe-" + event, details)))
+            observe=prefixed(observe, "probe-")))
     logs = stalls = None
     if settings.logs:
         logs = steps.run("logs", launch.label, lambda: logs_step(launch, settings.logs, settings.tz))
@@ -100,7 +101,7 @@ def run_selfcheck(run: RunDir, settings: SelfcheckSettings, observe: Observer) -
             for f in stalls.get("findings") or []],
         "report": report, "steps": steps.records,
     }
-    write_document(launch.path / "selfcheck.json", summary)
+    write_document(launch.path / "selfcheck.json", check(SelfcheckDocument, summary))
     return summary
 
 

@@ -3,6 +3,9 @@
 Raw records are appended one JSON object per line and flushed (and fsync'ed) as they arrive:
 a crash or Ctrl-C loses at most the record in flight. Derived documents are written whole,
 atomically (temporary file then rename), and can always be rebuilt from the raw records.
+
+Both go through the redaction stage first (redact/run.py: this run's stand-ins), so no
+document or record of a run directory, bundle or report ever holds a secret.
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from sparktriage.errors import InputError
+from sparktriage.redact import run as redaction
+from sparktriage.redact.documents import DocumentRedactor
 
 
 def _sanitize(value: Any) -> Any:
@@ -33,11 +38,12 @@ def dumps(document: Any) -> str:
 
 
 def write_document(path: Path, document: dict) -> None:
-    """Write a derived JSON document atomically (pretty-printed, trailing newline)."""
+    """Write a derived JSON document atomically (pretty-printed, trailing newline), secrets
+    replaced."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(
-        json.dumps(_sanitize(document), indent=2, ensure_ascii=False, allow_nan=False) + "\n",
+        json.dumps(_sanitize(redaction.document(document)), indent=2, ensure_ascii=False, allow_nan=False) + "\n",
         encoding="utf-8",
     )
     os.replace(tmp, path)
@@ -54,15 +60,19 @@ def read_document(path: Path) -> dict:
 
 
 class RecordWriter:
-    """Append-only JSON-lines file; every record is flushed and fsync'ed before returning."""
+    """Append-only JSON-lines file; every record is flushed and fsync'ed before returning.
+
+    Records are redacted as they are appended, with a walker of this file's own (a private key
+    block that spans consecutive records' `line` fields is replaced whole) over the run's book."""
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
+        self._redactor = DocumentRedactor(redaction.book())
         self._fh = open(path, "a", encoding="utf-8")
 
     def append(self, record: dict) -> None:
-        self._fh.write(dumps(record) + "\n")
+        self._fh.write(dumps(self._redactor.value(record)) + "\n")
         self._fh.flush()
         os.fsync(self._fh.fileno())
 

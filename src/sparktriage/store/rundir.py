@@ -24,6 +24,7 @@ from typing import Iterator
 from sparktriage import __version__
 from sparktriage.errors import InputError
 from sparktriage.store.documents import RecordWriter, read_document, write_document
+from sparktriage.store.typed import Document, check
 
 SCHEMA_VERSION = 1  # bump on any breaking change of the run-directory layout or documents
 
@@ -92,9 +93,14 @@ class LaunchDir:
     def request_writer(self) -> RecordWriter:
         return RecordWriter(self.requests_path)
 
-    def write(self, name: str, document: dict) -> Path:
+    def write(self, name: str, document: dict, model: type[Document] | None = None) -> Path:
+        """Write a derived document (with schema_version); with `model`, checked against it
+        first (store.typed.check: the bytes written do not change)."""
         target = self.path / name
-        write_document(target, {"schema_version": SCHEMA_VERSION, **document})
+        full = {"schema_version": SCHEMA_VERSION, **document}
+        if model is not None:
+            check(model, full, name)
+        write_document(target, full)
         return target
 
 

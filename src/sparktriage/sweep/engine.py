@@ -25,6 +25,7 @@ from typing import Callable
 
 import yaml
 
+from sparktriage.documents.sweep import SweepDocument
 from sparktriage.errors import SparktriageError
 from sparktriage.bundle import layout
 from sparktriage.launch.plan import build_plan
@@ -32,6 +33,7 @@ from sparktriage.launch.run import launch_once
 from sparktriage.measure.steps import bench_step, probe_step
 from sparktriage.store.documents import write_document
 from sparktriage.store.rundir import LaunchDir, RunDir
+from sparktriage.store.typed import check
 from sparktriage.sweep import allocate
 from sparktriage.sweep.acceptance import acceptance
 from sparktriage.sweep.decide import workload_rate
@@ -256,7 +258,7 @@ class _Sweep:
     def write(self, stop_reason: str) -> dict:
         document = build_document(self.plan, self.state, self.run.path, stop_reason,
                                   self.deployment)
-        write_document(self.run.path / "sweep.json", document)
+        write_document(self.run.path / "sweep.json", check(SweepDocument, document))
         return document
 
 

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sparktriage.bench.workload import Workload, load_workloads
 from sparktriage.config.deployment import Deployment, Speculative, load_deployment
 from sparktriage.errors import UsageError
-from sparktriage.secrets import secret_name
+from sparktriage.redact.detect import secret_name
 
 MAX_DEPTH = 16
 DEFAULT_MARGIN = 0.02

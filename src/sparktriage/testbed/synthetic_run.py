@@ -22,8 +22,38 @@ from pathlib import Path
 import yaml
 
 from sparktriage.bench.protocol import rebuild
-from sparktriage.store.documents import RecordWriter, write_document
+from sparktriage.store.documents import dumps
 from sparktriage.store.rundir import LaunchDir
+
+
+def _write_raw(path: Path, document: dict) -> None:
+    """Write a document as it is: the planted secrets must reach the disk (a run directory
+    edited by hand or written by an older version), which the product's writers never let
+    happen (store/documents.py redacts); the report's own stage must still catch them."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def _launch_write(launch: LaunchDir, name: str, document: dict) -> None:
+    _write_raw(launch.path / name, {"schema_version": 1, **document})
+
+
+class _RawRecords:
+    """Append-only records written as they are (see _write_raw)."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh = open(path, "a", encoding="utf-8")
+
+    def append(self, record: dict) -> None:
+        self._fh.write(dumps(record) + "\n")
+
+    def __enter__(self) -> "_RawRecords":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._fh.close()
+
 
 T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z: synthetic clocks start here
 SECRETS = {
@@ -90,13 +120,13 @@ def _launch(root: Path, label: str, spec: SyntheticSpec, rng: random.Random, dep
     workloads = [{"name": w, "api": "completions", "prompt": f"synthetic {w} prompt",
                   "max_tokens": spec.max_tokens, "temperature": 0.0, "ignore_eos": True,
                   "requests": spec.requests, "warmup": spec.warmup} for w in spec.workloads]
-    launch.write("launch.json", {"kind": "launch", "synthetic": True, "endpoint": endpoint,
+    _launch_write(launch, "launch.json", {"kind": "launch", "synthetic": True, "endpoint": endpoint,
                                  "model": "synthetic-moe-fp4", "server_version": "0.32.0",
                                  "workloads": workloads,
                                  "client": {"api_key": "set" if spec.plant else None}})
     ready = start + 95.0 + rng.uniform(-5, 5)
     sent = ready + 5.0
-    with RecordWriter(launch.requests_path) as writer:
+    with _RawRecords(launch.requests_path) as writer:
         for w_index, workload in enumerate(spec.workloads):
             rate = base * (1.0 if w_index == 0 else 0.93)
             for index in range(spec.warmup + spec.requests):
@@ -106,7 +136,7 @@ def _launch(root: Path, label: str, spec: SyntheticSpec, rng: random.Random, dep
                     record["chunks"][0]["text"] = f" export HF_TOKEN={SECRETS['hf']}"
                 writer.append(record)
                 sent += record["t_end"] + 0.05
-    launch.write("capabilities.json", {w: {"sources": ["token_ids", "logprobs", "continuous_usage"],
+    _launch_write(launch, "capabilities.json", {w: {"sources": ["token_ids", "logprobs", "continuous_usage"],
                                            "notes": []} for w in spec.workloads})
     bench = rebuild(launch)
     _side_documents(launch, spec, rng, start, ready, sent, depth, number, bench)
@@ -141,7 +171,7 @@ def _side_documents(launch: LaunchDir, spec: SyntheticSpec, rng: random.Random, 
                         "alternatives": [{"id": "mmap-fault-crawl",
                                           "why_not": "read rate equals the device limit"}],
                         "fix": "warm the page cache or prefetch the checkpoint before launch"}})
-    launch.write("stalls.json", {"kind": "stalls", "synthetic": True, "phases": phases,
+    _launch_write(launch, "stalls.json", {"kind": "sparktriage-stalls", "synthetic": True, "phases": phases,
                                  "findings": findings})
     windows, t = [], ready + 15.0  # the end of the first 10 s window after the first request
     summary = bench["workloads"][0]["summary"]
@@ -152,7 +182,7 @@ def _side_documents(launch: LaunchDir, spec: SyntheticSpec, rng: random.Random, 
         t += 10.0
     values = [w["value"] for w in windows]
     log_lines = "vllm serve synthetic --api-key " + SECRETS["flag_key"] if spec.plant else "no errors"
-    launch.write("logs.json", {
+    _launch_write(launch, "logs.json", {
         "kind": "logs", "synthetic": True, "version": "0.32.0",
         "phases": [{k: p[k] for k in ("name", "start", "end", "duration_s")} for p in phases
                    if p["node"] == nodes[0]],
@@ -164,12 +194,12 @@ def _side_documents(launch: LaunchDir, spec: SyntheticSpec, rng: random.Random, 
                                                 1.0 + 0.55 * depth, "accepted": 1000 * depth,
                                                 "drafted": 1400 * depth, "per_position": []},
         "kernels": ["CutlassNvFp4MoE"], "errors": [{"time": None, "text": log_lines}]})
-    launch.write("reconcile.json", {"kind": "reconcile", "synthetic": True,
+    _launch_write(launch, "reconcile.json", {"kind": "reconcile", "synthetic": True,
                                     "verdict": "log-includes-idle-or-prefill",
-                                    "reasons": ["the log's windows aggregate all requests and "
-                                                "include prefill time"],
-                                    "windows": windows})
-    launch.write("probe.json", {"kind": "probe", "synthetic": True, "verdict": "healthy",
+                                    "reasons": [{"code": "log-includes-idle-or-prefill",
+                                                 "text": "the log's windows aggregate all requests "
+                                                         "and include prefill time"}]})
+    _launch_write(launch, "probe.json", {"kind": "probe", "synthetic": True, "verdict": "healthy",
                                 "pattern": None, "baseline": None, "tokens_spent": 6120, "wall_s": 21.4,
                                 "families": [{"name": "logprob-sanity", "status": "ok",
                                               "numbers": {"finite": 1.0, "mean_top1": -0.41},
@@ -178,7 +208,7 @@ def _side_documents(launch: LaunchDir, spec: SyntheticSpec, rng: random.Random, 
                                               "numbers": {"passed": 23, "total": 24},
                                               "evidence": ["23/24 probes answered"]}]})
     bundle = launch.path / "bundle"
-    write_document(bundle / "bundle.json", {"schema_version": 1, "kind": "sparktriage-bundle",
+    _write_raw(bundle / "bundle.json", {"schema_version": 1, "kind": "sparktriage-bundle",
                                             "synthetic": True, "nodes": nodes, "origin": "launch"})
     for i, node in enumerate(nodes):
         env = {"schema_version": 1, "hostname": node, "driver": "580.95.05", "cuda": "13.0",
@@ -191,8 +221,8 @@ def _side_documents(launch: LaunchDir, spec: SyntheticSpec, rng: random.Random, 
             env["cmdline"] = ["vllm", "serve", "/models/m", "--api-key", SECRETS["flag_key"]]
             env["ssh_private_key"] = ("-----BEGIN OPENSSH PRIVATE KEY-----\n"
                                       + SECRETS["private_key_line"] + "\n-----END OPENSSH PRIVATE KEY-----")
-        write_document(bundle / "nodes" / node / "environment.json", env)
-    write_document(bundle / "environment-diff.json", {"schema_version": 1, "differences": [
+        _write_raw(bundle / "nodes" / node / "environment.json", env)
+    _write_raw(bundle / "environment-diff.json", {"schema_version": 1, "differences": [
         {"key": "nccl", "values": {nodes[0]: "2.27.7", nodes[-1]: "2.26.2"}}]})
 
 
@@ -217,7 +247,7 @@ def make_run(root: Path, spec: SyntheticSpec = SyntheticSpec()) -> Path:
     if spec.plant:
         command += ["--api-key", SECRETS["flag_key"],
                     f"--endpoint=https://admin:{SECRETS['url_password']}@{IDENTIFYING['hosts'][0]}:8000"]
-    write_document(root / "run.json", {"schema_version": 1, "kind": "sparktriage-run",
+    _write_raw(root / "run.json", {"schema_version": 1, "kind": "sparktriage-run",
                                        "synthetic": True, "tool_version": "0.1.0",
                                        "created": "2026-01-01T00:00:00.000000Z", "command": command})
     deployment = {"schema_version": 1, "synthetic": True, "name": "synthetic-moe-fp4",
@@ -247,7 +277,7 @@ def make_run(root: Path, spec: SyntheticSpec = SyntheticSpec()) -> Path:
         points.append({"depth": depth, "launches": launches})
     if len(spec.depths) > 1:
         best = max(points, key=lambda p: sum(l["delivered_tok_s"] for l in p["launches"]))
-        write_document(root / "sweep.json", {
+        _write_raw(root / "sweep.json", {
             "schema_version": 1, "kind": "sweep", "synthetic": True, "method": "ngram",
             "workload": spec.workloads[0], "depths": points,
             "decision": {"depth": best["depth"], "reason": "highest mean delivered tok/s"}})

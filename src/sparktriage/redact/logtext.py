@@ -1,17 +1,19 @@
 """Redaction of secrets in what logs say before any of it is written to a document.
 
 Logs are hostile input: argument dumps carry API keys and hub tokens, error lines carry URLs
-with credentials. `redact` replaces every secret the one detector finds (sparktriage.secrets:
+with credentials. `redact` replaces every secret the one detector finds (detect.py:
 known key shapes, bearer credentials, URL passwords, secret flags, values of secret-looking
-names) by ***. `secret_name` says whether an argument name holds a secret.
+names) by ***. `secret_name` says whether an argument name holds a secret. The lines of a
+private key block are emptied earlier, in the log parser, per source (logs/parser.py with
+detect.KeyBlocks), because each of them is a line of its own with its own log prefix.
 """
 
 from __future__ import annotations
 
 import re
 
-from sparktriage.secrets import SecretScrubber, StarBook
-from sparktriage.secrets import secret_name as _detector_name
+from sparktriage.redact.detect import SecretScrubber, StarBook
+from sparktriage.redact.detect import secret_name as _detector_name
 
 # a cheap pre-check: lines without any of these cannot hold a secret the detector finds
 # (most log lines), so the detector's regular expressions never run on them

@@ -1,7 +1,8 @@
 """Redaction at capture: secrets in environment variables and command lines never leave the node.
 
-What is a secret is decided by the one detector, sparktriage.secrets (shipped with the agent);
-this module adds the capture's own stand-ins and the environment-name rules of the collectors.
+What is a secret is decided by the one detector (redact/detect.py) and the one argv rule
+(redact/argv.py), both shipped with the agent (collect/shipping.py); this module adds the
+capture's own stand-ins and the environment-name rules of the collectors. Standard library only.
 
 A secret is replaced by a stand-in `***<8 hex>`: an HMAC of the value under a key that the
 collecting machine generates per collection and never writes into the bundle. The same
@@ -15,19 +16,13 @@ import hashlib
 import hmac
 import re
 
-from sparktriage.secrets import SECRET_FLAG, SecretScrubber, secret_name
+from sparktriage.redact.argv import redact_argv
+from sparktriage.redact.detect import SecretScrubber, secret_name
 
 SECRET_NAME = re.compile(
     r"(TOKEN(?!IZER)|SECRET|PASSW|PASSWD|PWD|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIAL|AUTH|COOKIE|"
     r"SESSION|SIGNATURE|_KEY$|^KEY$)", re.IGNORECASE)
 NOT_SECRET = frozenset({"PWD", "OLDPWD", "KEY_INDEX"})
-SECRET_FLAGS = frozenset({
-    "--api-key", "--hf-token", "--token", "--password", "--secret", "--ssl-keyfile-password",
-    "--aws-secret-access-key", "--auth", "--authorization",
-})
-_INLINE = re.compile(
-    r"^(--?[A-Za-z0-9_.-]*(?:token|key|secret|password|passwd|auth|authorization|credentials?)=)"
-    r"(.+)$", re.IGNORECASE)
 
 
 class _Book:
@@ -62,32 +57,11 @@ class Redactor:
                 for k, v in env.items()}
 
     def text(self, text: str) -> str:
-        """Secrets embedded in free text, found by the one detector (sparktriage.secrets)."""
+        """Secrets embedded in free text, found by the one detector."""
         if not text:
             return text
         return SecretScrubber(_Book(self)).scrub(text)
 
     def args(self, argv: list) -> list:
         """A copy of an argv with the values of secret options replaced."""
-        out = []
-        hide_next = False
-        for arg in argv:
-            arg = str(arg)
-            if hide_next:
-                out.append(self.stand_in(arg))
-                hide_next = False
-                continue
-            if arg in SECRET_FLAGS or SECRET_FLAG.match(arg):
-                out.append(arg)
-                hide_next = True
-                continue
-            match = _INLINE.match(arg)
-            if match:
-                out.append(match.group(1) + self.stand_in(match.group(2)))
-                continue
-            name, sep, value = arg.partition("=")
-            if sep and value and not arg.startswith("-") and self.is_secret_name(name):
-                out.append(name + "=" + self.stand_in(value))  # env assignments: HF_TOKEN=...
-                continue
-            out.append(self.text(arg))
-        return out
+        return redact_argv(argv, SecretScrubber(_Book(self)), self.is_secret_name)

@@ -1,9 +1,10 @@
 """Finding secrets in text: the patterns, and the stable stand-ins that replace them.
 
-The one secret detector of sparktriage (standard library only: it also runs inside the node
-agent). Three users give it their own stand-ins through a book with `stand_in(kind, value)`:
-the report (`REDACTED-<kind>-<n>`, report/redact.py), capture on the nodes (`***<hmac>`,
-collect/redact.py) and the log documents (`***`, logs/redact.py).
+The one secret detector of sparktriage (standard library only: it is shipped to the nodes with
+the agent, collect/shipping.py). Its users give it their stand-ins through a book with
+`stand_in(kind, value)`: `SecretBook` (`REDACTED-<kind>-<n>`: run directories, documents,
+exports, reports, terminal output), the capture's HMAC book (`***<hex>`, redact/capture.py) and
+`StarBook` (`***`).
 
 What counts as a secret (docs/redaction.md): private key blocks (also when split over several
 log lines), API keys of known shapes (OpenAI `sk-`, Hugging Face `hf_`, NVIDIA `nvapi-`,
@@ -21,7 +22,9 @@ import re
 from dataclasses import dataclass, field
 
 STAND_IN_PREFIX = "REDACTED-"
-_PLACEHOLDERS = {"", "none", "null", "nil", "true", "false", "set", "unset", "***", "xxx",
+KNOWN_MIN, KNOWN_MAX = 8, 1000  # known values: long enough not to be common words; bounded
+_PLACEHOLDERS = {"or", "and", "to", "is", "the", "with", "from", "not", "if", "as", "of", "for",
+                 "", "none", "null", "nil", "true", "false", "set", "unset", "***", "xxx",
                  "<redacted>", "redacted", "-", "''", '""', "[]", "{}", "bearer", "basic", "digest"}
 _SECRET_LAST = {"key", "apikey", "token", "secret", "password", "passwd", "pwd", "pass",
                 "passphrase", "credential", "credentials", "auth", "authorization", "cookie",
@@ -29,6 +32,7 @@ _SECRET_LAST = {"key", "apikey", "token", "secret", "password", "passwd", "pwd",
 _SECRET_ANY = {"password", "passwd", "secret", "apikey", "passphrase"}
 _NOT_SECRET_LAST = {"file", "path", "dir", "name", "names", "id", "env", "var", "ref",
                     "source", "length", "len", "type", "format", "count", "enabled"}
+_COUNTING = {"per", "num", "max", "min", "total", "avg", "mean", "n", "count"}
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _WORDS = re.compile(r"[^A-Za-z0-9]+")
 _FLAG_WORDS = r"(?:api-?key|token|password|passwd|secret|access-key|secret-key|auth|apikey)"
@@ -43,7 +47,9 @@ def secret_name(name: str) -> bool:
     last = words[-1]
     if last in _NOT_SECRET_LAST:
         return False
-    if last == "keys" and len(words) == 1:
+    if last in ("keys", "key") and len(words) == 1:  # a document's "key" field names a thing
+        return False
+    if len(words) > 1 and words[-2] in _COUNTING:  # nll_per_token, max_token, num_keys
         return False
     return last in _SECRET_LAST or any(w in _SECRET_ANY for w in words)
 
@@ -66,18 +72,25 @@ class SecretBook:
     kinds: dict[str, str] = field(default_factory=dict)  # stand-in → kind
     counters: dict[str, int] = field(default_factory=dict)
     hits: int = 0
+    # values seen in this process (memory only, never written): a secret found once, say after
+    # `--api-key`, is replaced wherever it turns up later, also where no pattern would find it
+    known: dict[str, str] = field(default_factory=dict, repr=False)
 
     def stand_in(self, kind: str, value: str) -> str:
         self.hits += 1
         digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:16]
         known = self.by_digest.get(digest)
         if known is not None:
+            if len(value) >= KNOWN_MIN and len(self.known) < KNOWN_MAX:
+                self.known.setdefault(value, known)
             return known
         number = self.counters.get(kind, 0) + 1
         self.counters[kind] = number
         token = f"{STAND_IN_PREFIX}{kind}-{number}"
         self.by_digest[digest] = token
         self.kinds[token] = kind
+        if len(value) >= KNOWN_MIN and len(self.known) < KNOWN_MAX:
+            self.known[value] = token
         return token
 
 
@@ -103,9 +116,12 @@ _BEARER = re.compile(r"(?i)\b((?:proxy-)?authorization\s*[:=]\s*[\"']?"
                      r"(?:(?:bearer|basic|token|apikey|digest)\s+)?|bearer\s+)([A-Za-z0-9._~+/=-]{6,})")
 _FLAG = re.compile(rf"(?i)(?<![A-Za-z0-9])(--?(?:[a-z0-9]+-)*{_FLAG_WORDS})(\s+|=)([\"']?)"
                    r"([^\s\"'-][^\s\"']*)")
+_FLAG_LISTED = re.compile(  # an argv printed as a list: ["--api-key", "VALUE"]
+    rf"(?i)([\"'])(--?(?:[a-z0-9]+-)*{_FLAG_WORDS})\1(\s*,\s*)([\"'])([^\"'\n]+)\4")
 _ASSIGN = re.compile(
-    r"(?<![A-Za-z0-9_])([\"']?)([A-Za-z_][A-Za-z0-9_.-]{0,79})\1(\s*[=:]\s*)(\[?\s*)"
+    r"(?<![A-Za-z0-9_/.-])([\"']?)([A-Za-z_][A-Za-z0-9_.-]{0,79})\1(\s*[=:]\s*)(\[?\s*)"
     r"(?:\"([^\"\n]*)\"|'([^'\n]*)'|([^\s\"',;)}\]]+))")
+_METAVAR = re.compile(r"^(?:[A-Z][A-Z_]{0,15}|<[a-z_|-]{1,16}>|\[[a-z_|-]{1,16}\])$")  # --api-key TEXT
 _KEY_MATERIAL = re.compile(r"^[A-Za-z0-9+/]{40,}={0,2}$")
 _TRIGGER = re.compile(
     r"(?i)-----|://|bearer|authori[sz]ation|--|sk-|hf_|nvapi-|gh[pousr]_|github_pat|glpat-|xox"
@@ -156,19 +172,35 @@ class SecretScrubber:
                 return self.replace("private-key", text[:end.end()]) + self.scrub(text[end.end():])
             return self.replace("private-key", text)
         if not text or not _TRIGGER.search(text):
-            return self.replace("key-material", text) if _looks_like_key_material(text) else text
+            if _looks_like_key_material(text):
+                return self.replace("key-material", text)
+            return self._known(text)
         if "-----BEGIN" in text:
             text = _PEM_BLOCK.sub(lambda m: self._pem(m), text)
         text = _URL_PASSWORD.sub(
             lambda m: m.group(1) + m.group(2) + ":" + self.replace("url-password", m.group(3)) + "@",
             text)
         text = _BEARER.sub(lambda m: m.group(1) + self.replace("bearer", m.group(2)), text)
-        text = _FLAG.sub(lambda m: m.group(1) + m.group(2) + m.group(3)
-                         + self.replace("flag-" + _flag_kind(m.group(1)), m.group(4)), text)
+        text = _FLAG.sub(lambda m: m.group(0) if _METAVAR.match(m.group(4)) else (
+            m.group(1) + m.group(2) + m.group(3)
+            + self.replace("flag-" + _flag_kind(m.group(1)), m.group(4))), text)
+        if "," in text:
+            text = _FLAG_LISTED.sub(lambda m: m.group(0)[:m.start(5) - m.start(0)]
+                                    + self.replace("flag-" + _flag_kind(m.group(2)), m.group(5))
+                                    + m.group(4), text)
         text = SHAPE.sub(lambda m: self.replace(m.lastgroup.replace("_", "-"), m.group(0)), text)
         text = self._assignments(text)
         if _looks_like_key_material(text):
             return self.replace("key-material", text)
+        return self._known(text)
+
+    def _known(self, text: str) -> str:
+        """Secrets this run already found elsewhere, replaced by their stand-ins."""
+        known = getattr(self.book, "known", None)
+        if known:
+            for value, token in known.items():
+                if value in text:
+                    text = text.replace(value, token)
         return text
 
     def _pem(self, match: re.Match) -> str:
@@ -203,6 +235,27 @@ class SecretScrubber:
             else:
                 out.append(text[pos:match.end(0)])
             pos = match.end(0)
+
+
+class KeyBlocks:
+    """Follows private key blocks through a stream of lines (a log, line by line, each with its
+    own prefix): `inside(text)` is True from a `BEGIN ... PRIVATE KEY` line through its END line
+    (at most MAX_LINES lines). Cheap on other lines: one substring test."""
+
+    MAX_LINES = 200
+
+    def __init__(self) -> None:
+        self._open = 0
+
+    def inside(self, text: str) -> bool:
+        if self._open:
+            self._open = 0 if _PEM_END.search(text) or self._open >= self.MAX_LINES else self._open + 1
+            return True
+        if "PRIVATE KEY" in text and (begin := _PEM_BEGIN.search(text)) is not None:
+            if not _PEM_END.search(text, begin.end()):
+                self._open = 1
+            return True
+        return False
 
 
 def _flag_kind(flag: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sparktriage.logs.document import analyze
 from sparktriage.logs.parser import parse_lines
-from sparktriage.logs.redact import redact, secret_name
+from sparktriage.redact.logtext import redact, secret_name
 
 
 def test_redact_pairs_and_lone_values():
@@ -12,7 +12,7 @@ def test_redact_pairs_and_lone_values():
     assert "hf_abcdefghijklmnopqrstu" not in redact("token hf_abcdefghijklmnopqrstu end")
     assert "sekrit" not in redact('"password": "sekrit", "x": 1')
     assert redact("Authorization: Bearer abcdefgh12345678") == "Authorization: Bearer ***"
-    # the one detector (sparktriage.secrets) also finds URL passwords and secret flags
+    # the one detector (redact/detect.py) also finds URL passwords and secret flags
     assert redact("GET https://user:pw123456@hub/x") == "GET https://user:***@hub/x"
     assert redact("--api-key sk-abcdefghijklmnopqrstuvwx --port 8000") == "--api-key *** --port 8000"
     assert redact("max_tokens=256 tokenizer=llama") == "max_tokens=256 tokenizer=llama"

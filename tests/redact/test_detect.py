@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sparktriage.secrets import SecretBook, SecretScrubber, secret_name
+from sparktriage.redact.detect import SecretBook, SecretScrubber, secret_name
 
 PLANTED = [
     ("vllm serve /m --api-key sk-proj-Zq8vT3xK9mW2pL5nR7sB4dF6 --port 8000", "sk-proj-Zq8vT3xK9mW2pL5nR7sB4dF6"),

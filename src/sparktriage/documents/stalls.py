@@ -1,0 +1,67 @@
+"""The typed `stalls` document (`stalls.json`; docs/formats.md, every field in docs/stalls.md).
+
+Required: `kind`, `phases` (the `phases` list of the logs document) and `findings` (the public
+contract `[{kind, node, start, end, duration_s, phase, verdict: {id, confidence, evidence,
+alternatives: [{id, why_not}], fix}}]`); the rest is written by `sparktriage stalls` and may be
+absent in a hand-made document."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from sparktriage.store.typed import Document, OpenPart, Part
+
+
+class Alternative(OpenPart):
+    id: str
+    why_not: str | None
+
+
+class StallVerdict(OpenPart):
+    id: str
+    title: str | None = None
+    confidence: float
+    state: str | None = None
+    evidence: list[Any]
+    alternatives: list[Alternative]
+    open: Any = None
+    to_raise_confidence: Any = None
+    fix: Any
+
+
+class Finding(Part):
+    kind: Literal["stall", "failure"]
+    node: str
+    start: float
+    end: float
+    duration_s: float
+    phase: str | None
+    start_offset_s: float | None = None
+    how: list[str] | None = None
+    reason: str | None = None
+    open_ended: bool | None = None
+    held_by: str | None = None
+    last_line: str | None = None
+    verdict: StallVerdict
+
+
+class StallsSummary(Part):
+    stalls: int
+    failures: int
+    healthy: bool
+    causes: list[str]
+
+
+class StallsDocument(Document):
+    """stalls.json: classified stalls and failures of one startup."""
+
+    NAME = "stalls"
+    FILE = "stalls.json"
+    kind: Literal["sparktriage-stalls"]
+    tool_version: str | None = None
+    input: dict[str, Any] | None = None
+    params: dict[str, Any] | None = None
+    nodes: dict[str, dict[str, Any]] | None = None
+    phases: list[dict[str, Any]]
+    findings: list[Finding]
+    summary: StallsSummary | None = None
