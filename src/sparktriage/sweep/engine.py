@@ -31,6 +31,7 @@ from sparktriage.bundle import layout
 from sparktriage.launch.plan import build_plan
 from sparktriage.launch.run import launch_once
 from sparktriage.measure.steps import bench_step, probe_step
+from sparktriage.progress import Observer, prefixed, quiet
 from sparktriage.store.documents import write_document
 from sparktriage.store.rundir import LaunchDir, RunDir
 from sparktriage.store.typed import check
@@ -42,7 +43,6 @@ from sparktriage.sweep.gate import greedy_outputs
 from sparktriage.sweep.plan import SweepPlan, deployment_hash, plan_sweep, redacted_document
 from sparktriage.sweep.state import SweepState, open_state
 
-Observer = Callable[[str, dict], None]
 # demo hook: (endpoint, launch, record so far) while the server of a launch is ready
 WhileReady = Callable[[str, LaunchDir, dict], None]
 
@@ -60,10 +60,6 @@ class SweepResult:
     @property
     def decision(self) -> dict:
         return self.document["decision"]
-
-
-def _quiet(event: str, details: dict) -> None:
-    return None
 
 
 def _read(path: Path) -> dict | None:
@@ -200,7 +196,7 @@ class _Sweep:
             if gate and self.plan.baseline:
                 try:
                     probe_step(endpoint, launch, Path(self.plan.baseline),
-                               observe=lambda e, d: self.observe("probe-" + e, d))
+                               observe=prefixed(self.observe, "probe-"))
                 except SparktriageError as exc:
                     problems.append(f"probe failed: {exc.one_line()}")
             if self.while_ready is not None:
@@ -273,7 +269,7 @@ def run_sweep(plan: SweepPlan | None, out_dir: Path, observer: Observer | None =
 
     `plan` None: resume the plan stored in `out_dir`. KeyboardInterrupt propagates after the
     running launch is torn down and recorded (the directory stays resumable)."""
-    observe = observer or _quiet
+    observe = observer or quiet
     run = RunDir.create(out_dir, command or ["sparktriage", "sweep"])
     state = open_state(run.path, plan)
     interrupted = state.adopt_interrupted(run)
