@@ -54,7 +54,7 @@ from sparktriage.stats.tdist import t_ppf
 from sparktriage.store.documents import read_records
 from sparktriage.store.rundir import RunDir
 from sparktriage.testbed.paths import locate
-from sparktriage.testbed.server import LocalServer, ServeSpec
+from sparktriage.testbed.server import ServeSpec, served
 
 
 def welch(a: list[float], b: list[float]) -> dict:
@@ -129,8 +129,10 @@ def main() -> None:
     workload = load_workloads(["code"])[0].model_copy(
         update={"requests": args.requests, "max_tokens": args.max_tokens, "warmup": 1})
     blocks = []
-    with LocalServer(bed, ServeSpec(model=bed.model()), work / "server.log") as server:
-        server.wait_ready(600)
+    # started through the launch path with every collector of the launch off: only the
+    # `collect --pid` under test collects
+    with served(bed, ServeSpec(model=bed.model(), collectors=False), work / "serve",
+                startup_s=600) as server:
         plan = ProtocolPlan(ClientSettings(base_url=server.base_url), None, (workload,))
         run_block(plan, run)  # warm-up block, not counted
         for index in range(args.blocks):
@@ -141,7 +143,7 @@ def main() -> None:
                 started = time.monotonic()
                 collect = subprocess.Popen(
                     [sys.executable, "-m", "sparktriage", "collect", "--pid",
-                     str(server.process.pid), "--out", str(work / f"bundle-{index}"),
+                     str(server.pid), "--out", str(work / f"bundle-{index}"),
                      "--stacks", str(args.stacks)],
                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 time.sleep(6.0)  # agent up, first samples and the environment capture taken

@@ -32,7 +32,7 @@ from sparktriage.probe.runner import ProbeSettings, run_probe
 from sparktriage.testbed.garbage.harness import serve_spec
 from sparktriage.testbed.garbage.variants import trained_model
 from sparktriage.testbed.paths import locate
-from sparktriage.testbed.server import LocalServer
+from sparktriage.testbed.server import served
 
 TOKEN_BUDGET, WALL_BUDGET_S, REFERENCE_TOK_S = 10_000, 60.0, 30.0
 FIRST_TOKEN_S = 0.25  # allowance per sequential request and per concurrent phase (prefill, network)
@@ -68,10 +68,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="sparktriage-bench-probe-") as tmp:
         fp = Path(tmp) / "fingerprint.json"
         for launch in range(args.launches):
-            server = LocalServer(bed, serve_spec(trained_model()), Path(tmp) / f"L{launch}.log")
-            server.start()
-            try:
-                ready_s = server.wait_ready(timeout_s=420)
+            with served(bed, serve_spec(trained_model()), Path(tmp) / f"L{launch}") as server:
+                ready_s = server.ready_unix - server.started_unix
                 launches.append({"launch": launch, "ready_s": round(ready_s, 1)})
                 for i in range(args.probes_per_launch):
                     seed = 1000 * launch + i
@@ -88,8 +86,7 @@ def main() -> int:
                            "requests": doc["requests"], "projected_wall_s_at_30_tok_s": round(projected_wall(records), 1)}
                     runs.append(run)
                     print(json.dumps(run), file=sys.stderr, flush=True)
-            finally:
-                server.stop()
+
     # The tiny model fails some absolute guards a capable model passes (docs/garbage.md), so its
     # uncalibrated verdict is "suspect" by design; a false alarm is a calibrated probe that is
     # not "healthy", or any probe that says "garbage".

@@ -2,7 +2,7 @@
 
     .venv/bin/python provision/record_logs.py tests/fixtures/logs/recorded [plain ngram killed failed]
 
-Each scenario starts the test bed's real `vllm serve` (testbed/server.py) and keeps its line
+Each scenario starts the test bed's real `vllm serve` (sparktriage.testbed.server, through the launch supervisor) and keeps its line
 records (`<name>.lines.jsonl`: every stdout/stderr line with its receive time):
 
 * plain   - the tiny model, 12 streamed requests, until two stats lines followed the traffic
@@ -32,7 +32,8 @@ import httpx
 import psutil
 
 from sparktriage.testbed.paths import locate
-from sparktriage.testbed.server import LocalServer, ServeSpec
+from sparktriage.errors import LaunchError
+from sparktriage.testbed.server import ServeSpec, TestbedServer, lines_of, served
 
 NGRAM = json.dumps({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4,
                     "prompt_lookup_min": 2})
@@ -52,61 +53,59 @@ def _complete(base: str, prompt: str, max_tokens: int) -> int:
     return tokens
 
 
-def _wait_for_lines(server: LocalServer, needle: str, count: int, timeout: float) -> None:
+def _wait_for_lines(server: TestbedServer, needle: str, count: int, timeout: float) -> None:
     deadline = time.time() + timeout
     while time.time() < deadline:
-        text = server.log_path.read_text(errors="replace")
+        text = server.log_text()
         if text.count(needle) >= count:
             return
         time.sleep(0.5)
 
 
-def _metrics(server: LocalServer, target: Path) -> None:
+def _metrics(server: TestbedServer, target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(httpx.get(server.base_url + "/metrics", timeout=10).text)
 
 
 def plain(out: Path, bed) -> None:
-    with LocalServer(bed, ServeSpec(model=bed.model()), out / "work" / "server.log") as server:
-        server.wait_ready(420)
+    with served(bed, ServeSpec(model=bed.model()), out / "work") as server:
         _metrics(server, out.parent.parent / "metrics" / "plain-before.prom")
         tokens = sum(_complete(server.base_url, f"Once upon a time number {i}", 96)
                      for i in range(12))
         _metrics(server, out.parent.parent / "metrics" / "plain-after.prom")
         print(f"plain: {tokens} chunks streamed", file=sys.stderr)
         _wait_for_lines(server, "Avg generation throughput", 2, 30)
-    _keep(server, out / "plain.lines.jsonl")
+    _keep(server.lines_path, out / "plain.lines.jsonl")
 
 
 def ngram(out: Path, bed) -> None:
     spec = ServeSpec(model=bed.model(), speculative_config=NGRAM)
-    with LocalServer(bed, spec, out / "work" / "server.log") as server:
-        server.wait_ready(420)
+    with served(bed, spec, out / "work") as server:
         _metrics(server, out.parent.parent / "metrics" / "ngram-before.prom")
         for _ in range(8):
             _complete(server.base_url, "a b c d e f g " * 20, 128)
         _metrics(server, out.parent.parent / "metrics" / "ngram-after.prom")
         _wait_for_lines(server, "SpecDecoding metrics", 1, 30)
         _wait_for_lines(server, "Avg generation throughput", 2, 30)
-    _keep(server, out / "ngram.lines.jsonl")
+    _keep(server.lines_path, out / "ngram.lines.jsonl")
 
 
 def killed(out: Path, bed) -> None:
-    with LocalServer(bed, ServeSpec(model=bed.model()), out / "work" / "server.log") as server:
-        server.wait_ready(420)
+    with served(bed, ServeSpec(model=bed.model()), out / "work") as server:
+        api = psutil.Process(server.pid)
         workers = [threading.Thread(target=_complete, args=(server.base_url, "Tell me", 400))
                    for _ in range(4)]
         for w in workers:
             w.start()
         time.sleep(1.5)
-        victims = [p for p in psutil.Process(server.process.pid).children(recursive=True)
+        victims = [p for p in api.children(recursive=True)
                    if "Worker" in " ".join([p.name()] + p.cmdline())]
         for p in victims[:1]:
             os.kill(p.pid, signal.SIGKILL)
         for w in workers:
             w.join(timeout=60)
-        server.process.wait(timeout=60)
-    _keep(server, out / "killed-worker.lines.jsonl")
+        api.wait(timeout=60)  # the API server exits after its worker died
+    _keep(server.lines_path, out / "killed-worker.lines.jsonl")
 
 
 def failed(out: Path, bed) -> None:
@@ -117,22 +116,19 @@ def failed(out: Path, bed) -> None:
         weights = next(model.glob("*.safetensors"))
         data = weights.read_bytes()
         weights.write_bytes(data[: len(data) // 3])
-        server = LocalServer(bed, ServeSpec(model=model), out / "work" / "server.log")
-        server.start()
         try:
-            server.wait_ready(420)
-        except Exception as exc:  # noqa: BLE001 - expected: the start fails
-            print(f"failed start as intended: {exc}", file=sys.stderr)
-        finally:
-            server.stop()
-        _keep(server, out / "failed-start.lines.jsonl")
+            with served(bed, ServeSpec(model=model), out / "work"):
+                pass
+        except LaunchError as exc:  # expected: the start fails
+            print(f"failed start as intended: {exc.one_line()}", file=sys.stderr)
+        _keep(lines_of(out / "work"), out / "failed-start.lines.jsonl")
     finally:
         shutil.rmtree(broken, ignore_errors=True)
 
 
-def _keep(server: LocalServer, target: Path) -> None:
+def _keep(lines: Path, target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(server.lines_path, target)
+    shutil.copyfile(lines, target)
     print(f"recorded {target} ({sum(1 for _ in target.open())} lines)", file=sys.stderr)
 
 

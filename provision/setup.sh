@@ -4,7 +4,7 @@
 #   - .venv: sparktriage itself with its test dependencies, and its compiled log scanner
 #     (a C extension built by pip; needs a C compiler and the Python headers)
 #   - .venv-vllm: the real vLLM CPU build (provision/setup-vllm.sh)
-#   - .testbed/models: the bundled tiny models (provision/make_tiny_model.py)
+#   - .testbed/models: the bundled tiny models (src/sparktriage/testbed/recipes/make_tiny_model.py)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -58,7 +58,11 @@ for kind in main draft; do
   name=tiny-llama; flag=
   [ "$kind" = draft ] && { name=tiny-draft; flag=--draft; }
   if [ ! -f ".testbed/models/$name/config.json" ]; then
-    .venv-vllm/bin/python provision/make_tiny_model.py ".testbed/models/$name" $flag >&2
+    .venv-vllm/bin/python src/sparktriage/testbed/recipes/make_tiny_model.py ".testbed/models/$name" $flag >&2
   fi
 done
+# the demo's model (trained here, committed) where an installed package finds it
+if [ ! -f .testbed/models/tiny-moe/model.safetensors ]; then
+  mkdir -p .testbed/models/tiny-moe && cp provision/garbage/model/* .testbed/models/tiny-moe/
+fi
 echo "setup: ready" >&2

@@ -1,4 +1,5 @@
-"""Shared fixtures: the real vLLM CPU test bed (one server per configuration per session)."""
+"""Shared fixtures: the real vLLM CPU test bed (one server per configuration per session,
+started through the product's launch path: deployment, supervisor, readiness, teardown)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 from sparktriage.report.build import execute, plan_report
 from sparktriage.report.signing import SignSpec
 from sparktriage.testbed.paths import locate
-from sparktriage.testbed.server import LocalServer, ServeSpec
+from sparktriage.testbed.server import ServeSpec, served
 from sparktriage.testbed.synthetic_run import SyntheticSpec, make_run
 
 NGRAM_SPEC = json.dumps({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4,
@@ -29,33 +30,19 @@ def testbed():
         pytest.fail(f"vLLM test bed unavailable: {exc}")
 
 
-def _serve(testbed, tmp_path_factory, name: str, spec: ServeSpec):
-    folder = tmp_path_factory.mktemp(name)
-    server = LocalServer(testbed, spec, folder / "server.log")
-    server.start()
-    try:
-        server.wait_ready(timeout_s=420)
-    except Exception:
-        server.stop()
-        raise
-    return server
-
-
 @pytest.fixture(scope="session")
 def vllm_server(testbed, tmp_path_factory):
     """A real `vllm serve` of the tiny model, eager mode, shared by the whole session."""
-    server = _serve(testbed, tmp_path_factory, "vllm-plain", ServeSpec(model=testbed.model()))
-    yield server
-    server.stop()
+    with served(testbed, ServeSpec(model=testbed.model()), tmp_path_factory.mktemp("vllm-plain")) as server:
+        yield server
 
 
 @pytest.fixture(scope="session")
 def vllm_ngram_server(testbed, tmp_path_factory):
     """A real `vllm serve` with ngram speculative decoding (3 draft tokens)."""
     spec = ServeSpec(model=testbed.model(), speculative_config=NGRAM_SPEC)
-    server = _serve(testbed, tmp_path_factory, "vllm-ngram", spec)
-    yield server
-    server.stop()
+    with served(testbed, spec, tmp_path_factory.mktemp("vllm-ngram")) as server:
+        yield server
 
 
 @pytest.fixture

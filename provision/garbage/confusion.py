@@ -5,7 +5,7 @@ Usage: .venv/bin/python provision/garbage/confusion.py
 The real-vLLM variant tests (tests/probe/test_vllm_variants.py) serve every catalogue variant
 of the tiny MoE model and probe it; with SPARKTRIAGE_CONFUSION_OUT set they also write their
 rows to that JSON file and rewrite the table in docs/garbage.md, and the fingerprint of the
-healthy model (the baseline `sparktriage demo` can probe against) to provision/garbage/fingerprint.json. One code path for the tests
+healthy model (the baseline `sparktriage demo` can probe against) to src/sparktriage/testbed/garbage/fingerprint.json. One code path for the tests
 and the published table: what the table shows is what the tests asserted.
 """
 
@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def main() -> int:
     env = dict(os.environ, SPARKTRIAGE_CONFUSION_OUT=str(ROOT / "docs" / "garbage-confusion.json"),
                SPARKTRIAGE_CONFUSION_DOC=str(ROOT / "docs" / "garbage.md"),
-               SPARKTRIAGE_FINGERPRINT_OUT=str(ROOT / "provision" / "garbage" / "fingerprint.json"))
+               SPARKTRIAGE_FINGERPRINT_OUT=str(ROOT / "src" / "sparktriage" / "testbed" / "garbage" / "fingerprint.json"))
     argv = [sys.executable, "-m", "pytest", "-q", "-rA", str(ROOT / "tests" / "probe" / "test_vllm_variants.py")]
     return subprocess.call(argv, cwd=ROOT, env=env)
 

@@ -4,6 +4,7 @@ bad input."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tarfile
@@ -15,18 +16,19 @@ import pytest
 from sparktriage.bundle.reader import Bundle
 
 REPO = Path(__file__).resolve().parents[2]
-FAKE = REPO / "tests" / "launch" / "fake_vllm.py"
+SIM = "sparktriage.sim.vllm"  # the simulator as `vllm serve` (docs/simulator.md)
 PYSPY = REPO / ".venv" / "bin" / "py-spy"
 
 
-def _collect(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+def _collect(*args: str, timeout: float = 120, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "sparktriage", "collect", *args],
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
 
 
 @pytest.mark.vllm
 def test_collect_around_a_real_vllm_server_by_pid(vllm_server, tmp_path):
-    pid = vllm_server.process.pid
+    pid = vllm_server.pid
     before = {p.pid for p in psutil.Process(pid).children(recursive=True)}
     out = tmp_path / "bundle"
     done = _collect("--pid", str(pid), "--duration", "4", "--stacks", "1", "--interval", "0.5",
@@ -60,13 +62,14 @@ def test_collect_around_a_real_vllm_server_by_pid(vllm_server, tmp_path):
 def test_collect_runs_a_command_until_ready_and_stops_it(tmp_path):
     port = str(_free_port())
     out = tmp_path / "bundle"
-    done = _collect("--cmd", f"{sys.executable} {FAKE} serve /m --port {port}", "--until-ready",
+    done = _collect("--cmd", f"{sys.executable} -m {SIM} serve /m --port {port}", "--until-ready",
                     "--endpoint", f"http://127.0.0.1:{port}", "--out", str(out),
-                    "--stacks", "0", "--json", "-")
+                    "--stacks", "0", "--json", "-",
+                    env={"SPARKTRIAGE_SIM": json.dumps({"child": "group"})})
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["outcome"] == "ready"
     with Bundle.open(out) as bundle:
-        assert bundle.info.target == {"cmd": [sys.executable, str(FAKE), "serve", "/m", "--port",
+        assert bundle.info.target == {"cmd": [sys.executable, "-m", SIM, "serve", "/m", "--port",
                                               port]}
         assert any("Application startup complete" in r.line
                    for r in bundle.log_lines("local", "server"))
@@ -74,7 +77,7 @@ def test_collect_runs_a_command_until_ready_and_stops_it(tmp_path):
         (teardown,) = [e for e in bundle.events() if e["event"] == "teardown"]
         assert teardown["survivors"] == [] and teardown["killed"] >= 2
     assert not [p for p in psutil.process_iter(["cmdline"])
-                if str(FAKE) in " ".join(p.info["cmdline"] or [])]
+                if f"-m {SIM} serve /m --port {port}" in " ".join(p.info["cmdline"] or [])]
 
 
 def _free_port() -> int:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import pytest
 
-from probe.fake_server import FakeConfig, FakeServer  # tests/ is on sys.path (rootdir conftest)
+from sparktriage.sim.thread import toy_server
+from sparktriage.sim.toy import ToyConfig
 from sparktriage.cli.app import main
-from sparktriage.testbed.server import free_port
+from sparktriage.testbed.ports import free_port
 
 CONTRACT = {"verdict", "pattern", "families", "baseline", "tokens_spent", "wall_s"}
 
@@ -20,7 +21,7 @@ def run_cli(args, capsys) -> tuple[int, str, str]:
 
 
 def test_healthy_json_contract_and_raw_records(tmp_path, capsys):
-    with FakeServer() as server:
+    with toy_server() as server:
         code, out, err = run_cli(["--endpoint", server.url, "--seed", "4", "--out", str(tmp_path / "run"),
                                   "--json", "-"], capsys)
     assert code == 0
@@ -40,17 +41,17 @@ def test_healthy_json_contract_and_raw_records(tmp_path, capsys):
 
 
 def test_garbage_and_suspect_exit_1(tmp_path, capsys):
-    with FakeServer(FakeConfig(garbage="!")) as server:
+    with toy_server(ToyConfig(garbage="!")) as server:
         code, out, _ = run_cli(["--endpoint", server.url, "--out", str(tmp_path / "a")], capsys)
     assert code == 1 and "verdict: GARBAGE  (pattern F2" in out
-    with FakeServer(FakeConfig(broken_chat=True)) as server:
+    with toy_server(ToyConfig(broken_chat=True)) as server:
         code, out, _ = run_cli(["--endpoint", server.url, "--out", str(tmp_path / "b")], capsys)
     assert code == 1 and "verdict: SUSPECT" in out
 
 
 def test_save_baseline_then_compare(tmp_path, capsys):
     fp = tmp_path / "fp.json"
-    with FakeServer() as server:
+    with toy_server() as server:
         code, _, err = run_cli(["--endpoint", server.url, "--save-baseline", str(fp),
                                 "--out", str(tmp_path / "a")], capsys)
         assert code == 0 and fp.exists() and "baseline fingerprint written" in err

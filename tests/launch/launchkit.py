@@ -1,24 +1,34 @@
-"""Helpers for launch tests: deployments around the fake server, and a psutil survivor check."""
+"""Helpers for launch tests: deployments around the simulator (`sparktriage.sim.vllm`, which
+stands in for `vllm serve`), and a psutil survivor check."""
 
 from __future__ import annotations
 
+import json
 import socket
-import sys
 import time
 from pathlib import Path
 
 import psutil
 import yaml
 
-FAKE = Path(__file__).with_name("fake_vllm.py")
 REPO = Path(__file__).resolve().parents[2]
 PYSPY = REPO / ".venv" / "bin" / "py-spy"
+SIM_PYTHON = REPO / ".venv" / "bin" / "python"  # also on the OpenSSH "nodes" (same machine)
+SIM = [str(SIM_PYTHON), "-m", "sparktriage.sim.vllm"]
+# The launch tests' default: an engine child (teardown has a tree to kill), 0.5 s of weight read.
+BASE_SCENARIO = {"child": "group", "startup_s": {"weight_read": 0.5}}
 
 
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def sim_env(**scenario) -> dict[str, str]:
+    """The environment that gives the simulator this scenario (on top of BASE_SCENARIO)."""
+    doc = {**BASE_SCENARIO, **scenario}
+    return {"SPARKTRIAGE_SIM": json.dumps(doc, separators=(",", ":"))}
 
 
 def processes_with(marker: str) -> list[psutil.Process]:
@@ -31,7 +41,7 @@ def processes_with(marker: str) -> list[psutil.Process]:
             if marker in " ".join(proc.info["cmdline"] or []):
                 found.append(proc)
                 continue
-            if marker in proc.environ().get("FAKE_MARK", ""):
+            if marker in proc.environ().get("TEST_MARK", ""):
                 found.append(proc)
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
@@ -47,19 +57,20 @@ def wait_gone(marker: str, timeout_s: float = 10.0) -> list[psutil.Process]:
     return left
 
 
-def fake_deployment(path: Path, mark: str, *, nodes: list[dict] | None = None,
-                    env: dict | None = None, node_env: dict | None = None,
-                    ssh_config: str | None = None, port: int | None = None, **sections) -> Path:
-    """Write a deployment YAML that launches the fake server; return its path."""
+def sim_deployment(path: Path, mark: str, *, nodes: list[dict] | None = None,
+                   env: dict | None = None, node_env: dict | None = None,
+                   ssh_config: str | None = None, port: int | None = None,
+                   scenario: dict | None = None, **sections) -> Path:
+    """Write a deployment YAML that launches the simulator; return its path."""
     doc = {
         "schema_version": 1,
-        "name": "fake",
+        "name": "sim",
         "lab": {"nodes": nodes or [{"name": "local", "host": "127.0.0.1",
                                     "pyspy": str(PYSPY)}]},
-        "model": {"path": f"/models/{mark}", "name": "fake"},
-        "engine": {"vllm": [sys.executable if not nodes else "/usr/bin/python3", str(FAKE)]},
+        "model": {"path": f"/models/{mark}", "name": "sim"},
+        "engine": {"vllm": SIM},
         "serve": {"host": "127.0.0.1", "port": port or free_port()},
-        "env": {"FAKE_MARK": mark, **(env or {})},
+        "env": {"TEST_MARK": mark, **sim_env(**(scenario or {})), **(env or {})},
         "timeouts": {"startup_s": 60, "teardown_grace_s": 3, "link_s": 20},
         "collect": {"interval_s": 0.5, "stacks_interval_s": 1.0},
     }

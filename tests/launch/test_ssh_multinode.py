@@ -1,7 +1,7 @@
 """Three "nodes", each a real OpenSSH server on a loopback port, launched over SSH.
 
 The node agents run under Debian's /usr/bin/python3 (no sparktriage, no psutil there: the
-agent is shipped over the link). The servers are the light fake (the real vLLM over SSH is in
+agent is shipped over the link). The servers are the simulator, `python -m sparktriage.sim.vllm` (the real vLLM over SSH is in
 test_vllm_launch.py). Checks: readiness, a per-node plan, ProxyJump from the ssh_config, the
 cross-node diff catching a planted difference, a node's death and a cut link each tearing
 everything down on every node (verified with psutil), and hostile config values arriving
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from launchkit import PYSPY, fake_deployment, wait_gone
+from launchkit import PYSPY, sim_deployment, sim_env, wait_gone
 from sshlab import SshLab
 from sparktriage.config.deployment import load_deployment
 from sparktriage.errors import ConfigError
@@ -45,7 +45,7 @@ def _nodes(lab: SshLab) -> list[dict]:
 
 
 def _launch(tmp_path, mark, lab, hold_s=0.0, while_ready=None, **kwargs):
-    deployment = fake_deployment(tmp_path / "d.yaml", mark, nodes=_nodes(lab),
+    deployment = sim_deployment(tmp_path / "d.yaml", mark, nodes=_nodes(lab),
                                  ssh_config=str(lab.ssh_config),
                                  parallelism={"tp": 3}, **kwargs)
     plan = build_plan(load_deployment(deployment))
@@ -97,7 +97,7 @@ def test_three_nodes_ready_per_node_plan_and_env_diff(tmp_path, mark, lab):
 
 def test_one_node_dying_tears_down_every_node(tmp_path, mark, lab):
     plan, result = _launch(tmp_path, mark, lab, hold_s=30.0,
-                           node_env={"n2": {"FAKE_EXIT_AFTER_S": "4", "FAKE_EXIT_CODE": "9"}})
+                           node_env={"n2": sim_env(faults={"exit_after_s": 4, "exit_code": 9})})
     assert result["outcome"] == "failed-after-ready"
     assert result["failure"] == "n2: server exited with status 9"
     assert wait_gone(mark, 3) == []
@@ -195,7 +195,7 @@ def test_hostile_values_arrive_literally_and_never_run(tmp_path, mark, lab):
 ])
 def test_hostile_lab_values_are_refused_with_a_location(tmp_path, mark, field, value, where):
     nodes = [{"name": "a", "host": "127.0.0.1", "ssh": "a", field: value}]
-    path = fake_deployment(tmp_path / "d.yaml", mark, nodes=nodes)
+    path = sim_deployment(tmp_path / "d.yaml", mark, nodes=nodes)
     with pytest.raises(ConfigError) as info:
         load_deployment(path)
     assert info.value.one_line().startswith(f"{path}:")

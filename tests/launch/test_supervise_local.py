@@ -1,4 +1,4 @@
-"""Local supervision with the light fake server: readiness, failures, deadlines, teardown, Ctrl-C.
+"""Local supervision with the simulator as `vllm serve`: readiness, failures, deadlines, teardown, Ctrl-C.
 
 Every test checks with psutil, independently of what sparktriage reports, that no process of
 the launch survives.
@@ -18,7 +18,7 @@ import time
 import psutil
 import pytest
 
-from launchkit import fake_deployment, processes_with, wait_gone
+from launchkit import sim_deployment, processes_with, wait_gone
 from sparktriage.config.deployment import load_deployment
 from sparktriage.bundle.reader import Bundle
 from sparktriage.launch.plan import build_plan
@@ -31,7 +31,7 @@ from sparktriage.store.typed import load, parse
 
 
 def _launch(tmp_path, mark, hold_s=0.0, **kwargs):
-    plan = build_plan(load_deployment(fake_deployment(tmp_path / "d.yaml", mark, **kwargs)))
+    plan = build_plan(load_deployment(sim_deployment(tmp_path / "d.yaml", mark, **kwargs)))
     run = RunDir.create(tmp_path / "run", ["test"])
     events = []
     result = launch_once(plan, run.next_launch(), lambda e, d: events.append((e, d)), hold_s)
@@ -73,7 +73,7 @@ def test_ready_then_teardown_leaves_nothing(tmp_path, mark):
         assert bundle.clock("local").method == "agent-echo"
         env = bundle.environment("local")
         assert env["env"]["NCCL_SOCKET_IFNAME"] == "lo" and env["env"]["PYTHONUNBUFFERED"] == "1"
-        assert "FAKE_MARK" not in env["env"]  # only the families that matter are kept
+        assert "TEST_MARK" not in env["env"]  # only the families that matter are kept
         assert env["env"]["HF_TOKEN"].startswith("***") and "hf_secret123" not in str(env)
     run_launch = tmp_path / "run" / "launches" / "L001"
     assert "Application startup complete" in (run_launch / "server.log").read_text()
@@ -88,8 +88,8 @@ def test_ready_then_teardown_leaves_nothing(tmp_path, mark):
 
 
 def test_exit_before_ready_is_a_failure(tmp_path, mark):
-    _, result, _ = _launch(tmp_path, mark, env={"FAKE_READY_S": "30", "FAKE_EXIT_AFTER_S": "1",
-                                                "FAKE_EXIT_CODE": "17"})
+    _, result, _ = _launch(tmp_path, mark, scenario={"startup_s": {"weight_read": 30},
+                                                     "faults": {"exit_after_s": 1, "exit_code": 17}})
     assert result["outcome"] == "failed"
     assert "server exited with status 17" in result["failure"]
     parse(LaunchOutcome, result, "launch result")  # a failed launch keeps the typed shape
@@ -100,7 +100,7 @@ def test_exit_before_ready_is_a_failure(tmp_path, mark):
 
 
 def test_startup_deadline_takes_stacks_and_tears_down(tmp_path, mark):
-    _, result, _ = _launch(tmp_path, mark, env={"FAKE_NEVER_READY": "1"},
+    _, result, _ = _launch(tmp_path, mark, scenario={"faults": {"never_ready": True}},
                            timeouts={"startup_s": 4},
                            collect={"interval_s": 0.5, "stacks_interval_s": None})
     assert result["outcome"] == "timeout" and "deadline" in result["error"]
@@ -113,7 +113,7 @@ def test_startup_deadline_takes_stacks_and_tears_down(tmp_path, mark):
 
 def test_sigterm_ignored_and_child_outside_group_still_killed(tmp_path, mark):
     _, result, _ = _launch(tmp_path, mark, hold_s=1.5,
-                           env={"FAKE_IGNORE_TERM": "1", "FAKE_SETSID_CHILD": "1"},
+                           scenario={"child": "setsid", "faults": {"ignore_sigterm": True}},
                            timeouts={"teardown_grace_s": 1})
     assert result["outcome"] == "completed"
     assert result["survivors"] == {"local": []}
@@ -121,7 +121,7 @@ def test_sigterm_ignored_and_child_outside_group_still_killed(tmp_path, mark):
 
 
 def test_relaunch_gives_one_bundle_per_replicate(tmp_path, mark):
-    plan = build_plan(load_deployment(fake_deployment(tmp_path / "d.yaml", mark)))
+    plan = build_plan(load_deployment(sim_deployment(tmp_path / "d.yaml", mark)))
     run = RunDir.create(tmp_path / "run", ["test"])
     results = launch_replicates(plan, run, 2, hold_s=0.5)
     assert [r["label"] for r in results] == ["L001", "L002"]
@@ -135,7 +135,7 @@ def test_relaunch_gives_one_bundle_per_replicate(tmp_path, mark):
 
 
 def test_lost_local_agent_is_reaped(tmp_path, mark):
-    plan = build_plan(load_deployment(fake_deployment(tmp_path / "d.yaml", mark)))
+    plan = build_plan(load_deployment(sim_deployment(tmp_path / "d.yaml", mark)))
     run = RunDir.create(tmp_path / "run", ["test"])
 
     killed = []
@@ -169,7 +169,7 @@ def _default_interrupts() -> None:
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_ctrl_c_tears_down_and_exits_130(tmp_path, mark, sig):
-    deployment = fake_deployment(tmp_path / "d.yaml", mark)
+    deployment = sim_deployment(tmp_path / "d.yaml", mark)
     plan = build_plan(load_deployment(deployment))
     cli = subprocess.Popen([sys.executable, "-m", "sparktriage", "launch", str(deployment),
                             "--hold", "60", "--out", str(tmp_path / "run")],
@@ -199,7 +199,7 @@ def test_missing_executable_fails_without_running_anything(tmp_path, mark):
 def test_unreachable_node_is_reported_and_exits_3(tmp_path, mark):
     from launchkit import free_port
     nodes = [{"name": "far", "host": "127.0.0.1", "ssh": "root@127.0.0.1", "port": free_port()}]
-    deployment = fake_deployment(tmp_path / "d.yaml", mark, nodes=nodes)
+    deployment = sim_deployment(tmp_path / "d.yaml", mark, nodes=nodes)
     done = subprocess.run([sys.executable, "-m", "sparktriage", "launch", str(deployment),
                            "--out", str(tmp_path / "run")], capture_output=True, text=True,
                           timeout=120)
@@ -222,7 +222,7 @@ def test_readiness_by_log_marker(tmp_path, mark):
 def test_launch_command_result_is_a_typed_document(tmp_path, mark):
     from sparktriage.documents.launch import LaunchResult
 
-    deployment = fake_deployment(tmp_path / "d.yaml", mark)
+    deployment = sim_deployment(tmp_path / "d.yaml", mark)
     done = subprocess.run([sys.executable, "-m", "sparktriage", "launch", str(deployment),
                            "--out", str(tmp_path / "run"), "--json", "-"],
                           capture_output=True, text=True, timeout=300)

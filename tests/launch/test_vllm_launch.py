@@ -40,7 +40,7 @@ def _deployment(tmp_path, testbed, mark, node: dict) -> tuple:
         "serve": {"host": "127.0.0.1", "port": port, "max_model_len": 512, "dtype": "float32",
                   "enforce_eager": True},
         "env": {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1",
-                "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "FAKE_MARK": mark,
+                "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "TEST_MARK": mark,
                 "VLLM_CACHE_ROOT": str(tmp_path / "vllm-cache"),
                 "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor-cache")},
         "timeouts": {"startup_s": 480, "teardown_grace_s": 15},

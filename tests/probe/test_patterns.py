@@ -1,6 +1,6 @@
 """Each failure pattern F1-F8, and healthy servers that look odd, through the whole probe.
 
-The simulated server (fake_server.py) reproduces one pattern per configuration; the probe runs
+The simulator's toy language model (sparktriage.sim.toy) reproduces one pattern per configuration; the probe runs
 against it exactly as against a real server. These pin the verdict, the pattern and the
 deciding family; real vLLM variants are in test_vllm_variants.py.
 """
@@ -13,11 +13,12 @@ import pytest
 
 from sparktriage.probe import baseline as baseline_io
 from sparktriage.probe.runner import ProbeSettings, run_probe
-from probe.fake_server import FakeConfig, FakeServer
+from sparktriage.sim.thread import toy_server
+from sparktriage.sim.toy import ToyConfig
 
 
-def probe(config: FakeConfig | None = None, seed: int = 7, **settings) -> dict:
-    with FakeServer(config) as server:
+def probe(config: ToyConfig | None = None, seed: int = 7, **settings) -> dict:
+    with toy_server(config) as server:
         outcome = asyncio.run(run_probe(ProbeSettings(server.url, seed=seed, **settings),
                                         lambda *_: None, lambda _: None))
     return outcome.document
@@ -40,13 +41,13 @@ def test_healthy_server_is_healthy_uncalibrated():
 
 
 @pytest.mark.parametrize("config, pattern, deciding", [
-    (FakeConfig(garbage="'s"), "F1", {"answers", "generation"}),
-    (FakeConfig(garbage="!"), "F2", {"answers", "generation"}),
-    (FakeConfig(nan_literals=True), "F2", {"sanity"}),
-    (FakeConfig(logprob_500=True), "F2", {"sanity"}),
-    (FakeConfig(uniform=True), "F3", {"sanity", "likelihood", "answers", "generation"}),
-    (FakeConfig(salad=True), "F4", {"answers", "generation"}),
-    (FakeConfig(empty_chat=True), "F7", {"answers", "generation"}),
+    (ToyConfig(garbage="'s"), "F1", {"answers", "generation"}),
+    (ToyConfig(garbage="!"), "F2", {"answers", "generation"}),
+    (ToyConfig(nan_literals=True), "F2", {"sanity"}),
+    (ToyConfig(logprob_500=True), "F2", {"sanity"}),
+    (ToyConfig(uniform=True), "F3", {"sanity", "likelihood", "answers", "generation"}),
+    (ToyConfig(salad=True), "F4", {"answers", "generation"}),
+    (ToyConfig(empty_chat=True), "F7", {"answers", "generation"}),
 ])
 def test_gross_patterns_are_garbage(config, pattern, deciding):
     doc = probe(config)
@@ -58,13 +59,13 @@ def test_gross_patterns_are_garbage(config, pattern, deciding):
 
 
 def test_fluent_but_wrong_is_suspect_then_garbage_against_a_baseline(tmp_path):
-    with FakeServer() as good:
+    with toy_server() as good:
         outcome = asyncio.run(run_probe(ProbeSettings(good.url, seed=3), lambda *_: None, lambda _: None))
         baseline_io.save(outcome.fingerprint, tmp_path / "fp.json", good.url, "fake-1")
-    alone = probe(FakeConfig(fluent_wrong=True))
+    alone = probe(ToyConfig(fluent_wrong=True))
     assert alone["verdict"] == "suspect" and alone["pattern"] == "F5"
     assert family(alone, "generation")["status"] == "ok"  # the text itself looks fine
-    compared = probe(FakeConfig(fluent_wrong=True), baseline=tmp_path / "fp.json")
+    compared = probe(ToyConfig(fluent_wrong=True), baseline=tmp_path / "fp.json")
     assert compared["verdict"] == "garbage" and compared["pattern"] == "F5"
     diff = family(compared, "differential")
     assert diff["status"] == "garbage"
@@ -72,14 +73,14 @@ def test_fluent_but_wrong_is_suspect_then_garbage_against_a_baseline(tmp_path):
 
 
 def test_wrong_answers_under_concurrency_is_f6():
-    doc = probe(FakeConfig(burst_bug=True))
+    doc = probe(ToyConfig(burst_bug=True, delay_s=0.1))  # long answers: bursts overlap under load
     assert doc["verdict"] == "suspect" and doc["pattern"] == "F6"
     numbers = family(doc, "consistency")["numbers"]
     assert numbers["sequential_accuracy"] == 1.0 and numbers["burst_accuracy"] < 0.5
 
 
 def test_broken_chat_path_with_healthy_completions_is_f8():
-    doc = probe(FakeConfig(broken_chat=True))
+    doc = probe(ToyConfig(broken_chat=True))
     assert doc["verdict"] == "suspect" and doc["pattern"] == "F8"
     answers = family(doc, "answers")["numbers"]
     assert answers["passed"] == 24 and answers["chat_passed"] == 0
@@ -87,14 +88,14 @@ def test_broken_chat_path_with_healthy_completions_is_f8():
 
 
 def test_reasoning_model_with_empty_content_is_not_an_alarm():
-    doc = probe(FakeConfig(reasoning=True))
+    doc = probe(ToyConfig(reasoning=True))
     assert doc["verdict"] == "healthy-uncalibrated"
     assert family(doc, "answers")["numbers"]["chat_passed"] == 12
     assert family(doc, "generation")["numbers"]["flagged"] == 0
 
 
 def test_baseline_round_trip_makes_a_healthy_server_healthy(tmp_path):
-    with FakeServer() as server:
+    with toy_server() as server:
         first = asyncio.run(run_probe(ProbeSettings(server.url, seed=1), lambda *_: None, lambda _: None))
         path = tmp_path / "fingerprint.json"
         baseline_io.save(first.fingerprint, path, server.url, "fake-1")
@@ -112,7 +113,7 @@ def test_baseline_round_trip_makes_a_healthy_server_healthy(tmp_path):
 
 
 def test_live_reference_endpoint_is_compared():
-    with FakeServer(FakeConfig(fluent_wrong=True)) as bad, FakeServer() as good:
+    with toy_server(ToyConfig(fluent_wrong=True)) as bad, toy_server() as good:
         outcome = asyncio.run(run_probe(ProbeSettings(bad.url, seed=5, reference=good.url),
                                         lambda *_: None, lambda _: None))
     doc = outcome.document
@@ -124,8 +125,8 @@ def test_live_reference_endpoint_is_compared():
 def test_a_weak_model_is_judged_against_its_own_baseline(tmp_path):
     """A model that always fails some absolute guards (a tiny model) is not flagged on every
     launch once a baseline of it exists: only the change counts (calibrate.py)."""
-    weak = FakeConfig(fluent_wrong=True)
-    with FakeServer(weak) as server:
+    weak = ToyConfig(fluent_wrong=True)
+    with toy_server(weak) as server:
         first = asyncio.run(run_probe(ProbeSettings(server.url, seed=1), lambda *_: None, lambda _: None))
         baseline_io.save(first.fingerprint, tmp_path / "fp.json", server.url, "fake-1")
         second = asyncio.run(run_probe(ProbeSettings(server.url, seed=2, baseline=tmp_path / "fp.json"),
@@ -138,7 +139,7 @@ def test_a_weak_model_is_judged_against_its_own_baseline(tmp_path):
     from sparktriage.probe.verdict import from_documents
     assert from_documents(doc["families"], with_baseline=False) == "suspect"
     # ...but a real change against that baseline is still caught
-    with FakeServer(FakeConfig(garbage="!")) as broken:
+    with toy_server(ToyConfig(garbage="!")) as broken:
         third = asyncio.run(run_probe(ProbeSettings(broken.url, seed=3, baseline=tmp_path / "fp.json"),
                                       lambda *_: None, lambda _: None))
     assert third.document["verdict"] == "garbage"

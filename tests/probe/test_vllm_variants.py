@@ -19,7 +19,7 @@ from sparktriage.testbed.garbage.bugs import CATALOGUE, by_name
 from sparktriage.testbed.garbage.harness import (ConfusionRecorder, expectation_met, probe, row, run_variant,
                                                  serve_spec)
 from sparktriage.testbed.garbage.variants import build_variant
-from sparktriage.testbed.server import LocalServer
+from sparktriage.testbed.server import served
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 SEED = 11
@@ -49,16 +49,11 @@ def controls(testbed, tmp_path_factory, recorder):
     work = tmp_path_factory.mktemp("garbage-controls")
     fps = {fmt: work / f"{fmt}.fingerprint.json" for fmt in ("bf16", "nvfp4", "mxfp4")}
     bf16 = by_name("bf16")
-    server = LocalServer(testbed, serve_spec(build_variant(bf16, work / "bf16" / "model")),
-                         work / "bf16" / "server.log")
-    server.start()
-    try:
-        server.wait_ready(timeout_s=420)
+    with served(testbed, serve_spec(build_variant(bf16, work / "bf16" / "model")),
+                work / "bf16" / "serve") as server:
         first = probe(server.base_url, SEED)
         baseline_io.save(first.fingerprint, fps["bf16"], server.base_url, first.server_version)
         second = probe(server.base_url, SEED + 1, fps["bf16"])
-    finally:
-        server.stop()
     rows = {"bf16": (row(bf16, second.document), second.document), "bf16-first": (None, first.document)}
     for fmt in ("nvfp4", "mxfp4"):
         rows[fmt] = run_variant(testbed, by_name(fmt), work, SEED, baseline=fps["bf16"], save_baseline=fps[fmt])

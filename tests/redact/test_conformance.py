@@ -39,7 +39,7 @@ from sparktriage.testbed.synthetic_run import SyntheticSpec, make_run
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURE_LOG = REPO / "tests" / "fixtures" / "logs" / "vllm-cpu-startup.log"
-FAKE_VLLM = REPO / "tests" / "launch" / "fake_vllm.py"
+SIM_ENGINE = ["-m", "sparktriage.sim.vllm"]  # the simulator as `vllm serve` (docs/simulator.md)
 PYSPY = REPO / ".venv" / "bin" / "py-spy"
 
 # The planted secrets (made up, in the shapes of real ones).
@@ -169,7 +169,7 @@ def _deployment(ctx: Ctx) -> Path:
         "import os, sys\n"
         f"for line in {planted_log_lines()!r}:\n"
         "    print(line, flush=True)\n"
-        f"os.execv(sys.executable, [sys.executable, {str(FAKE_VLLM)!r}, *sys.argv[1:]])\n")
+        f"os.execv(sys.executable, [sys.executable, *{SIM_ENGINE!r}, *sys.argv[1:]])\n")
     import socket
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -180,7 +180,8 @@ def _deployment(ctx: Ctx) -> Path:
            "engine": {"vllm": [sys.executable, str(engine)]},
            "serve": {"host": "127.0.0.1", "port": port,
                      "extra_args": ["--api-key", FLAG_KEY, f"--hf-token={HF}"]},
-           "env": {"HF_TOKEN": HF, "MY_SERVICE_PASSWORD": URL_PASSWORD, "FAKE_READY_S": "0.5"},
+           "env": {"HF_TOKEN": HF, "MY_SERVICE_PASSWORD": URL_PASSWORD,
+                   "SPARKTRIAGE_SIM": '{"startup_s": {"weight_read": 0.5}}'},
            "timeouts": {"startup_s": 60, "teardown_grace_s": 3, "link_s": 20},
            "collect": {"interval_s": 0.5, "stacks_interval_s": 5.0}}
     path = ctx.inputs / "deployment.yaml"

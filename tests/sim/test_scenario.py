@@ -31,7 +31,7 @@ def test_sequence_cycles_per_request():
 @pytest.mark.parametrize("text, message", [
     ("scenarios:\n  a:\n    gap_s: -1\n", r"x.yaml:3: simulator configuration field 'scenarios.a.gap_s'"),
     ("scenarios:\n  a:\n    tokens_per_chunk: [1, 0]\n", r"x.yaml:3: .*tokens per chunk must be 1..4096"),
-    ("scenarios:\n  a:\n    sequence:\n      - {bogus: 1}\n", r"x.yaml:3: .*sequence\[0\]\.bogus: Extra inputs"),
+    ("scenarios:\n  a:\n    sequence:\n      - {bogus: 1}\n", r"x.yaml:3: .*sequence\[0\]\.bogus: unknown key"),  # plain words (validation_words.py)
     ("api_key: k\nmodels_endpoint: maybe\n", r"x.yaml:2: .*'models_endpoint'"),
     ("schema_version: 2\n", r"x.yaml:1: .*schema_version 2 is not supported"),
     ("scenarios: {}\n", r"at least one scenario"),

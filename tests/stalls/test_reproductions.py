@@ -28,7 +28,7 @@ from sparktriage.stalls.analyze import analyze
 from sparktriage.stalls.detect import DetectParams
 from sparktriage.testbed.faults import LoopVolume, MemoryLimit, ReadThrottle
 from sparktriage.testbed.repro import ServeRun, record
-from sparktriage.testbed.server import free_port
+from sparktriage.testbed.ports import free_port
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]

@@ -74,11 +74,13 @@ def demo(
     formats: str = typer.Option("md,pdf", "--format", help="Report formats, comma list of md, pdf."),
     ready_timeout: float = typer.Option(600.0, "--ready-timeout", min=1, help="Seconds each launch may take to become ready."),
     json_out: Optional[str] = typer.Option(None, "--json", help="Write the demo summary to PATH, or - for stdout."),
+    model: Optional[Path] = typer.Option(None, "--model", help="Model folder to serve [the test bed's models/tiny-moe, else the checkout's provision/garbage/model]."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan (vLLM, model, fingerprint, launches) and start nothing."),
 ) -> None:
     """Run a whole session on the local CPU vLLM with the bundled tiny MoE: launch, stall watch,
     probe, protocol, speculative sweep, signed report."""
     from sparktriage.report.build import parse_formats
-    from sparktriage.session.demo import DemoSettings, run_demo
+    from sparktriage.session.demo import DemoSettings, plan_demo, run_demo
     from sparktriage.store.rundir import RunDir, default_run_path
     from sparktriage.testbed.paths import locate
     parse_formats(formats)  # a wrong --format fails now, not after the session
@@ -86,9 +88,16 @@ def demo(
                             max_tokens=max_tokens, startup_timeout_s=ready_timeout,
                             probe=not no_probe, formats=formats)
     bed = locate().check()
+    if dry_run:
+        plan = plan_demo(bed, settings, model)
+        plan_console = console.data_console(json_out)
+        for line in plan.lines():
+            plan_console.print(line, markup=False, highlight=False)
+        console.write_json(plan.to_json(), json_out)
+        return
     run = RunDir.create(out or default_run_path(), ["sparktriage", *console.invoked_argv()])
     console.info(f"run directory: {run.path}")
-    doc = run_demo(run, bed, settings, session_progress)
+    doc = run_demo(run, bed, settings, session_progress, model)
     out_console = console.data_console(json_out)
     first = run.path / "launches" / "L001" / "bench.json"
     if first.is_file():

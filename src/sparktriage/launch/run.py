@@ -10,8 +10,10 @@ caller decides whether to go on with the next replicate.
 from __future__ import annotations
 
 import shutil
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from sparktriage.documents.logs import LogsDocument
 from sparktriage.errors import LaunchError, SparktriageError
@@ -72,6 +74,45 @@ def launch_once(plan: LaunchPlan, launch: LaunchDir, observe: Observer | None = 
     summary = getattr(supervisor, "summary", {})
     return {"label": launch.label, "bundle": str(launch.path / "bundle"), "error": error,
             **summary, "startup": _startup_timeline(launch)}
+
+
+@dataclass
+class Launched:
+    """A launch held ready by `launched()`: its plan, folder and supervisor; `result` is filled
+    in (as `launch_once` returns it) once the block has ended and the launch is torn down."""
+
+    plan: LaunchPlan
+    launch: LaunchDir
+    supervisor: Supervisor
+    result: dict = field(default_factory=dict)
+
+    @property
+    def endpoint(self) -> str:
+        return self.plan.endpoint
+
+    def server_pid(self) -> int | None:
+        """The head node's server process id (as its agent reported it)."""
+        link = self.supervisor.links.get(self.plan.head.name)
+        proc = (link.procs.get("server") if link else None) or {}
+        return proc.get("pid")
+
+
+@contextmanager
+def launched(plan: LaunchPlan, launch: LaunchDir, observe: Observer | None = None) -> Iterator[Launched]:
+    """`launch_once` as a context manager: launch and wait for readiness (LaunchError when the
+    launch fails or misses its deadline, after teardown), hold it while the block runs, then
+    tear down and write the launch's derived files (`server.log`, `logs.json`)."""
+    supervisor = Supervisor(plan, launch.path / "bundle", observe)
+    handle = Launched(plan, launch, supervisor)
+    try:
+        with supervisor:
+            supervisor.start()
+            yield handle
+    finally:
+        _server_log(plan, launch)
+        handle.result.update({"label": launch.label, "bundle": str(launch.path / "bundle"),
+                              **getattr(supervisor, "summary", {}),
+                              "startup": _startup_timeline(launch)})
 
 
 def launch_replicates(plan: LaunchPlan, run: RunDir, count: int, observe: Observer | None = None,

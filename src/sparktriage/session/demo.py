@@ -1,13 +1,14 @@
 """`sparktriage demo`: a whole consultant session on the embedded default.
 
-The bundled tiny Qwen3-MoE model (provision/garbage/model, trained here) is served by the local
+The bundled tiny Qwen3-MoE model (the test bed's models/tiny-moe, or provision/garbage/model in
+a checkout; trained here) is served by the local
 CPU vLLM through the launch supervisor with its collectors, once per speculative depth
 (launches `L001`, `L002`, ...). The first launch is probed for garbage against the model's
-committed fingerprint and measured with the delivered-token protocol (code and prose), the
+shipped fingerprint (package data) and measured with the delivered-token protocol (code and prose), the
 server's `/metrics` and log reconciled with what arrived; every launch's startup is classified
 for stalls; later launches measure the code workload with ngram speculation at their depth.
-The launches are run by the sweep engine (`sparktriage sweep`'s, one code path) on a fixed
-grid; it writes `sweep.json`. Then a report signed with a throwaway key made for the run, and a verification of
+The launches are run by the sweep engine (`sparktriage sweep`'s, one code path) on a fixed grid;
+it writes `sweep.json`. Then a report signed with a throwaway key made for the run, and a verification of
 that report. A step that fails is recorded in `demo.json` with its reason and the session goes on
 with what does not depend on it; nothing measured is lost (docs/demo.md).
 """
@@ -33,9 +34,11 @@ from sparktriage.store.documents import read_document, write_document
 from sparktriage.store.rundir import SCHEMA_VERSION, LaunchDir, RunDir
 from sparktriage.store.typed import Document, check, parse
 from sparktriage.sweep.engine import plan_sweep, run_sweep
+from sparktriage.errors import InputError
+from sparktriage.testbed import garbage as garbage_package
 from sparktriage.testbed.garbage.variants import trained_model
-from sparktriage.testbed.paths import Testbed, repo_root
-from sparktriage.testbed.server import free_port
+from sparktriage.testbed.paths import Testbed
+from sparktriage.testbed.ports import free_port
 
 NODE = "local"
 SWEEP_WORKLOAD = "code"
@@ -55,11 +58,68 @@ class DemoSettings:
     formats: str = "md,pdf"
 
 
+MODEL_NAME = "tiny-moe"  # the trained model's folder under the test bed's models/
+
+
 def fingerprint_path() -> Path | None:
-    """The committed fingerprint of the bundled model (a known-good launch of it)."""
-    root = repo_root()
-    path = root / "provision" / "garbage" / "fingerprint.json" if root else None
-    return path if path is not None and path.is_file() else None
+    """The shipped fingerprint of the bundled model (a known-good launch of it; package data,
+    so an installed package finds it without a checkout)."""
+    path = Path(garbage_package.__file__).with_name("fingerprint.json")
+    return path if path.is_file() else None
+
+
+def demo_model(bed: Testbed, given: Path | None = None) -> Path:
+    """The model the demo serves: `--model`, else the test bed's `models/tiny-moe`, else the
+    checkout's committed `provision/garbage/model`; InputError when none has weights."""
+    if given is not None:
+        if not (given / "model.safetensors").is_file() or not (given / "config.json").is_file():
+            raise InputError(f"{given}: not a model folder (needs config.json and model.safetensors)")
+        return given
+    candidate = bed.model(MODEL_NAME)
+    if (candidate / "model.safetensors").is_file():
+        return candidate
+    return trained_model()
+
+
+@dataclass(frozen=True)
+class DemoPlan:
+    """What `demo` will do, declared before anything runs (`--dry-run` prints it)."""
+
+    vllm: Path
+    model: Path
+    fingerprint: Path | None
+    depths: tuple[int, ...]
+    launches: int
+    workloads: tuple[str, ...]
+    requests: int
+    max_tokens: int
+    probe: bool
+    formats: str
+
+    def to_json(self) -> dict:
+        return {"schema_version": SCHEMA_VERSION, "kind": "demo-plan", "vllm": str(self.vllm),
+                "model": str(self.model),
+                "fingerprint": str(self.fingerprint) if self.fingerprint else None,
+                "launches": [{"depth": d, "count": self.launches} for d in self.depths],
+                "workloads": list(self.workloads), "requests": self.requests,
+                "max_tokens": self.max_tokens, "probe": self.probe, "formats": self.formats}
+
+    def lines(self) -> list[str]:
+        """The plan as plain lines."""
+        return [f"vLLM: {self.vllm}", f"model: {self.model}",
+                f"fingerprint: {self.fingerprint or 'none (the probe runs without a baseline)'}",
+                "launches: " + ", ".join(f"{self.launches} x depth {d}" for d in self.depths),
+                f"workloads: {', '.join(self.workloads)} ({self.requests} requests of "
+                f"{self.max_tokens} tokens)", f"probe: {'yes' if self.probe else 'no'}",
+                f"report formats: {self.formats}"]
+
+
+def plan_demo(bed: Testbed, settings: DemoSettings, model: Path | None = None) -> DemoPlan:
+    """Declare the demo: which vLLM, model, fingerprint and launches (nothing is started)."""
+    return DemoPlan(vllm=bed.vllm, model=demo_model(bed, model), fingerprint=fingerprint_path(),
+                    depths=settings.depths, launches=settings.launches,
+                    workloads=("code", "prose"), requests=settings.requests,
+                    max_tokens=settings.max_tokens, probe=settings.probe, formats=settings.formats)
 
 
 def deployment(bed: Testbed, model: Path, port: int, scratch: Path, depth: int,
@@ -85,14 +145,15 @@ def deployment(bed: Testbed, model: Path, port: int, scratch: Path, depth: int,
     return doc
 
 
-def run_demo(run: RunDir, bed: Testbed, settings: DemoSettings, observe: Observer) -> dict:
+def run_demo(run: RunDir, bed: Testbed, settings: DemoSettings, observe: Observer,
+             model: Path | None = None) -> dict:
     """Run the session into `run`; return `demo.json` (also written there).
 
     The launches are the sweep engine's (sweep.engine.run_sweep, one code path with
     `sparktriage sweep`): a fixed grid of `settings.launches` per depth, the first launch also
     measuring the prose workload and probed; every launch's startup is classified after."""
-    model = trained_model()
-    baseline = fingerprint_path()
+    plan_d = plan_demo(bed, settings, model)
+    model, baseline = plan_d.model, plan_d.fingerprint
     steps = StepLog(observe)
     first: dict = {}
     with tempfile.TemporaryDirectory(prefix="sparktriage-demo-") as scratch:

@@ -34,7 +34,15 @@ def error_document(status: int, message: str, kind: str = "BadRequestError") -> 
 def token_id(config: SimConfig, scenario: Scenario, j: int) -> int:
     """The id of the j-th output token (deterministic per scenario seed)."""
     span = config.vocab_size - config.first_token_id
-    return config.first_token_id + (scenario.seed * 1_000_003 + j * 7919 + 11) % span
+    seed = scenario.seed
+    if scenario.diverge_at is not None and j >= scenario.diverge_at:
+        seed += 7  # a different greedy continuation from this position on
+    return config.first_token_id + (seed * 1_000_003 + j * 7919 + 11) % span
+
+
+def token_text(scenario: Scenario, token: int) -> str:
+    """The text of one output token: ` t<id>`, or the scenario's garbage string."""
+    return scenario.garbage_text if scenario.garbage_text is not None else f" t{token}"
 
 
 class Renderer:
@@ -106,7 +114,7 @@ class Renderer:
 
     def _tokens(self, step: Step) -> bytes:
         ids = self.ids(step.start, step.count)
-        texts = [f" t{i}" for i in ids]
+        texts = [token_text(self.scenario, i) for i in ids]
         self._token_chunks += 1
         every = self.scenario.empty_text_every
         text = self._held + "".join(texts)
@@ -115,9 +123,10 @@ class Renderer:
         else:
             self._held = ""
         # Hot path at high rates: the JSON is assembled from pre-encoded parts. Texts are
-        # " t<digits>" and ids are ints, so they need no escaping.
-        key = '"delta":{"content":"%s"}' if self.spec.api == "chat" else '"text":"%s"'
-        parts = [self._prefix, key % text]
+        # " t<digits>" (no escaping needed) unless the scenario sends garbage text.
+        quoted = json.dumps(text, ensure_ascii=False) if self.scenario.garbage_text else f'"{text}"'
+        key = '"delta":{"content":%s}' if self.spec.api == "chat" else '"text":%s'
+        parts = [self._prefix, key % quoted]
         if self.send_logprobs:
             parts.append(',"logprobs":' + json.dumps(self._logprobs(ids, texts), separators=(",", ":")))
         else:
@@ -141,7 +150,7 @@ class Renderer:
     def whole(self) -> dict:
         """The non-streaming response body of the plan."""
         ids = self.ids(0, self.plan.tokens)
-        texts = [f" t{i}" for i in ids]
+        texts = [token_text(self.scenario, i) for i in ids]
         text = "".join(texts)
         if self.spec.api == "chat":
             choice = {"index": 0, "message": {"role": "assistant", "content": text}}

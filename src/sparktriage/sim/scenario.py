@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from sparktriage.sim.toy import ToyConfig
 from sparktriage.yamldoc import load_yaml, parse_yaml
 from sparktriage.validation_words import plain
 
@@ -74,6 +75,9 @@ class Scenario(_Strict):
     role_chunk: bool = Field(True, description="chat: a first chunk with the role and no token")
     empty_text_every: int = Field(0, ge=0, description="every n-th token chunk has empty text (held-back bytes)")
     faults: Faults = Field(default_factory=Faults)
+    diverge_at: int | None = Field(None, ge=0, description="output token ids change from this position on")
+    garbage_text: str | None = Field(None, min_length=1, max_length=64,
+                                     description="every output token's text is this string")
     sequence: tuple[dict[str, Any], ...] = Field(
         (), description="per-request overrides of these fields, cycled over the model's requests"
     )
@@ -148,6 +152,9 @@ class SimConfig(_Strict):
     scenarios: dict[str, Scenario] = Field(
         default_factory=lambda: {"sim": Scenario()}, description="served model name → behaviour"
     )
+    max_model_len: int = Field(1_000_000, ge=1, description="what /v1/models reports")
+    version: str = Field("sparktriage-sim", max_length=100, description="what /version reports")
+    toy: ToyConfig | None = Field(None, description="answer completions with the toy language model")
 
     @model_validator(mode="after")
     def _check(self) -> "SimConfig":

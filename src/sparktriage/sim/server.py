@@ -23,6 +23,7 @@ from pathlib import Path
 from sparktriage.sim import http
 from sparktriage.sim.plan import BadRequest, RequestSpec, StreamPlan, plan_stream, read_request
 from sparktriage.sim.scenario import SCHEMA_VERSION, SimConfig
+from sparktriage.sim.toy import Toy
 from sparktriage.sim.truth import truth
 from sparktriage.sim.encode import Renderer, error_document
 from sparktriage.store.documents import RecordWriter
@@ -50,6 +51,10 @@ class SimServer:
         self._writer = RecordWriter(trace_path) if trace_path else None
         self._server: asyncio.base_events.Server | None = None
         self._stopped: asyncio.Event | None = None
+        self._toy = Toy(config.toy) if config.toy is not None else None
+        self.in_flight = 0
+        self._live: list[dict] = []
+        self.toy_requests: list[dict] = []
 
     # --- lifecycle -------------------------------------------------------------------------
     async def start(self) -> str:
@@ -144,7 +149,7 @@ class SimServer:
         if path == "/health":
             return await self._json(writer, request, 200, b"")
         if path == "/version":
-            return await self._json(writer, request, 200, {"version": "sparktriage-sim"})
+            return await self._json(writer, request, 200, {"version": cfg.version})
         if path.startswith("/v1/") and cfg.api_key is not None:
             if request.headers.get("authorization", "") != f"Bearer {cfg.api_key}":
                 return await self._json(writer, request, 401, {"error": "Unauthorized"})
@@ -155,13 +160,15 @@ class SimServer:
                 return await self._json(writer, request, 200, HTML_PAGE, "text/html; charset=utf-8")
             created = int(time.time())
             data = [{"id": name, "object": "model", "created": created, "owned_by": "sparktriage-sim",
-                     "root": name, "parent": None, "max_model_len": 1_000_000} for name in cfg.scenarios]
+                     "root": name, "parent": None, "max_model_len": cfg.max_model_len} for name in cfg.scenarios]
             return await self._json(writer, request, 200, {"object": "list", "data": data})
         if path in ("/v1/completions", "/v1/chat/completions") and method == "POST":
             if cfg.completions_endpoint == "404":
                 return await self._json(writer, request, 404, {"detail": "Not Found"})
             if cfg.completions_endpoint == "html":
                 return await self._json(writer, request, 200, HTML_PAGE, "text/html; charset=utf-8")
+            if self._toy is not None:
+                return await self._toy_answer(request, writer, path)
             return await self._completion(request, writer, "completions" if path == "/v1/completions" else "chat")
         if path in ("/v1/models", "/v1/completions", "/v1/chat/completions"):
             return await self._json(writer, request, 405, {"detail": "Method Not Allowed"})
@@ -188,6 +195,33 @@ class SimServer:
         return await self._json(writer, request, 404, {"detail": "Not Found"})
 
     # --- completions -----------------------------------------------------------------------
+    async def _toy_answer(self, request: http.Request, writer, path: str) -> bool:
+        """A whole (non-streamed) answer of the toy language model (toy.py)."""
+        assert self._toy is not None
+        try:
+            body = json.loads(request.body or b"null")
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            return await self._json(writer, request, 400, error_document(400, "request body must be a JSON object"))
+        # `busy`: the most requests in flight at once during this one's time (its own included)
+        live = {"peak": 0}
+        self._live.append(live)
+        self.in_flight += 1
+        for other in self._live:
+            other["peak"] = max(other["peak"], self.in_flight)
+        self.toy_requests.append(body)
+        try:
+            await asyncio.sleep(self._toy.config.delay_s)
+            try:
+                status, doc = self._toy.handle(path, body, live["peak"])
+            except (KeyError, TypeError, ValueError, IndexError) as exc:
+                status, doc = 400, error_document(400, f"bad request for the toy model: {exc}")
+        finally:
+            self.in_flight -= 1
+            self._live.remove(live)
+        return await self._json(writer, request, status, doc.encode() if isinstance(doc, str) else doc)
+
     async def _completion(self, request: http.Request, writer, api: str) -> bool:
         received = time.perf_counter()
         n = self._next_id
@@ -238,7 +272,8 @@ class SimServer:
             return await self._json(writer, request, faults.http_status,
                                     error_document(faults.http_status, faults.http_message, "SimulatedError"))
         plan = plan_stream(scenario, spec)
-        entry["planned"] = {"tokens": plan.tokens, "finish": plan.finish, "usage": plan.usage_reported}
+        entry["planned"] = {"tokens": plan.tokens, "finish": plan.finish, "usage": plan.usage_reported,
+                           "sizes": [s.count for s in plan.steps if s.kind == "tokens"]}
         renderer = Renderer(self.config, scenario, spec, plan, entry["id"], int(time.time()))
         entry["status"] = 200
         if spec.stream:

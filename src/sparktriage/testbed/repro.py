@@ -14,7 +14,7 @@ from typing import Callable
 
 from sparktriage.launch.attach_collect import CollectRequest, run_collect
 from sparktriage.testbed.paths import Testbed
-from sparktriage.testbed.server import free_port
+from sparktriage.testbed.ports import free_port
 
 
 @dataclass(frozen=True)

@@ -1,189 +1,139 @@
-"""Start, watch and stop one local `vllm serve` of the test bed.
+"""Serve the test bed's models through the product's own launch path.
 
-The server gets its own process group so that teardown reaches the API server, the engine
-core and the worker alike; stdout and stderr are written, line by line with receive times, to
-the log file given (plain text) and, beside it, to `<log>.lines.jsonl`: one JSON record per
-line with its receive time (docs/formats.md, "line records"). Readiness is the first accepted `GET /health` (the port refuses
-connections until startup completes); an exit before that is reported with the log's last
-lines.
+A `ServeSpec` (what to serve) becomes a one-node deployment (`deployment()`), and `served()`
+runs it with `launch.run.launched`: the launch supervisor starts `vllm serve` under its node
+agent with the collectors, waits for readiness (the first `GET /health` answering 200), and
+tears the process tree down at the end. So the real-vLLM tests of bench, probe, report and
+the demo exercise the supervisor, readiness and teardown that users get. The server's line
+records (receive time, stream, line) are the bundle's `nodes/local/logs/server.lines.jsonl`.
 """
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
-import threading
+import json
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
-import httpx
+import yaml
 
-from sparktriage.store.documents import dumps
-from sparktriage.errors import LaunchError
+from sparktriage.config.deployment import load_deployment
+from sparktriage.bundle import layout
+from sparktriage.collect.plan import COLLECTORS
+from sparktriage.launch.plan import build_plan
+from sparktriage.launch.run import Launched, launched
+from sparktriage.store.rundir import RunDir
 from sparktriage.testbed.paths import Testbed
+from sparktriage.testbed.ports import free_port
 
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+NODE = "local"
+# The CPU build's defaults fail on small NUMA nodes (docs/testbed.md); nothing may phone home.
+SERVE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1",
+             "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
 
 
 @dataclass(frozen=True)
 class ServeSpec:
-    """What to serve and how (the argv is built from this, never through a shell)."""
+    """What to serve and how (the deployment is built from this; no shell ever sees it)."""
 
     model: Path
     served_name: str = "tiny"
     max_model_len: int = 512
     enforce_eager: bool = True
-    speculative_config: str | None = None
+    speculative_config: str | None = None  # JSON, as `--speculative-config` takes it
     extra_args: tuple[str, ...] = ()
     env: dict = field(default_factory=dict)
+    engine: tuple[str, ...] | None = None  # argv prefix instead of the test bed's `vllm`
+    collectors: bool = True  # False: the launch runs no collector (benchmarks of collection)
 
 
-def serve_argv(bed: Testbed, spec: ServeSpec, port: int) -> list[str]:
-    argv = [
-        str(bed.vllm), "serve", str(spec.model), "--host", "127.0.0.1", "--port", str(port),
-        "--max-model-len", str(spec.max_model_len), "--dtype", "float32",
-        "--served-model-name", spec.served_name,
-    ]
-    if spec.enforce_eager:
-        argv.append("--enforce-eager")
+def deployment(bed: Testbed, spec: ServeSpec, port: int, scratch: Path,
+               startup_s: float = 420.0) -> dict:
+    """The deployment document (docs/launch.md) of one local test-bed server."""
+    doc: dict = {
+        "schema_version": 1, "name": f"testbed-{spec.served_name}",
+        "lab": {"nodes": [{"name": NODE, "host": "127.0.0.1", "gpu": "none"}]},
+        "model": {"path": str(spec.model), "name": spec.served_name},
+        "engine": {"vllm": list(spec.engine) if spec.engine else str(bed.vllm)},
+        "serve": {"host": "127.0.0.1", "port": port, "max_model_len": spec.max_model_len,
+                  "dtype": "float32", "enforce_eager": spec.enforce_eager,
+                  "extra_args": list(spec.extra_args)},
+        "env": {**SERVE_ENV, "VLLM_CACHE_ROOT": str(scratch / "vllm-cache"),
+                "TORCHINDUCTOR_CACHE_DIR": str(scratch / "inductor-cache"), **spec.env},
+        "timeouts": {"startup_s": startup_s, "teardown_grace_s": 15},
+        # light collection: the servers are shared by tests that measure them
+        "collect": {"interval_s": 2.0, "stacks_interval_s": None,
+                    "disable": [] if spec.collectors else list(COLLECTORS)},
+    }
     if spec.speculative_config:
-        argv += ["--speculative-config", spec.speculative_config]
-    return argv + list(spec.extra_args)
+        extra = json.loads(spec.speculative_config)
+        doc["speculative"] = {"method": extra.pop("method", "ngram"),
+                              "num_speculative_tokens": extra.pop("num_speculative_tokens", 1),
+                              "model": extra.pop("model", None), "extra": extra}
+    return doc
 
 
-def serve_env(bed: Testbed, spec: ServeSpec, scratch: Path) -> dict:
-    # The server must not inherit a key that would make it refuse our unauthenticated client.
-    env = {k: v for k, v in os.environ.items() if k != "VLLM_API_KEY"}
-    env.update({
-        "HF_HUB_OFFLINE": "1",
-        "TRANSFORMERS_OFFLINE": "1",
-        "VLLM_CPU_KVCACHE_SPACE": "1",  # default sizing fails on small NUMA nodes (docs/testbed.md)
-        "VLLM_CACHE_ROOT": str(scratch / "vllm-cache"),
-        "TORCHINDUCTOR_CACHE_DIR": str(scratch / "inductor-cache"),
-        "VLLM_NO_USAGE_STATS": "1",
-        "DO_NOT_TRACK": "1",
-        "PYTHONUNBUFFERED": "1",
-    })
-    env.update(spec.env)
-    return env
+@dataclass
+class TestbedServer:
+    """A test-bed server held ready by the launch supervisor."""
 
+    __test__ = False  # not a pytest test class
 
-class LocalServer:
-    """One running `vllm serve`; use as a context manager so it is always torn down."""
-
-    def __init__(self, bed: Testbed, spec: ServeSpec, log_path: Path, port: int | None = None,
-                 scratch: Path | None = None) -> None:
-        self.bed = bed
-        self.spec = spec
-        self.port = port or free_port()
-        self.log_path = log_path
-        self.scratch = scratch or log_path.parent / "scratch"
-        self.process: subprocess.Popen | None = None
-        self._pumps: list[threading.Thread] = []
-        self._log_lock = threading.Lock()
-        self.started_unix: float | None = None
-        self.ready_unix: float | None = None
+    handle: Launched
+    started_unix: float
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return self.handle.endpoint
 
-    def start(self) -> "LocalServer":
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        self.scratch.mkdir(parents=True, exist_ok=True)
-        argv = serve_argv(self.bed, self.spec, self.port)
-        self._log = open(self.log_path, "w", encoding="utf-8", errors="replace")
-        self._records = open(self.lines_path, "w", encoding="utf-8")
-        self.started_unix = time.time()
-        self.process = subprocess.Popen(
-            argv, env=serve_env(self.bed, self.spec, self.scratch), stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-        )
-        for name, stream in (("stdout", self.process.stdout), ("stderr", self.process.stderr)):
-            thread = threading.Thread(target=self._pump, args=(name, stream), daemon=True)
-            thread.start()
-            self._pumps.append(thread)
-        return self
+    @property
+    def port(self) -> int:
+        return int(self.base_url.rsplit(":", 1)[1])
+
+    @property
+    def launch_dir(self) -> Path:
+        return self.handle.launch.path
 
     @property
     def lines_path(self) -> Path:
-        return self.log_path.with_name(self.log_path.name + ".lines.jsonl")
+        """The server's line records in the launch's bundle (written as they arrive)."""
+        return self.launch_dir / "bundle" / layout.NODES_DIR / NODE / layout.log_file("server")
 
-    def _pump(self, name: str, stream) -> None:
-        for raw in iter(stream.readline, b""):
-            received = time.time()
-            text = raw.decode("utf-8", errors="replace")
-            with self._log_lock:
-                self._log.write(text)
-                self._log.flush()
-                record = {"t": received, "node": "local", "stream": name,
-                          "line": text.rstrip("\n")}
-                self._records.write(dumps(record) + "\n")
-                self._records.flush()
+    @property
+    def ready_unix(self) -> float:
+        return self.started_unix + float(self.handle.supervisor.ready_s or 0.0)
 
-    def wait_ready(self, timeout_s: float = 300.0) -> float:
-        """Block until /health answers 200; return seconds from start. Raise on exit/timeout."""
-        assert self.process is not None and self.started_unix is not None
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            code = self.process.poll()
-            if code is not None:
-                for thread in self._pumps:  # the log is complete only once both pipes hit EOF
-                    thread.join(timeout=5)
-                raise LaunchError(f"vllm serve exited with status {code} before it was ready: "
-                                  f"{self.last_error()}")
-            try:
-                if httpx.get(self.base_url + "/health", timeout=2.0, trust_env=False).status_code == 200:
-                    self.ready_unix = time.time()
-                    return self.ready_unix - self.started_unix
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
-        raise LaunchError(f"vllm serve was not ready after {timeout_s:g} s (log: {self.log_path})")
+    @property
+    def pid(self) -> int | None:
+        """The `vllm serve` process (its API server)."""
+        return self.handle.server_pid()
 
-    def last_error(self) -> str:
-        try:
-            lines = self.log_path.read_text(errors="replace").splitlines()
-        except OSError:
-            return "no log"
-        for line in reversed(lines):
-            if "Error" in line or "error" in line:
-                return line.strip()[:300]
-        return lines[-1].strip()[:300] if lines else "empty log"
+    def log_text(self) -> str:
+        """The server's output so far, one line per record."""
+        from sparktriage.store.documents import read_records
+        return "".join(str(r.get("line", "")) + "\n" for r in read_records(self.lines_path))
 
-    def stop(self, grace_s: float = 15.0) -> None:
-        """SIGTERM the whole process group, then SIGKILL what is left after `grace_s`."""
-        if self.process is None:
-            return
-        try:
-            os.killpg(self.process.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-        try:
-            self.process.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            pass
-        try:
-            os.killpg(self.process.pid, signal.SIGKILL)  # stragglers of the group
-        except ProcessLookupError:
-            pass
-        if self.process.poll() is None:
-            self.process.wait(timeout=5)
-        for thread in self._pumps:
-            thread.join(timeout=5)
-        self._log.close()
-        self._records.close()
 
-    def __enter__(self) -> "LocalServer":
-        return self.start()
+def lines_of(folder: Path) -> Path:
+    """Where `served(..., folder)` keeps the server's line records (also after a failed start)."""
+    return (folder / "run" / "launches" / "L001" / "bundle" / layout.NODES_DIR / NODE
+            / layout.log_file("server"))
 
-    def __exit__(self, *exc) -> None:
-        self.stop()
+
+@contextmanager
+def served(bed: Testbed, spec: ServeSpec, folder: Path, port: int | None = None,
+           startup_s: float = 420.0) -> Iterator[TestbedServer]:
+    """Launch `spec` into the run directory `folder/run` (launch L001), ready; tear down after."""
+    folder.mkdir(parents=True, exist_ok=True)
+    scratch = folder / "scratch"
+    scratch.mkdir(exist_ok=True)
+    doc = deployment(bed, spec, port or free_port(), scratch, startup_s)
+    path = folder / "deployment.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    plan = build_plan(load_deployment(path))
+    run = RunDir.create(folder / "run", ["sparktriage-testbed", spec.served_name])
+    started = time.time()
+    with launched(plan, run.next_launch()) as handle:
+        yield TestbedServer(handle, handle.supervisor.started or started)

@@ -1,7 +1,7 @@
 """Serve one variant of the tiny MoE model with real vLLM and probe it (tests, scripts, bench).
 
-`run_variant()` writes the variant's checkpoint, starts `vllm serve` on it (eager, in-process
-engine core for a faster start), probes it against the baseline of its format when one is
+`run_variant()` writes the variant's checkpoint, starts `vllm serve` on it through the launch
+supervisor (eager, in-process engine core for a faster start), probes it against the baseline of its format when one is
 given, stops the server and returns one row of the confusion table: the verdict with the
 baseline, the verdict the same families give without it, the pattern and the deciding numbers.
 """
@@ -19,7 +19,7 @@ from sparktriage.probe.runner import ProbeOutcome, ProbeSettings, run_probe
 from sparktriage.testbed.garbage.bugs import CATALOGUE, Variant
 from sparktriage.testbed.garbage.variants import build_variant
 from sparktriage.testbed.paths import Testbed
-from sparktriage.testbed.server import LocalServer, ServeSpec
+from sparktriage.testbed.server import ServeSpec, served
 
 MAX_MODEL_LEN = 512  # the tiny model was trained on 256-token windows
 ORDER = [v.name for v in CATALOGUE]
@@ -85,15 +85,10 @@ def run_variant(bed: Testbed, variant: Variant, workdir: Path, seed: int,
                 baseline: Path | None = None, save_baseline: Path | None = None) -> tuple[dict, dict]:
     """Serve `variant`, probe it; return (row, probe document). Optionally save its fingerprint."""
     model_dir = build_variant(variant, workdir / variant.name / "model")
-    server = LocalServer(bed, serve_spec(model_dir), workdir / variant.name / "server.log")
-    server.start()
-    try:
-        server.wait_ready(timeout_s=420)
+    with served(bed, serve_spec(model_dir), workdir / variant.name / "serve") as server:
         outcome = probe(server.base_url, seed, baseline)
         if save_baseline is not None and outcome.fingerprint is not None:
             baseline_io.save(outcome.fingerprint, save_baseline, server.base_url, outcome.server_version)
-    finally:
-        server.stop()
     return row(variant, outcome.document), outcome.document
 
 

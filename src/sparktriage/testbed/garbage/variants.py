@@ -30,7 +30,8 @@ def trained_model() -> Path:
     root = repo_root()
     path = root / "provision" / "garbage" / "model" if root else None
     if path is None or not (path / "model.safetensors").exists():
-        raise InputError("the tiny MoE model is missing (provision/garbage/model in the repository)")
+        raise InputError("the tiny MoE model is missing: give --model DIR, or put it at the test bed's "
+                         "models/tiny-moe (provision/setup.sh copies provision/garbage/model there)")
     return path
 
 

@@ -1,13 +1,14 @@
-"""A small simulated OpenAI server for the probe's degraded-server and pattern tests.
+"""A toy language model behind the simulator's completion APIs, for the garbage probe's tests.
 
-Word-level tokens (" word" pieces with stable ids); a toy language model that scores a token
-as likely when the same bigram appeared earlier in the prompt or in its built-in knowledge (so
-copy and count passages are easy and shuffled text is hard), answers the known-answer probes
-like an oracle and writes plain sentences for open prompts. The same scoring function serves
-generation logprobs and prompt logprobs, so decode and prefill agree. `FakeConfig` switches on
+Word-level tokens (" word" pieces with stable ids); a toy model that scores a token as likely
+when the same bigram appeared earlier in the prompt or in its built-in knowledge (so copy and
+count passages are easy and shuffled text is hard), answers the known-answer probes like an
+oracle and writes plain sentences for open prompts. The same scoring function serves
+generation logprobs and prompt logprobs, so decode and prefill agree. `ToyConfig` switches on
 the faults: refused prompt_logprobs or echo, a logprob cap, NaN / -Infinity literals, HTTP 500
 on logprob requests, no chat template, a reasoning model, empty chat content, a broken chat
-path, wrong answers under concurrency, and garbage output.
+path, wrong answers under concurrency, and garbage output. The simulator answers every
+completion request with it when its configuration has a `toy` section (docs/simulator.md).
 """
 
 from __future__ import annotations
@@ -16,11 +17,9 @@ import json
 import math
 import random
 import re
-import threading
-import time
 import zlib
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from sparktriage.probe.passages import CANARY, CODE, EXPLAIN, PROSE
 
@@ -35,23 +34,27 @@ SENTENCE = ("It is a place where people meet, read and learn new things, and mos
             "back often because they like the quiet rooms and the friendly staff.")
 
 
-@dataclass
-class FakeConfig:
+class ToyConfig(BaseModel):
+    """Faults of the toy model (all off: a healthy server)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
     no_prompt_logprobs: bool = False
     no_echo: bool = False
-    max_logprobs: int = 20
-    nan_literals: bool = False  # NaN / -Infinity inside logprob JSON
-    logprob_500: bool = False  # HTTP 500 whenever logprobs are asked for
+    max_logprobs: int = Field(20, ge=0)
+    nan_literals: bool = Field(False, description="NaN / -Infinity inside logprob JSON")
+    logprob_500: bool = Field(False, description="HTTP 500 whenever logprobs are asked for")
     no_chat_template: bool = False
-    reasoning: bool = False  # chat answers go to `reasoning`, content stays null
-    empty_chat: bool = False  # chat content and reasoning null although tokens were generated
-    broken_chat: bool = False  # chat answers are wrong (template mismatch), completions fine
-    burst_bug: bool = False  # wrong answers while 4 or more requests are in flight
-    garbage: str | None = None  # every generation is this text repeated
+    reasoning: bool = Field(False, description="chat answers go to `reasoning`, content stays null")
+    empty_chat: bool = Field(False, description="chat content and reasoning null")
+    broken_chat: bool = Field(False, description="chat answers are wrong, completions fine")
+    burst_bug: bool = Field(False, description="wrong answers while 4 or more requests are in flight")
+    garbage: str | None = Field(None, description="every generation is this text repeated")
     no_token_ids: bool = False
-    fluent_wrong: bool = False  # plausible wrong answers; known text a little less likely
-    uniform: bool = False  # every logprob -ln(32000), the answer is token 0 ("!")
-    salad: bool = False  # token salad: fragments of several scripts and broken bytes, no repeats
+    fluent_wrong: bool = Field(False, description="plausible wrong answers; known text a little less likely")
+    uniform: bool = Field(False, description="every logprob -ln(32000), the answer is token 0 ('!')")
+    salad: bool = Field(False, description="token salad: fragments of several scripts, no repeats")
+    delay_s: float = Field(0.02, ge=0, le=60, description="time each answer takes (requests overlap)")
 
 
 def tokens_of(text: str) -> list[str]:
@@ -115,75 +118,16 @@ def oracle(question: str) -> str:
     return SENTENCE
 
 
-class FakeServer:
-    """Runs on 127.0.0.1 in a thread; use as a context manager."""
+class Toy:
+    """The toy model's answers to completion requests (thread-safe)."""
 
-    def __init__(self, config: FakeConfig | None = None) -> None:
-        self.config = config or FakeConfig()
+    def __init__(self, config: ToyConfig | None = None) -> None:
+        self.config = config or ToyConfig()
         self.model = ToyModel()
         self.model.uniform = self.config.uniform
         self.model.shifted = self.config.fluent_wrong
-        self.in_flight = 0
         self.salad_seed = 0
-        self.lock = threading.Lock()
-        self.requests: list[dict] = []
-        fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                if self.path == "/v1/models":
-                    self._send(200, {"object": "list", "data": [{"id": "fake", "max_model_len": 4096}]})
-                elif self.path == "/version":
-                    self._send(200, {"version": "fake-1"})
-                else:
-                    self._send(404, {"error": {"message": "not found"}})
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                with fake.lock:
-                    fake.in_flight += 1
-                    busy = fake.in_flight
-                    fake.requests.append(body)
-                time.sleep(0.02)
-                try:
-                    status, doc = fake.handle(self.path, body, busy)
-                finally:
-                    with fake.lock:
-                        fake.in_flight -= 1
-                self._send(status, doc)
-
-            def _send(self, status: int, doc) -> None:
-                text = doc if isinstance(doc, str) else json.dumps(doc)
-                data = text.encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        class Server(ThreadingHTTPServer):
-            request_queue_size = 128  # the probe sends dozens of requests at once
-            daemon_threads = True
-
-        self.httpd = Server(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
-
-    def __enter__(self) -> "FakeServer":
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-    # ---- the API ----------------------------------------------------------------------------
     def _refuse(self, body: dict) -> tuple[int, dict] | None:
         cfg = self.config
         wants = body.get("logprobs") or body.get("prompt_logprobs") is not None
@@ -286,7 +230,7 @@ class FakeServer:
         if body.get("return_token_ids") and not self.config.no_token_ids:
             choice["token_ids"] = self.model.ids(out)
             choice["prompt_token_ids"] = ids
-        return {"id": "cmpl-fake", "object": "text_completion", "model": "fake", "choices": [choice],
+        return {"id": "cmpl-toy", "object": "text_completion", "model": body.get("model"), "choices": [choice],
                 "usage": {"prompt_tokens": len(toks), "completion_tokens": len(out),
                           "total_tokens": len(toks) + len(out)}}
 
@@ -306,7 +250,7 @@ class FakeServer:
             k = body.get("top_logprobs") or 0
             choice["logprobs"] = {"content": [{"token": t, "logprob": v, "top_logprobs": [
                 {"token": a, "logprob": b} for a, b in top[:k]]} for t, v, top in entries]}
-        doc = {"id": "chat-fake", "object": "chat.completion", "model": "fake", "choices": [choice],
+        doc = {"id": "chat-toy", "object": "chat.completion", "model": body.get("model"), "choices": [choice],
                "usage": {"prompt_tokens": len(toks), "completion_tokens": len(out),
                          "total_tokens": len(toks) + len(out)}}
         if body.get("return_token_ids") and not self.config.no_token_ids:
