@@ -22,12 +22,8 @@ from sparktriage.sweep.engine import plan_sweep, run_sweep
 from sparktriage.testbed.server import free_port
 
 pytestmark = [pytest.mark.slow]
-# the simulator as vllm serve comes with branch h-sim (COMMON.md); until it is merged there is
-# no server to sweep here, and these tests say so instead of faking one
-pytest.importorskip("sparktriage.sim.vllm", reason="sparktriage.sim.vllm (branch h-sim) not merged yet")
 SIM = [sys.executable, "-m", "sparktriage.sim.vllm"]
 ACCEPT = (0.9, 0.7, 0.5, 0.3)
-EXTRA_ENV: dict = {}  # (development against an unmerged simulator: PYTHONPATH)
 
 
 def _deployment(tmp: Path, scenario: dict) -> Path:
@@ -35,7 +31,7 @@ def _deployment(tmp: Path, scenario: dict) -> Path:
     doc = {"schema_version": 1, "name": "sim", "lab": {"nodes": [{"name": "local", "host": "127.0.0.1"}]},
            "model": {"path": "/models/tiny", "name": "tiny"}, "engine": {"vllm": SIM},
            "serve": {"host": "127.0.0.1", "port": free_port()},
-           "env": {"SPARKTRIAGE_SIM": str(tmp / "scenario.json"), **EXTRA_ENV},
+           "env": {"SPARKTRIAGE_SIM": str(tmp / "scenario.json")},
            "timeouts": {"startup_s": 60, "teardown_grace_s": 3},
            "collect": {"interval_s": 0.5, "stacks_interval_s": None},
            "speculative": {"method": "ngram", "num_speculative_tokens": 2,
