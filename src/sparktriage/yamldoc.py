@@ -1,6 +1,7 @@
 """Load user-written YAML into pydantic models, with file:line in every error.
 
-Files are parsed with `yaml.safe_load` only (configs are hostile input). Validation problems
+Files are read and parsed by the one bounded reader, `sparktriage.yamlsafe` (safe constructor
+only, size, depth, node and alias bounds; configs are hostile input). Validation problems
 are all collected; the error's one-line message names the first with its `file:line` and says
 how many more there are, and `ConfigError.errors` lists every one with its own location.
 """
@@ -13,6 +14,7 @@ from typing import TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from sparktriage import yamlsafe
 from sparktriage.errors import ConfigError, InputError
 from sparktriage.validation_words import plain
 
@@ -22,8 +24,8 @@ Model = TypeVar("Model", bound=BaseModel)
 def line_of(text: str, loc: tuple) -> int | None:
     """The 1-based line of a validation error location (keys and list indexes) in YAML text."""
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError:
+        node = yamlsafe.compose(text, "<text>")
+    except (yaml.YAMLError, yamlsafe.LimitError):
         return None
     if node is None:
         return None
@@ -43,7 +45,7 @@ def line_of(text: str, loc: tuple) -> int | None:
 def parse_yaml(text: str, origin: str, model: type[Model], what: str) -> Model:
     """Validate YAML (or JSON) text as `model`; raise ConfigError naming origin:line."""
     try:
-        data = yaml.safe_load(text)
+        data, _ = yamlsafe.load(text, origin)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{origin}:{mark.line + 1}" if mark is not None else origin
@@ -67,13 +69,5 @@ def parse_yaml(text: str, origin: str, model: type[Model], what: str) -> Model:
 
 
 def load_yaml(path: Path, model: type[Model], what: str) -> Model:
-    """Read and validate a YAML file; unreadable files raise InputError."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError as exc:
-        raise InputError(f"{path}: no such file") from exc
-    except IsADirectoryError as exc:
-        raise InputError(f"{path}: is a directory, not a {what} file") from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read ({exc})") from exc
-    return parse_yaml(text, str(path), model, what)
+    """Read and validate a YAML file; unreadable or oversized files raise InputError."""
+    return parse_yaml(yamlsafe.read_text(path, what), str(path), model, what)

@@ -57,9 +57,10 @@ def test_unexpected_line_is_an_error():
         decode([b"<html><body>502 Bad Gateway</body></html>\n\n"])
 
 
-def test_invalid_utf8_is_an_error():
-    with pytest.raises(SSEError, match="UTF-8"):
-        decode([b"data: \xff\xfe\n\n"])
+def test_invalid_utf8_is_kept_as_escapes_not_an_error():
+    # issue 16: one odd byte from a server must not lose the measurement; the bytes survive as
+    # surrogate escapes, which the record writer stores escaped and flagged
+    assert decode([b"data: \xff\xfe\n\n"]) == ["\udcff\udcfe"]
 
 
 def test_oversized_line_is_refused_without_growing_forever():

@@ -29,9 +29,13 @@ def test_report_then_verify_end_to_end(report_run, report_keys, tmp_path):
     ok = run("verify", str(out), "--key", str(report_keys["main"].with_suffix(".pub")))
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert ok.stdout.splitlines()[-1] == "result: OK"
-    bare = run("verify", str(out))
-    assert bare.returncode == 0 and "identity NOT established" in bare.stdout
+    bare = run("verify", str(out))  # issue 16: no trust anchor is not a pass
+    assert bare.returncode == 1 and "identity NOT established" in bare.stdout
+    assert ("signature valid, signer not trusted: give --key or --allowed-signers"
+            in bare.stdout)
     assert summary["fingerprint"] in bare.stdout
+    lax = run("verify", str(out), "--allow-untrusted")
+    assert lax.returncode == 0 and lax.stdout.splitlines()[-1] == "result: OK"
 
     (out / "data" / "run.json").write_text("{}")
     (out / "plots" / "sweep.png").unlink()

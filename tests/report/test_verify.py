@@ -18,7 +18,11 @@ def _anchor(report_keys, name="main"):
 
 def test_untouched_report_verifies_with_and_without_anchor(report_built, report_keys, tmp_path):
     bare = verify(report_built)
-    assert bare.ok and bare.signature == "valid" and not bare.identity_established
+    # issue 16: without a trust anchor a valid signature is not ok (anyone can re-sign)...
+    assert not bare.ok and bare.signature == "valid" and not bare.identity_established
+    assert bare.integrity_ok and bare.trust == "none"
+    # ...unless the caller explicitly accepts any signer
+    assert verify(report_built, allow_untrusted=True).ok
     assert bare.signer_fingerprint == read_public_key(report_keys["main"].with_suffix(".pub")).fingerprint
     assert bare.files_checked == len(manifest.folder_files(report_built))
     assert verify(report_built, _anchor(report_keys)).identity_established
@@ -47,7 +51,7 @@ def test_a_flipped_byte_in_any_file_is_detected_and_named(report_copy):
         assert result.modified == [rel] and not result.ok, rel
         assert result.signature == "valid"  # the signature covers MANIFEST; the digest catches it
         path.write_bytes(original)
-    assert verify(report_copy).ok
+    assert verify(report_copy, allow_untrusted=True).ok
 
 
 def test_manifest_and_signature_tampering(report_copy, report_keys):
@@ -112,3 +116,36 @@ def test_stock_tools_verify_the_built_report(report_built, report_keys, tmp_path
     done = subprocess.run(argv, stdin=open(report_built / "MANIFEST", "rb"), capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "consultant@example.com" in done.stdout + done.stderr
+
+
+def test_symlinks_and_odd_files_in_the_report_are_refused(report_copy, report_keys, tmp_path):
+    # issue 16: a report whose files or plots/ were replaced by symlinks must not verify
+    outside = tmp_path / "outside.png"
+    plot = next(p for p in manifest.folder_files(report_copy) if p.startswith("plots/"))
+    outside.write_bytes((report_copy / plot).read_bytes())  # same bytes: the digest would match
+    (report_copy / plot).unlink()
+    (report_copy / plot).symlink_to(outside)
+    result = verify(report_copy, _anchor(report_keys))
+    assert result.links == [plot] and not result.integrity_ok and not result.ok
+    (report_copy / plot).unlink()
+    (report_copy / plot).write_bytes(outside.read_bytes())
+    assert verify(report_copy, _anchor(report_keys)).ok
+    plots = report_copy / "plots"
+    moved = tmp_path / "plots-elsewhere"
+    plots.rename(moved)
+    plots.symlink_to(moved, target_is_directory=True)
+    result = verify(report_copy, _anchor(report_keys))
+    assert result.links == ["plots"] and not result.ok
+    plots.unlink()
+    moved.rename(plots)
+    import os
+    os.mkfifo(report_copy / "data" / "pipe")
+    result = verify(report_copy, _anchor(report_keys))
+    assert result.links == ["data/pipe"] and not result.ok
+    (report_copy / "data" / "pipe").unlink()
+    manifest_file = report_copy / "MANIFEST"
+    (tmp_path / "M").write_bytes(manifest_file.read_bytes())
+    manifest_file.unlink()
+    manifest_file.symlink_to(tmp_path / "M")
+    with pytest.raises(InputError, match="symbolic link"):
+        verify(report_copy, _anchor(report_keys))

@@ -22,6 +22,8 @@ from sparktriage.bench.chunks import ChunkError, read_chunk
 from sparktriage.bench.http1 import Client, HTTPFailure
 from sparktriage.bench.records import RECORD_TYPE
 from sparktriage.bench.sse import SSEDecoder, SSEError
+from sparktriage.store.documents import escape_surrogates
+from sparktriage.limits import LINE_MAX_BYTES, RESPONSE_MAX_BYTES, TOKEN_MARGIN
 from sparktriage.store.rundir import SCHEMA_VERSION, utc_now
 
 MAX_ERROR_BODY = 4096
@@ -76,7 +78,7 @@ def error_message(status: int, body: bytes) -> str:
     text = body[:MAX_ERROR_BODY].decode("utf-8", errors="replace").strip()
     try:
         doc = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         doc = None
     if isinstance(doc, dict):
         err = doc.get("error", doc)
@@ -130,8 +132,13 @@ class _Stream:
             self.record["done"] = True
             return
         try:
-            doc = json.loads(data)
+            doc = json.loads(data.removeprefix("\ufeff"))  # a BOM before the JSON is noise
+            doc, escaped = escape_surrogates(doc)  # "\\ud800" or non-UTF-8 bytes: kept escaped
+            if escaped:
+                self.record["escaped"] = True
             info = read_chunk(doc)
+        except RecursionError as exc:
+            raise SSEError(f"event {self.events} is nested too deeply") from exc
         except (ValueError, ChunkError) as exc:
             raise SSEError(f"event {self.events} is not a completion chunk: {exc}") from exc
         if self.record["response_id"] is None and isinstance(doc.get("id"), str):
@@ -210,11 +217,19 @@ async def stream_request(client: Client, settings: ClientSettings, path: str, bo
         what = "one JSON body" if "json" in content_type else f"{content_type or 'an untyped body'}"
         state.fail("error", f"server answered with {what} instead of an event stream")
         return _finish(state, t0)
-    reply = await client.read_body(conn, stall, deadline)
-    _decode(state, reply.pieces, t0)
+    max_tokens = record["max_tokens"]
+    events = max_tokens + TOKEN_MARGIN if isinstance(max_tokens, int) and max_tokens > 0 else None
+    reply = await client.read_body(conn, stall, deadline, max_bytes=RESPONSE_MAX_BYTES,
+                                   max_line=LINE_MAX_BYTES, max_events=events)
     failure = reply.failure
+    if failure is not None and failure.kind in ("overlong", "line-too-long"):
+        # the server sent more than was asked for: what came is kept, the connection is closed
+        state.fail("error", f"{failure.kind}: {failure}")
+    _decode(state, reply.pieces, t0)
+    if events is not None and len(record["chunks"]) > events:  # the last read overshot the cap
+        del record["chunks"][events:]
     n = len(record["chunks"])
-    if failure is not None:
+    if failure is not None and record["status"] is None:
         if failure.kind == "stall":
             state.fail("incomplete", f"stalled: no data for {stall:g} s after {n} chunks")
         elif failure.kind == "timeout":
@@ -243,7 +258,8 @@ def _decode(state: _Stream, pieces: list[tuple[float, bytes]], t0: float) -> Non
         for data in decoder.close():
             state.consume(data, t_last)
     except SSEError as exc:
-        state.fail("error", f"malformed SSE: {exc}")
+        state.fail("error", f"{exc.kind}: {exc}" if exc.kind != "malformed"
+                   else f"malformed SSE: {exc}")
 
 
 def _finish(state: _Stream, t0: float) -> dict:

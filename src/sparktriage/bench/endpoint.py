@@ -133,7 +133,7 @@ async def discover(client: Client | httpx.AsyncClient, target: ClientSettings | 
         doc = json.loads(reply.body)
         data = doc["data"]
         ids = tuple(str(m["id"]) for m in data)
-    except (ValueError, KeyError, TypeError) as exc:
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:  # a server's body
         what = "an HTML page" if b"<html" in reply.body[:512].lower() else "no model list"
         raise EndpointError(
             f"{shown} does not look like an OpenAI-compatible server: GET /v1/models returned {what}"
@@ -147,7 +147,7 @@ async def discover(client: Client | httpx.AsyncClient, target: ClientSettings | 
         if answer.status == 200:
             found = json.loads(answer.body).get("version")
             version = str(found) if found else None
-    except (HTTPFailure, ValueError, AttributeError):
+    except (HTTPFailure, ValueError, AttributeError, RecursionError):
         version = None
     return Server(shown, ids, version, max_len)
 

@@ -5,7 +5,10 @@ The measurement instrument of the protocol. An `asyncio.Protocol` receives each 
 while the stream runs is locating HTTP chunk boundaries (to know when the body ends). SSE and
 JSON decoding happen after the stream, attributing each event to the read that completed it.
 So a fast stream is never slowed or smeared by the client's own parsing (docs/metrics.md,
-"client"). Supports http and https (TLS via `ssl`), keep-alive reuse, Content-Length, chunked
+"client"). The body is bounded while it arrives (docs/limits.md): `read_body` can cap its bytes,
+its longest line and its count of SSE `data:` lines; past a cap the read ends with an
+`overlong` or `line-too-long` failure and the connection is closed (each byte is looked at once,
+so a huge line costs linear time). Supports http and https (TLS via `ssl`), keep-alive reuse, Content-Length, chunked
 and close-delimited bodies; no proxies, no redirects, no compression (`identity` is asked).
 """
 
@@ -68,6 +71,13 @@ class _Connection(asyncio.Protocol):
         self.ranges: list[tuple[int, int]] = []
         self.body_end = -1
         self.frame_error: str | None = None
+        self.caps: tuple[int | None, int | None, int | None] = (None, None, None)
+        self.over: tuple[str, str] | None = None  # (kind, message) once a cap is passed
+        self._range_i = 0  # de-framed content looked at so far: range index, raw position
+        self._cursor = 0
+        self._line = 0  # bytes of the current (unfinished) line
+        self._at_line_start = True
+        self.data_lines = 0
 
     # --- asyncio.Protocol ----------------------------------------------------------------
     def connection_made(self, transport) -> None:
@@ -83,7 +93,8 @@ class _Connection(asyncio.Protocol):
                 self._wake()
         elif self._mode == "body":
             self._scan()
-            if self.body_end >= 0 or self.frame_error:
+            self._bound()
+            if self.body_end >= 0 or self.frame_error or self.over:
                 self._wake()
 
     def eof_received(self):
@@ -130,6 +141,37 @@ class _Connection(asyncio.Protocol):
             pos = eol + 2 + size + 2
             self.next_header = pos
 
+    def _bound(self) -> None:
+        """Check the caps on the de-framed content that arrived since the last call."""
+        max_bytes, max_line, max_events = self.caps
+        if self.over or (max_bytes is None and max_line is None and max_events is None):
+            return
+        raw = self.raw
+        if max_bytes is not None and len(raw) - self.head_end > max_bytes:
+            self.over = ("overlong", f"response body past {max_bytes} bytes")
+            return
+        ranges = self.ranges if self.framing == "chunked" else [(self.head_end, len(raw))]
+        if self.framing != "chunked":
+            self._range_i = 0
+        while self._range_i < len(ranges):
+            a, b = ranges[self._range_i]
+            lo, hi = max(a, self._cursor), min(b, len(raw))
+            if hi > lo:
+                self.data_lines += raw.count(b"\ndata:", lo, hi)
+                if self._at_line_start and raw.startswith(b"data:", lo):
+                    self.data_lines += 1
+                newline = raw.rfind(b"\n", lo, hi)
+                self._line = hi - newline - 1 if newline >= 0 else self._line + hi - lo
+                self._at_line_start = raw[hi - 1] == 0x0A
+                self._cursor = hi
+            if hi < b or self.framing != "chunked":
+                break
+            self._range_i += 1
+        if max_line is not None and self._line > max_line:
+            self.over = ("line-too-long", f"a line longer than {max_line} bytes")
+        elif max_events is not None and self.data_lines > max_events:
+            self.over = ("overlong", f"more than {max_events} events")
+
     # --- waiting -------------------------------------------------------------------------
     async def wait(self, mode: str, done, stall_s: float, deadline: float) -> None:
         """Wait until `done()`; raise HTTPFailure on stall, deadline, reset or close."""
@@ -145,6 +187,8 @@ class _Connection(asyncio.Protocol):
                     raise HTTPFailure("closed", "server closed the connection")
                 if self.frame_error:
                     raise HTTPFailure("protocol", self.frame_error)
+                if self.over:
+                    raise HTTPFailure(*self.over)
                 now = time.monotonic()
                 if now >= deadline:
                     raise HTTPFailure("timeout", "request deadline passed")
@@ -230,19 +274,27 @@ class Client:
         raise HTTPFailure("closed", "server closed the connection")  # pragma: no cover
 
     async def read_body(self, conn: _Connection, stall_s: float, deadline: float,
-                        limit: int | None = None) -> Body:
-        """Read the body; timestamps are kept per read. Returns even when the stream fails."""
+                        limit: int | None = None, *, max_bytes: int | None = None,
+                        max_line: int | None = None, max_events: int | None = None) -> Body:
+        """Read the body; timestamps are kept per read. Returns even when the stream fails.
+
+        `limit` stops quietly after that many bytes (error bodies); `max_bytes`, `max_line` and
+        `max_events` (SSE data lines) end the read with an `overlong`/`line-too-long` failure."""
         failure = None
+        conn.caps = (max_bytes, max_line, max_events)
         done = (lambda: conn.body_end >= 0) if limit is None else (
             lambda: conn.body_end >= 0 or len(conn.raw) - conn.head_end >= limit)
         try:
             conn._scan()
+            conn._bound()
             await conn.wait("body", done, stall_s, deadline)
         except HTTPFailure as exc:
             if conn.framing == "close" and exc.kind == "closed":
                 conn.body_end = len(conn.raw)
             else:
                 failure = exc
+        if failure is not None and failure.kind in ("overlong", "line-too-long"):
+            conn.body_end = -1
         pieces = _pieces(conn)
         reusable = (failure is None and conn.body_end == len(conn.raw) and conn.framing != "close"
                     and not conn.closed and not conn.eof and limit is None

@@ -2,7 +2,7 @@
 
 Built-in workloads live in `bench/workloads/<name>.yaml`. `--workload` takes names of those,
 or paths to YAML files of the same shape (docs/workloads.md). Files are read with
-`yaml.safe_load`; unknown keys are errors.
+the bounded `sparktriage.yamlsafe` reader; unknown keys are errors.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from sparktriage.errors import InputError
+from sparktriage import yamlsafe
 from sparktriage.yamldoc import parse_yaml
 
 
@@ -88,11 +89,7 @@ def load_workload(spec: str) -> Workload:
     if not path.exists():
         known = ", ".join(builtin_names())
         raise InputError(f"unknown workload {spec!r}: not a built-in ({known}) and no such file")
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read workload file ({exc})") from exc
-    return _parse(text, str(path))
+    return _parse(yamlsafe.read_text(path, "workload"), str(path))
 
 
 def load_workloads(specs: list[str]) -> list[Workload]:

@@ -16,6 +16,8 @@ import json
 import re
 from pathlib import Path
 
+from sparktriage.errors import InputError
+from sparktriage.store.documents import read_document_bounded
 from sparktriage.bundle import layout
 
 SCHEMA_VERSION = 1
@@ -80,9 +82,11 @@ def read_environments(bundle_root: Path, nodes: list[str]) -> dict[str, dict]:
     out = {}
     for node in nodes:
         path = bundle_root / layout.NODES_DIR / layout.check_name(node) / "environment.json"
-        try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        try:  # a node's capture: bounded, never through a link
+            doc = read_document_bounded(path, follow_symlinks=False)
+        except InputError:
+            continue
+        if not isinstance(doc, dict):
             continue
         doc.pop("schema_version", None)
         out[node] = doc

@@ -27,8 +27,8 @@ RECORD_FILES = frozenset(
 )
 NODE_DOCUMENTS = frozenset(["environment.json", "clock.json"])
 
-_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,63}$")
-_LOG_FILE = re.compile(r"^logs/([A-Za-z0-9_][A-Za-z0-9._-]{0,63})\.lines\.jsonl$")
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,63}\Z")
+_LOG_FILE = re.compile(r"^logs/([A-Za-z0-9_][A-Za-z0-9._-]{0,63})\.lines\.jsonl\Z")
 
 
 def check_name(name: str, what: str = "node name") -> str:

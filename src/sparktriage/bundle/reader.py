@@ -16,9 +16,8 @@ dataclasses of `bundle.records`, in file order.
 from __future__ import annotations
 
 import heapq
-import json
 import shutil
-import tarfile
+
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -31,10 +30,12 @@ from sparktriage.bundle.records import (
     SAMPLE_TYPES, ClockInfo, DiskSample, DmesgLine, GpuSample, HostSample, LineRecord,
     ManifestEntry, NetSample, ProcSample, StackDump, from_dict,
 )
-from sparktriage.store.documents import read_records
+from sparktriage.limits import ARCHIVE_MAX_MEMBERS, ARCHIVE_MAX_TOTAL_BYTES
+from sparktriage.store.archive import Archive
+from sparktriage.store.documents import read_document_bounded, read_records
 
-MAX_UNPACKED_BYTES = 8 << 30
-MAX_MEMBERS = 200_000
+MAX_UNPACKED_BYTES = ARCHIVE_MAX_TOTAL_BYTES
+MAX_MEMBERS = ARCHIVE_MAX_MEMBERS
 
 
 @dataclass(frozen=True)
@@ -55,42 +56,19 @@ class BundleInfo:
 
 
 def _safe_extract(archive: Path, into: Path) -> Path:
-    """Unpack a bundle archive below `into`; return the bundle folder. Raise on anything odd."""
-    try:
-        tar = tarfile.open(archive, "r:*")
-    except (OSError, tarfile.TarError) as exc:
-        raise InputError(f"{archive}: not a readable bundle archive ({exc})") from exc
-    with tar:
-        members = []
-        tops: set[str] = set()
-        total = 0
-        for count, member in enumerate(tar, start=1):
-            if count > MAX_MEMBERS:
-                raise InputError(f"{archive}: more than {MAX_MEMBERS} members")
-            name = PurePosixPath(member.name)
-            if name.is_absolute() or ".." in name.parts or not name.parts or "" in name.parts:
-                raise InputError(f"{archive}: unsafe member name {member.name!r}")
-            if not (member.isfile() or member.isdir()):
-                raise InputError(f"{archive}: member {member.name!r} is not a plain file or folder")
-            total += member.size
-            if total > MAX_UNPACKED_BYTES:
-                raise InputError(f"{archive}: unpacks to more than {MAX_UNPACKED_BYTES >> 30} GiB")
-            tops.add(name.parts[0])
-            members.append(member)
-        if len(tops) != 1:
-            raise InputError(f"{archive}: a bundle archive has one top-level folder, found "
-                             f"{len(tops)}")
-        for member in members:
-            target = into.joinpath(*PurePosixPath(member.name).parts)
-            if member.isdir():
-                target.mkdir(parents=True, exist_ok=True)
-                continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            source = tar.extractfile(member)
-            assert source is not None
-            with source, open(target, "wb") as out:
-                shutil.copyfileobj(source, out)
-        return into / tops.pop()
+    """Unpack a bundle archive (checked and capped by `store.archive`); return its folder."""
+    unpacked = Archive.opened(archive)
+    tops = unpacked.tops()
+    if len(tops) != 1:
+        raise InputError(f"{archive}: a bundle archive has one top-level folder, found "
+                         f"{len(tops)}")
+    del into  # the archive's own private folder, kept for the command's life
+    top = tops.pop()
+    if unpacked.kind(f"{top}/{layout.BUNDLE_FILE}") != "file":
+        what = "a folder" if unpacked.kind(f"{top}/{layout.BUNDLE_FILE}") else "missing"
+        raise InputError(f"{archive}: member '{top}/{layout.BUNDLE_FILE}' is {what}, not a file "
+                         "(not an evidence bundle)")
+    return unpacked.unpacked() / top
 
 
 class Bundle:
@@ -118,8 +96,10 @@ class Bundle:
     def open(cls, path: Path | str) -> "Bundle":
         """Open a bundle folder or a `.tar.gz`/`.tgz`/`.tar` archive of one."""
         path = Path(path)
-        if path.is_dir():
+        if path.is_dir() and not path.is_symlink():
             return cls(path)
+        if path.is_symlink():
+            raise InputError(f"{path}: is a symbolic link (bundles are not read through links)")
         if not path.exists():
             raise InputError(f"{path}: no such bundle")
         tmp = Path(tempfile.mkdtemp(prefix="sparktriage-bundle-"))
@@ -141,6 +121,7 @@ class Bundle:
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
+            Archive.close_unpacked(self.root)
 
     def __enter__(self) -> "Bundle":
         return self
@@ -152,14 +133,12 @@ class Bundle:
 
     @staticmethod
     def _document(path: Path, required: bool = False) -> dict:
-        if not path.is_file():
+        if not path.is_file() and not path.is_symlink():
             if required:
-                raise InputError(f"{path}: missing")
+                raise InputError(f"{path}: missing" + (" (a folder, not a file)"
+                                                       if path.is_dir() else ""))
             return {}
-        try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise InputError(f"{path}: not a readable JSON document ({exc})") from exc
+        doc = read_document_bounded(path, follow_symlinks=False)  # capped, never a symlink
         if not isinstance(doc, dict):
             raise InputError(f"{path}: expected a JSON object")
         return doc
@@ -169,11 +148,15 @@ class Bundle:
         names = [n for n in self.info.nodes if isinstance(n, str)]
         folder = self.root / layout.NODES_DIR
         if folder.is_dir():
-            names += sorted(p.name for p in folder.iterdir() if p.is_dir() and p.name not in names)
+            names += sorted(p.name for p in folder.iterdir()
+                            if p.is_dir() and not p.is_symlink() and p.name not in names)
         return [layout.check_name(n) for n in names]
 
     def node_dir(self, node: str) -> Path:
-        return self.root / layout.NODES_DIR / layout.check_name(node)
+        path = self.root / layout.NODES_DIR / layout.check_name(node)
+        if path.is_symlink() or (self.root / layout.NODES_DIR).is_symlink():
+            raise InputError(f"{path}: a symbolic link in the bundle (not followed)")
+        return path
 
     def environment(self, node: str) -> dict | None:
         """The node's environment capture, or None when it was not written."""
@@ -189,6 +172,8 @@ class Bundle:
     # --- records ---------------------------------------------------------------------------
 
     def _records(self, path: Path) -> Iterator[dict]:
+        if path.is_symlink():
+            raise InputError(f"{path}: is a symbolic link (not followed in a bundle)")
         if path.is_file():
             yield from read_records(path)
 

@@ -22,6 +22,7 @@ from sparktriage.cli.exit_codes import ExitCode
 from sparktriage.cli.helpstyle import restyle
 from sparktriage.cli.registry import BY_NAME, COMMANDS
 from sparktriage.errors import SparktriageError
+from sparktriage.store import archive
 from sparktriage.validation_words import plain_text
 
 
@@ -112,12 +113,19 @@ def main(argv: list[str] | None = None) -> None:
     _interrupt_on_termination()
     command = typer.main.get_command(app)
     try:
-        result = command.main(args=args, prog_name="sparktriage", standalone_mode=False)
-    except typer.Exit as exc:
-        sys.exit(exc.exit_code)
-    except typer.Abort:
+        try:
+            result = command.main(args=args, prog_name="sparktriage", standalone_mode=False)
+        finally:
+            archive.release()  # unpacked archives and held readers live as long as the command
+    except typer.Abort as exc:
+        if isinstance(exc.__cause__, EOFError):  # click turns an EOFError into Abort: input ended
+            console.stderr.print("error: input ended unexpectedly (truncated file or stream: "
+                                 f"{exc.__cause__ or 'end of file'})", markup=False)
+            sys.exit(ExitCode.USAGE)
         console.stderr.print("interrupted", markup=False)
         sys.exit(ExitCode.INTERRUPTED)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
     except typer.TyperException as exc:  # usage errors of the command-line parser
         if type(exc).__name__ == "NoArgsIsHelpError":  # bare `sparktriage`: show the help
             console.stderr.print(exc.format_message(), markup=False)
@@ -135,6 +143,9 @@ def main(argv: list[str] | None = None) -> None:
             console.stderr.print_exception()
         console.stderr.print(f"error: {exc.one_line()}", markup=False)
         sys.exit(exc.exit_code)
+    except RecursionError:  # input nested past a reader's bound that no reader caught
+        console.stderr.print("error: input nested too deeply (see docs/limits.md)", markup=False)
+        sys.exit(ExitCode.USAGE)
     except Exception as exc:  # a bug: say so in one line unless --debug asks for the traceback
         if _state["debug"]:
             console.stderr.print_exception()

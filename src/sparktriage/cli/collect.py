@@ -53,7 +53,7 @@ def collect(
     json_out: Optional[str] = typer.Option(None, "--json", help="Write the result summary to PATH, or - for stdout."),
 ) -> None:
     """Collect an evidence bundle around a running server (by PID, by command-line match, or by running a command)."""
-    from sparktriage.launch.attach_collect import CollectRequest, run_collect
+    from sparktriage.launch.attach_collect import CollectRequest, endpoint_from_argv, run_collect
     from sparktriage.launch.render import render_collect_plan
     from sparktriage.launch.transport import Transport
     if sum(x is not None for x in (pid, match, cmd)) != 1:
@@ -71,6 +71,11 @@ def collect(
             raise UsageError(f"--cmd: {exc}") from None
         if not argv:
             raise UsageError("--cmd is empty")
+    if until_ready and endpoint is None and argv is not None:
+        endpoint = endpoint_from_argv(argv)  # the command's own --host/--port, not a default
+        if endpoint is None:
+            raise UsageError("--until-ready: cannot tell which address the --cmd command serves "
+                             "on (no --port in it); give --endpoint URL")
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     request = CollectRequest(
         out=out or Path(f"bundle-{stamp}"), node=node, pid=pid, match=match, cmd=argv,

@@ -1,6 +1,7 @@
 """The terminal edge: one rich console for chatter (stderr), data to stdout, JSON output.
 
-Only modules under `cli/` import this. Progress and messages go to stderr so that stdout
+Only modules under `cli/` import this. Every string printed has its control characters shown
+escaped (`sparktriage.textsafe`), so configs, logs and servers cannot drive the terminal. Progress and messages go to stderr so that stdout
 carries data only (a table, or JSON with `--json -`).
 """
 
@@ -15,12 +16,22 @@ from typing import Any
 from rich.console import Console
 
 from sparktriage.errors import InputError
+from sparktriage.textsafe import escape_controls
 from sparktriage.redact import run as redaction
 
-stderr = Console(stderr=True, highlight=False, soft_wrap=True,
+
+class SafeConsole(Console):
+    """A console that shows control characters of the text it prints escaped (textsafe)."""
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:  # noqa: A003 - rich's name
+        super().print(*(escape_controls(o) if isinstance(o, str) else o for o in objects),
+                      **kwargs)
+
+
+stderr = SafeConsole(stderr=True, highlight=False, soft_wrap=True,
                  width=None if sys.stderr.isatty() else 160)
 # Piped output is not wrapped at 80 columns: tables stay whole in logs and files.
-stdout = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
+stdout = SafeConsole(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 160)
 
 
 _argv: list[str] = []
@@ -63,14 +74,16 @@ def draw(view, target: Console | None = None) -> None:
     out = target or stdout
     for part in parts:
         if isinstance(part, Line):
-            out.print(Text(part.text, style=_STYLES.get(part.style, "")))
+            out.print(Text(escape_controls(part.text), style=_STYLES.get(part.style, "")))
         elif isinstance(part, Table):
-            table = RichTable(title=part.title, title_justify="left")
+            title = escape_controls(part.title, keep_newlines=False) if part.title else part.title
+            table = RichTable(title=title, title_justify="left")
             for column in part.columns:
                 table.add_column(column, justify="right" if column in part.right else "left",
                                  overflow="fold" if part.fold else "ellipsis")
             for row in part.rows:
-                table.add_row(*row)
+                table.add_row(*(escape_controls(c, keep_newlines=False) if isinstance(c, str)
+                                 else c for c in row))
             out.print(table)
 
 

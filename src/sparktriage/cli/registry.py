@@ -34,6 +34,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("schema", "schema", "schema", "List the typed documents, print one's JSON Schema, or check a file against it."),
     Command("simulate", "simulate", "simulate", "Serve a simulated OpenAI-compatible API with an exact token ground truth."),
     Command("rules", "rules", "rules_app", "Stall rules: validate and inspect.", group=True),
+    Command("testbed", "testbed", "testbed_app", "Test beds on this machine: the network-namespace lab (root).", group=True),
 )
 
 BY_NAME = {command.name: command for command in COMMANDS}

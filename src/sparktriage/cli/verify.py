@@ -12,6 +12,9 @@ from sparktriage.cli.exit_codes import ExitCode
 from sparktriage.errors import UsageError
 
 
+UNTRUSTED = "signature valid, signer not trusted: give --key or --allowed-signers"
+
+
 def render_lines(result: VerifyResult, anchor: TrustAnchor | None) -> list[str]:
     """The verification result as plain lines (stdout)."""
     lines = [f"report: {result.report_dir}"]
@@ -30,6 +33,8 @@ def render_lines(result: VerifyResult, anchor: TrustAnchor | None) -> list[str]:
         lines.append(f"signature: {result.signature.upper()}: {result.signature_problem}")
     if result.signer_fingerprint and result.signature != "valid":
         lines.append(f"  key named in the signature: {result.signer_fingerprint}")
+    if anchor is None and result.signature == "valid" and not result.untrusted_allowed:
+        lines.append(UNTRUSTED)
     if anchor is None:
         if result.signer_fingerprint:
             lines.append(f"signer: identity NOT established (no --allowed-signers or --key): integrity "
@@ -40,6 +45,7 @@ def render_lines(result: VerifyResult, anchor: TrustAnchor | None) -> list[str]:
         lines.append(f"signer: trusted: {who} ({anchor.source})")
     elif result.trust == "untrusted":
         lines.append(f"signer: NOT TRUSTED: {result.trust_problem}")
+    lines += [f"  LINK OR NOT A REGULAR FILE (not followed): {p}" for p in result.links]
     lines.append("result: OK" if result.ok else "result: FAILED")
     return lines
 
@@ -50,6 +56,7 @@ def verify(
     key: Optional[Path] = typer.Option(None, "--key", help="OpenSSH public key file (KEY.pub) to trust."),
     identity: Optional[str] = typer.Option(None, "--identity", help="Require this principal of the allowed-signers file."),
     json_out: Optional[str] = typer.Option(None, "--json", help="Write the result to PATH, or - for stdout."),
+    allow_untrusted: bool = typer.Option(False, "--allow-untrusted", help="Accept a valid signature by any key (no --key or --allowed-signers); exit 0 then."),
 ) -> None:
     """Verify a report's signature, its signer and the digest of every file."""
     from sparktriage.report import allowed_signers
@@ -65,7 +72,7 @@ def verify(
                              identity=identity)
     elif key is not None:
         anchor = TrustAnchor(key=read_public_key(key), source=str(key))
-    result = verify_folder(report_dir, anchor)
+    result = verify_folder(report_dir, anchor, allow_untrusted=allow_untrusted)
     out = console.data_console(json_out)
     for line in render_lines(result, anchor):
         out.print(line, markup=False, highlight=False)

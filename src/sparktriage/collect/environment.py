@@ -42,7 +42,7 @@ SYSCTLS = ("vm/swappiness", "vm/overcommit_memory", "vm/min_free_kbytes", "vm/di
            "kernel/yama/ptrace_scope", "kernel/task_delayacct")
 _SYSPATH = "import sys,json;print(json.dumps({'path':sys.path,'version':sys.version.split()[0]}))"
 _CUDA = re.compile(r"^cuda\s*(?::[^=]*)?=\s*['\"]([^'\"]*)['\"]", re.MULTILINE)
-_DIST = re.compile(r"^(.+?)-(\d[^-]*?)\.(?:dist|egg)-info$")
+_DIST = re.compile(r"^(.+?)-(\d[^-]*?)\.(?:dist|egg)-info\Z")
 
 
 def _read(path: str) -> str | None:
@@ -186,7 +186,8 @@ class EnvironmentCollector(Collector):
             env = procfs.proc_environ(pid) if pid else dict(os.environ)
         except OSError:
             env = {}
-        paths += [p for p in env.get("PYTHONPATH", "").split(":") if p]
+        # PYTHONPATH precedes site-packages in the server's own sys.path: what it shadows wins
+        paths = [p for p in env.get("PYTHONPATH", "").split(":") if p] + paths
         packages, where = packages_in(paths)
         versions = {"python": version}
         for key, names in KEY_PACKAGES.items():

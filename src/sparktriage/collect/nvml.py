@@ -15,7 +15,7 @@ import re
 from typing import Any
 
 NOT_SUPPORTED = 3
-_CALL = re.compile(r"^(nvml\w+)(?:\(([\w,]*)\))?$")
+_CALL = re.compile(r"^(nvml\w+)(?:\(([\w,]*)\))?\Z")
 
 
 class NvmlError(Exception):

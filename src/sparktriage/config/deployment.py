@@ -20,7 +20,7 @@ from sparktriage.config.yamlload import load_model, load_yaml, merge_errors, val
 from sparktriage.errors import ConfigError, SourceLocation
 from sparktriage.config.roofline import RooflineSpec
 
-FLAG_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+FLAG_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*\Z")
 Scalar = Union[str, int, float, bool, None]
 
 
@@ -94,6 +94,7 @@ class Timeouts(Strict):
     stage_s: float = Field(300.0, gt=0, description="Deadline for a launch stage's marker (Ray start), seconds.")
     teardown_grace_s: float = Field(20.0, ge=0, description="SIGTERM to SIGKILL, seconds.")
     link_s: float = Field(30.0, gt=0, description="Silence after which a node link counts as lost, seconds.")
+    observe_failure_s: float = Field(0.0, ge=0, le=3600, description="After a failure before ready, keep collecting until no node logged a line for this long, then tear down (do the others hang?), seconds; 0: tear down at once.")
 
 
 class CollectSettings(Strict):

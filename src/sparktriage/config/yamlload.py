@@ -1,6 +1,7 @@
 """YAML to validated pydantic models, with every problem reported at its file:line.
 
-Loading goes through `yaml.SafeLoader` only: `compose` builds the node tree (which keeps each
+Loading goes through the one bounded reader, `sparktriage.yamlsafe` (safe constructor only;
+size, depth, node count and aliases bounded): it composes the node tree (which keeps each
 node's line), the safe constructor turns it into plain data, and a walk over the tree records
 the line of every key path. Pydantic then validates the data; each of its errors is mapped back
 to the line of the deepest key path it names. All problems are collected before failing
@@ -15,6 +16,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from sparktriage import yamlsafe
 from sparktriage.errors import ConfigError, SourceLocation
 from sparktriage.validation_words import plain
 
@@ -49,18 +51,12 @@ def _dotted(loc: tuple) -> str:
 
 def load_yaml(path: Path) -> tuple[Any, Marks]:
     """Parse a YAML file safely; return (data, {key path: line})."""
+    text = yamlsafe.read_text(path, "YAML")  # InputError (exit 2) when unreadable or too big
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read ({exc})") from None
-    loader = yaml.SafeLoader(text)
-    try:
-        node = loader.get_single_node()
+        node = yamlsafe.compose(text, str(path))
         if node is None:
             raise ConfigError(f"{path}: empty document", location=SourceLocation(str(path), 1))
-        data = loader.construct_document(node)
+        data = yamlsafe.construct(node)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else None
@@ -68,8 +64,6 @@ def load_yaml(path: Path) -> tuple[Any, Marks]:
                           location=SourceLocation(str(path), line)) from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML ({exc})") from None
-    finally:
-        loader.dispose()
     marks: Marks = {}
     problems: list[tuple[int, str]] = []
     _walk(node, (), marks, problems)

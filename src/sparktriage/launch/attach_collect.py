@@ -25,6 +25,32 @@ from sparktriage.launch.transport import Transport, local_python
 from sparktriage.progress import Observer
 
 _PORT = re.compile(r"--port[= ](\d+)")
+_WILDCARD = {"", "0.0.0.0", "::", "[::]", "*"}
+
+
+def endpoint_from_argv(argv: list[str] | tuple[str, ...]) -> str | None:
+    """The URL a server command listens on, from its own `--host`/`--port` (`--opt V` or
+    `--opt=V`); vLLM's default port 8000 for a `serve` command without `--port`; None when it
+    cannot tell (then --until-ready needs --endpoint). A wildcard host is reached on 127.0.0.1."""
+    values: dict[str, str] = {}
+    for i, word in enumerate(argv):
+        for opt in ("--host", "--port"):
+            if word == opt and i + 1 < len(argv):
+                values[opt] = argv[i + 1]
+            elif word.startswith(opt + "="):
+                values[opt] = word.split("=", 1)[1]
+    port = values.get("--port")
+    if port is None:
+        if "serve" not in argv:
+            return None
+        port = "8000"
+    if not port.isdigit() or not 0 < int(port) < 65536:
+        return None
+    host = values.get("--host", "")
+    host = "127.0.0.1" if host in _WILDCARD else host
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"http://{host}:{int(port)}"
 
 
 @dataclass(frozen=True)
@@ -82,9 +108,9 @@ def run_collect(req: CollectRequest, observe: Observer | None = None) -> dict:
                 observe("marker", {"node": node, "marker": name})
         elif kind == "attached":
             state["attach_error"] = message.get("error")
-            match = _PORT.search(message.get("cmdline") or "")
-            if state["endpoint"] is None and match:
-                state["endpoint"] = f"http://127.0.0.1:{match.group(1)}"
+            found = endpoint_from_argv((message.get("cmdline") or "").split())
+            if state["endpoint"] is None and found and _PORT.search(message.get("cmdline") or ""):
+                state["endpoint"] = found
             observe("attached", message)
             wake.set()
         elif kind == "proc" and message.get("event") in ("exited", "failed"):

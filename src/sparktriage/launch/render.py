@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import shlex
 
+from sparktriage.textsafe import escape_controls
 from sparktriage.collect.plan import CollectPlan
 from sparktriage.collect.shipping import agent_argv
 
 
 def _quote(argv: list[str] | tuple[str, ...]) -> str:
-    return " ".join(shlex.quote(str(a)) for a in argv)
+    """Shell-quoted argv on one line, control characters (ANSI, newlines) shown escaped."""
+    return escape_controls(" ".join(shlex.quote(str(a)) for a in argv), keep_newlines=False)
 
 
 def render_collectors(plan: CollectPlan, indent: str = "  ") -> list[str]:
@@ -70,7 +72,8 @@ def render_launch_plan(plan) -> str:
             gate = f" (then wait for log marker '{proc.marker}')" if proc.marker else ""
             lines.append(f"  on {node}: {proc.name}{gate}")
             if proc.env:
-                lines.append("    env:  " + " ".join(f"{k}={shlex.quote(v)}" for k, v in proc.env))
+                lines.append("    env:  " + escape_controls(" ".join(f"{k}={shlex.quote(v)}" for k, v in proc.env),
+                                                 keep_newlines=False))
             lines.append("    argv: " + _quote(proc.argv))
     if plan.teardown:
         lines += ["", "after teardown:"]

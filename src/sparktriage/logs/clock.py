@@ -22,7 +22,7 @@ from sparktriage.errors import UsageError
 
 HALF_YEAR = 183 * 86400.0
 SLACK = 86400.0
-_OFFSET = re.compile(r"^(?:UTC|GMT)?([+-])(\d\d):?(\d\d)$")
+_OFFSET = re.compile(r"^(?:UTC|GMT)?([+-])(\d\d):?(\d\d)\Z")
 
 
 def parse_tz(name: str | None) -> _dt.tzinfo | None:

@@ -25,10 +25,12 @@ from pathlib import Path
 from typing import BinaryIO, Iterator, NamedTuple, Sequence
 
 from sparktriage.errors import InputError
+from sparktriage.store.archive import Archive
+from sparktriage.store.documents import escape_text
 
 MAX_LINE = 1 << 20  # bytes kept of one physical line
 BLOCK = 1 << 20
-_NODE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$")
+_NODE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}\Z")
 _RECORD_NAME = (".lines.jsonl", ".lines.jsonl.gz")
 
 
@@ -130,12 +132,8 @@ class LogSource:
         if self.path is None:
             return sys.stdin.buffer
         try:
-            if self.member is not None:
-                archive = tarfile.open(self.path, "r:*")
-                handle = archive.extractfile(self.member)
-                if handle is None:
-                    raise InputError(f"{self.origin}: not a regular file in the archive")
-                return handle
+            if self.member is not None:  # the command's one checked, unpacked copy
+                return Archive.opened(self.path).open_member(self.member)
             if self.path.suffix == ".gz":
                 return gzip.open(self.path, "rb")
             return open(self.path, "rb")
@@ -180,7 +178,7 @@ def _record_lines(stream: BinaryIO, origin: str) -> Iterator[RawLine]:
         if not cut:
             try:
                 record = json.loads(raw)
-            except (ValueError, RecursionError):
+            except (ValueError, RecursionError):  # ValueError: JSON, and lone surrogates
                 record = None
         if not isinstance(record, dict) or not isinstance(record.get("line"), str):
             yield RawLine(_decode(raw), number, truncated=cut)  # keep what was there
@@ -193,7 +191,7 @@ def _record_lines(stream: BinaryIO, origin: str) -> Iterator[RawLine]:
             t = None
         stream_name = record.get("stream") if isinstance(record.get("stream"), str) else None
         node = record.get("node") if isinstance(record.get("node"), str) else None
-        line = record["line"]
+        line = escape_text(record["line"])  # a "\\ud800" escape must not crash a printer
         line = line[:-1] if line.endswith("\n") else line
         yield RawLine(line[:MAX_LINE], number, t, stream_name, node, len(line) > MAX_LINE)
 
@@ -234,12 +232,8 @@ def _bundle_sources(root: Path, node: str | None) -> list[LogSource]:
 
 
 def _tar_sources(path: Path, node: str | None) -> list[LogSource]:
-    try:
-        with tarfile.open(path, "r:*") as archive:
-            names = [m.name for m in archive.getmembers() if m.isfile()]
-    except (OSError, tarfile.TarError, EOFError) as exc:
-        raise InputError(f"cannot read {path}: {exc}") from exc
-    pattern = re.compile(r"(?:^|/)nodes/([^/]+)/logs/[^/]+\.lines\.jsonl$")
+    names = Archive.opened(path).names()  # indexed once, checked and capped (store.archive)
+    pattern = re.compile(r"(?:^|/)nodes/([^/]+)/logs/[^/]+\.lines\.jsonl\Z")
     sources = []
     for name in sorted(names):
         m = pattern.search(name)

@@ -18,9 +18,9 @@ import math
 import time
 from dataclasses import dataclass, field
 
-import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from sparktriage.netread import get_bounded
 from sparktriage.errors import EndpointError, InputError
 
 GENERATION = "vllm:generation_tokens_total"
@@ -82,14 +82,11 @@ def parse_text(text: str, origin: str = "metrics") -> Scrape:
 def scrape(url: str, timeout_s: float = 10.0, headers: dict | None = None) -> tuple[str, Scrape]:
     """GET a `/metrics` page; return its raw text and the parsed scrape (timed)."""
     start = time.time()
-    try:
-        response = httpx.get(url, timeout=timeout_s, headers=headers or {}, trust_env=False)
-    except httpx.HTTPError as exc:
-        raise EndpointError(f"cannot scrape {url}: {str(exc) or type(exc).__name__}") from exc
+    status, body = get_bounded(url, timeout_s, headers, what="metrics page")  # streamed, capped
     end = time.time()
-    if response.status_code != 200:
-        raise EndpointError(f"cannot scrape {url}: HTTP {response.status_code}")
-    text = response.text
+    if status != 200:
+        raise EndpointError(f"cannot scrape {url}: HTTP {status}")
+    text = body.decode("utf-8", errors="replace")
     parsed = parse_text(text, url)
     parsed.t, parsed.url = (start + end) / 2, url
     return text, parsed

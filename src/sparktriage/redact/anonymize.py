@@ -27,8 +27,8 @@ _KEEP_HOSTS = {"localhost", "local", "localhost.localdomain", "ip6-localhost", "
 _KEEP_USERS = {"root", "nobody", "admin", "user", "ubuntu", "debian", "nvidia", "ec2-user",
                "runner", "daemon", "www-data", "centos", "fedora", "ray", "vllm", "docker",
                "guest", "none", "null"}
-_HOSTNAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$")
-_USERNAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,31}$")
+_HOSTNAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\Z")
+_USERNAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,31}\Z")
 _URL_HOST = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://(?:([^\s:/?#@\"']+)(?::[^\s/?#@\"']*)?@)?"
                        r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)")
 _USER_AT_HOST = re.compile(r"(?<![\w.@/-])([A-Za-z_][A-Za-z0-9_.-]{0,31})@([A-Za-z0-9][A-Za-z0-9.-]*[A-Za-z0-9])")

@@ -121,8 +121,8 @@ _FLAG_LISTED = re.compile(  # an argv printed as a list: ["--api-key", "VALUE"]
 _ASSIGN = re.compile(
     r"(?<![A-Za-z0-9_/.-])([\"']?)([A-Za-z_][A-Za-z0-9_.-]{0,79})\1(\s*[=:]\s*)(\[?\s*)"
     r"(?:\"([^\"\n]*)\"|'([^'\n]*)'|([^\s\"',;)}\]]+))")
-_METAVAR = re.compile(r"^(?:[A-Z][A-Z_]{0,15}|<[a-z_|-]{1,16}>|\[[a-z_|-]{1,16}\])$")  # --api-key TEXT
-_KEY_MATERIAL = re.compile(r"^[A-Za-z0-9+/]{40,}={0,2}$")
+_METAVAR = re.compile(r"^(?:[A-Z][A-Z_]{0,15}|<[a-z_|-]{1,16}>|\[[a-z_|-]{1,16}\])\Z")  # --api-key TEXT
+_KEY_MATERIAL = re.compile(r"^[A-Za-z0-9+/]{40,}={0,2}\Z")
 _TRIGGER = re.compile(
     r"(?i)-----|://|bearer|authori[sz]ation|--|sk-|hf_|nvapi-|gh[pousr]_|github_pat|glpat-|xox"
     r"|AIza|AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|eyJ|[=:]")

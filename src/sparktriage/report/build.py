@@ -145,7 +145,7 @@ def _replace(tmp: Path, out: Path) -> None:
 def _kind(path: Path) -> str | None:
     try:
         return json.loads(path.read_text(encoding="utf-8")).get("kind")
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):
         return None
 
 

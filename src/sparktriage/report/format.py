@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sparktriage.textsafe import escape_controls
 from sparktriage.report.values import scalar
 
 
@@ -24,10 +25,10 @@ def seconds(value: float | None) -> str:
 
 
 def cell(value) -> str:
-    """Any value as table-cell text."""
+    """Any value as table-cell text (control characters from configs shown escaped)."""
     if isinstance(value, float):
         return f"{value:.4g}"
-    return scalar(value) if not isinstance(value, str) else value
+    return escape_controls(scalar(value) if not isinstance(value, str) else value)
 
 
 def percent(fraction: float | None) -> str:

@@ -14,13 +14,13 @@ extra fields are ignored there. Files are read in a fixed, sorted order so that 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from sparktriage import yamlsafe
 from sparktriage.documents.bench import BenchDocument, LaunchDocument
 from sparktriage.documents.logs import LogsDocument
 from sparktriage.documents.probe import ProbeDocument
@@ -28,7 +28,7 @@ from sparktriage.documents.reconcile import ReconcileDocument
 from sparktriage.documents.stalls import StallsDocument
 from sparktriage.documents.sweep import SweepDocument
 from sparktriage.errors import InputError
-from sparktriage.store.documents import read_records
+from sparktriage.store.documents import read_document_bounded, read_records
 from sparktriage.store.rundir import SCHEMA_VERSION
 from sparktriage.store.typed import Document, parse
 
@@ -90,14 +90,7 @@ def _check_version(doc: dict, rel: str) -> None:
 
 
 def _read_json(path: Path, rel: str) -> dict:
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{rel}: not UTF-8 text ({exc.reason})") from exc
-    except json.JSONDecodeError as exc:
-        raise InputError(f"{rel}:{exc.lineno}: not valid JSON ({exc.msg})") from exc
-    except OSError as exc:
-        raise InputError(f"{rel}: unreadable ({exc.strerror or exc})") from exc
+    doc = read_document_bounded(path, name=rel, follow_symlinks=False)  # capped, never a link
     if not isinstance(doc, dict):
         raise InputError(f"{rel}: expected a JSON object, found {type(doc).__name__}")
     _check_version(doc, rel)
@@ -110,7 +103,7 @@ def _read_jsonl(path: Path, rel: str) -> list[dict]:
 
 def _read_yaml(path: Path, rel: str) -> dict:
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        doc, _ = yamlsafe.load(yamlsafe.read_text(path), rel)
     except UnicodeDecodeError as exc:
         raise InputError(f"{rel}: not UTF-8 text ({exc.reason})") from exc
     except yaml.YAMLError as exc:
@@ -144,15 +137,30 @@ def _candidates(root: Path) -> list[str]:
     rels = [name for name in TOP_FILES]
     launches = root / "launches"
     if launches.is_dir():
-        for launch in sorted(p for p in launches.iterdir() if p.is_dir()):
+        for launch in sorted(p for p in launches.iterdir() if _real_dir(p)):
             base = f"launches/{launch.name}"
             rels += [f"{base}/{name}" for name in LAUNCH_FILES]
             rels += [f"{base}/bundle/{name}" for name in BUNDLE_FILES]
             nodes = launch / "bundle" / "nodes"
             if nodes.is_dir():
-                for node in sorted(p for p in nodes.iterdir() if p.is_dir()):
+                for node in sorted(p for p in nodes.iterdir() if _real_dir(p)):
                     rels += [f"{base}/bundle/nodes/{node.name}/{name}" for name in NODE_FILES]
     return rels
+
+
+def _real_dir(path: Path) -> bool:
+    return path.is_dir() and not path.is_symlink()
+
+
+def _check_no_link(root: Path, rel: str) -> None:
+    """Refuse a run-directory input reached through a symbolic link (its target could be any
+    local file, which the report would then publish)."""
+    path = root
+    for part in rel.split("/"):
+        path = path / part
+        if path.is_symlink():
+            raise InputError(f"{rel}: a symbolic link in the run directory (not followed)",
+                             hint="replace it with the file itself")
 
 
 def load_run(root: Path) -> RunInputs:
@@ -164,6 +172,7 @@ def load_run(root: Path) -> RunInputs:
     files: dict[str, SourceFile] = {}
     for rel in _candidates(root):
         path = root / rel
+        _check_no_link(root, rel)
         if path.is_file():
             files[rel] = _load(path, rel)
     run = files["run.json"].content

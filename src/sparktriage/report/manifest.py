@@ -16,7 +16,7 @@ from pathlib import Path, PurePosixPath
 MANIFEST = "MANIFEST"
 SIGNATURE = "MANIFEST.sig"
 EXCLUDED = frozenset({MANIFEST, SIGNATURE})
-_LINE = re.compile(r"^(\\?)([0-9a-fA-F]{64}) [ *](.+)$")
+_LINE = re.compile(r"^(\\?)([0-9a-fA-F]{64}) [ *](.+)\Z")
 
 
 class ManifestFormatError(ValueError):

@@ -21,7 +21,7 @@ from sparktriage.report.sshkeygen import agent_signer, file_signer
 from sparktriage.report.model import Signing
 
 DEFAULT_IDENTITY = "report-signer"
-_IDENTITY = re.compile(r"^[A-Za-z0-9._@+-]{1,128}$")
+_IDENTITY = re.compile(r"^[A-Za-z0-9._@+-]{1,128}\Z")
 
 
 @dataclass(frozen=True)

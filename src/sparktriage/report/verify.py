@@ -9,16 +9,23 @@ Three independent questions, each answered in the result (never one opaque boole
 3. identity: is that key trusted: equal to `--key`, or listed for the namespace in
    `--allowed-signers` (optionally for `--identity`)? (`ssh-keygen -Y find-principals` then
    `-Y verify -I PRINCIPAL`.) Without either, integrity is checked against the key inside the
-   signature and the result says the signer is not established.
+   signature, the signer is not established, and the result is not ok (anyone can re-sign a
+   changed report) unless `allow_untrusted` was asked for.
 
 The cryptography is OpenSSH's. What stays in process: reading the signature's key and
 namespace (sshsig.parse: the result names the signer, and a malformed file is said to be one),
 and parsing the allowed-signers file to name a bad line and to say why a listed key was not
 accepted (docs/verification.md).
+
+Nothing in the folder is followed through a link: a symbolic link (to a file or a folder) or
+anything but a regular file or folder in the report is listed in `links` and fails integrity,
+and MANIFEST or MANIFEST.sig as a link is refused.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 import subprocess
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -58,14 +65,18 @@ class VerifyResult:
     trust: str = "none"  # trusted | untrusted | none (no anchor given)
     trust_problem: str | None = None
     principals: list[str] = field(default_factory=list)
+    links: list[str] = field(default_factory=list)  # symlinks and non-regular files found
+    untrusted_allowed: bool = False  # --allow-untrusted: a valid signature by anyone is ok
 
     @property
     def integrity_ok(self) -> bool:
-        return self.manifest_problem is None and not (self.modified or self.removed or self.added)
+        return self.manifest_problem is None and not (self.modified or self.removed or self.added
+                                                      or self.links)
 
     @property
     def ok(self) -> bool:
-        return self.integrity_ok and self.signature == "valid" and self.trust != "untrusted"
+        trusted = self.trust == "trusted" or (self.trust == "none" and self.untrusted_allowed)
+        return self.integrity_ok and self.signature == "valid" and trusted
 
     @property
     def identity_established(self) -> bool:
@@ -78,10 +89,26 @@ class VerifyResult:
         return out
 
 
+def _odd_entries(folder: Path) -> list[str]:
+    """Paths below `folder` that are symbolic links or neither regular files nor folders."""
+    odd = []
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
+        base = Path(dirpath)
+        for name in dirnames + filenames:
+            path = base / name
+            mode = path.lstat().st_mode
+            if stat.S_ISLNK(mode) or not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                odd.append(path.relative_to(folder).as_posix())
+    return sorted(odd)
+
+
 def _check_files(folder: Path, entries: list[manifest.Entry], result: VerifyResult) -> None:
     listed = {e.path for e in entries}
+    result.links = _odd_entries(folder)
     for entry in entries:
         path = folder / entry.path
+        if entry.path in result.links or any(entry.path.startswith(p + "/") for p in result.links):
+            continue  # not read through a link; reported in `links`
         if not (path.is_file()):
             result.removed.append(entry.path)
             continue
@@ -92,7 +119,8 @@ def _check_files(folder: Path, entries: list[manifest.Entry], result: VerifyResu
             digest = None  # unreadable now: it cannot be shown to be what was signed
         if digest != entry.digest:
             result.modified.append(entry.path)
-    result.added = [p for p in manifest.folder_files(folder) if p not in listed]
+    result.added = [p for p in manifest.folder_files(folder)
+                    if p not in listed and p not in result.links]
 
 
 def _keygen(argv: list[str], data: bytes) -> subprocess.CompletedProcess:
@@ -164,14 +192,19 @@ def _check_trust(signature: sshsig.Signature, anchor: TrustAnchor, result: Verif
                             "at this time")
 
 
-def verify(folder: Path, anchor: TrustAnchor | None = None) -> VerifyResult:
+def verify(folder: Path, anchor: TrustAnchor | None = None,
+           allow_untrusted: bool = False) -> VerifyResult:
     """Verify a report folder; InputError only when it is not a report folder at all."""
-    if not folder.is_dir():
-        raise InputError(f"{folder}: no such report folder")
+    if folder.is_symlink() or not folder.is_dir():
+        raise InputError(f"{folder}: no such report folder" + (" (a symbolic link, not followed)"
+                                                             if folder.is_symlink() else ""))
+    for name in (manifest.MANIFEST, manifest.SIGNATURE):
+        if (folder / name).is_symlink():
+            raise InputError(f"{folder / name}: a symbolic link (not followed)")
     manifest_path = folder / manifest.MANIFEST
     if not manifest_path.is_file():
         raise InputError(f"{folder}: no MANIFEST, so this is not a sparktriage report folder")
-    result = VerifyResult(report_dir=str(folder))
+    result = VerifyResult(report_dir=str(folder), untrusted_allowed=allow_untrusted)
     data = manifest_path.read_bytes()
     try:
         entries = manifest.parse(data)

@@ -4,7 +4,7 @@ A `SimConfig` holds server-wide behaviour (API key, how `/v1/models` and the com
 endpoints answer) and a mapping of model names to `Scenario`s. A scenario is the token
 schedule (TTFT, gaps, tokens per chunk), the token-count sources the server supports, how it
 treats `ignore_eos`, and the faults it injects. Files are YAML or JSON read with
-`yaml.safe_load`; unknown keys are errors, reported with the file and line (docs/simulator.md).
+the bounded `sparktriage.yamlsafe` reader; unknown keys are errors, reported with the file and line (docs/simulator.md).
 """
 
 from __future__ import annotations

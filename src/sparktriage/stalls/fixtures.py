@@ -15,8 +15,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
 
+
+from sparktriage import yamlsafe
 from sparktriage.errors import SourceLocation
 from sparktriage.stalls.loader import Problem
 from sparktriage.stalls.synth import load_spec, node_lines, write_bundle, write_log
@@ -54,7 +55,7 @@ def segments(root: Path) -> dict:
     path = root / SEGMENTS_FILE
     if not path.exists():
         return {}
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    data = yamlsafe.load_file(path, "fixture")[0] or {}
     return {"segments": data.get("segments", {}), "profiles": data.get("profiles", {})}
 
 

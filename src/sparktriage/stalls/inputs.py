@@ -21,6 +21,7 @@ from pathlib import Path
 from sparktriage.errors import InputError
 from sparktriage.bundle.indexed import IndexedRecords
 from sparktriage.bundle.reader import Bundle
+from sparktriage.store import archive
 from sparktriage.logs.events import LogEvent
 from sparktriage.logs.document import LogAnalyzer, require_timed
 from sparktriage.logs.parser import iter_events
@@ -103,8 +104,10 @@ def load(path: Path) -> Evidence:
         raise InputError(f"{path}: no such file or folder")
     if Bundle.is_bundle(path) and (path.is_dir() or path.name.endswith((".tar.gz", ".tgz",
                                                                         ".tar"))):
-        with Bundle.open(path) as bundle:
-            evidence = _from_bundle(bundle)
+        # series read their records later: the bundle stays open for the command's life
+        bundle = Bundle.open(path)
+        archive.hold(bundle.close)
+        evidence = _from_bundle(bundle)
         evidence.origin = str(path)
         return evidence
     events = list(iter_events([str(path)]))

@@ -1,7 +1,7 @@
 """Load `rules/`: every rule file and the vocabulary, collecting ALL problems with file:line.
 
-YAML is read with `yaml.safe_load` semantics (never a constructor that runs code), once more
-as a node tree to know the line of every key, so that a schema error in a nested condition
+YAML is read by the one bounded reader, `sparktriage.yamlsafe` (safe constructor only; size,
+depth, node count and aliases bounded), as a node tree to know the line of every key, so that a schema error in a nested condition
 points at its own line. Duplicate keys, which YAML silently lets the last one win, are errors.
 """
 
@@ -14,7 +14,8 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from sparktriage.errors import ConfigError, SourceLocation
+from sparktriage import yamlsafe
+from sparktriage.errors import ConfigError, InputError, SourceLocation
 from sparktriage.stalls.schema import Rule, Vocabulary
 from sparktriage.validation_words import plain
 
@@ -78,12 +79,12 @@ def read_yaml(path: Path) -> tuple[Any, dict[tuple, int], list[Problem]]:
     """The document, the line of every key path, and YAML-level problems."""
     problems: list[Problem] = []
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        return None, {}, [Problem(SourceLocation(str(path)), f"cannot read: {exc}", "yaml")]
-    try:
-        tree = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        text = yamlsafe.read_text(path, "rule")
+        tree = yamlsafe.compose(text, str(path))
+        data = yamlsafe.construct(tree)
+    except InputError as exc:  # unreadable, not UTF-8, or past a limit (docs/limits.md)
+        return None, {}, [Problem(exc.location or SourceLocation(str(path)), exc.message,
+                                  "yaml")]
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None

@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from sparktriage import yamlsafe
 from sparktriage.errors import InputError
 
 T0 = 1_790_000_000.0  # a fixed epoch so that generated bundles are reproducible
@@ -154,8 +155,8 @@ def expand_stacks(ranges: list[dict], t0: float) -> list[dict]:
 
 def _read_yaml(path: Path) -> dict:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
+        data, _ = yamlsafe.load_file(path, "spec")
+    except yaml.YAMLError as exc:
         raise InputError(f"{path}: cannot read spec ({exc})") from exc
     if not isinstance(data, dict):
         raise InputError(f"{path}: a spec is a YAML mapping")

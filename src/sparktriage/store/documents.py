@@ -4,6 +4,12 @@ Raw records are appended one JSON object per line and flushed (and fsync'ed) as 
 a crash or Ctrl-C loses at most the record in flight. Derived documents are written whole,
 atomically (temporary file then rename), and can always be rebuilt from the raw records.
 
+A raw record can always be written: text a server or log sent that UTF-8 cannot carry (lone
+surrogates, e.g. from a `"\\ud800"` JSON escape) is stored escaped (`\\ud800` as plain
+characters) and the record gets `"escaped": true`; the same escaping is applied to what is read
+back, so no reader ever meets a lone surrogate. Reading is bounded (docs/limits.md): a document
+is at most `JSON_MAX_BYTES` and `JSON_MAX_DEPTH` deep, a record line at most `RECORD_MAX_BYTES`.
+
 Both go through the redaction stage first (redact/run.py: this run's stand-ins), so no
 document or record of a run directory, bundle or report ever holds a secret.
 """
@@ -13,10 +19,12 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 from pathlib import Path
 from typing import Any, Iterator
 
 from sparktriage.errors import InputError
+from sparktriage.limits import JSON_MAX_BYTES, JSON_MAX_DEPTH, RECORD_MAX_BYTES, limit_hit, size_text
 from sparktriage.redact import run as redaction
 from sparktriage.redact.documents import DocumentRedactor
 
@@ -30,6 +38,84 @@ def _sanitize(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_sanitize(v) for v in value]
     return value
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def escape_text(text: str) -> str:
+    """Text UTF-8 can carry: lone surrogates become their `\\udXXX` escape as characters."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8") \
+        if _has_surrogate(text) else text
+
+
+def escape_surrogates(value: Any) -> tuple[Any, bool]:
+    """(value with every string made UTF-8-safe, whether anything was escaped); iterative."""
+    changed = False
+
+    def fix(item: Any) -> Any:
+        nonlocal changed
+        if isinstance(item, str) and _has_surrogate(item):
+            changed = True
+            return escape_text(item)
+        return item
+
+    if isinstance(value, str):
+        return fix(value), changed
+    if not isinstance(value, (dict, list)):
+        return value, False
+    root: Any = {} if isinstance(value, dict) else []
+    stack = [(value, root)]
+    while stack:
+        src, dst = stack.pop()
+        items = src.items() if isinstance(src, dict) else enumerate(src)
+        for key, item in items:
+            key = fix(key)
+            if isinstance(item, (dict, list)):
+                child: Any = {} if isinstance(item, dict) else []
+                stack.append((item, child))
+                item = child
+            else:
+                item = fix(item)
+            if isinstance(dst, dict):
+                dst[key] = item
+            else:
+                dst.append(item)
+    return root, changed
+
+
+def depth_of(value: Any, limit: int = JSON_MAX_DEPTH) -> int:
+    """Nesting depth of plain data (iterative; stops counting past `limit`)."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, depth)
+            if depth > limit:
+                return depth
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+    return deepest
+
+
+def loads_bounded(text: str | bytes, origin: str, line: int | None = None,
+                  max_depth: int = JSON_MAX_DEPTH) -> Any:
+    """`json.loads` with a depth bound and no lone surrogates in the result.
+
+    Raises LimitError past the depth and lets json.JSONDecodeError through."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise limit_hit("JSON nesting", f"{max_depth} levels", origin, line) from None
+    if depth_of(value, max_depth) > max_depth:
+        raise limit_hit("JSON nesting", f"{max_depth} levels", origin, line)
+    return escape_surrogates(value)[0]
 
 
 def dumps(document: Any) -> str:
@@ -51,12 +137,37 @@ def write_document(path: Path, document: dict) -> None:
 
 def read_document(path: Path) -> dict:
     """Read a JSON document, with a one-line error when it is missing or malformed."""
+    return read_document_bounded(path)
+
+
+def read_document_bounded(path: Path, *, name: str | None = None,
+                          follow_symlinks: bool = True) -> Any:
+    """A JSON document within the size and depth caps; one-line InputError otherwise.
+
+    With `follow_symlinks=False` a symlink (or anything but a regular file) is refused."""
+    name = name or str(path)
+    flags = os.O_RDONLY | (0 if follow_symlinks else getattr(os, "O_NOFOLLOW", 0))
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        fd = os.open(path, flags)
     except FileNotFoundError as exc:
-        raise InputError(f"{path}: no such file") from exc
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(f"{path}: not a readable JSON document ({exc})") from exc
+        raise InputError(f"{name}: no such file") from exc
+    except OSError as exc:
+        if not follow_symlinks and path.is_symlink():
+            raise InputError(f"{name}: is a symbolic link (not followed)") from exc
+        raise InputError(f"{name}: not a readable JSON document ({exc.strerror or exc})") from exc
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise InputError(f"{name}: not a regular file")
+        raw = fh.read(JSON_MAX_BYTES + 1)
+    if len(raw) > JSON_MAX_BYTES:
+        raise limit_hit("JSON document", size_text(JSON_MAX_BYTES), name)
+    try:
+        return loads_bounded(raw.decode("utf-8"), name)
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{name}: not a readable JSON document (not UTF-8: {exc.reason})") from exc
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{name}:{exc.lineno}: not valid JSON ({exc.msg}); not a readable JSON "
+                         "document") from exc
 
 
 class RecordWriter:
@@ -72,7 +183,16 @@ class RecordWriter:
         self._fh = open(path, "a", encoding="utf-8")
 
     def append(self, record: dict) -> None:
-        self._fh.write(dumps(self._redactor.value(record)) + "\n")
+        """Write one record; text UTF-8 cannot carry is kept escaped (`"escaped": true`)."""
+        try:
+            record = self._redactor.value(record)  # redacted first, then written
+            line = dumps(record)
+            line.encode("utf-8")
+        except UnicodeEncodeError:
+            record, _ = escape_surrogates(record)
+            record["escaped"] = True
+            line = dumps(record)
+        self._fh.write(line + "\n")
         self._fh.flush()
         os.fsync(self._fh.fileno())
 
@@ -102,17 +222,23 @@ def read_records(path: Path, *, name: str | None = None,
     except OSError as exc:
         raise InputError(f"{name}: unreadable ({exc.strerror or exc})") from exc
     with fh:
-        lines = fh.readlines()
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            if number == len(lines) and not line.endswith("\n"):
-                return  # the record in flight when the writer died
-            raise InputError(f"{name}:{number}: malformed record ({exc.msg})") from exc
-        if isinstance(record, dict):
-            yield record
-        elif objects_only:
-            raise InputError(f"{name}:{number}: a record must be a JSON object")
+        number = 0
+        while True:
+            line = fh.readline(RECORD_MAX_BYTES + 1)
+            if not line:
+                return
+            number += 1
+            if len(line) > RECORD_MAX_BYTES and not line.endswith("\n"):
+                raise limit_hit("record", size_text(RECORD_MAX_BYTES), name, number)
+            if not line.strip():
+                continue
+            try:
+                record = loads_bounded(line, name, number)
+            except json.JSONDecodeError as exc:
+                if not line.endswith("\n") and not fh.read(1):
+                    return  # the record in flight when the writer died
+                raise InputError(f"{name}:{number}: malformed record ({exc.msg})") from exc
+            if isinstance(record, dict):
+                yield record
+            elif objects_only:
+                raise InputError(f"{name}:{number}: a record must be a JSON object")

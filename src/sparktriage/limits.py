@@ -1,0 +1,51 @@
+"""The caps on every outside input, in one place (documented in docs/limits.md).
+
+Inputs come from other people's machines and servers: configs, rules, workloads, bundles,
+archives, logs, metrics pages and response streams. Every reader takes its bound from here, and
+a limit that is hit is an input error (exit 2) that names the file, member or line and the
+limit, never a crash, a hang or unbounded memory.
+"""
+
+from __future__ import annotations
+
+from sparktriage.errors import InputError, SourceLocation
+
+# YAML (deployments, labs, rules, workloads, scenarios, client inputs)
+YAML_MAX_BYTES = 4 << 20
+YAML_MAX_DEPTH = 64
+YAML_MAX_NODES = 100_000  # scalars, mappings and sequences composed, aliases included
+
+# JSON documents (bundle.json, environment.json, run documents) and JSON-lines records
+JSON_MAX_BYTES = 64 << 20
+JSON_MAX_DEPTH = 64
+RECORD_MAX_BYTES = 16 << 20  # one JSON-lines record
+
+# Archives (evidence bundles)
+ARCHIVE_MAX_MEMBERS = 200_000
+ARCHIVE_MAX_TOTAL_BYTES = 8 << 30
+ARCHIVE_MAX_MEMBER_BYTES = 2 << 30
+
+# What a server sends the streaming client and the metrics scraper
+RESPONSE_MAX_BYTES = 32 << 20  # one streamed response body
+LINE_MAX_BYTES = 1 << 20  # one SSE line / one header line
+TOKEN_MARGIN = 64  # SSE events accepted beyond the max_tokens the request asked for
+METRICS_MAX_BYTES = 16 << 20  # one /metrics page
+
+
+class LimitError(InputError):
+    """An input went past one of the caps above."""
+
+
+def limit_hit(what: str, limit: str, origin: str, line: int | None = None) -> LimitError:
+    """The error for an input past a cap: `origin:line: WHAT exceeds LIMIT`."""
+    return LimitError(f"{what} exceeds the limit of {limit}",
+                      location=SourceLocation(origin, line),
+                      hint="see docs/limits.md")
+
+
+def size_text(n: int) -> str:
+    """A byte count as the docs write it (4 MiB, 1 GiB, 512 bytes)."""
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift} {unit}"
+    return f"{n} bytes"
