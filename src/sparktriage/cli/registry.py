@@ -31,6 +31,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("sweep", "sweep", "sweep", "Relaunch a deployment per speculative depth: rates with intervals over launches, a correctness gate, a recommendation."),
     Command("report", "report", "report", "Render a redacted, signed Markdown and PDF report from a run directory."),
     Command("verify", "verify", "verify", "Verify a report's signature, its signer and the digest of every file."),
+    Command("reproduce", "reproduce", "reproduce", "Turn what a client sends into a launchable deployment, a lab plan and the diff that matters."),
     Command("schema", "schema", "schema", "List the typed documents, print one's JSON Schema, or check a file against it."),
     Command("simulate", "simulate", "simulate", "Serve a simulated OpenAI-compatible API with an exact token ground truth."),
     Command("rules", "rules", "rules_app", "Stall rules: validate and inspect.", group=True),
