@@ -29,6 +29,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("logs", "logs", "logs", "Parse vLLM logs: startup phases, throughput and speculative-decoding series, findings."),
     Command("probe", "probe", "probe", "Probe a server for FP4 garbage (healthy / suspect / garbage, with the evidence)."),
     Command("bench", "bench", "bench", "Measure tokens delivered to a streaming client (TTFT, decode and end-to-end rates)."),
+    Command("sweep", "sweep", "sweep", "Relaunch a deployment per speculative depth: rates with intervals over launches, a correctness gate, a recommendation."),
     Command("report", "report", "report", "Render a redacted, signed Markdown and PDF report from a run directory."),
     Command("verify", "verify", "verify", "Verify a report's signature, its signer and the digest of every file."),
     Command("reproduce", "reproduce", "reproduce", "Turn what a client sends into a launchable deployment, a lab plan and the diff that matters."),

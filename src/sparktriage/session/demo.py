@@ -21,24 +21,24 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import yaml
 
 from sparktriage.session.demokey import make_demo_key
 from sparktriage.session.plan import SessionOptions
 from sparktriage.session.runner import open_session, run_session
-from sparktriage.session.steps import bench_summary
+from sparktriage.measure.steps import bench_summary
 from sparktriage.store.documents import write_document
 from sparktriage.store.rundir import SCHEMA_VERSION, RunDir
-from sparktriage.sweep.decide import acceptance_length, workload_rate
+from sparktriage.sweep.acceptance import from_log
+from sparktriage.sweep.decide import workload_rate
 from sparktriage.errors import InputError
 from sparktriage.testbed import garbage as garbage_package
 from sparktriage.testbed.garbage.variants import trained_model
 from sparktriage.testbed.paths import Testbed
 from sparktriage.testbed.ports import free_port
+from sparktriage.progress import Observer
 
-Observer = Callable[[str, dict], None]
 NODE = "local"
 SWEEP_WORKLOAD = "code"
 IDENTITY = "sparktriage-demo"
@@ -193,7 +193,8 @@ def demo_summary(run: RunDir, state: dict, result: dict, model: Path, baseline: 
                          "stall_findings": len((stalls or {}).get("findings") or []),
                          "delivered_tok_s": workload_rate(bench, SWEEP_WORKLOAD),
                          "e2e_tok_s": workload_rate(bench, SWEEP_WORKLOAD, "e2e_tok_s"),
-                         "acceptance_length": acceptance_length(logs) if depth else None})
+                         "acceptance_length": ((from_log(logs) or {}).get("mean_acceptance_length")
+                                               if depth else None)})
     probe_step = next((s for s in state["steps"] if s["kind"] == "probe"), None)
     probe = _read(run.path / "launches" / probe_step["launch"] / "probe.json") \
         if probe_step and probe_step["state"] == "done" else None

@@ -17,12 +17,11 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from sparktriage.errors import SparktriageError
 from sparktriage.store.documents import RecordWriter
+from sparktriage.progress import Observer
 
-Observer = Callable[[str, dict], None]
 WATCH_INTERVAL_S = 5.0
 
 

@@ -25,7 +25,6 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import yaml
 
@@ -40,25 +39,21 @@ from sparktriage.session.live import StallWatcher
 from sparktriage.session.plan import (DONE, FAILED, INTERRUPTED, PENDING, RUNNING, LabAssumptions,
                                       SessionOptions, base_depth, build_steps, estimate_s)
 from sparktriage.session.state import FILE, SessionState
-from sparktriage.session.steps import bench_step, bench_summary, probe_step, stalls_step
+from sparktriage.measure.steps import bench_step, bench_summary, probe_step, stalls_step
 from sparktriage.session.survivors import stop_survivors
-from sparktriage.session.sweep_step import SweepInputs, engine_available, run_engine, run_sweep_step
+from sparktriage.session.sweep_step import SweepInputs, run_engine
 from sparktriage.store.documents import write_document
 from sparktriage.store.rundir import LaunchDir, RunDir
+from sparktriage.progress import Observer, quiet
 
-Observer = Callable[[str, dict], None]
 NGRAM_EXTRA = {"prompt_lookup_max": 4, "prompt_lookup_min": 2}
-
-
-def _quiet(event: str, details: dict) -> None:
-    return None
 
 
 @dataclass
 class Session:
     run: RunDir
     state: SessionState
-    observe: Observer = _quiet
+    observe: Observer = quiet
     api_key: str | None = None  # never written: given again (or OPENAI_API_KEY) on resume
 
     @property
@@ -76,7 +71,7 @@ def plan_steps(options: SessionOptions) -> tuple[list[dict], float]:
 
 
 def open_session(run_dir: Path, options: SessionOptions | None, command: list[str],
-                 observe: Observer = _quiet, api_key: str | None = None) -> Session:
+                 observe: Observer = quiet, api_key: str | None = None) -> Session:
     """Create `run_dir`'s session (options given) or reopen it (options None: `resume`);
     recover from a crash and stop survivors either way."""
     exists = (run_dir / FILE).is_file()
@@ -367,7 +362,7 @@ def _attached_launch(session: Session, fresh: bool) -> LaunchDir:
 def _attached(session: Session, step: dict) -> None:
     """Protocol, probe or log parsing against `options.endpoint` (the selfcheck preset)."""
     from sparktriage.logs.clock import parse_tz
-    from sparktriage.session.steps import logs_step
+    from sparktriage.measure.steps import logs_step
     state, options, observe = session.state, session.options, session.observe
     extra, inputs = options.extra, step["inputs"]
     tz = parse_tz(extra.get("tz"))
@@ -422,37 +417,24 @@ def _sweep(session: Session, step: dict) -> str | None:
         return "no launch of the deployment as given completed: nothing to compare against"
     workload = inputs["workload"]
 
-    def launch_at(depth: int) -> str | None:
-        sub = {"id": f"sweep-protocol-d{depth}", "kind": "protocol", "group": None,
-               "inputs": {"workloads": [workload]}, "state": PENDING, "reason": None,
-               "launch": None, "started": None, "ended": None, "notes": []}
-        with state._lock:
-            step.setdefault("children", []).append(sub)
-            state.save()
-        label = _launch_group(session, "sweep", depth, [sub], None)
-        return label if label and sub["state"] == DONE else None
-
     options = session.options
     sweep_inputs = SweepInputs(tuple(inputs["depths"]), inputs["method"], workload, labels,
                                base_depth(options), options.deployment, options.lab,
                                inputs["requests"], inputs["max_tokens"], options.baseline,
                                options.budget_min)
-    if engine_available():
-        current: dict = {}
+    current: dict = {}
 
-        def observe(event: str, details: dict) -> None:
-            if event == "sweep-launch":
-                current["label"] = details.get("label")
-            elif event == "process":
-                state.add_process({"node": details.get("node"), "name": details.get("name"),
-                                   "pid": details.get("pid"), "pgid": details.get("pgid"),
-                                   "starttime": details.get("starttime"),
-                                   "launch": current.get("label")})
-            session.observe(event, details)
+    def observe(event: str, details: dict) -> None:
+        if event == "sweep-launch":
+            current["label"] = details.get("label")
+        elif event == "process":
+            state.add_process({"node": details.get("node"), "name": details.get("name"),
+                               "pid": details.get("pid"), "pgid": details.get("pgid"),
+                               "starttime": details.get("starttime"),
+                               "launch": current.get("label")})
+        session.observe(event, details)
 
-        run_engine(session.run.path, sweep_inputs, observe)
-        return None
-    run_sweep_step(session.run.path, sweep_inputs, launch_at, session.observe)
+    run_engine(session.run.path, sweep_inputs, observe)
     return None
 
 

@@ -16,17 +16,16 @@ import datetime as _dt
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from sparktriage.bench.client import ClientSettings, make_http_client
 from sparktriage.bench.endpoint import discover
 from sparktriage.bench.workload import load_workloads
 from sparktriage.report.signing import SignSpec
-from sparktriage.session.steps import bench_summary
+from sparktriage.measure.steps import bench_summary
 from sparktriage.store.documents import write_document
 from sparktriage.store.rundir import SCHEMA_VERSION, RunDir
+from sparktriage.progress import Observer
 
-Observer = Callable[[str, dict], None]
 QUICK = {"requests": 5, "max_tokens": 128}
 
 

@@ -1,30 +1,19 @@
 """The session's sweep step: the one place the session meets the sweep engine.
 
-When the sweep engine is installed (`sparktriage.sweep.engine`), the step calls
-`plan_sweep(...)` and `run_sweep(plan, DIR/sweep, observer)`: the engine's adaptive launches (depth 0
-included), its gate, `sweep-state.json` for resume and `sweep.json`; the session's observer
-records every server process it starts. Without it (before the engine is merged), the step runs
-the sweep the demo always ran (sparktriage.sweep.decide: one launch per depth other than the
-deployment's own, the protocol launches standing for that depth, `sweep_document`).
-
-Resumable from `DIR/sweep/progress.json`: the depths already measured and their launch labels;
-a depth whose launch was interrupted is launched again (the runner records the interruption).
+The step calls the sweep engine (`sparktriage.sweep.engine`): `plan_sweep(...)` and
+`run_sweep(plan, DIR/sweep, observer)`: the engine's adaptive launches (depth 0 included), its
+gate, `sweep-state.json` for resume and `sweep.json`; the session's observer records every
+server process it starts. Resumed from the engine's own state: finished launches are never
+repeated, an interrupted one is launched again (the runner records the interruption).
 """
 
 from __future__ import annotations
 
-import importlib.util
-import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
+from sparktriage.progress import Observer
 from sparktriage.store.documents import write_document
-
-Observer = Callable[[str, dict], None]
-# launch_at(depth) -> the label of a completed launch at that depth, with bench.json and
-# logs.json in its folder; None when it did not complete
-LaunchAt = Callable[[int], "str | None"]
 
 
 @dataclass(frozen=True)
@@ -40,14 +29,6 @@ class SweepInputs:
     max_tokens: int = 256
     baseline: str | None = None
     budget_min: float | None = None
-
-
-def engine_available() -> bool:
-    """Whether `sparktriage.sweep.engine` (the sweep engine) is installed."""
-    try:
-        return importlib.util.find_spec("sparktriage.sweep.engine") is not None
-    except ImportError:
-        return False
 
 
 def run_engine(run_dir: Path, inputs: SweepInputs, observe: Observer) -> dict:
@@ -66,55 +47,3 @@ def run_engine(run_dir: Path, inputs: SweepInputs, observe: Observer) -> dict:
     result = run_sweep(plan, out, observe, command=["sparktriage", "session"])
     write_document(run_dir / "sweep.json", result.document)
     return result.document
-
-
-def _read(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
-def _rate(run_dir: Path, label: str, workload: str, depth: int):
-    # the pre-engine decision helpers (imported here: the engine's sweep.decide replaces them)
-    from sparktriage.sweep.decide import LaunchRate, acceptance_length, workload_rate
-    folder = run_dir / "launches" / label
-    bench, logs = _read(folder / "bench.json"), _read(folder / "logs.json")
-    return LaunchRate(label, workload_rate(bench, workload), acceptance_length(logs) if depth else None,
-                      workload_rate(bench, workload, "e2e_tok_s"))
-
-
-def _leader(per_depth: dict) -> str | None:
-    from sparktriage.sweep.decide import decide
-    decision = decide(per_depth)
-    if decision.get("depth") is None:
-        return None
-    return f"depth {decision['depth']}" + (" (provisional)" if decision.get("provisional") else "")
-
-
-def run_sweep_step(run_dir: Path, inputs: SweepInputs, launch_at: LaunchAt,
-                   observe: Observer) -> dict:
-    """Measure every depth not measured yet, then write `sweep.json`; return it (the
-    pre-engine sweep)."""
-    from sparktriage.sweep.decide import sweep_document
-    progress_path = run_dir / "sweep" / "progress.json"
-    progress = _read(progress_path) or {"depths": {}}
-    per_depth: dict = {
-        inputs.base_depth: [_rate(run_dir, l, inputs.workload, inputs.base_depth)
-                            for l in inputs.base_labels]}
-    for depth, labels in progress["depths"].items():
-        per_depth[int(depth)] = [_rate(run_dir, l, inputs.workload, int(depth)) for l in labels]
-    for depth in inputs.depths:
-        if depth == inputs.base_depth or str(depth) in progress["depths"]:
-            continue
-        label = launch_at(depth)
-        labels = [label] if label else []
-        progress["depths"][str(depth)] = labels
-        write_document(progress_path, progress)
-        per_depth[depth] = [_rate(run_dir, l, inputs.workload, depth) for l in labels]
-        leader = _leader(per_depth)
-        if leader:
-            observe("sweep-leader", {"text": leader})
-    document = sweep_document(inputs.method, inputs.workload, per_depth)
-    write_document(run_dir / "sweep.json", document)
-    return document
