@@ -84,7 +84,8 @@ def test_demo_sweep_document_matches_its_launches(demo_run):
     spec = sweep["depths"][1]["launches"][0]["acceptance_length"]
     assert spec is not None and spec > 1.0  # ngram drafts were accepted on the code workload
     decision = sweep["decision"]
-    assert decision["depth"] in (0, 2) and decision["provisional"] is True  # one launch per depth
+    gates = {d["depth"]: d["gate"] for d in sweep["depths"]}
+    assert decision["depth"] in (0, 2) and decision["provisional"] is True, (decision, gates)  # one launch per depth
     basis = "e2e_tok_s" if decision["basis"] == "e2e" else "delivered_tok_s"
     best = max(sweep["depths"], key=lambda d: d["launches"][0][basis])
     assert decision["depth"] == best["depth"]

@@ -245,7 +245,23 @@ def _simulate(ctx: Ctx) -> list[str]:
     return ["simulate", "--help"]
 
 
+def _reproduce(ctx: Ctx) -> list[str]:
+    """Client inputs carrying secrets: a serve script, a docker line, an env dump (captured live)."""
+    serve = ctx.inputs / "serve.sh"
+    serve.write_text(f"export HF_TOKEN={HF}\nexport OPENAI_API_KEY={ENV_KEY}\n"
+                     f"export HF_ENDPOINT=https://admin:{URL_PASSWORD}@hub.example.com\n"
+                     f"vllm serve /models/m --api-key {FLAG_KEY} --served-model-name m "
+                     f"--hf-overrides '{{\"token\": \"{OPENAI}\"}}' --header 'Authorization: Bearer {BEARER}'\n")
+    docker = ctx.inputs / "docker.sh"
+    docker.write_text(f"docker run -e AWS_SECRET_ACCESS_KEY={AWS_SECRET} -e AWS_ACCESS_KEY_ID="
+                      f"{AWS_ID} img:1 vllm serve /models/m\n")
+    dump = ctx.inputs / "client.env"
+    dump.write_text(f"PATH=/usr/bin\nHF_TOKEN={HF}\nVLLM_API_KEY={FLAG_KEY}\n")
+    return ["reproduce", str(serve), str(docker), str(dump), "--out", str(ctx.tmp / "repro"), "--json", "-"]
+
+
 CASES: dict[str, list[Case]] = {
+    "reproduce": [Case("client-inputs", _reproduce)],
     "logs": [Case("file", lambda c: ["logs", str(c.log), "--json", str(c.tmp / "logs.json")]),
              Case("stdout", lambda c: ["logs", str(c.log), "--json", "-"])],
     "stalls": [Case("file", lambda c: ["stalls", str(c.log), "--json", str(c.tmp / "stalls.json")])],

@@ -85,6 +85,7 @@ def test_private_key_split_over_log_lines_is_removed_line_by_line():
     ("client-secret", True), ("AWS_SECRET_ACCESS_KEY", True), ("max_tokens", False),
     ("token_source", False), ("password_file", False), ("num_speculative_tokens", False),
     ("SSH_AUTH_SOCK", False), ("monkey", False), ("keys", False), ("api_keys", True),
+    ("public_key", False), ("signer_pubkey", False), ("private_key", True),
 ])
 def test_secret_names(name, secret):
     assert secret_name(name) is secret

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from sparktriage.cli.progress import protocol_lines
 from sparktriage.reconcile.launch import reconcile_launch
-from sparktriage.session.steps import bench_summary
+from sparktriage.measure.steps import bench_summary
 from sparktriage.store.rundir import LaunchDir
 from sparktriage.testbed.synthetic_run import SyntheticSpec, make_run
 

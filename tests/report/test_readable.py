@@ -79,7 +79,7 @@ def test_provisional_sweep_decision_says_so(report_run: Path, report_build, tmp_
     report_build(run, out, formats="md")
     depth = sweep["decision"]["depth"]
     md = (out / "report.md").read_text(encoding="utf-8")
-    assert f"**Decision: depth {depth} (provisional).**" in md
+    assert f"**Decision: depth {depth}, provisional" in md
     report = json.loads((out / "report.json").read_text())
     row = next(v for v in report["summary"]["verdicts"] if v["topic"] == "Speculative depth")
     assert row["verdict"] == f"depth {depth} (provisional)"

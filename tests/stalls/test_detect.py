@@ -24,9 +24,11 @@ def test_healthy_start_has_no_period(classify):
 
 
 def test_silence_threshold_and_phase(classify):
+    # a warm compile cache (the log says so): 30 s of silence in compile is a stall
     log = HEAD + [{"segment": "load_begin", "at": 41},
                   [56, "Loading safetensors checkpoint shards: 100% Completed | 20/20 [00:15<00:00,  0.75s/it]"],
                   {"segment": "load_end", "at": 56},
+                  [57, "Worker", "Directly load the compiled graph(s) for compile range (1, 2048) from the cache, took 0.50 s"],
                   [58, "Worker", "Dynamo bytecode transform time: 3.01 s"],
                   [88, "Worker", "torch.compile took 30.00 s in total"],
                   {"segment": "ready", "at": 90}]
@@ -36,6 +38,45 @@ def test_silence_threshold_and_phase(classify):
     assert stall["duration_s"] == 30.0 and stall["how"] == ["silence"]
     doc, _ = classify(_spec(log), params=DetectParams(silence_s=31))
     assert doc["findings"] == []
+
+
+def test_silent_cold_compile_is_an_observation_not_a_stall(classify):
+    """No cache hit in the log: the compile is cold and may stay silent for compile_cold_s."""
+    log = HEAD + [{"segment": "load_begin", "at": 41}, {"segment": "load_end", "at": 56},
+                  [58, "Worker", "Dynamo bytecode transform time: 3.01 s"],
+                  [158, "Worker", "torch.compile took 100.00 s in total"],
+                  {"segment": "ready", "at": 160}]
+    doc, _ = classify(_spec(log))
+    assert doc["findings"] == []
+    (seen,) = doc["observations"]
+    assert seen["phase"] == "compile" and seen["duration_s"] == 100.0
+    assert seen["text"].startswith("compile took 100 s: cold cache, expected on a first boot")
+    doc, _ = classify(_spec(log), params=DetectParams(compile_cold_s=60))
+    assert [(f["phase"], f["duration_s"]) for f in doc["findings"]] == [("compile", 100.0)]
+
+
+def test_compute_budgets_scale_with_load_but_waits_do_not(classify):
+    """45 s of silence after the weights (post_load): a stall on an idle machine, expected
+    at a load of 3 per core; a hang at the rendezvous is not excused by load."""
+    log = HEAD + [{"segment": "load_begin", "at": 41}, {"segment": "load_end", "at": 56},
+                  [57, "Worker", "Directly load the compiled graph(s) for compile range (1, 2048) from the cache, took 0.50 s"],
+                  [102, "Worker", "torch.compile took 1.00 s in total"],
+                  {"segment": "ready", "at": 104}]
+    doc, _ = classify(_spec(log))
+    assert [f["duration_s"] for f in doc["findings"]] == [45.0]
+    doc, _ = classify(_spec(log, samples={"host": [{"from": 0, "to": 110,
+                                                     "profile": "host_calm"}]}))
+    assert [f["duration_s"] for f in doc["findings"]] == [45.0]  # calm: no load figure
+    loaded = {"host": [{"from": 0, "to": 110, "profile": "host_calm",
+                        "record": {"load1": 6.0, "ncpu": 2}}]}
+    doc, _ = classify(_spec(log, samples=loaded))
+    assert doc["findings"] == []
+    (seen,) = doc["observations"]
+    assert "load 3.0 per core" in seen["text"]
+    hang = HEAD + [[45, "Worker", "world_size=2 rank=1 local_rank=0 distributed_init_method=tcp://10.0.0.1:29501 backend=gloo"]]
+    doc, _ = classify(_spec(hang, samples={"host": [{"from": 0, "to": 200, "profile": "host_calm",
+                                                      "record": {"load1": 6.0, "ncpu": 2}}]}))
+    assert [(f["how"], f["phase"]) for f in doc["findings"]] == [(["hang"], "distributed_init")]
 
 
 def test_new_process_gets_the_import_allowance(classify):

@@ -149,8 +149,15 @@ def test_compile_jit_cold_against_warm(testbed, rules, tmp_path):
     assert result["outcome"] == "ready", result
     # The tiny model compiles in tens of seconds where a real MoE takes minutes, and a fast
     # machine compiles it in under the default 30 s silence; scale the detector down with it
-    # (what --silence and --min-stall offer users).
-    params = DetectParams(silence_s=5.0, min_stall_s=5.0)
+    # (what --silence and --min-stall offer users; the cold-compile budget too).
+    # With the default budgets both healthy starts give no stall finding: the cold compile's
+    # silence is an observation (cold cache, expected on a first boot), not a stall.
+    for bundle in (cold, warm):
+        default_doc = _classify(bundle, rules)
+        assert default_doc["findings"] == [], [(f["phase"], f["reason"])
+                                               for f in default_doc["findings"]]
+    # (its cache state comes from the log: the warm start logs loading the compiled graph)
+    params = DetectParams(silence_s=5.0, min_stall_s=5.0, compile_cold_s=5.0)
     cold_doc, warm_doc = _classify(cold, rules, params), _classify(warm, rules, params)
     found = _findings(cold_doc, "compile-jit")
     assert found, [(f["kind"], f["phase"], f["duration_s"], f["verdict"]["id"])

@@ -57,6 +57,7 @@ def bench(
     insecure: bool = typer.Option(False, "--insecure", help="Do not verify the server's TLS certificate (https)."),
     rebuild: Optional[Path] = typer.Option(None, "--rebuild", help="Rebuild bench.json of RUN_DIR from its raw records; nothing is sent."),
     json_out: Optional[str] = typer.Option(None, "--json", help="Write the bench document to PATH, or - for stdout."),
+    roofline: Optional[Path] = typer.Option(None, "--roofline", metavar="DEPLOY", help="Deployment YAML with a roofline: block; each delivered rate is also shown as % of its ceiling."),
     log: Optional[List[str]] = typer.Option(None, "--log", help="Server log to reconcile with: FILE, NODE=FILE or *.lines.jsonl (repeatable)."),
     metrics: Optional[str] = typer.Option(None, "--metrics", help="Prometheus URL scraped before and after each workload, e.g. http://host:8000/metrics."),
     log_wait: float = typer.Option(15.0, "--log-wait", min=0, help="Seconds to wait for the stats line that covers the end of the run."),
@@ -88,13 +89,21 @@ def bench(
     zone = parse_tz(log_tz)
     if log:
         resolve_inputs(log)  # a wrong path fails now, not after the measurement
+    roof = None
+    if roofline is not None:
+        from sparktriage.config.deployment import load_deployment
+        from sparktriage.roofline.ceiling import deployment_ceiling
+        roof = deployment_ceiling(load_deployment(roofline))
+        if roof is None:
+            raise UsageError(f"--roofline {roofline}: the deployment has no roofline: block (docs/roofline.md)")
     with provisional_run(out or default_run_path(), ["sparktriage", *console.invoked_argv()]) as run:
         launch = claim_launch(run, launch_label, ("launch.json", "requests.jsonl", "bench.json"))
         console.info(f"run directory: {run.path}")
-        _measure(run, launch, settings, model, workloads, log, log_wait, metrics, zone, json_out)
+        _measure(run, launch, settings, model, workloads, log, log_wait, metrics, zone, json_out, roof)
 
 
-def _measure(run, launch, settings, model, workloads, log, log_wait, metrics, zone, json_out) -> None:
+def _measure(run, launch, settings, model, workloads, log, log_wait, metrics, zone, json_out,
+             roof=None) -> None:
     """The protocol on one launch, its reconciliation when a log or /metrics is given, output."""
     from sparktriage.bench.metrics_recorder import MetricsRecorder, wait_for_log
     from sparktriage.bench.protocol import ProtocolPlan, run_protocol
@@ -104,6 +113,15 @@ def _measure(run, launch, settings, model, workloads, log, log_wait, metrics, zo
     observe = recorder.observer(bench_progress) if recorder else bench_progress
     document = run_protocol(ProtocolPlan(settings, model, workloads), launch, observe)
     console.draw(delivered_table(document), console.data_console(json_out))
+    if roof is not None:  # every delivered rate also as % of the deployment's ceiling
+        from sparktriage.roofline.ceiling import bench_fractions
+        document = {**document, "roofline": bench_fractions(roof, document)}
+        launch.write("bench.json", {k: v for k, v in document.items() if k != "schema_version"})
+        for row in document["roofline"]["workloads"]:
+            if row["roofline_pct"] is not None:
+                console.data_console(json_out).print(
+                    f"{row['workload']}: {row['delivered_tok_s']:.2f} tok/s is {row['roofline_pct']:.1f}% "
+                    f"of the {row['ceiling_tok_s']:.1f} tok/s ceiling", markup=False, highlight=False)
     for w in document["workloads"]:
         for warning in w["warnings"]:
             console.warn(f"{w['name']}: {warning}")

@@ -10,21 +10,10 @@ import typer
 
 from sparktriage.cli import console
 from sparktriage.cli.exit_codes import ExitCode
-from sparktriage.cli.progress import protocol_lines, session_progress
+from sparktriage.cli.progress import protocol_lines
+from sparktriage.cli.session_view import plain
 from sparktriage.bench.render import delivered_table
 from sparktriage.errors import LaunchError, UsageError
-
-
-
-
-def _depths(text: str) -> tuple[int, ...]:
-    try:
-        depths = tuple(sorted({int(part) for part in text.split(",") if part.strip()}))
-    except ValueError:
-        raise UsageError(f"--depths: {text!r} is not a comma list of integers, e.g. 0,2") from None
-    if not depths or depths[0] < 0 or depths[-1] > 8:
-        raise UsageError("--depths: give speculative depths between 0 and 8, e.g. 0,2")
-    return depths
 
 
 
@@ -81,10 +70,11 @@ def demo(
     probe, protocol, speculative sweep, signed report."""
     from sparktriage.report.build import parse_formats
     from sparktriage.session.demo import DemoSettings, plan_demo, run_demo
+    from sparktriage.session.plan import parse_depths
     from sparktriage.store.rundir import RunDir, default_run_path
     from sparktriage.testbed.paths import locate
     parse_formats(formats)  # a wrong --format fails now, not after the session
-    settings = DemoSettings(depths=_depths(depths), launches=launches, requests=requests,
+    settings = DemoSettings(depths=parse_depths(depths), launches=launches, requests=requests,
                             max_tokens=max_tokens, startup_timeout_s=ready_timeout,
                             probe=not no_probe, formats=formats)
     bed = locate().check()
@@ -97,7 +87,7 @@ def demo(
         return
     run = RunDir.create(out or default_run_path(), ["sparktriage", *console.invoked_argv()])
     console.info(f"run directory: {run.path}")
-    doc = run_demo(run, bed, settings, session_progress, model)
+    doc = run_demo(run, bed, settings, plain, model)
     out_console = console.data_console(json_out)
     first = run.path / "launches" / "L001" / "bench.json"
     if first.is_file():

@@ -58,7 +58,7 @@ def probe_progress(event: str, details: dict) -> None:
 
 
 def session_progress(event: str, details: dict) -> None:
-    if event == "launch" and "depth" in details:
+    if event == "sweep-launch":
         depth = details["depth"]
         console.info(f"launch {details['label']}: "
                      + ("no speculative decoding" if not depth else f"ngram speculation, depth {depth}"))
@@ -70,10 +70,36 @@ def session_progress(event: str, details: dict) -> None:
         console.warn(details["text"])
     elif event.startswith("probe-"):
         probe_progress(event[len("probe-"):], details)
+    elif event in ("sweep-launch-done", "sweep-decision", "sweep-resume"):
+        return
     elif event == "report":
         console.info(f"report {details['dir']} (signature verified: {details['verified']})")
     elif event in ("server", "capabilities", "request"):
         bench_progress(event, details)
+    else:
+        launch_progress(event, details)
+
+
+def sweep_progress(event: str, details: dict) -> None:
+    """Progress of `sparktriage sweep` (stderr)."""
+    if event == "sweep-launch":
+        console.info(f"launch {details['label']} ({details['index']}/{details['max']} at most): "
+                     f"depth {details['depth']}, {details['why']}")
+    elif event == "sweep-launch-done":
+        rate = details.get("delivered_tok_s")
+        console.info(f"{details['label']} depth {details['depth']}: {details['status']}"
+                     + (f", {rate:.2f} tok/s" if rate is not None else "")
+                     + (f" ({details['reason']})" if details.get("reason") else ""))
+    elif event == "sweep-resume":
+        console.info(f"resuming: {details['finished']} finished launch(es) kept"
+                     + (f", interrupted {', '.join(details['interrupted'])} not reused"
+                        if details["interrupted"] else ""))
+    elif event == "warning":
+        console.warn(details["text"])
+    elif event in ("server", "capabilities", "request"):
+        bench_progress(event, details)
+    elif event == "sweep-decision" or event.startswith("probe-"):
+        return
     else:
         launch_progress(event, details)
 

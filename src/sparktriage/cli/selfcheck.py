@@ -10,7 +10,8 @@ from typing import List, Optional
 import typer
 
 from sparktriage.cli import console
-from sparktriage.cli.progress import protocol_lines, session_progress
+from sparktriage.cli.progress import protocol_lines
+from sparktriage.cli.session_view import plain
 from sparktriage.bench.render import delivered_table
 from sparktriage.cli.exit_codes import ExitCode
 from sparktriage.errors import UsageError
@@ -71,7 +72,8 @@ def selfcheck(
     from sparktriage.report.build import parse_formats
     from sparktriage.report.signing import SignSpec
     from sparktriage.report.signing import resolve as resolve_signer
-    from sparktriage.session.selfcheck import SelfcheckSettings, check_endpoint, run_selfcheck
+    from sparktriage.session.selfcheck import (SelfcheckSettings, check_endpoint, quick_budget,
+                                               run_selfcheck)
     from sparktriage.store.rundir import RunDir, default_run_path
     if baseline is not None and reference is not None:
         raise UsageError("give --baseline or --reference, not both")
@@ -88,11 +90,13 @@ def selfcheck(
         endpoint=endpoint, logs=tuple(log or ()), metrics=None if no_metrics else (metrics or ""),
         model=model, api_key=api_key or os.environ.get("OPENAI_API_KEY") or None,
         baseline=baseline, reference=reference, quick=quick, workloads=tuple(workload),
-        sign=SignSpec(sign) if sign else None, formats=formats, tz=parse_tz(log_tz), probe=not no_probe)
+        sign=SignSpec(sign) if sign else None, formats=formats, tz=parse_tz(log_tz), probe=not no_probe,
+        tz_name=log_tz)
     check_endpoint(settings)  # unreachable: exit 3 before a run directory exists
     run = RunDir.create(out or default_run_path(), ["sparktriage", *console.invoked_argv()])
     console.info(f"run directory: {run.path}")
-    doc = run_selfcheck(run, settings, session_progress)
+    console.info(quick_budget(settings))
+    doc = run_selfcheck(run, settings, plain)
     data = console.data_console(json_out)
     bench_doc = run.path / "launches" / doc["launch"] / "bench.json"
     if bench_doc.is_file():

@@ -30,6 +30,9 @@ def stalls(
                                       help="Shortest period reported, in seconds."),
     crawl_mbps: float = typer.Option(_DEFAULTS.crawl_floor_bps / 1e6, "--crawl-floor", min=0.0,
                                      help="Weight-read rate below which a load crawls, in MB/s."),
+    compile_cold_s: float = typer.Option(_DEFAULTS.compile_cold_s, "--compile-cold", min=1.0,
+                                         help="Seconds a cold torch.compile may stay silent "
+                                         "(an observation, not a stall)."),
 ) -> None:
     """Show the startup timeline with stalls marked, and classify each with evidence and fix."""
     from sparktriage.documents.stalls import StallsDocument
@@ -38,7 +41,7 @@ def stalls(
     from sparktriage.store.typed import check
     params = DetectParams(silence_s=silence_s, spawn_s=spawn_s, min_stall_s=min_stall_s,
                           crawl_floor_bps=crawl_mbps * 1e6, crawl_s=_DEFAULTS.crawl_s,
-                          asym_ratio=_DEFAULTS.asym_ratio)
+                          asym_ratio=_DEFAULTS.asym_ratio, compile_cold_s=compile_cold_s)
     rules = load_rules(rules_dir)
     document, _ = analyze(source, rules, params)
     console.write_json(check(StallsDocument, document), json_dest)

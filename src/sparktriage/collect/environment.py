@@ -186,7 +186,8 @@ class EnvironmentCollector(Collector):
             env = procfs.proc_environ(pid) if pid else dict(os.environ)
         except OSError:
             env = {}
-        paths += [p for p in env.get("PYTHONPATH", "").split(":") if p]
+        # PYTHONPATH precedes site-packages in the server's own sys.path: what it shadows wins
+        paths = [p for p in env.get("PYTHONPATH", "").split(":") if p] + paths
         packages, where = packages_in(paths)
         versions = {"python": version}
         for key, names in KEY_PACKAGES.items():

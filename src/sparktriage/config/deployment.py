@@ -18,6 +18,7 @@ from pydantic import Field, field_validator, model_validator
 from sparktriage.config.lab import Lab, Strict, env_mapping
 from sparktriage.config.yamlload import load_model, load_yaml, merge_errors, validate
 from sparktriage.errors import ConfigError, SourceLocation
+from sparktriage.config.roofline import RooflineSpec
 
 FLAG_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*\Z")
 Scalar = Union[str, int, float, bool, None]
@@ -93,6 +94,7 @@ class Timeouts(Strict):
     stage_s: float = Field(300.0, gt=0, description="Deadline for a launch stage's marker (Ray start), seconds.")
     teardown_grace_s: float = Field(20.0, ge=0, description="SIGTERM to SIGKILL, seconds.")
     link_s: float = Field(30.0, gt=0, description="Silence after which a node link counts as lost, seconds.")
+    observe_failure_s: float = Field(0.0, ge=0, le=3600, description="After a failure before ready, keep collecting until no node logged a line for this long, then tear down (do the others hang?), seconds; 0: tear down at once.")
 
 
 class CollectSettings(Strict):
@@ -117,6 +119,7 @@ class Deployment(Strict):
     ready: Literal["api", "log"] = Field("api", description="Ready when GET /health answers 200 (api) or when the log says so (log).")
     timeouts: Timeouts = Timeouts()
     collect: CollectSettings = CollectSettings()
+    roofline: RooflineSpec | None = Field(None, description="Hardware and model profiles for the decode ceiling (docs/roofline.md).")
 
     @field_validator("env", mode="before")
     @classmethod
@@ -191,7 +194,14 @@ def load_deployment(path: Path, lab_override: Path | None = None) -> Deployment:
     engine = deployment.engine
     vllm = engine.vllm if isinstance(engine.vllm, list) else [engine.vllm]
     vllm = [_resolve(a, base) for a in vllm]
+    roofline = deployment.roofline
+    if roofline is not None:  # user profile files are relative to the deployment's folder
+        roofline = roofline.model_copy(update={
+            k: os.path.normpath(base / v) for k in ("hardware", "model")
+            if isinstance(v := getattr(roofline, k), str) and v.endswith((".yaml", ".yml"))
+            and not os.path.isabs(v)})
     return deployment.model_copy(update={
+        "roofline": roofline,
         "lab": lab,
         "model": deployment.model.model_copy(update={"path": _resolve(deployment.model.path, base)}),
         "engine": engine.model_copy(update={"vllm": vllm}),

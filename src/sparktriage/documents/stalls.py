@@ -45,6 +45,18 @@ class Finding(Part):
     verdict: StallVerdict
 
 
+class Observation(Part):
+    """A long silence within its phase's budget: expected (a cold compile, a rendezvous wait)."""
+
+    node: str
+    phase: str | None
+    start: float
+    end: float
+    duration_s: float
+    start_offset_s: float | None = None
+    text: str
+
+
 class StallsSummary(Part):
     stalls: int
     failures: int
@@ -64,4 +76,5 @@ class StallsDocument(Document):
     nodes: dict[str, dict[str, Any]] | None = None
     phases: list[dict[str, Any]]
     findings: list[Finding]
+    observations: list[Observation] | None = None
     summary: StallsSummary | None = None

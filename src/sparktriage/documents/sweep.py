@@ -1,35 +1,47 @@
-"""The typed speculative-depth sweep decision (`sweep.json` as `sweep/decide.py` writes it
-today; docs/formats.md, docs/sweep.md)."""
+"""The typed speculative-depth sweep document (`sweep.json`, written by sweep/document.py for
+`sparktriage sweep` and the demo; docs/formats.md, docs/sweep.md). The parts are open (they carry
+the statistics, gate and acceptance details documented in docs/formats.md); the fields below are
+the ones readers rely on, and the issue's JSON contract (sweep.document.SweepJson)."""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from sparktriage.store.typed import Document, Part
+from sparktriage.store.typed import Document, OpenPart
 
 
-class SweepLaunch(Part):
+class SweepLaunch(OpenPart):
     label: str
     delivered_tok_s: float | None
     e2e_tok_s: float | None = None
     acceptance_length: float | None = None
 
 
-class SweepDepth(Part):
+class SweepDepth(OpenPart):
     depth: int
     launches: list[SweepLaunch]
 
 
-class Decision(Part):
+class Decision(OpenPart):
     depth: int | None
     reason: str
+    state: Literal["best", "tied", "insufficient"] | None = None
+    candidates: list[int] | None = None
     provisional: bool | None = None
     basis: Literal["decode", "e2e"] | None = None
     comparison: dict[str, Any] | None = None
 
 
+class LaunchEntry(OpenPart):
+    label: str
+    depth: int | None
+    status: Literal["ok", "failed"]
+    delivered_tok_s: float | None
+    acceptance_length: float | None
+
+
 class SweepDocument(Document):
-    """sweep.json: every launch per depth and the decision."""
+    """sweep.json: every launch, every depth over its launches, the decision."""
 
     NAME = "sweep"
     FILE = "sweep.json"
@@ -38,3 +50,12 @@ class SweepDocument(Document):
     workload: str
     depths: list[SweepDepth]
     decision: Decision
+    depths_requested: list[int] | None = None
+    depths_swept: list[int] | None = None
+    launches_used: int | None = None
+    launches: list[LaunchEntry] | None = None
+    max_launches: int | None = None
+    budget_minutes: float | None = None
+    wall_s: float | None = None
+    margin: float | None = None
+    roofline: dict[str, Any] | None = None

@@ -71,6 +71,7 @@ class LaunchPlan:
     grace_s: float
     link_timeout_s: float
     teardown: tuple[tuple[str, tuple[str, ...]], ...]  # (node, argv) run after the processes end
+    observe_failure_s: float = 0.0  # after a failure before ready: keep collecting, then stop
 
     def node(self, name: str) -> NodePlan:
         return next(n for n in self.nodes if n.name == name)
@@ -236,5 +237,5 @@ def build_plan(dep: Deployment) -> LaunchPlan:
         deployment=dep.name, backend=engine.backend, nodes=tuple(node_plans),
         stages=tuple(stages), endpoint=f"http://{api_host}:{dep.serve.port}", ready=dep.ready,
         startup_timeout_s=t.startup_s, stage_timeout_s=t.stage_s, grace_s=t.teardown_grace_s,
-        link_timeout_s=t.link_s, teardown=tuple(teardown),
+        link_timeout_s=t.link_s, teardown=tuple(teardown), observe_failure_s=t.observe_failure_s,
     )

@@ -55,6 +55,7 @@ class Supervisor:
         self.ready_s: float | None = None
         self.outcome = "starting"
         self._redact_key = new_redact_key()
+        self._last_line = time.monotonic()
 
     # --- events from the agents ------------------------------------------------------------
 
@@ -66,13 +67,16 @@ class Supervisor:
 
     def _listener(self, node: str, kind: str, message: dict) -> None:
         if kind == "line":
+            self._last_line = time.monotonic()
+            self.observe("line", {"node": node, "t": message.get("t")})
             for name in self.clock.feed(node, message):
                 self.observe("marker", {"node": node, "marker": name})
         elif kind == "proc":
             event = message.get("event")
             if event == "started":
                 self.observe("process", {"node": node, "name": message.get("name"),
-                                         "pid": message.get("pid")})
+                                         "pid": message.get("pid"), "pgid": message.get("pgid"),
+                                         "starttime": message.get("starttime")})
             elif event == "failed":
                 self._fail(f"{node}: {message.get('name')} could not start: {message.get('error')}")
             elif event == "exited":
@@ -130,8 +134,10 @@ class Supervisor:
         try:
             self._wait(ready, deadline, f"readiness of {plan.endpoint}")
         except LaunchError:
-            if self.outcome == "timeout":
-                for link in self.links.values():  # what was everyone doing at the deadline?
+            if self.outcome != "timeout" and plan.observe_failure_s > 0:
+                self._observe_failure(deadline)
+            if self.outcome == "timeout" or plan.observe_failure_s > 0:
+                for link in self.links.values():  # what was everyone doing at that moment?
                     link.request_stacks()
                 time.sleep(2.0)
             raise
@@ -140,6 +146,21 @@ class Supervisor:
         self.writer.event("ready", head, after_s=self.ready_s, endpoint=plan.endpoint)
         self.observe("ready", {"after_s": self.ready_s, "endpoint": plan.endpoint})
         return self.ready_s
+
+    def _observe_failure(self, deadline: float) -> None:
+        """Keep collecting after a failure before ready (`timeouts.observe_failure_s`) until no
+        node has logged a line for that long (at most 4x that, or that + 120 s, after the
+        failure, and never past the startup deadline), or every process has ended: the nodes still running show whether they hang (a
+        peer stuck in a rendezvous keeps waiting where a healthy one would have failed too)."""
+        quiet = self.plan.observe_failure_s
+        cap = min(deadline, time.monotonic() + max(quiet * 4, quiet + 120.0))
+        self.writer.event("observing-after-failure", None, quiet_s=quiet, failure=self.failure)
+        self.observe("observing", {"seconds": quiet})
+        while time.monotonic() < min(cap, self._last_line + quiet):
+            if not any(p.get("state") == "started" for link in self.links.values()
+                       if not link.lost for p in link.procs.values()):
+                break
+            time.sleep(0.5)
 
     def watch(self, seconds: float) -> None:
         """Hold the running deployment; raise LaunchError if a process dies or a link is lost."""

@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass, field
 
 STAND_IN_PREFIX = "REDACTED-"
+_SUPPLY = re.compile(r"<supply:[A-Za-z0-9_.-]{1,80}>")  # reproduce's placeholders (docs/reproduce.md)
 KNOWN_MIN, KNOWN_MAX = 8, 1000  # known values: long enough not to be common words; bounded
 _PLACEHOLDERS = {"or", "and", "to", "is", "the", "with", "from", "not", "if", "as", "of", "for",
                  "", "none", "null", "nil", "true", "false", "set", "unset", "***", "xxx",
@@ -48,6 +49,8 @@ def secret_name(name: str) -> bool:
     if last in _NOT_SECRET_LAST:
         return False
     if last in ("keys", "key") and len(words) == 1:  # a document's "key" field names a thing
+        return False
+    if any(w in ("public", "pub", "pubkey") for w in words):  # public_key, key.pub: not secret
         return False
     if len(words) > 1 and words[-2] in _COUNTING:  # nll_per_token, max_token, num_keys
         return False
@@ -157,8 +160,9 @@ class SecretScrubber:
 
     def replace(self, kind: str, value: str) -> str:
         """The stand-in for one secret value (placeholders and stand-ins, ours or the capture's
-        `***<hex>`, are left alone)."""
+        `***<hex>`, and reproduce's `<supply:NAME>` placeholders are left alone)."""
         if (value.startswith(STAND_IN_PREFIX) or value.startswith("***")
+                or _SUPPLY.fullmatch(value)
                 or value.strip().lower() in _PLACEHOLDERS):
             return value
         return self.book.stand_in(kind, value)

@@ -66,3 +66,12 @@ def readable_key(key: str) -> str:
     "nodes[0].host" -> "nodes 1 / host" (the JSON in data/ keeps the original)."""
     key = re.sub(r"\[(\d+)\]", lambda m: f" {int(m.group(1)) + 1}", key)
     return " / ".join(part for part in key.split("."))
+
+
+def with_provisional(line: str, decision: dict) -> str:
+    """The sweep section's decision sentence, keeping "provisional" when the decision is."""
+    if not decision.get("provisional") or "provisional" in line:
+        return line
+    head = f"Decision: depth {decision.get('depth')}"
+    return line.replace(head, head + ", provisional", 1) if line.startswith(head) else \
+        f"{line} (provisional)"

@@ -6,8 +6,10 @@ directory is escaped so that it cannot break a table or inject HTML into a Markd
 
 from __future__ import annotations
 
-from sparktriage.report.format import (cell, decision_words, delivered_label, interval, number,
-                                       percent, pool_notes, readable_key, seconds)
+from sparktriage.report.sweep import HEADERS as SWEEP_HEADERS, sweep_lines, sweep_rows
+from sparktriage.report.format import (cell, delivered_label, interval, number,
+                                       percent, pool_notes, readable_key, seconds,
+                                       with_provisional)
 from sparktriage.report.values import fixed
 
 _ESCAPES = str.maketrans({"|": "\\|", "<": "&lt;", ">": "&gt;", "\n": " ", "\r": " ", "`": "'"})
@@ -163,13 +165,10 @@ def _sweep(doc: dict, section: dict) -> list[str]:
         return out + _missing(section)
     out += [f"Method {esc(section['method'] or '?')}, decided on workload {esc(section['workload'] or '?')}; "
             f"rates are {section['rates']} per launch.", ""]
-    out += table(["depth", "launches", "mean tok/s", "95% CI over launches", "acceptance length"],
-                 [[p["depth"], ", ".join(l["label"] for l in p["launches"]), number(p["mean"]),
-                   interval(p["ci95_low"], p["ci95_high"]), number(p["acceptance_length"], 2)]
-                  for p in section["points"]])
-    out += [f"**Decision: {esc(decision_words(section['decision']))}.** {esc(section['decision']['reason'] or '')}", ""]
-    out += [f"- {esc(c['statement'])}" for c in section["comparisons"]]
-    out += [f"- warning: {esc(w)}" for w in section["warnings"]]
+    out += table(SWEEP_HEADERS, sweep_rows(section))
+    first, *rest = sweep_lines(section)
+    out += [f"**{esc(with_provisional(first, section['decision']))}**", ""]
+    out += [f"- {esc(line)}" for line in rest]
     return out + [""] + _plot(doc, "sweep.png")
 
 

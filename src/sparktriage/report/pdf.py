@@ -17,8 +17,10 @@ import re
 import struct
 from xml.sax.saxutils import escape
 
-from sparktriage.report.format import (cell, decision_words, delivered_label, interval, number,
-                                       percent, pool_notes, readable_key, seconds)
+from sparktriage.report.sweep import HEADERS as SWEEP_HEADERS, sweep_lines, sweep_rows
+from sparktriage.report.format import (cell, delivered_label, interval, number,
+                                       percent, pool_notes, readable_key, seconds,
+                                       with_provisional)
 from sparktriage.report.values import fixed
 
 PAGE_MARGIN = 42.0
@@ -273,15 +275,11 @@ class _Builder:
             return self.missing(section)
         self.p(f"Method {section['method'] or '?'}, decided on workload {section['workload'] or '?'}; "
                f"rates are {section['rates']} per launch.")
-        self.table(["depth", "launches", "mean tok/s", "95% CI over launches", "acceptance length"],
-                   [[p["depth"], ", ".join(l["label"] for l in p["launches"]), number(p["mean"]),
-                     interval(p["ci95_low"], p["ci95_high"]), number(p["acceptance_length"], 2)]
-                    for p in section["points"]])
-        self.p(f"Decision: {decision_words(section['decision'])}. {section['decision']['reason'] or ''}")
-        for c in section["comparisons"]:
-            self.p(f"- {c['statement']}", self.small)
-        for w in section["warnings"]:
-            self.p(f"- warning: {w}", self.small)
+        self.table(SWEEP_HEADERS, sweep_rows(section))
+        first, *rest = sweep_lines(section)
+        self.p(with_provisional(first, section["decision"]))
+        for line in rest:
+            self.p(f"- {line}", self.small)
         self.image("sweep.png")
 
     def _roofline(self, section: dict) -> None:

@@ -31,11 +31,50 @@ def _lookup(doc: dict, *keys: str) -> float | None:
     return None
 
 
+def _from_profiles(deployment: dict) -> dict | None:
+    """The ceiling from `roofline: {hardware, model}` profiles (sparktriage.roofline), in this
+    section's shape; None when the deployment names no profiles."""
+    spec = as_dict(deployment.get("roofline"))
+    if not (isinstance(spec.get("hardware"), (str, dict)) and isinstance(spec.get("model"), (str, dict))):
+        return None
+    from pydantic import ValidationError
+
+    from sparktriage.errors import SparktriageError
+    from sparktriage.roofline.ceiling import ceiling
+    from sparktriage.roofline.profiles import HardwareProfile, ModelProfile, RooflineSpec, load_profile
+    try:
+        parsed = RooflineSpec.model_validate(spec)
+        hardware = load_profile(HardwareProfile, parsed.hardware)
+        model = load_profile(ModelProfile, parsed.model)
+    except (ValidationError, SparktriageError) as exc:
+        return missing(f"deployment.yaml roofline: {str(exc).splitlines()[0][:200]}",
+                       ["deployment.yaml"], "fix the roofline: block (docs/roofline.md)")
+    par = as_dict(deployment.get("parallelism"))
+    lab_nodes = as_dict(deployment.get("lab")).get("nodes")
+    nodes = (parsed.nodes or num(par.get("nodes")) or
+             len(deployment.get("nodes") or (lab_nodes if isinstance(lab_nodes, list) else [])) or 1)
+    stages = parsed.pipeline_stages or int(num(par.get("pp")) or 1)
+    roof = ceiling(hardware, model, int(nodes), stages, parsed.allreduces_per_layer)
+    return {"status": "present", "source": "deployment.yaml",
+            "active_param_bytes_per_token_per_node": roof.bytes_per_token / roof.shard,
+            "bytes_derivation": f"profile {model.name}: active params × bits/8 × (1 + scale overhead) "
+                                f"÷ {roof.shard} node(s)",
+            "memory_bandwidth_bytes_s": hardware.memory_bandwidth_gbs * 1e9,
+            "interconnect_floor_s": roof.t_network_s,
+            "floor_derivation": f"profile {hardware.name}: all-reduces per layer across {roof.shard} "
+                                "node(s) (docs/roofline.md)",
+            "tensor_parallel_size": float(roof.shard), "t_memory_s": roof.t_memory_s,
+            "t_token_s": roof.t_token_s, "ceiling_tok_s": roof.ceiling_tok_s}
+
+
 def compute(deployment: dict | None) -> dict:
     """The roofline numbers, or a missing-section record that names what is absent."""
     if deployment is None:
         return missing("no deployment.yaml, so no model size or memory bandwidth to compute "
                        "the roofline from", ["deployment.yaml"], "deployment.yaml")
+    profiled = _from_profiles(deployment)
+    if profiled is not None:
+        return profiled
     tp = _lookup(deployment, "tensor_parallel_size", "tp", "tensor_parallel") or 1.0
     bytes_node = _lookup(deployment, "active_param_bytes_per_token_per_node")
     derivation = "given"

@@ -72,9 +72,19 @@ def sweep_section(inputs: RunInputs) -> dict:
         rates = [l["delivered_tok_s"] for l in launches if l["delivered_tok_s"] is not None]
         accept = [l["acceptance_length"] for l in launches if l["acceptance_length"] is not None]
         s = summarize(rates)
+        gate = as_dict(entry.get("gate"))
         points.append({"depth": entry["depth"], "launches": launches, "n": s.n, "mean": s.mean,
                        "ci95_low": s.ci95_low, "ci95_high": s.ci95_high, "rates": rates,
-                       "acceptance_length": sum(accept) / len(accept) if accept else None})
+                       "acceptance_length": (num(entry.get("acceptance_length"))
+                                             if "acceptance_length" in entry
+                                             else sum(accept) / len(accept) if accept else None),
+                       "per_position": [v for v in (num(x) for x in as_list(entry.get("per_position")))
+                                        if v is not None],
+                       "gate": text(gate.get("state")) or "unchecked",
+                       "gate_reason": text(gate.get("reason")),
+                       "roofline_pct": num(entry.get("roofline_pct")),
+                       "status": text(entry.get("status")),
+                       "stability": [r for r in as_list(entry.get("stability_reasons")) if isinstance(r, str)]})
     points.sort(key=lambda p: p["depth"])
     decision = as_dict(doc.get("decision"))
     chosen = integer(decision.get("depth"))
@@ -94,7 +104,11 @@ def sweep_section(inputs: RunInputs) -> dict:
         warnings.append(f"the decision names depth {chosen}, which the sweep did not measure")
     return {"status": "present", "source": "sweep.json", "method": text(doc.get("method")),
             "workload": workload, "points": points,
-            "decision": {"depth": chosen, "reason": text(decision.get("reason"))}, "basis": basis,
+            "decision": {"depth": chosen, "reason": text(decision.get("reason")),
+                         "state": text(decision.get("state")),
+                         "candidates": [c for c in (integer(x) for x in as_list(decision.get("candidates")))
+                                        if c is not None]},
+            "launches_used": integer(doc.get("launches_used")), "basis": basis,
             "rates": BASIS_TEXT[basis],
             "best_measured_depth": ranked[0]["depth"] if ranked else None,
             "comparisons": comparisons, "warnings": warnings}
@@ -108,3 +122,42 @@ def _statement(depth: int, other: int, test) -> str:
                 "(run more launches)")
     return f"depth {depth} vs depth {other}: {test.difference:+.2f} tok/s, Welch p = {test.p_value:.3g}: " + (
         "significant at the 5% level" if test.significant else "not significant at the 5% level")
+
+
+# ---- the section as rows and lines, shared by the Markdown and PDF renderers -----------------
+HEADERS = ["depth", "launches", "mean tok/s", "95% CI over launches", "acceptance length",
+           "per position", "gate", "% of ceiling"]
+
+
+def _fmt(value: float | None, digits: int = 2) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def sweep_rows(section: dict) -> list[list[str]]:
+    """One row per depth: rate with its interval over launches, acceptance, gate, roofline %."""
+    rows = []
+    for p in section["points"]:
+        ci = "–" if p["ci95_low"] is None else f"{p['ci95_low']:.2f}–{p['ci95_high']:.2f}"
+        rows.append([str(p["depth"]), ", ".join(l["label"] for l in p["launches"]) or (p.get("status") or "–"),
+                     _fmt(p["mean"]), ci, _fmt(p["acceptance_length"]),
+                     " / ".join(f"{v:.2f}" for v in p.get("per_position") or []) or "–",
+                     p.get("gate") or "unchecked", _fmt(p.get("roofline_pct"), 1)])
+    return rows
+
+
+def sweep_lines(section: dict) -> list[str]:
+    """The decision and why, gate failures, stability warnings, comparisons, as sentences."""
+    d = section["decision"]
+    state = f" ({d['state']})" if d.get("state") else ""
+    cands = d.get("candidates") or []
+    lines = [f"Decision: depth {d['depth']}{state}. {d['reason'] or ''}".rstrip()]
+    if len(cands) > 1:
+        lines.append("Depths the data cannot separate from it: " + ", ".join(map(str, cands)) + ".")
+    for p in section["points"]:
+        if p.get("gate") == "fail":
+            lines.append(f"Gate failed at depth {p['depth']} (never recommended): {p.get('gate_reason')}")
+        for reason in p.get("stability") or []:
+            lines.append(f"Depth {p['depth']} is unstable across launches: {reason}")
+    lines += [c["statement"] for c in section["comparisons"]]
+    lines += [f"warning: {w}" for w in section["warnings"]]
+    return lines

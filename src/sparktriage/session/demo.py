@@ -1,52 +1,43 @@
-"""`sparktriage demo`: a whole consultant session on the embedded default.
+"""`sparktriage demo`: a whole consultant session on the embedded default, as a preset of the
+session engine (sparktriage.session.runner: the same plan, runner and resume as `session run`).
 
-The bundled tiny Qwen3-MoE model (the test bed's models/tiny-moe, or provision/garbage/model in
-a checkout; trained here) is served by the local
+The bundled tiny Qwen3-MoE model (provision/garbage/model, trained here) is served by the local
 CPU vLLM through the launch supervisor with its collectors, once per speculative depth
 (launches `L001`, `L002`, ...). The first launch is probed for garbage against the model's
-shipped fingerprint (package data) and measured with the delivered-token protocol (code and prose), the
+committed fingerprint and measured with the delivered-token protocol (code and prose), the
 server's `/metrics` and log reconciled with what arrived; every launch's startup is classified
 for stalls; later launches measure the code workload with ngram speculation at their depth.
 Then `sweep.json`, a report signed with a throwaway key made for the run, and a verification of
-that report. A step that fails is recorded in `demo.json` with its reason and the session goes on
-with what does not depend on it; nothing measured is lost (docs/demo.md).
+that report. A step that fails is recorded (session.json, and `demo.json` with its reason) and
+the session goes on with what does not depend on it; nothing measured is lost; an interrupted
+demo continues with `sparktriage session resume DIR` (docs/demo.md).
 """
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import yaml
 
-from sparktriage.bench.workload import load_workloads
-from sparktriage.bundle import layout
-from sparktriage.config.deployment import load_deployment
-from sparktriage.documents.bench import BenchDocument
-from sparktriage.documents.logs import LogsDocument
-from sparktriage.documents.session import DemoDocument
-from sparktriage.documents.stalls import StallsDocument
-from sparktriage.documents.sweep import SweepDocument
-from sparktriage.launch.plan import build_plan
-from sparktriage.launch.run import launch_once
-from sparktriage.progress import Observer, prefixed
-from sparktriage.report.build import execute, plan_report
-from sparktriage.report.keys import read_public_key
-from sparktriage.report.signing import SignSpec
-from sparktriage.report.verify import TrustAnchor, verify
 from sparktriage.session.demokey import make_demo_key
-from sparktriage.session.steps import StepLog, bench_step, bench_summary, probe_step, stalls_step
-from sparktriage.store.documents import read_document, write_document
-from sparktriage.store.rundir import SCHEMA_VERSION, LaunchDir, RunDir
-from sparktriage.store.typed import Document, check, parse
-from sparktriage.sweep.decide import LaunchRate, acceptance_length, sweep_document, workload_rate
+from sparktriage.session.plan import SessionOptions
+from sparktriage.session.runner import open_session, run_session
+from sparktriage.measure.steps import bench_summary
+from sparktriage.store.documents import write_document
+from sparktriage.store.rundir import SCHEMA_VERSION, RunDir
+from sparktriage.sweep.acceptance import from_log
+from sparktriage.sweep.decide import workload_rate
 from sparktriage.errors import InputError
 from sparktriage.testbed import garbage as garbage_package
 from sparktriage.testbed.garbage.variants import trained_model
 from sparktriage.testbed.paths import Testbed
 from sparktriage.testbed.ports import free_port
+from sparktriage.progress import Observer
 
 NODE = "local"
 SWEEP_WORKLOAD = "code"
@@ -153,113 +144,91 @@ def deployment(bed: Testbed, model: Path, port: int, scratch: Path, depth: int,
     return doc
 
 
-def _launch(run: RunDir, spec: dict, steps: StepLog, while_ready: Callable[[str, LaunchDir], None],
-            observe: Observer) -> tuple[LaunchDir, dict]:
-    launch = run.next_launch()
-    path = launch.path / "deployment.yaml"
-    path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
-    plan = build_plan(load_deployment(path))
-    endpoint = f"http://127.0.0.1:{spec['serve']['port']}"
-    observe("launch", {"label": launch.label, "depth": (spec.get("speculative") or {})
-                       .get("num_speculative_tokens", 0)})
-    result = launch_once(plan, launch, observe, while_ready=lambda _: while_ready(endpoint, launch))
-    failed = result.get("outcome") != "completed"
-    steps.record("launch", launch.label, (result.get("error") or result.get("failure")
-                                          or f"outcome {result.get('outcome')}") if failed else None)
-    steps.run("stalls", launch.label, lambda: stalls_step(launch))
-    return launch, result
-
-
 def run_demo(run: RunDir, bed: Testbed, settings: DemoSettings, observe: Observer,
-             model: Path | None = None) -> dict:
-    """Run the session into `run`; return `demo.json` (also written there)."""
-    plan = plan_demo(bed, settings, model)
-    model, baseline = plan.model, plan.fingerprint
-    workloads = tuple(w.model_copy(update={"requests": settings.requests,
-                                           "max_tokens": settings.max_tokens})
-                      for w in load_workloads(["code,prose"]))
-    sweep_only = tuple(w for w in workloads if w.name == SWEEP_WORKLOAD)
-    steps = StepLog(observe)
-    launches: list[dict] = []
-    per_depth: dict[int, list[LaunchRate]] = {}
-    first: dict = {}
-    with tempfile.TemporaryDirectory(prefix="sparktriage-demo-") as scratch:
-        for depth in settings.depths:
-            for _ in range(settings.launches):
-                spec = deployment(bed, model, free_port(), Path(scratch), depth,
-                                  settings.startup_timeout_s)
-                if not (run.path / "deployment.yaml").exists():
-                    (run.path / "deployment.yaml").write_text(yaml.safe_dump(spec, sort_keys=False),
-                                                              encoding="utf-8")
-                is_first = not launches
-
-                def while_ready(endpoint: str, launch: LaunchDir, is_first=is_first) -> None:
-                    log = [str(launch.path / "bundle" / layout.NODES_DIR / NODE /
-                               layout.log_file("server"))]
-                    # the protocol first: the probe's traffic would fall into its log windows
-                    chosen = workloads if is_first else sweep_only
-                    bench = steps.run("bench", launch.label, lambda: bench_step(
-                        endpoint, launch, chosen, log=log, observe=observe,
-                        warn=lambda m: observe("warning", {"text": m})))
-                    if is_first:
-                        first["bench"] = bench
-                    if is_first and settings.probe:
-                        first["probe"] = steps.run("probe", launch.label, lambda: probe_step(
-                            endpoint, launch, baseline,
-                            observe=prefixed(observe, "probe-")))
-
-                launch, result = _launch(run, spec, steps, while_ready, observe)
-                stalls = _read(launch.path / "stalls.json", StallsDocument)
-                logs = _read(launch.path / "logs.json", LogsDocument)
-                bench = _read(launch.path / "bench.json", BenchDocument)
-                launches.append({"label": launch.label, "depth": depth, "outcome": result.get("outcome"),
-                                 "ready_s": result.get("ready_s"),
-                                 "stall_findings": len((stalls or {}).get("findings") or []),
-                                 "delivered_tok_s": workload_rate(bench, SWEEP_WORKLOAD),
-                                 "e2e_tok_s": workload_rate(bench, SWEEP_WORKLOAD, "e2e_tok_s"),
-                                 "acceptance_length": acceptance_length(logs) if depth else None})
-                per_depth.setdefault(depth, []).append(LaunchRate(
-                    launch.label, launches[-1]["delivered_tok_s"], launches[-1]["acceptance_length"],
-                    launches[-1]["e2e_tok_s"]))
-                if result.get("outcome") != "completed" and is_first:
-                    break  # the default itself does not start: nothing to sweep
-            if launches and launches[0]["outcome"] != "completed":
-                break
-    sweep = None
-    if len(per_depth) > 1:
-        sweep = sweep_document("ngram", SWEEP_WORKLOAD, per_depth)
-        write_document(run.path / "sweep.json", check(SweepDocument, sweep))
-    report = steps.run("report", None, lambda: _report(run, settings.formats, observe))
-    summary = {
-        "schema_version": SCHEMA_VERSION, "kind": "demo", "run": str(run.path), "model": str(model),
-        "baseline": str(baseline) if baseline else None, "launches": launches,
-        "probe": _probe_summary(first.get("probe")), "bench": bench_summary(first.get("bench")),
-        "sweep": (sweep or {}).get("decision"), "report": report, "steps": steps.records,
-    }
-    write_document(run.path / "demo.json", check(DemoDocument, summary))
+             model_path: Path | None = None) -> dict:
+    """Run the demo as a session preset into `run` (the same engine as `session run`:
+    session.json, resume with `sparktriage session resume DIR`); return `demo.json` (also
+    written there)."""
+    model = demo_model(bed, model_path)
+    baseline = fingerprint_path()
+    scratch = Path(tempfile.gettempdir()) / f"sparktriage-demo-{os.getpid()}"
+    deployment_path = run.path / "deployment.yaml"
+    if not deployment_path.exists():
+        spec = deployment(bed, model, free_port(), scratch, 0, settings.startup_timeout_s)
+        deployment_path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+    key = run.path / "keys" / "demo_ed25519"
+    if not key.exists():
+        make_demo_key(key, IDENTITY)
+    options = SessionOptions(
+        deployment=str(deployment_path.resolve()), preset="demo", launches=settings.launches,
+        depths=settings.depths, method="ngram", requests=settings.requests,
+        max_tokens=settings.max_tokens, workloads=("code,prose",), sweep_workload=SWEEP_WORKLOAD,
+        baseline=str(baseline) if baseline else None, sign=str(key.resolve()),
+        sign_identity=IDENTITY, formats=settings.formats, probe=settings.probe)
+    session = open_session(run.path, options, ["sparktriage", "demo"], observe)
+    try:
+        result = run_session(session)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    summary = demo_summary(run, session.state.doc, result, model, baseline)
+    write_document(run.path / "demo.json", summary)
     return summary
 
 
-def _read(path: Path, model: type[Document]) -> dict | None:
-    """A document this session wrote, validated against its model; None when the step that
-    writes it did not run (or failed before writing)."""
-    if not path.is_file():
+def demo_summary(run: RunDir, state: dict, result: dict, model: Path, baseline: Path | None) -> dict:
+    """`demo.json` (docs/demo.md) from the session's state and result."""
+    launches = []
+    first_bench = None
+    for record in state["launches"]:
+        if record["state"] not in ("done", "failed"):
+            continue  # interrupted launches stay in session.json, redone by later ones
+        folder = run.path / "launches" / record["label"]
+        stalls, logs, bench = (_read(folder / n) for n in ("stalls.json", "logs.json", "bench.json"))
+        if first_bench is None and record["step"] == "launch-1":
+            first_bench = bench
+        depth = record["depth"]
+        launches.append({"label": record["label"], "depth": depth,
+                         "outcome": record.get("outcome") or record["state"],
+                         "ready_s": record.get("ready_s"),
+                         "stall_findings": len((stalls or {}).get("findings") or []),
+                         "delivered_tok_s": workload_rate(bench, SWEEP_WORKLOAD),
+                         "e2e_tok_s": workload_rate(bench, SWEEP_WORKLOAD, "e2e_tok_s"),
+                         "acceptance_length": ((from_log(logs) or {}).get("mean_acceptance_length")
+                                               if depth else None)})
+    probe_step = next((s for s in state["steps"] if s["kind"] == "probe"), None)
+    probe = _read(run.path / "launches" / probe_step["launch"] / "probe.json") \
+        if probe_step and probe_step["state"] == "done" else None
+    report_step = next(s for s in state["steps"] if s["kind"] == "report")
+    signature = next((s for s in state["steps"] if s["kind"] == "signature"), None)
+    report = None
+    if report_step["state"] == "done":
+        outputs = report_step.get("outputs") or {}
+        report = {"dir": outputs.get("dir"), "signed": outputs.get("signed"),
+                  "fingerprint": outputs.get("fingerprint"),
+                  "public_key": ((signature or {}).get("outputs") or {}).get("public_key"),
+                  "allowed_signers_line": outputs.get("allowed_signers_line"),
+                  "verified": bool(signature and signature["state"] == "done"
+                                   and (signature.get("outputs") or {}).get("verified"))}
+    steps = [{"step": s["kind"], "launch": s["launch"],
+              "status": "ok" if s["state"] == "done" else "failed", "reason": s["reason"]}
+             for s in state["steps"] if s["kind"] not in ("launch", "signature")]
+    steps += [{"step": "launch", "launch": l["label"],
+               "status": "ok" if l["outcome"] == "completed" else "failed",
+               "reason": None if l["outcome"] == "completed" else f"outcome {l['outcome']}"}
+              for l in launches]
+    return {
+        "schema_version": SCHEMA_VERSION, "kind": "demo", "run": str(run.path), "model": str(model),
+        "baseline": str(baseline) if baseline else None, "launches": launches,
+        "probe": _probe_summary(probe), "bench": bench_summary(first_bench),
+        "sweep": (result.get("sweep") or None), "report": report, "steps": steps,
+    }
+
+
+def _read(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
         return None
-    doc = read_document(path)
-    parse(model, doc, str(path))
-    return doc
-
-
-def _report(run: RunDir, formats: str, observe: Observer) -> dict:
-    key = make_demo_key(run.path / "keys" / "demo_ed25519", IDENTITY)
-    outcome = execute(plan_report(run.path, None, formats, SignSpec(str(key), IDENTITY)))
-    public = key.with_name(key.name + ".pub")
-    checked = verify(Path(outcome.report_dir),
-                     TrustAnchor(key=read_public_key(public), source=str(public)))
-    observe("report", {"dir": outcome.report_dir, "verified": checked.ok})
-    return {"dir": outcome.report_dir, "signed": outcome.signed, "fingerprint": outcome.fingerprint,
-            "public_key": str(public), "allowed_signers_line": outcome.allowed_signers_line,
-            "verified": checked.ok, "files": len(outcome.files)}
 
 
 def _probe_summary(doc: dict | None) -> dict | None:

@@ -1,4 +1,5 @@
-"""`sparktriage selfcheck`: the customer's check of a running server (docs/selfcheck.md).
+"""`sparktriage selfcheck`: the customer's check of a running server (docs/selfcheck.md), a
+preset of the session engine (sparktriage.session.runner) on an endpoint the tool did not start.
 
 Against an endpoint the customer runs, and optionally its logs: the delivered-token protocol
 with `/metrics` and log reconciliation, the FP4 garbage probe, the startup timeline and stall
@@ -12,21 +13,18 @@ from __future__ import annotations
 
 import asyncio
 import datetime as _dt
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from sparktriage.bench.client import ClientSettings, make_http_client
 from sparktriage.bench.endpoint import discover
 from sparktriage.bench.workload import load_workloads
-from sparktriage.documents.session import SelfcheckDocument
-from sparktriage.progress import Observer, prefixed
-from sparktriage.report.build import execute, plan_report
 from sparktriage.report.signing import SignSpec
-from sparktriage.session.steps import (StepLog, bench_step, bench_summary, logs_step, probe_step,
-                                       stalls_step)
+from sparktriage.measure.steps import bench_summary
 from sparktriage.store.documents import write_document
 from sparktriage.store.rundir import SCHEMA_VERSION, RunDir
-from sparktriage.store.typed import check
+from sparktriage.progress import Observer
 
 QUICK = {"requests": 5, "max_tokens": 128}
 
@@ -48,6 +46,7 @@ class SelfcheckSettings:
     formats: str = "md,pdf"
     tz: _dt.tzinfo | None = None
     probe: bool = True
+    tz_name: str | None = None  # --log-tz as given (remembered in session.json)
 
 
 def check_endpoint(settings: SelfcheckSettings) -> None:
@@ -60,31 +59,77 @@ def check_endpoint(settings: SelfcheckSettings) -> None:
     asyncio.run(ask())
 
 
-def run_selfcheck(run: RunDir, settings: SelfcheckSettings, observe: Observer) -> dict:
-    """Run the check into a new launch of `run`; return `selfcheck.json` (also written there).
-    Call `check_endpoint` first: an unreachable server should stop the check before `run` exists."""
-    launch = run.next_launch()
-    steps = StepLog(observe)
+def quick_budget(settings: SelfcheckSettings, tok_s: float = 30.0) -> str:
+    """What the protocol will send, in tokens and in seconds at `tok_s` (stated in the output)."""
+    workloads = load_workloads(list(settings.workloads))
     overrides = QUICK if settings.quick else {}
-    workloads = tuple(w.model_copy(update=overrides) for w in load_workloads(list(settings.workloads)))
-    bench = steps.run("bench", launch.label, lambda: bench_step(
-        settings.endpoint, launch, workloads, log=settings.logs, metrics=settings.metrics,
-        model=settings.model, api_key=settings.api_key, tz=settings.tz, observe=observe,
-        warn=lambda m: observe("warning", {"text": m})))
-    probe = None
-    if settings.probe:
-        probe = steps.run("probe", launch.label, lambda: probe_step(
-            settings.endpoint, launch, settings.baseline, reference=settings.reference,
-            model=settings.model, api_key=settings.api_key,
-            observe=prefixed(observe, "probe-")))
-    logs = stalls = None
-    if settings.logs:
-        logs = steps.run("logs", launch.label, lambda: logs_step(launch, settings.logs, settings.tz))
-        stalls = steps.run("stalls", launch.label, lambda: stalls_step(launch, Path(settings.logs[0])))
-    report = steps.run("report", None, lambda: _report(run, settings))
+    tokens = sum((w.warmup + overrides.get("requests", w.requests)) * overrides.get("max_tokens", w.max_tokens)
+                 for w in workloads)
+    return (f"protocol budget: {len(workloads)} workload(s) x (warm-up + "
+            f"{overrides.get('requests', workloads[0].requests)} requests) x "
+            f"{overrides.get('max_tokens', workloads[0].max_tokens)} tokens = {tokens} tokens, "
+            f"about {tokens / tok_s:.0f} s at {tok_s:g} tok/s; the probe's spend is reported after it")
+
+
+def run_selfcheck(run: RunDir, settings: SelfcheckSettings, observe: Observer) -> dict:
+    """Run the check as a preset of the session engine (session.json in `run`; resumable with
+    `sparktriage session resume DIR`, the API key given again through OPENAI_API_KEY); return
+    `selfcheck.json` (also written into its launch folder). Call `check_endpoint` first: an
+    unreachable server should stop the check before `run` exists."""
+    from sparktriage.session.plan import SessionOptions
+    from sparktriage.session.runner import open_session, run_session
+    overrides = QUICK if settings.quick else {}
+    options = SessionOptions(
+        deployment=None, endpoint=settings.endpoint, preset="selfcheck", launches=1, depths=(),
+        requests=overrides.get("requests", 15), max_tokens=overrides.get("max_tokens", 256),
+        workloads=settings.workloads, baseline=str(settings.baseline) if settings.baseline else None,
+        sign=settings.sign.key if settings.sign else None,
+        sign_identity=settings.sign.identity if settings.sign else None,
+        formats=settings.formats, probe=settings.probe, logs=settings.logs,
+        extra={"model": settings.model, "reference": settings.reference, "metrics": settings.metrics,
+               "tz": settings.tz_name, "quick": settings.quick})
+    session = open_session(run.path, options, ["sparktriage", "selfcheck"], observe, settings.api_key)
+    run_session(session)
+    return selfcheck_summary(run, session.state.doc, settings)
+
+
+def _read(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def selfcheck_summary(run: RunDir, state: dict, settings: SelfcheckSettings) -> dict:
+    """`selfcheck.json` (docs/selfcheck.md) from the session's state."""
+    label = state.get("attached_launch")
+    folder = run.path / "launches" / (label or "L001")
+    steps = {s["kind"]: s for s in state["steps"]}
+
+    def done(kind: str) -> dict | None:
+        step = steps.get(kind)
+        if not step or step["state"] != "done":
+            return None
+        name = {"protocol": "bench.json", "probe": "probe.json", "logs": "logs.json",
+                "stalls": "stalls.json"}[kind]
+        return _read(run.path / "launches" / step["launch"] / name)
+
+    bench, probe, logs, stalls = done("protocol"), done("probe"), done("logs"), done("stalls")
+    if bench is not None and steps["protocol"]["launch"]:
+        reconcile = _read(run.path / "launches" / steps["protocol"]["launch"] / "reconcile.json")
+        if reconcile is not None:
+            bench = {**bench, "reconcile": reconcile}
+    report_step = steps.get("report")
+    outputs = (report_step or {}).get("outputs") or {}
+    report = None if not report_step or report_step["state"] != "done" else {
+        "dir": outputs.get("dir"), "signed": outputs.get("signed"),
+        "fingerprint": outputs.get("fingerprint"),
+        "allowed_signers_line": outputs.get("allowed_signers_line"), "map": outputs.get("map"),
+        "secrets_replaced": outputs.get("secrets_replaced")}
+    names = {"protocol": "bench"}
     summary = {
         "schema_version": SCHEMA_VERSION, "kind": "selfcheck", "run": str(run.path),
-        "launch": launch.label, "endpoint": settings.endpoint, "quick": settings.quick,
+        "launch": label, "endpoint": settings.endpoint, "quick": settings.quick,
         "probe": None if probe is None else {
             "verdict": probe.get("verdict"), "pattern": probe.get("pattern"),
             "tokens_spent": probe.get("tokens_spent"), "baseline": probe.get("baseline") is not None,
@@ -99,14 +144,10 @@ def run_selfcheck(run: RunDir, settings: SelfcheckSettings, observe: Observer) -
             {"cause": f["verdict"]["id"], "kind": f["kind"], "phase": f["phase"],
              "duration_s": f["duration_s"], "confidence": f["verdict"].get("confidence")}
             for f in stalls.get("findings") or []],
-        "report": report, "steps": steps.records,
+        "report": report,
+        "steps": [{"step": names.get(s["kind"], s["kind"]), "launch": s["launch"],
+                   "status": "ok" if s["state"] == "done" else "failed", "reason": s["reason"]}
+                  for s in state["steps"] if s["kind"] != "signature"],
     }
-    write_document(launch.path / "selfcheck.json", check(SelfcheckDocument, summary))
+    write_document(folder / "selfcheck.json", summary)
     return summary
-
-
-def _report(run: RunDir, settings: SelfcheckSettings) -> dict:
-    outcome = execute(plan_report(run.path, None, settings.formats, settings.sign))
-    return {"dir": outcome.report_dir, "signed": outcome.signed, "fingerprint": outcome.fingerprint,
-            "allowed_signers_line": outcome.allowed_signers_line, "map": outcome.map_path,
-            "secrets_replaced": outcome.secrets_replaced}

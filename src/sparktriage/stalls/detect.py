@@ -4,8 +4,12 @@ Progress is a new log line, except lines that only say "still waiting" (vocabula
 with `progress: false`) and progress-bar lines whose count did not move. Four detectors run on
 each node's timeline (docs/stalls.md):
 
-- silence: no progress for `silence_s` (a gap that ends with a new process's first line, or a
-  line that follows an import, is allowed `spawn_s`, because importing torch takes a while);
+- silence: no progress for longer than the phase is expected to take: `silence_s`, or
+  `spawn_s` for a gap that ends with a new process's first line or a line that follows an
+  import; a cold compile gets `compile_cold_s`, a weight read its checkpoint size at
+  `crawl_floor_bps`; compute phases scale with the load per core (up to `max_load_factor`);
+  a rank silent at the rendezvous until its last peer arrived was waiting, not stalled.
+  Expected long silences are `observations`, not stalls;
 - hang: the log stops and the start neither became ready nor failed before observation ended;
 - crawl: the weight read ran below `crawl_floor_bps` (checkpoint size from the log), or lasted
   `crawl_s` when the size is unknown;
@@ -54,6 +58,81 @@ class Detection:
     timelines: dict[str, NodeTimeline]
     periods: list[Period]
     params: DetectParams
+    observations: list[dict] = field(default_factory=list)  # long but expected silences
+
+
+# Phases whose duration is the machine's work (imports, compile, reads, profiling): their
+# silence budgets scale with the load per core. Waiting phases (distributed_init) do not:
+# a rendezvous waits for peers, and that is budgeted by when the peers arrived.
+_COMPUTE_PHASES = ("resolve", "engine_start", "weight_read", "post_load", "compile",
+                   "kv_profiling", "kernel_jit", "cuda_graphs")
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What one node's start is expected to take, from its own evidence."""
+
+    load_factor: float  # median load average per core over the start, clamped to [1, max]
+    compile_cold: bool | None  # None: no compile seen; True: no cache hit in the log
+    arrivals: dict[str, float]  # node -> when it logged its distributed_init line
+    nodes: int
+
+    def allowed(self, phase: str, base: float, params: DetectParams,
+                checkpoint_bytes: float | None) -> tuple[float, str]:
+        """The silence allowed in `phase` for a gap whose base allowance is `base`."""
+        allowed, why = base, f"{base:.0f} s"
+        if phase == "compile" and self.compile_cold:
+            allowed, why = max(base, params.compile_cold_s), "a cold compile cache"
+        elif phase == "weight_read" and checkpoint_bytes:
+            expected = checkpoint_bytes / params.crawl_floor_bps
+            if expected > allowed:
+                allowed, why = expected, f"{checkpoint_bytes / 1024 ** 3:.1f} GiB to read"
+        if phase in _COMPUTE_PHASES and self.load_factor > 1.0:
+            allowed *= self.load_factor
+            why += f", load {self.load_factor:.1f} per core"
+        return allowed, why
+
+
+def _load_factor(node_evidence, start: float, end: float, params: DetectParams) -> float:
+    if node_evidence is None:
+        return 1.0
+    per_core = []
+    for record in node_evidence.get("host").window(start, end):
+        load, ncpu = record.get("load1"), record.get("ncpu")
+        if isinstance(load, (int, float)) and isinstance(ncpu, (int, float)) and ncpu > 0:
+            per_core.append(load / ncpu)
+    if not per_core:
+        return 1.0
+    return min(max(statistics.median(per_core), 1.0), params.max_load_factor)
+
+
+def _budget(timeline: NodeTimeline, timelines: dict[str, NodeTimeline], markers: MarkerSet,
+            node_evidence, params: DetectParams) -> Budget:
+    names = [set(m.markers) for m in timeline.marks]
+    compiled = any("compile_start" in n or "compile_done" in n for n in names)
+    hit = any("compile_cache_hit" in n for n in names)
+    arrivals = {}
+    for name, other in timelines.items():
+        first = next((m.t for m in other.marks if "dist_init" in m.markers), None)
+        if first is not None:
+            arrivals[name] = first
+    return Budget(_load_factor(node_evidence, timeline.start, timeline.settled, params),
+                  (not hit) if compiled else None, arrivals, len(timelines))
+
+
+def _waited_for_peers(timeline: NodeTimeline, budget: Budget, prev_t: float, next_t: float,
+                      params: DetectParams) -> str | None:
+    """A rank silent at the rendezvous until shortly after its last peer arrived was waiting
+    for that peer, not stalled (a peer that never arrived leaves it a stall)."""
+    if budget.nodes < 2 or timeline.phase_at(prev_t) != "distributed_init":
+        return None
+    others = {n: t for n, t in budget.arrivals.items() if n != timeline.node}
+    if len(others) < budget.nodes - 1:
+        return None
+    last_node, last = max(others.items(), key=lambda item: item[1])
+    if last > prev_t and next_t <= last + params.silence_s:
+        return last_node
+    return None
 
 
 def _progress_marks(timeline: NodeTimeline, markers: MarkerSet) -> list[Mark]:
@@ -97,25 +176,55 @@ def _allowed_gap(following: list[Mark], seen_processes: set, markers: MarkerSet,
     return params.silence_s
 
 
+def _observe(observations: list[dict], timeline: NodeTimeline, prev: Mark, nxt_t: float,
+             phase: str, text: str) -> None:
+    observations.append({"node": timeline.node, "phase": phase, "start": prev.t, "end": nxt_t,
+                         "duration_s": round(nxt_t - prev.t, 3), "text": text})
+
+
 def _silences(timeline: NodeTimeline, progress: list[Mark], markers: MarkerSet,
-              params: DetectParams, started: float | None) -> list[Period]:
+              params: DetectParams, started: float | None, budget: Budget | None = None,
+              observations: list[dict] | None = None) -> list[Period]:
     out: list[Period] = []
     seen: set = set()
-    if started is not None and progress and progress[0].t - started >= params.spawn_s:
+    budget = budget or Budget(1.0, None, {}, 1)
+    observations = observations if observations is not None else []
+    spawn_first, _ = budget.allowed("resolve", params.spawn_s, params, None)
+    if started is not None and progress and progress[0].t - started >= spawn_first:
         out.append(Period(timeline.node, "stall", started, progress[0].t, timeline.phase_at(started), ["silence"],
                           f"no log line for {progress[0].t - started:.0f} s after the start"))
     for i, (prev, nxt) in enumerate(zip(progress, progress[1:])):
         seen.add((prev.event.process, prev.event.pid))
         gap = nxt.t - prev.t
-        if gap >= max(params.min_stall_s, params.silence_s) and \
-                gap >= _allowed_gap(progress[i + 1:i + 40], seen, markers, params):
-            out.append(Period(timeline.node, "stall", prev.t, nxt.t, timeline.phase_at(prev.t),
-                              ["silence"], f"no progress for {gap:.0f} s", last_line=prev))
+        if gap < max(params.min_stall_s, params.silence_s):
+            continue
+        phase = timeline.phase_at(prev.t)
+        base = _allowed_gap(progress[i + 1:i + 40], seen, markers, params)
+        allowed, why = budget.allowed(phase, base, params, timeline.checkpoint_bytes)
+        peer = _waited_for_peers(timeline, budget, prev.t, nxt.t, params)
+        if peer is not None:
+            _observe(observations, timeline, prev, nxt.t, phase,
+                     f"waited {gap:.0f} s at the rendezvous for {peer}, the last rank to arrive")
+        elif gap < allowed:
+            if phase == "compile" and budget.compile_cold:
+                _observe(observations, timeline, prev, nxt.t, phase,
+                         f"compile took {gap:.0f} s: cold cache, expected on a first boot; "
+                         f"persist the cache (VLLM_CACHE_ROOT) to skip it next time")
+            elif gap >= base:
+                _observe(observations, timeline, prev, nxt.t, phase,
+                         f"{gap:.0f} s without a line in {phase}, within the {allowed:.0f} s "
+                         f"expected ({why})")
+        else:
+            out.append(Period(timeline.node, "stall", prev.t, nxt.t, phase,
+                              ["silence"], f"no progress for {gap:.0f} s", last_line=prev,
+                              facts={"allowed_s": round(allowed, 1)}))
     if progress and timeline.ready_at is None and timeline.failed_at is None:
         last = progress[-1]
         end = timeline.stopped_at or timeline.end
         gap = end - last.t
-        if gap >= max(params.min_stall_s, params.silence_s):
+        phase = timeline.phase_at(last.t)
+        allowed, _ = budget.allowed(phase, params.silence_s, params, timeline.checkpoint_bytes)
+        if gap >= max(params.min_stall_s, allowed):
             how = "it was stopped" if timeline.stopped_at else "observation ended"
             out.append(Period(timeline.node, "stall", last.t, end, timeline.phase_at(last.t),
                               ["hang"], f"no progress for the last {gap:.0f} s, until {how}; "
@@ -238,10 +347,13 @@ def detect(evidence: Evidence, markers: MarkerSet, params: DetectParams | None =
         if ready and timeline.ready_at is None and timeline.failed_at is None \
                 and timeline.stopped_at is None:
             timeline.ready_at = min(ready)
+    observations: list[dict] = []
     for name, timeline in timelines.items():
         progress = _progress_marks(timeline, markers)
+        budget = _budget(timeline, timelines, markers, evidence.nodes.get(name), params)
         found = _silences(timeline, progress, markers, params,
-                          evidence.started if evidence.form == "bundle" else None)
+                          evidence.started if evidence.form == "bundle" else None, budget,
+                          observations)
         crawl = _crawl(timeline, progress, params)
         if crawl:
             found.append(crawl)
@@ -252,7 +364,8 @@ def detect(evidence: Evidence, markers: MarkerSet, params: DetectParams | None =
     periods += _asymmetry(timelines, params)
     periods = _merge(periods)
     _mark_held(periods)
-    return Detection(timelines, sorted(periods, key=lambda p: (p.start, p.node)), params)
+    return Detection(timelines, sorted(periods, key=lambda p: (p.start, p.node)), params,
+                     sorted(observations, key=lambda o: (o["start"], o["node"])))
 
 
 def _mark_held(periods: list[Period]) -> None:

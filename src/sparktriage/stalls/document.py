@@ -176,6 +176,8 @@ def build(classification: Classification, rules_dir: str) -> dict:
         "nodes": nodes,
         "phases": evidence.logs.get("phases", []),  # exactly as `sparktriage logs` shows them
         "findings": findings,
+        "observations": [{**o, "start_offset_s": round(o["start"] - origin, 3)}
+                         for o in detection.observations],
         "summary": {
             "stalls": sum(1 for f in findings if f["kind"] == "stall"),
             "failures": sum(1 for f in findings if f["kind"] == "failure"),

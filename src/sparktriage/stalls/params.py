@@ -15,6 +15,8 @@ class DetectParams:
     crawl_floor_bps: float = 1024.0 ** 3
     crawl_s: float = 300.0
     asym_ratio: float = 2.0
+    compile_cold_s: float = 300.0  # a cold torch.compile's silence (idle 2-core, tiny model)
+    max_load_factor: float = 4.0  # compute phases' budgets scale with load per core, up to this
 
 
 __all__ = ["DetectParams"]

@@ -7,6 +7,7 @@ these values against scipy.stats.t on many degrees of freedom and probabilities.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 _EPS = 1e-15
 _TINY = 1e-300
@@ -62,6 +63,7 @@ def t_cdf(t: float, df: float) -> float:
     return 1.0 - tail if t > 0 else tail
 
 
+@lru_cache(maxsize=4096)  # a pure function called with few distinct (p, df) pairs
 def t_ppf(p: float, df: float) -> float:
     """Quantile of Student's t: the t with P(T <= t) = p, by bracketing and bisection."""
     if not 0.0 < p < 1.0:

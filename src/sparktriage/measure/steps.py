@@ -1,4 +1,4 @@
-"""The steps a session runs against one launch; each writes its documents into the launch
+"""The steps a session (demo, selfcheck) or a sweep runs against one launch; each writes its documents into the launch
 folder exactly as the single-purpose command does (docs/formats.md) and returns the document.
 
 probe_step   -> probe.json, probe-requests.jsonl          (as `sparktriage probe`)

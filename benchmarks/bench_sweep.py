@@ -1,0 +1,167 @@
+"""Adaptive launch allocation vs the fixed grid of 3 launches per depth (docs/benchmarks.md).
+
+Simulated sweeps with the seed's spread: a launch mean of depth d is μ_d·(1 + ε), ε ~ N(0, cv²)
+with cv = 6.5% (the seed: four launches 25.9-28.4 tok/s and a relaunch at 23.4, sd about 1.7 on
+26.4), plus the mean of 15 requests with a within-launch sd of 1.5 tok/s. Both strategies use the
+engine's own functions (sweep.allocate.next_depth / decide) on the same scenarios, in the same
+run, with the same seeds. The adaptive sweep runs until its decision is settled (95%
+separation, or tied within 2%) or a cap of --cap launches; the fixed grid runs 3 launches per
+depth and is decided with the same rule. A decision is right when it names a depth whose true
+rate is within the 2% margin of the best (any of a true tie is right), wrong when it settles on
+another; "insufficient" reaches no decision. Lab time per launch: 2 min 45 s cold start (the
+seed) + the protocol (1 warm-up + 15 requests × 256 tokens at the depth's rate) + the gate's
+64 greedy tokens.
+
+    .venv/bin/python benchmarks/bench_sweep.py --sweeps 400   # writes benchmarks/results/sweep.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from sparktriage.sweep.allocate import MARGIN, decide, next_depth  # noqa: E402
+
+CV = 0.065
+WITHIN_SD = 1.5
+REQUESTS = 15
+TOKENS = 256
+COLD_START_S = 165.0
+GATE_TOKENS = 64
+
+SCENARIOS = {
+    "depth 2 clearly best (+25%)": {0: 26.4, 1: 28.0, 2: 33.0, 3: 27.0, 4: 24.0},
+    "depth 2 best, depth 4 slower than none": {0: 26.4, 1: 29.0, 2: 31.7, 3: 30.0, 4: 25.0},
+    "speculation loses at every depth": {0: 26.4, 1: 24.0, 2: 22.0, 3: 20.5, 4: 18.5},
+    "monotone gain, 9% between depths 3 and 4": {0: 26.4, 1: 35.0, 2: 41.0, 3: 46.0, 4: 50.0},
+    "a true tie at the top (1 and 2 within 1%)": {0: 26.4, 1: 30.0, 2: 30.3, 3: 28.0, 4: 25.0},
+}
+
+
+def launch_mean(rng: random.Random, mu: float) -> float:
+    return mu * (1 + rng.gauss(0, CV)) + rng.gauss(0, WITHIN_SD / math.sqrt(REQUESTS))
+
+
+def lab_seconds(mu: float) -> float:
+    return COLD_START_S + ((REQUESTS + 1) * TOKENS + GATE_TOKENS) / mu
+
+
+def verdict(decision, true: dict[int, float]) -> str:
+    if decision.state == "insufficient":
+        return "insufficient"
+    best = max(true.values())
+    return "right" if true[decision.depth] >= (1 - MARGIN) * best else "wrong"
+
+
+def adaptive(rng: random.Random, true: dict[int, float], cap: int):
+    means: dict[int, list[float]] = {}
+    seconds = 0.0
+    while sum(len(v) for v in means.values()) < cap:
+        d = next_depth(means, list(true), 1)
+        if d is None:
+            break
+        means.setdefault(d, []).append(launch_mean(rng, true[d]))
+        seconds += lab_seconds(true[d])
+    return decide(means), sum(len(v) for v in means.values()), seconds
+
+
+def grid(rng: random.Random, true: dict[int, float], per_depth: int = 3):
+    means = {d: [launch_mean(rng, mu) for _ in range(per_depth)] for d, mu in true.items()}
+    return decide(means), per_depth * len(true), sum(per_depth * lab_seconds(mu) for mu in true.values())
+
+
+def grid_rounds(rng: random.Random, true: dict[int, float], cap: int):
+    """The non-adaptive grid run to the same stopping rule: one launch on every depth per
+    round, until the decision is settled or the cap is reached."""
+    means: dict[int, list[float]] = {d: [] for d in true}
+    seconds = 0.0
+    decision = None
+    while sum(len(v) for v in means.values()) + len(true) <= cap:
+        for d, mu in true.items():
+            means[d].append(launch_mean(rng, mu))
+            seconds += lab_seconds(mu)
+        decision = decide(means)
+        if decision.state != "insufficient":
+            break
+    return decision, sum(len(v) for v in means.values()), seconds
+
+
+def summarise(rows: list[tuple]) -> dict:
+    n = len(rows)
+    counts = {k: sum(1 for r in rows if r[0] == k) for k in ("right", "wrong", "insufficient")}
+    decided = [r for r in rows if r[0] != "insufficient"]
+    right = [r for r in rows if r[0] == "right"]
+    return {
+        "sweeps": n, "right_rate": counts["right"] / n, "error_rate": counts["wrong"] / n,
+        "error_rate_among_decided": counts["wrong"] / len(decided) if decided else None,
+        "insufficient_rate": counts["insufficient"] / n,
+        "launches_mean": statistics.fmean(r[1] for r in rows),
+        "launches_median": statistics.median(r[1] for r in rows),
+        "launches_mean_when_right": statistics.fmean(r[1] for r in right) if right else None,
+        "lab_minutes_mean": statistics.fmean(r[2] for r in rows) / 60,
+        "lab_minutes_mean_when_right": statistics.fmean(r[2] for r in right) / 60 if right else None,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sweeps", type=int, default=400, help="simulated sweeps per scenario")
+    parser.add_argument("--cap", type=int, default=40, help="launch cap of the adaptive sweep")
+    parser.add_argument("--seed", type=int, default=20261201)
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "sweep.json")
+    args = parser.parse_args()
+    started = time.time()
+    results = []
+    for name, true in SCENARIOS.items():
+        rows = {"adaptive": [], "grid": [], "rounds": []}
+        for i in range(args.sweeps):
+            for kind, run in (("adaptive", lambda r: adaptive(r, true, args.cap)),
+                              ("grid", lambda r: grid(r, true)),
+                              ("rounds", lambda r: grid_rounds(r, true, args.cap))):
+                decision, launches, seconds = run(random.Random(args.seed * 1000 + i))
+                rows[kind].append((verdict(decision, true), launches, seconds))
+        a, g, r = summarise(rows["adaptive"]), summarise(rows["grid"]), summarise(rows["rounds"])
+        results.append({"scenario": name, "true_tok_s": {str(k): v for k, v in true.items()},
+                        "adaptive": a, "grid_3_per_depth": g, "grid_rounds_to_decision": r,
+                        "launch_ratio_adaptive_to_grid": a["launches_mean"] / g["launches_mean"],
+                        "launch_ratio_adaptive_to_grid_rounds": a["launches_mean"] / r["launches_mean"]})
+        print(f"{name}: adaptive {a['launches_mean']:.1f} launches ({a['lab_minutes_mean']:.0f} min), "
+              f"right {a['right_rate']:.1%}, wrong {a['error_rate']:.1%}, none {a['insufficient_rate']:.1%} | "
+              f"grid {g['launches_mean']:.0f} launches ({g['lab_minutes_mean']:.0f} min), right "
+              f"{g['right_rate']:.1%}, wrong {g['error_rate']:.1%}, none {g['insufficient_rate']:.1%} | "
+              f"grid rounds {r['launches_mean']:.1f} launches, right {r['right_rate']:.1%}, "
+              f"wrong {r['error_rate']:.1%}, none {r['insufficient_rate']:.1%}",
+              flush=True)
+    overall = {k: statistics.fmean(r[k]["launches_mean"] for r in results)
+               for k in ("adaptive", "grid_3_per_depth", "grid_rounds_to_decision")}
+    document = {
+        "benchmark": "sweep-allocation", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "python": platform.python_version(), "load_average": os.getloadavg(),
+        "settings": {"sweeps_per_scenario": args.sweeps, "adaptive_cap": args.cap, "cv": CV,
+                     "within_sd_tok_s": WITHIN_SD, "requests": REQUESTS, "max_tokens": TOKENS,
+                     "cold_start_s": COLD_START_S, "margin": MARGIN, "seed": args.seed},
+        "scenarios": results,
+        "launches_mean_over_scenarios": overall,
+        "launch_ratio_over_scenarios": overall["adaptive"] / overall["grid_3_per_depth"],
+        "launch_ratio_to_grid_rounds_over_scenarios":
+            overall["adaptive"] / overall["grid_rounds_to_decision"],
+        "seconds": round(time.time() - started, 1),
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(document, indent=2) + "\n")
+    print(f"wrote {args.out}: adaptive/grid-3 launches {document['launch_ratio_over_scenarios']:.2f}, "
+          f"adaptive/grid-rounds {document['launch_ratio_to_grid_rounds_over_scenarios']:.2f}")
+
+
+if __name__ == "__main__":
+    main()

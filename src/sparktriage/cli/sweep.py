@@ -1,0 +1,66 @@
+"""`sparktriage sweep`: speculative depth on any deployment, adaptive relaunches, a gate."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from sparktriage.cli import console
+from sparktriage.cli.exit_codes import ExitCode
+from sparktriage.cli.progress import sweep_progress
+from sparktriage.errors import LaunchError, UsageError
+
+
+def sweep(
+    deploy: Optional[Path] = typer.Argument(None, metavar="DEPLOY", help="Deployment YAML to sweep (not with --resume)."),
+    lab: Optional[Path] = typer.Option(None, "--lab", help="Lab file, instead of the deployment's."),
+    depths: str = typer.Option("0,1,2,3,4", "--depths", help="Speculative depths, comma list; 0 = no speculative config (always swept)."),
+    method: Optional[str] = typer.Option(None, "--method", help="Speculative method [the deployment's, else ngram]."),
+    max_launches: Optional[int] = typer.Option(None, "--max-launches", min=1, help="Launches in all, failed ones included [3 per depth]."),
+    min_launches: int = typer.Option(1, "--min-launches-per-depth", min=1, help="Launches on every depth before the adaptive allocation."),
+    budget: Optional[float] = typer.Option(None, "--budget", min=0.1, help="Lab time budget, minutes."),
+    requests: int = typer.Option(15, "--requests", min=1, help="Measured requests per workload per launch."),
+    max_tokens: int = typer.Option(256, "--max-tokens", min=1, help="Output tokens per request."),
+    workload: str = typer.Option("code", "--workload", help="Workloads, comma list (the first decides)."),
+    out: Optional[Path] = typer.Option(None, "--out", metavar="DIR", help="Run directory of the sweep."),
+    resume: Optional[Path] = typer.Option(None, "--resume", metavar="DIR", help="Continue the sweep in this run directory."),
+    baseline: Optional[Path] = typer.Option(None, "--baseline", help="Probe baseline: the probe's differential verdict joins the gate."),
+    json_out: Optional[str] = typer.Option(None, "--json", metavar="PATH|-", help="Write the sweep document to PATH, or - for stdout."),
+) -> None:
+    """Relaunch a deployment per speculative depth, measure delivered tokens with intervals over
+    launches, gate every depth's greedy output against depth 0, and recommend a depth."""
+    from sparktriage.sweep.engine import plan_sweep, run_sweep
+    from sparktriage.sweep.plan import parse_depths
+    from sparktriage.sweep.render import render_lines
+    if resume is not None:
+        if deploy is not None or out is not None:
+            raise UsageError("--resume DIR continues a sweep: give neither DEPLOY.yaml nor --out")
+        plan = None
+        where = resume
+        if not (resume / "sweep-state.json").is_file():
+            raise UsageError(f"--resume {resume}: no sweep-state.json there")
+    else:
+        if deploy is None:
+            raise UsageError("missing DEPLOY.yaml (or --resume DIR)")
+        if out is None:
+            raise UsageError("missing option --out DIR")
+        plan = plan_sweep(deploy, lab=lab, depths=parse_depths(depths), method=method,
+                          max_launches=max_launches, min_launches_per_depth=min_launches,
+                          budget_minutes=budget, requests=requests, max_tokens=max_tokens,
+                          workloads=tuple(w for w in workload.split(",") if w.strip()),
+                          baseline=baseline)
+        where = out
+    console.info(f"run directory: {where}")
+    result = run_sweep(plan, where, sweep_progress, command=["sparktriage", *console.invoked_argv()])
+    doc = result.document
+    target = console.data_console(json_out)
+    for line in render_lines(doc):
+        target.print(line, markup=False, highlight=False)
+    console.write_json(doc, json_out)
+    if not any(l["status"] == "ok" for l in doc["launches"]):
+        raise LaunchError(f"no launch of the sweep completed; their bundles are in {where / 'launches'}")
+    findings = any(d["gate"]["state"] == "fail" or d["status"] == "failed" for d in doc["depths"])
+    if findings:
+        raise typer.Exit(ExitCode.FINDINGS)

@@ -1,0 +1,279 @@
+"""`reproduce(inputs, lab, node_map, out_dir)`: read, normalize, plan, diff, check, write.
+
+Writes `out_dir/deployment.yaml` (launchable) and `out_dir/reproduce.json` (docs/reproduce.md
+has the contract), both with secrets replaced by placeholders and checked for leaks before
+they are written. Returns the typed result; rendering is reproduce/render.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sparktriage.config.deployment import Deployment
+from sparktriage.config.lab import Lab
+from sparktriage.config.yamlload import load_model
+from sparktriage.errors import ConfigError, InputError, UsageError
+from sparktriage.reproduce import diff as diffing
+from sparktriage.reproduce import facts as trapfacts
+from sparktriage.reproduce import traps as trapcheck
+from sparktriage.reproduce.detect import detect, read_input
+from sparktriage.reproduce.importers.collect_env import import_collect_env
+from sparktriage.reproduce.importers.common import Ctx
+from sparktriage.reproduce.importers.compose import import_compose
+from sparktriage.reproduce.importers.deployment import import_deployment
+from sparktriage.reproduce.importers.docker import import_docker
+from sparktriage.reproduce.importers.envdump import import_env
+from sparktriage.reproduce.importers.serve import import_script
+from sparktriage.reproduce.labfacts import read_capture
+from sparktriage.reproduce.labplan import plan_for
+from sparktriage.reproduce.model import Facts, Imported, InputRef, ReproduceResult
+from sparktriage.reproduce.nodemap import assign
+from sparktriage.reproduce.normalize import combine
+from sparktriage.reproduce.secrets import Placeholders
+
+# addresses and interface names of the client's own network: never carried to the lab
+SITE_VARS = ("VLLM_HOST_IP", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME",
+             "UCX_NET_DEVICES", "NCCL_IB_HCA", "OMPI_MCA_btl_tcp_if_include", "MASTER_ADDR",
+             "VLLM_LOOPBACK_IP")
+LOCAL_LAB = {"name": "this-machine", "nodes": [{"name": "local", "host": "127.0.0.1"}]}
+
+
+def import_input(path: Path, secrets: Placeholders) -> Imported:
+    text = read_input(path)
+    try:
+        kind = detect(text)
+    except InputError as exc:
+        raise InputError(f"{path}: {exc.message}") from None
+    ctx = Ctx(InputRef(path=str(path), kind=kind), secrets)
+    if kind == "compose":
+        return import_compose(path, ctx)
+    if kind == "deployment":
+        return import_deployment(path, ctx)
+    if kind == "collect-env":
+        return import_collect_env(text, ctx)
+    if kind == "env":
+        return import_env(text, ctx)
+    if kind == "docker":
+        return import_docker(text, ctx)
+    return import_script(text, ctx)
+
+
+def _resolve_paths(dep: dict, base: Path) -> dict:
+    """./ and ../ values of a deployment YAML input, against its folder (as launch does)."""
+    def fix(value):
+        if isinstance(value, str) and value.startswith(("./", "../")):
+            return os.path.normpath(base / value)
+        return value
+    model = dict(dep.get("model") or {})
+    if "path" in model:
+        model["path"] = fix(model["path"])
+    engine = dict(dep.get("engine") or {})
+    vllm = engine.get("vllm")
+    engine["vllm"] = [fix(v) for v in vllm] if isinstance(vllm, list) else fix(vllm)
+    return {**dep, "model": model, "engine": engine}
+
+
+def _load_lab(lab: Path | None, imported: list[Imported]) -> tuple[Any, Lab, str]:
+    """(the deployment's `lab` value, the Lab, a name for statements)."""
+    if lab is not None:
+        model = load_model(Lab, lab)
+        return os.path.abspath(lab), model, model.name or str(lab)
+    for part in imported:
+        if part.input.kind == "deployment":
+            from sparktriage.config.yamlload import load_yaml
+            data, _ = load_yaml(Path(part.input.path))
+            ref = data.get("lab")
+            if isinstance(ref, str):
+                path = Path(os.path.abspath(part.input.path)).parent / ref
+                model = load_model(Lab, path)
+                return os.path.normpath(path), model, model.name or ref
+            if isinstance(ref, dict):
+                model = Lab.model_validate(ref)
+                return ref, model, model.name or "inline lab"
+    return LOCAL_LAB, Lab.model_validate(LOCAL_LAB), "this machine (no --lab given)"
+
+
+def _client_gpu(client: dict[str, Facts]) -> str | None:
+    return next((f.gpu.get("model") for f in client.values() if f.gpu.get("model")), None)
+
+
+def reproduce(inputs: list[Path], lab: Path | None, node_map: dict[str, str] | None,
+              out_dir: Path, lab_capture: Path | None = None,
+              capture_live: bool = True) -> ReproduceResult:
+    """Import the client's inputs, plan them on the lab, diff, check traps, write DIR."""
+    if not inputs:
+        raise UsageError("give at least one input")
+    secrets = Placeholders()
+    imported = []
+    for path in inputs:
+        part = import_input(Path(path), secrets)
+        if part.input.kind == "deployment":
+            part = part.model_copy(update={"deployment": _resolve_paths(
+                part.deployment, Path(os.path.abspath(path)).parent)})
+        imported.append(part)
+    client_dep, client_nodes, client_facts = combine(imported)
+    if "model" not in client_dep or not (client_dep.get("model") or {}).get("path"):
+        raise InputError("no input names a model to serve (give the serve line, docker run, "
+                         "compose file or deployment YAML besides environment captures)")
+    lab_value, lab_model, lab_name = _load_lab(lab, imported)
+    lab_names = [n.name for n in lab_model.nodes]
+    heads = [n.name for n in lab_model.nodes if n.role == "head"]
+    if heads:
+        lab_names = heads + [n for n in lab_names if n not in heads]
+    pairs = assign([n.name for n in client_nodes], lab_names, node_map or {})
+    used = [lab_node for _, lab_node in pairs]
+    statements = []
+    if len(client_nodes) > len(lab_names):
+        statements.append(f"the lab has {len(lab_names)} node(s), the client {len(client_nodes)}: "
+                          f"the plan runs on {len(used)} lab node(s); client node(s) "
+                          f"{', '.join(n.name for n in client_nodes[len(used):])} have no lab node")
+    client_gpu = _client_gpu(client_facts)
+    for node in lab_model.nodes:
+        if node.name in used and client_gpu and node.gpu and \
+                trapfacts.gpu_arch(client_gpu) != trapfacts.gpu_arch(node.gpu):
+            statements.append(f"other hardware: the client runs {client_gpu}, lab node "
+                              f"{node.name} has {node.gpu}")
+    client_env = {}
+    for n in client_nodes:
+        base = dict(client_facts[n.name].env) if n.name in client_facts else {}
+        base.update(client_dep.get("env") or {})
+        base.update(n.env)
+        client_env[n.name] = base
+    site: dict[str, list[str]] = {}
+    for n in client_nodes:
+        for var in SITE_VARS:
+            value = {**(client_dep.get("env") or {}), **n.env}.get(var)
+            if value is not None:
+                site.setdefault(var, []).append(f"{n.name} {value}")
+    if site:
+        lab_sets = {n.name: sorted(set(SITE_VARS) & set(n.env)) for n in lab_model.nodes
+                    if n.name in used}
+        statements.append("site-specific settings not carried to the lab (addresses and "
+                          "interfaces of the client's network): " + "; ".join(
+                              f"{var} ({', '.join(vals)})" for var, vals in sorted(site.items()))
+                          + ". The lab's own come from the lab YAML's node env: " + "; ".join(
+                              f"{name} sets {', '.join(v) or 'none'}" for name, v in lab_sets.items()))
+    client_dep = {**client_dep, "env": {k: v for k, v in (client_dep.get("env") or {}).items()
+                                        if k not in SITE_VARS}}
+    node_env = {}
+    by_client = {n.name: n for n in client_nodes}
+    for client, lab_node in pairs:
+        own = {k: v for k, v in (by_client[client].env if client else {}).items()
+               if k not in SITE_VARS}
+        if own:
+            node_env[lab_node] = own
+    dep = dict(client_dep)
+    dep.pop("lab", None)
+    dep.pop("nodes", None)
+    dep["schema_version"] = 1
+    dep.setdefault("name", _name(dep))
+    dep["lab"] = lab_value
+    dep["nodes"] = used
+    par = dict(dep.get("parallelism") or {})
+    if len(used) > 1 or par.get("nodes") is not None:
+        par["nodes"] = len(used)
+    dep["parallelism"] = par
+    if node_env or dep.get("node_env"):
+        dep["node_env"] = {**{k: v for k, v in (dep.get("node_env") or {}).items()
+                              if k in used}, **node_env}
+    dep = _prune(dep)
+    try:
+        model = Deployment.model_validate({**dep, "lab": dep["lab"] if isinstance(dep["lab"], str)
+                                           else "lab.yaml"})
+    except Exception as exc:  # pydantic ValidationError: one line
+        errors = getattr(exc, "errors", None)
+        first = errors()[0] if callable(errors) else {"loc": (), "msg": str(exc)}
+        raise InputError(f"the imported settings do not make a valid deployment: "
+                         f"{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+    normalized = model.model_dump(mode="json")
+    normalized["lab"] = dep["lab"]
+    normalized = secrets.deep(normalized)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    dep_path = out_dir / "deployment.yaml"
+    _write(dep_path, "# written by sparktriage reproduce (docs/reproduce.md); values to supply: "
+           + (", ".join(secrets.supply) or "none") + "\n"
+           + yaml.safe_dump(normalized, sort_keys=False, allow_unicode=True), secrets)
+    lab_plan, launch = plan_for(dep_path, lab_name, pairs, statements)
+    # lab facts
+    lab_facts: dict[str, Facts] = {}
+    capture_status: dict[str, str] = {}
+    if lab_capture is not None:
+        lab_facts = read_capture(lab_capture, used, secrets)
+        capture_status = {n: f"file {lab_capture}" for n in lab_facts}
+    elif capture_live and launch is not None:
+        from sparktriage.reproduce.capture import capture_lab
+        vllm = model.engine.vllm
+        argv0 = vllm[0] if isinstance(vllm, list) and vllm else (vllm if isinstance(vllm, str) else "vllm")
+        lab_facts, capture_status = capture_lab(launch, argv0, secrets, used)
+    for node in used:
+        capture_status.setdefault(node, "not captured")
+    for node, captured in lab_facts.items():
+        model = captured.gpu.get("model")
+        if client_gpu and model and trapfacts.gpu_arch(client_gpu) != trapfacts.gpu_arch(model):
+            lab_plan.statements.append(f"other hardware: the client runs {client_gpu}, lab node "
+                                       f"{node} has {model} (captured)")
+    lab_env = {}
+    for assignment in lab_plan.nodes:
+        env = dict(lab_facts[assignment.lab].env) if assignment.lab in lab_facts else {}
+        env.update({k: v for k, v in assignment.env.items() if k != "PYTHONUNBUFFERED"})
+        lab_env[assignment.lab] = env
+    table = trapcheck.load_why()
+    differences = diffing.compare(client_facts, lab_facts, pairs, client_env, lab_env,
+                                  len(client_nodes), len(used), table)
+    lab_nodes_info = []
+    for node in lab_model.nodes:
+        if node.name in used:
+            info = node.model_dump(mode="json")
+            captured = lab_facts.get(node.name)
+            info["nics"] = list(captured.interfaces) if captured else []
+            lab_nodes_info.append(info)
+    facts = trapfacts.build(normalized, client_facts, lab_facts, lab_nodes_info, client_env,
+                            pairs)
+    hits = trapcheck.check(facts)
+    result = ReproduceResult(
+        inputs=[i.input for i in imported], deployment=normalized,
+        unknown=[u for i in imported for u in i.unknown], diff=differences, traps=hits,
+        placeholders=secrets.supply, mapped=[m for i in imported for m in i.mapped],
+        notes=[n for i in imported for n in i.notes], plan=lab_plan, client_nodes=client_nodes,
+        lab_capture=capture_status, out_dir=str(out_dir))
+    result = ReproduceResult.model_validate(secrets.deep(result.model_dump(mode="json")))
+    _write(out_dir / "reproduce.json", json.dumps(result.to_json(), indent=2) + "\n", secrets)
+    return result.model_copy(update={"out_dir": str(out_dir)})
+
+
+def _name(dep: dict) -> str:
+    name = (dep.get("model") or {}).get("name") or os.path.basename(
+        str((dep.get("model") or {}).get("path") or "deployment").rstrip("/")) or "deployment"
+    import re
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", name)[:60] or "deployment"
+
+
+def _prune(dep: dict) -> dict:
+    """Drop empty sections the importers created (the model fills its defaults)."""
+    out = {}
+    for key, value in dep.items():
+        if isinstance(value, dict) and key not in ("env", "node_env", "lab"):
+            inner = {k: v for k, v in value.items() if v is not None and v != {}
+                     and (v != [] or (key, k) == ("engine", "vllm"))}
+            if inner or key in ("model",):
+                out[key] = inner
+        elif value is not None:
+            out[key] = value
+    if "speculative" in dep and dep["speculative"] is None:
+        out.pop("speculative", None)
+    return out
+
+
+def _write(path: Path, text: str, secrets: Placeholders) -> None:
+    text = secrets.scrub_blob(text)
+    leaked = secrets.leaked(text)
+    if leaked:  # scrub_blob removes them all; this guards the guard
+        raise ConfigError(f"refusing to write {path.name}: it would contain a secret")
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)

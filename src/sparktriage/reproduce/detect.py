@@ -1,0 +1,73 @@
+"""Which kind of input a file is, from its content (the file name is not trusted), read bounded.
+
+Order: a YAML mapping with `services` is a compose file and one with `model` (and
+`schema_version`, `lab` or `serve`) our deployment; text framed like `vllm collect-env` is
+collect-env; a shell text running `docker|podman run` is docker, one running `vllm serve` or
+the api_server module is serve; `NAME=value` lines are an env dump.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+
+from sparktriage.errors import InputError
+from sparktriage.reproduce.importers import collect_env, deployment, envdump
+from sparktriage.reproduce.shell import MAX_INPUT_BYTES
+
+_DOCKER = re.compile(r"(?m)^\s*(?:sudo\s+)?(?:\S*/)?(?:docker|podman)\s+(?:container\s+)?run\b")
+_SERVE = re.compile(r"(?m)(?:^|[\s;&|])(?:\S*/)?vllm\s+serve\b|-m\s+vllm\.entrypoints\.(?:openai\.api_server|api_server|cli\.main)\b")
+
+
+def read_input(path: Path) -> str:
+    """The file's text: at most MAX_INPUT_BYTES, UTF-8, no NUL byte."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_INPUT_BYTES + 1)
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a folder, not an input file") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if len(data) > MAX_INPUT_BYTES:
+        raise InputError(f"{path}: larger than {MAX_INPUT_BYTES // (1024 * 1024)} MiB; not a "
+                         "config a client sends")
+    if b"\x00" in data:
+        raise InputError(f"{path}: contains a NUL byte; not a text file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+
+
+def _yaml(text: str):
+    if not re.search(r"(?m)^[A-Za-z_][A-Za-z0-9_-]*:\s", text + " "):
+        return None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
+
+
+def detect(text: str) -> str:
+    data = _yaml(text)
+    if isinstance(data, dict):
+        if isinstance(data.get("services"), dict):
+            return "compose"
+        if deployment.looks_like(data):
+            return "deployment"
+    if collect_env.looks_like(text):
+        return "collect-env"
+    text = re.sub(r"\\\r?\n", " ", text)  # line continuations
+    if _DOCKER.search(text):
+        return "docker"
+    if _SERVE.search(text):
+        return "serve"
+    if envdump.looks_like(text):
+        return "env"
+    raise InputError("cannot tell what kind of input this is (expected a vllm serve line or "
+                     "script, docker/podman run, a compose file, vllm collect-env output, an env "
+                     "dump or a deployment YAML)")

@@ -1,0 +1,137 @@
+"""The flat facts trap conditions read: the deployment's settings and a few derived ones.
+
+Keys: every setting of the normalized deployment by its dotted path (`serve.max_num_seqs`,
+`serve.flags.kv-cache-memory-bytes`, `env.VLLM_HOST_IP`, `speculative.method`), plus the
+derived facts below. A fact that cannot be known is absent (a condition on it is unknown).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from sparktriage.reproduce.model import Facts
+
+UNIFIED = re.compile(r"gb10|gh200|gb200|grace|spark|thor|orin|unified", re.IGNORECASE)
+# GPU model words -> CUDA arch ("12.1" for GB10 / DGX Spark)
+ARCHS = [(re.compile(r"gb10|spark", re.I), "12.1"), (re.compile(r"rtx pro 6000|rtx 50|5090|blackwell workstation", re.I), "12.0"),
+         (re.compile(r"gb200|b200|b100", re.I), "10.0"), (re.compile(r"gb300|b300", re.I), "10.3"),
+         (re.compile(r"h100|h200|gh200|h800|h20\b", re.I), "9.0"), (re.compile(r"l40|l4\b|4090|ada", re.I), "8.9"),
+         (re.compile(r"a100|a800|a30\b", re.I), "8.0"), (re.compile(r"a10\b|a40|3090|a6000", re.I), "8.6")]
+CACHE_TARGETS = ("/root/.cache", "/.cache/vllm", "/.cache/flashinfer", "/.triton", "/.cache")
+CACHE_ENV = ("VLLM_CACHE_ROOT", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR",
+             "FLASHINFER_WORKSPACE_BASE", "XDG_CACHE_HOME")
+
+
+def flatten(data: Any, prefix: str = "", out: dict | None = None) -> dict[str, Any]:
+    out = {} if out is None else out
+    if isinstance(data, dict):
+        for key, value in data.items():
+            flatten(value, f"{prefix}.{key}" if prefix else str(key), out)
+    elif data is not None:
+        out[prefix] = data
+    return out
+
+
+def gpu_arch(model: str | None) -> str | None:
+    if not model:
+        return None
+    for pattern, arch in ARCHS:
+        if pattern.search(model):
+            return arch
+    return None
+
+
+def _archs(text: str | None) -> list[str] | None:
+    if not text or text.strip().lower() in ("not set", "none"):
+        return None
+    return [a.rstrip("+PTXaf").strip() for a in re.split(r"[;\s,]+", text) if a.strip()]
+
+
+def _bind_short(args: list[str]) -> bool:
+    for flag, value in zip(args, args[1:]):
+        if flag in ("-v", "--volume") and re.match(r"^(?:\.{1,2}/|~/|/|\$)[^:]*:/", value):
+            return True
+    return False
+
+
+def _cache_persistent(args: list[str], env: dict) -> bool:
+    for flag, value in zip(args, args[1:]):
+        if flag in ("-v", "--volume", "--mount"):
+            target = value.split(":")[1] if flag != "--mount" and ":" in value else value
+            if any(t in target for t in CACHE_TARGETS):
+                return True
+    return False
+
+
+def build(deployment: dict, client: dict[str, Facts], lab: dict[str, Facts],
+          lab_nodes: list[dict], client_envs: dict[str, dict],
+          pairs: list[tuple[str | None, str]] = ()) -> dict[str, Any]:
+    """`client_envs`: each client node's whole environment (facts, command env, own env)."""
+    facts = flatten({k: v for k, v in deployment.items() if k not in ("lab",)})
+    serve = deployment.get("serve") or {}
+    for name, value in (serve.get("flags") or {}).items():
+        facts[f"serve.flags.{name}"] = value
+    engine = deployment.get("engine") or {}
+    nodes = (deployment.get("parallelism") or {}).get("nodes") or 1
+    client_nodes = max(len(client_envs), 1)
+    facts["client.nodes"] = client_nodes
+    facts["multi_node"] = client_nodes > 1 or nodes > 1
+    gpu_models = [f.gpu.get("model") for f in client.values() if f.gpu.get("model")]
+    lab_gpus = [n.get("gpu") for n in lab_nodes if n.get("gpu")] + \
+        [f.gpu.get("model") for f in lab.values() if f.gpu.get("model")]
+    if gpu_models:
+        facts["client.gpu_model"] = gpu_models[0]
+    if lab_gpus:
+        facts["lab.gpu_model"] = lab_gpus[0]
+    known = gpu_models + lab_gpus
+    if known:
+        facts["unified_memory"] = any(UNIFIED.search(g or "") for g in known)
+    # every client node's environment: deployment env + the node's own
+    envs = list(client_envs.values()) or [dict(deployment.get("env") or {})]
+    facts["vllm_host_ip_every_node"] = all("VLLM_HOST_IP" in e for e in envs)
+    ips = [e.get("VLLM_HOST_IP") for e in envs if e.get("VLLM_HOST_IP")]
+    if facts["multi_node"] and ips:
+        # one value for all nodes: given by one shared script, or implied nodes copying the head
+        facts["vllm_host_ip_shared"] = len(set(ips)) == 1 and (len(ips) > 1 or client_nodes > 1)
+    if engine.get("image"):
+        args = list(engine.get("container_args") or [])
+        facts["container.short_bind"] = _bind_short(args)
+        facts["container.jit_cache_persistent"] = _cache_persistent(args, deployment.get("env") or {})
+    # interface names against the lab nodes' interfaces (lab YAML or capture)
+    missing = []
+    have_info = False
+    for node in lab_nodes:
+        names = set(node.get("interfaces") or []) | set(node.get("nics") or [])
+        if not names:
+            continue
+        have_info = True
+        planned = {**(deployment.get("env") or {}), **(node.get("env") or {}),
+                   **((deployment.get("node_env") or {}).get(node["name"]) or {})}
+        client_name = next((c for c, lab_node in pairs if lab_node == node["name"]), None)
+        for label, env in (("lab", planned), ("client", client_envs.get(client_name or "", {}))):
+            for var in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME"):
+                value = env.get(var)
+                if not value or value.startswith(("^", "=")):
+                    continue
+                for item in value.split(","):
+                    if item and item not in names and not any(n.startswith(item) for n in names):
+                        missing.append(f"{node['name']}: {var}={item} ({label} value)")
+    if have_info and facts["multi_node"]:
+        facts["lab.ifname_missing"] = bool(missing)
+        facts["lab.ifname_missing_list"] = "; ".join(missing)
+    # engine build arch list against the GPU's arch
+    for side, table, models in (("client", client, gpu_models), ("lab", lab, lab_gpus)):
+        archs = next((_archs(f.build.get("cuda_archs")) for f in table.values()
+                      if f.build.get("cuda_archs")), None)
+        arch = gpu_arch(models[0]) if models else None
+        if archs is not None and arch is not None:
+            facts[f"{side}.arch_missing"] = arch not in archs and arch.replace(".", "") not in archs
+            facts[f"{side}.gpu_arch"] = arch
+    ct = next((f.versions.get("transformers") for f in client.values() if f.versions.get("transformers")), None)
+    lt = next((f.versions.get("transformers") for f in lab.values() if f.versions.get("transformers")), None)
+    if ct and lt:
+        facts["transformers_major_differs"] = ct.split(".")[0] != lt.split(".")[0]
+    if ct:
+        facts["client.transformers_major"] = int(ct.split(".")[0]) if ct.split(".")[0].isdigit() else None
+    return {k: v for k, v in facts.items() if v is not None}

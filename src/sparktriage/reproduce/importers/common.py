@@ -1,0 +1,37 @@
+"""What every importer shares: the per-input context (unknowns, notes, placeholders)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sparktriage.reproduce.model import Imported, InputRef, Unknown
+from sparktriage.reproduce.secrets import Placeholders
+from sparktriage.reproduce.shell import variables_in
+
+
+@dataclass
+class Ctx:
+    ref: InputRef
+    secrets: Placeholders
+    unknown: list[Unknown] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    mapped: list[str] = field(default_factory=list)
+
+    @property
+    def source(self) -> str:
+        return self.ref.path
+
+    def flag_unknown(self, text: str, note: str) -> None:
+        self.unknown.append(Unknown(input=self.source, text=self.secrets.text(text), note=note))
+
+    def note(self, text: str) -> None:
+        self.notes.append(f"{self.source}: {self.secrets.text(text)}")
+
+    def check_variables(self, word: str, where: str) -> None:
+        for var in variables_in(word):
+            self.flag_unknown(word, f"{where}: shell variable {var} kept literally (not "
+                                    "expanded); put its value in the deployment")
+
+    def result(self, **kw) -> Imported:
+        return Imported(input=self.ref, unknown=self.unknown, notes=self.notes,
+                        mapped=self.mapped, **kw)

@@ -1,0 +1,46 @@
+"""`env` / `printenv` / `export -p` dumps: one node's environment, for the diff.
+
+Lines `NAME=value`, `declare -x NAME="value"` or `export NAME=value`; a value may continue on
+the next lines (a newline inside it) until the next `NAME=` line. Values of secret-looking
+names become placeholders. The dump feeds the diff only: the deployment's environment is what
+the client's commands set.
+"""
+
+from __future__ import annotations
+
+import re
+
+from sparktriage.reproduce.importers.common import Ctx
+from sparktriage.reproduce.model import Facts, Imported
+
+_LINE = re.compile(r"^(?:declare -x |export )?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+
+
+def looks_like(text: str) -> bool:
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines:
+        return False
+    hits = sum(1 for line in lines if _LINE.match(line))
+    return hits >= max(1, int(0.8 * len(lines)))
+
+
+def parse(text: str, ctx: Ctx) -> Facts:
+    env: dict[str, str] = {}
+    last = None
+    for line in text.splitlines():
+        match = _LINE.match(line)
+        if match:
+            last = match.group(1)
+            value = match.group(2)
+            if line.startswith("declare -x ") and len(value) >= 2 and value[0] == value[-1] == '"':
+                value = value[1:-1]
+            env[last] = value
+        elif last is not None:
+            env[last] += "\n" + line
+    clean = {k: ctx.secrets.env_value(k, v, "env dump") for k, v in sorted(env.items())}
+    ctx.mapped.append(f"env dump: {len(clean)} variables -> facts")
+    return Facts(source=ctx.source, env=clean)
+
+
+def import_env(text: str, ctx: Ctx) -> Imported:
+    return ctx.result(facts=[parse(text, ctx)])

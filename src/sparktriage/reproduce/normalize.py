@@ -1,0 +1,79 @@
+"""All inputs into one client deployment: nodes in rank order, a common env, per-node env.
+
+Command inputs (serve, docker, compose, deployment) give the deployment; when several describe
+different nodes (one file per node), the head's options are used and each node keeps its own
+environment. Fact inputs (collect-env, env dumps) are assigned to client nodes in order.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sparktriage.errors import InputError
+from sparktriage.reproduce.model import ClientNode, Facts, Imported
+
+
+def _deep_merge(base: dict, extra: dict) -> dict:
+    out = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def combine(imported: list[Imported]) -> tuple[dict[str, Any], list[ClientNode], dict[str, Facts]]:
+    """(client deployment, client nodes, {client node: facts})."""
+    commands = [i for i in imported if i.nodes]
+    env_only = [i for i in imported if not i.nodes and i.deployment]
+    if not commands and not any(i.facts for i in imported):
+        raise InputError("no input describes a deployment or an environment")
+    deployment: dict[str, Any] = {}
+    nodes: list[ClientNode] = []
+    full_env: dict[str, dict[str, str]] = {}
+    if commands:
+        ordered = sorted(commands, key=lambda i: min(n.rank for n in i.nodes))
+        deployment = dict(ordered[0].deployment)
+        taken: set[int] = set()
+        real = {n.rank for part in ordered for n in part.nodes if not n.assumed}
+        for part in ordered:
+            base_env = dict(part.deployment.get("env") or {})
+            for node in part.nodes:
+                if node.assumed and node.rank in real | taken:
+                    continue  # another input gives this node's own command
+                rank = node.rank
+                while rank in taken:
+                    rank += 1
+                taken.add(rank)
+                named = node.model_copy(update={"rank": rank, "name": f"node{rank}"
+                                                if node.name.startswith("node") else node.name})
+                nodes.append(named)
+                full_env[named.name] = {**base_env, **node.env}
+        nodes.sort(key=lambda n: n.rank)
+        if len(nodes) > 1:
+            deployment.setdefault("parallelism", {})
+            deployment["parallelism"] = {**deployment["parallelism"], "nodes": len(nodes)}
+    for part in env_only:
+        deployment = _deep_merge(deployment, part.deployment)
+        for name in full_env:
+            full_env[name].update(part.deployment.get("env") or {})
+    if full_env:
+        names = list(full_env)
+        common = dict(full_env[names[0]])
+        for name in names[1:]:
+            common = {k: v for k, v in common.items() if full_env[name].get(k) == v}
+        deployment["env"] = common
+        nodes = [n.model_copy(update={"env": {k: v for k, v in full_env[n.name].items()
+                                              if common.get(k) != v}}) for n in nodes]
+    facts = [f for i in imported for f in i.facts]
+    by_node: dict[str, Facts] = {}
+    for index, fact in enumerate(facts):
+        if index < len(nodes):
+            name = nodes[index].name
+        else:
+            name = f"node{index}"
+            if not commands:
+                nodes.append(ClientNode(name=name, rank=index, input=fact.source))
+        by_node[name] = fact.model_copy(update={"node": name})
+    return deployment, nodes, by_node

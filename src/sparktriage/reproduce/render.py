@@ -1,0 +1,45 @@
+"""The human summary of a reproduce result (plain text lines; the CLI prints them on stderr)."""
+
+from __future__ import annotations
+
+from sparktriage.reproduce.model import ReproduceResult
+
+
+def summary(result: ReproduceResult) -> list[str]:
+    lines = ["read: " + ", ".join(f"{i.path} ({i.kind})" for i in result.inputs)]
+    dep = result.deployment
+    par = dep.get("parallelism") or {}
+    lines.append(f"mapped {len(result.mapped)} setting(s): model {dep['model']['path']}, "
+                 f"tp {par.get('tp')} pp {par.get('pp')} dp {par.get('dp')}, "
+                 f"{len(result.client_nodes)} client node(s)")
+    if result.unknown:
+        lines.append(f"unknown ({len(result.unknown)}, kept and flagged):")
+        lines += [f"  {u.input}: {u.text}: {u.note}" for u in result.unknown]
+    for note in result.notes:
+        lines.append(f"note: {note}")
+    if result.plan is not None:
+        lines.append(f"lab plan on {result.plan.lab}:")
+        for node in result.plan.nodes:
+            lines.append(f"  {node.client or '-'} -> {node.lab}: {' '.join(node.argv)}")
+        lines += [f"  ! {s}" for s in result.plan.statements]
+    for severity in ("high", "medium", "low", "info"):
+        items = [d for d in result.diff if d.severity == severity]
+        if items:
+            lines.append(f"diff, {severity} ({len(items)}):")
+            for d in items:
+                where = f" [{d.client_node or '-'} vs {d.lab_node or '-'}]" if d.lab_node else ""
+                lines.append(f"  {d.key}: client {d.client!r}, lab {d.lab!r}{where}: {d.why}")
+    if not result.diff:
+        lines.append("diff: no difference found in what was captured")
+    for name, status in sorted(result.lab_capture.items()):
+        if status.startswith("not captured"):
+            lines.append(f"lab capture {name}: {status}")
+    for trap in result.traps:
+        open_ = f", possible: unknown {', '.join(trap.unknown_facts)}" if trap.status == "possible" else ""
+        lines.append(f"trap {trap.id} ({trap.severity}{open_}): {trap.setting}: {trap.why} "
+                     f"Fix: {trap.fix}")
+    if result.placeholders:
+        lines.append("supply on the lab: " + ", ".join(result.placeholders)
+                     + " (placeholders <supply:NAME> in deployment.yaml)")
+    lines.append(f"wrote {result.out_dir}/deployment.yaml and {result.out_dir}/reproduce.json")
+    return lines

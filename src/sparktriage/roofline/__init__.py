@@ -1,0 +1,1 @@
+"""The bandwidth roofline of single-stream decode: profiles and the ceiling (docs/roofline.md)."""

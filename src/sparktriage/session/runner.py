@@ -1,0 +1,525 @@
+"""Execute a session's declared plan (`session.json`), step by step, resumable anywhere.
+
+`open_session` creates the plan (or reopens it: the remembered options win), stops what an
+earlier, crashed run left running on any node, turns a launch that was running into an
+interrupted one (its folder and raw records stay as they are) and makes every step that was
+running pending again. `run_session` then executes every step that is not done, in order:
+
+  launch group  node state checked and recorded; a new launch folder; the server started by the
+                launch supervisor with the live stall watcher on its bundle; the group's
+                protocol and probe run while it is up; teardown on every node
+  stalls        the authoritative classification of that launch after teardown
+  sweep         sessions/sweep_step.py (the sweep engine), launching through the same group code
+  envdiff       the environment differences across nodes, per launch, and the node-state flags
+  report        `sparktriage report` into DIR/report, signed when a key was given
+  signature     the signed report verified with the key's public half
+
+Ctrl-C (KeyboardInterrupt) ends the current step after teardown, marks it interrupted and
+propagates: the CLI exits 130 and `resume` picks up from there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from sparktriage.bench.workload import load_workloads
+from sparktriage.config.deployment import Deployment, Speculative, load_deployment
+from sparktriage.errors import SparktriageError, UsageError
+from sparktriage.bundle import layout
+from sparktriage.launch.plan import LaunchPlan, build_plan
+from sparktriage.launch.run import launch_once
+from sparktriage.session import nodestate
+from sparktriage.session.live import StallWatcher
+from sparktriage.session.plan import (DONE, FAILED, INTERRUPTED, PENDING, RUNNING, LabAssumptions,
+                                      SessionOptions, base_depth, build_steps, estimate_s)
+from sparktriage.session.state import FILE, SessionState
+from sparktriage.measure.steps import bench_step, bench_summary, probe_step, stalls_step
+from sparktriage.session.survivors import stop_survivors
+from sparktriage.session.sweep_step import SweepInputs, run_engine
+from sparktriage.store.documents import write_document
+from sparktriage.store.rundir import LaunchDir, RunDir
+from sparktriage.progress import Observer, quiet
+
+NGRAM_EXTRA = {"prompt_lookup_max": 4, "prompt_lookup_min": 2}
+
+
+@dataclass
+class Session:
+    run: RunDir
+    state: SessionState
+    observe: Observer = quiet
+    api_key: str | None = None  # never written: given again (or OPENAI_API_KEY) on resume
+
+    @property
+    def options(self) -> SessionOptions:
+        return self.state.options
+
+
+# --- opening ---------------------------------------------------------------------------------
+
+def plan_steps(options: SessionOptions) -> tuple[list[dict], float]:
+    """The declared steps of `options` and their estimated lab seconds."""
+    steps = build_steps(options)
+    workloads = max(1, len(_workloads(options, options.workloads)))
+    return steps, estimate_s(steps, LabAssumptions(), workloads)
+
+
+def open_session(run_dir: Path, options: SessionOptions | None, command: list[str],
+                 observe: Observer = quiet, api_key: str | None = None) -> Session:
+    """Create `run_dir`'s session (options given) or reopen it (options None: `resume`);
+    recover from a crash and stop survivors either way."""
+    exists = (run_dir / FILE).is_file()
+    if options is None and not exists:
+        raise UsageError(f"{run_dir}: no {FILE}; start a session with `sparktriage session run`")
+    run = RunDir.create(run_dir, command)
+    if exists:
+        state = SessionState.load(run_dir)
+        if options is not None and options.to_json() != state.doc["options"]:
+            changed = sorted(k for k, v in options.to_json().items() if state.doc["options"].get(k) != v)
+            raise UsageError(f"{run_dir} holds a session with other options ({', '.join(changed)}); "
+                             "use `sparktriage session resume DIR`, or a new --out")
+    else:
+        steps, estimate = plan_steps(options)
+        state = SessionState.create(run_dir, options, steps, estimate)
+    session = Session(run, state, observe, api_key or os.environ.get("OPENAI_API_KEY") or None)
+    if exists:
+        for text in state.recover():
+            observe("session-note", {"text": text})
+        _stop_survivors(session)
+    return session
+
+
+def _stop_survivors(session: Session) -> None:
+    state = session.state
+    open_processes = [p for p in state.doc["processes"] if not p.get("stopped")]
+    if session.options.deployment is None:
+        return
+    if not open_processes:
+        text = "every process the previous run started had been torn down: nothing to stop"
+        state.event("survivors", text, found=0)
+        session.observe("session-note", {"text": text})
+        return
+    plan = _launch_plan(session, base_depth(session.options))
+    results = stop_survivors(plan, open_processes)
+    found = sum(r.found for r in results)
+    for result in results:
+        if result.error:
+            state.event("survivors", result.error, node=result.node)
+            session.observe("session-note", {"text": result.error})
+        elif result.found:
+            text = (f"{result.node}: stopped {result.found} process(es) the previous run left "
+                    f"running (pids {', '.join(str(p) for p, _ in result.alive) or 'group members'})"
+                    + (f"; still alive: {result.left}" if result.left else ""))
+            state.event("survivors", text, node=result.node, found=result.found,
+                        left=result.left or [])
+            session.observe("session-note", {"text": text})
+    if not found:
+        text = "no process of the previous run was left on any node"
+        state.event("survivors", text, found=0)
+        session.observe("session-note", {"text": text})
+    with state._lock:
+        for p in open_processes:
+            p["stopped"] = "checked on resume"
+        state.save()
+
+
+# --- deployments -----------------------------------------------------------------------------
+
+def _deployment(session: Session, depth: int) -> Deployment:
+    options = session.options
+    lab = Path(options.lab) if options.lab else None
+    dep = load_deployment(Path(options.deployment), lab)
+    if depth == base_depth(options):
+        return dep
+    if depth == 0:
+        return dep.model_copy(update={"speculative": None})
+    extra = NGRAM_EXTRA if options.method == "ngram" else {}
+    spec = Speculative(method=options.method, num_speculative_tokens=depth,
+                       model=dep.speculative.model if dep.speculative else None, extra=extra)
+    return dep.model_copy(update={"speculative": spec})
+
+
+def _launch_plan(session: Session, depth: int) -> LaunchPlan:
+    return build_plan(_deployment(session, depth))
+
+
+def _workloads(options: SessionOptions, names) -> tuple:
+    return tuple(w.model_copy(update={"requests": options.requests, "max_tokens": options.max_tokens})
+                 for w in load_workloads(list(names)))
+
+
+# --- the launch group ------------------------------------------------------------------------
+
+def _first_node_state(state: SessionState) -> dict | None:
+    return next((l.get("node_state") for l in state.doc["launches"] if l.get("node_state")), None)
+
+
+def _launch_group(session: Session, group: str, depth: int, substeps: list[dict],
+                  launch_step: dict | None) -> str | None:
+    """One launch with `substeps` (protocol, probe) run while it is up; the label when it
+    completed, else None. KeyboardInterrupt propagates after teardown."""
+    state, options, observe = session.state, session.options, session.observe
+    dep = _deployment(session, depth)
+    plan = build_plan(dep)
+    _check_budget(session)
+    pgids: dict[str, list[int]] = {}
+    for p in state.doc["processes"]:
+        if p.get("pgid"):
+            pgids.setdefault(p["node"], []).append(int(p["pgid"]))
+    node_state = nodestate.snapshot(plan, nodestate.engine_needles(dep.model.path), pgids)
+    flags = nodestate.compare(_first_node_state(state), node_state)
+    launch = session.run.next_launch()
+    spec = dep.model_dump(mode="json")
+    (launch.path / "deployment.yaml").write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+    redo = [l for l in state.doc["launches"] if l["step"] == group and l["state"] == INTERRUPTED
+            and not l.get("redone_as")]
+    state.add_launch({"label": launch.label, "step": group, "state": RUNNING, "depth": depth,
+                      "node_state": node_state, "flags": flags})
+    for old in redo:
+        state.update_launch(old["label"], redone_as=launch.label)
+        state.event("redo", f"launch {old['label']} was interrupted; redone as {launch.label}",
+                    launch=launch.label)
+        observe("session-note", {"text": f"launch {old['label']} was interrupted; redone as {launch.label}"})
+    for flag in flags:
+        observe("warning", {"text": f"{launch.label}: node state differs: {flag}"})
+    if launch_step is not None:
+        state.set_state(launch_step, RUNNING, launch=launch.label)
+    observe("session-launch", {"label": launch.label, "depth": depth, "nodes": [n.name for n in plan.nodes]})
+    endpoint = plan.endpoint
+    log = [str(launch.path / "bundle" / layout.NODES_DIR / plan.head.name / layout.log_file("server"))]
+    watcher = StallWatcher(launch.path / "bundle", launch.path / "live-stalls.jsonl", observe)
+
+    def on_event(event: str, details: dict) -> None:
+        if event == "process":
+            state.add_process({"node": details.get("node"), "name": details.get("name"),
+                               "pid": details.get("pid"), "pgid": details.get("pgid"),
+                               "starttime": details.get("starttime"), "launch": launch.label})
+        elif event == "ready":
+            watcher.stop.set()
+        observe(event, details)
+
+    def while_ready(_supervisor) -> None:
+        for sub in substeps:
+            _run_sub(session, sub, launch, endpoint, log, depth)
+
+    try:
+        with watcher:
+            result = launch_once(plan, launch, on_event, while_ready=while_ready)
+    except KeyboardInterrupt:
+        state.update_launch(launch.label, state=INTERRUPTED, ended=_now(),
+                            note="interrupted (Ctrl-C); torn down; its records are kept here")
+        if launch_step is not None:
+            state.set_state(launch_step, INTERRUPTED, "interrupted (Ctrl-C)")
+        raise
+    with state._lock:
+        for p in state.doc["processes"]:
+            if p.get("launch") == launch.label and not p.get("stopped"):
+                p["stopped"] = "teardown"
+        state.save()
+    completed = result.get("outcome") == "completed"
+    reason = None if completed else (result.get("error") or result.get("failure")
+                                     or f"outcome {result.get('outcome')}")
+    state.update_launch(launch.label, state=DONE if completed else FAILED, ended=_now(),
+                        outcome=result.get("outcome"), ready_s=result.get("ready_s"),
+                        survivors=result.get("survivors") or {}, reason=reason)
+    for sub in substeps:
+        if sub["state"] in (PENDING, RUNNING):
+            state.set_state(sub, FAILED, f"launch {launch.label} did not stay up: {reason}", launch.label)
+    if launch_step is not None:
+        state.set_state(launch_step, DONE if completed else FAILED, reason, launch.label)
+    done = sum(1 for l in state.doc["launches"] if l["state"] in (DONE, FAILED))
+    observe("session-launch-done", {"label": launch.label, "launches_done": done})
+    return launch.label if completed else None
+
+
+def _now() -> str:
+    from sparktriage.store.rundir import utc_now
+    return utc_now()
+
+
+def _run_sub(session: Session, sub: dict, launch: LaunchDir, endpoint: str, log: list[str],
+             depth: int) -> None:
+    state, options, observe = session.state, session.options, session.observe
+    state.set_state(sub, RUNNING, launch=launch.label)
+    observe("session-step", {"id": sub["id"], "kind": sub["kind"]})
+    try:
+        if sub["kind"] == "protocol":
+            names = sub["inputs"].get("workloads") or list(options.workloads)
+            bench_step(endpoint, launch, _workloads(options, names), log=log, observe=observe,
+                       warn=lambda m: observe("warning", {"text": m}))
+        elif sub["kind"] == "probe":
+            baseline = sub["inputs"].get("baseline")
+            probe_step(endpoint, launch, Path(baseline) if baseline else None,
+                       observe=lambda e, d: observe("probe-" + e, d))
+    except KeyboardInterrupt:
+        state.set_state(sub, INTERRUPTED, "interrupted (Ctrl-C)")
+        raise
+    except SparktriageError as exc:
+        state.set_state(sub, FAILED, exc.one_line())
+        observe("warning", {"text": f"{sub['id']} failed: {exc.one_line()}"})
+        return
+    state.set_state(sub, DONE)
+
+
+def _check_budget(session: Session) -> None:
+    budget = session.options.budget_min
+    if budget is None:
+        return
+    spent = time.time() - session.state.doc.get("_started_at", time.time())
+    left = budget * 60 - spent - session.state.doc.get("spent_s", 0.0)
+    if left < LabAssumptions().startup_s:
+        raise _OverBudget(f"--budget {budget:g} min: {max(left, 0) / 60:.1f} min left, "
+                          "not enough for another launch")
+
+
+class _OverBudget(SparktriageError):
+    """No time left in the session's budget for another launch."""
+
+
+# --- the session -----------------------------------------------------------------------------
+
+def run_session(session: Session) -> dict:
+    """Execute every step that is not done; return the session summary (also in
+    session.json's `result`)."""
+    state, observe = session.state, session.observe
+    state.doc["_started_at"] = time.time()
+    try:
+        while (step := state.first_open()) is not None:
+            left = estimate_s(state.steps, LabAssumptions(),
+                              max(1, len(_workloads(session.options, session.options.workloads))))
+            planned = sum(1 for s in state.steps if s["kind"] == "launch") + len(
+                [d for d in session.options.depths if d != base_depth(session.options)])
+            observe("session-step", {"id": step["id"], "kind": step["kind"], "estimate_left_s": left,
+                                     "launches_done": sum(1 for l in state.doc["launches"]
+                                                          if l["state"] in (DONE, FAILED)),
+                                     "launches_planned": planned})
+            _execute(session, step)
+    finally:
+        spent = time.time() - state.doc.pop("_started_at")
+        state.doc["spent_s"] = round(state.doc.get("spent_s", 0.0) + spent, 1)
+        state.save()
+    result = summarize(session)
+    state.doc["result"] = result
+    state.doc["finished"] = _now()
+    state.save()
+    return result
+
+
+def _execute(session: Session, step: dict) -> None:
+    state = session.state
+    kind = step["kind"]
+    if kind == "launch":
+        group = [s for s in state.group(step["group"]) if s is not step and s["state"] not in (DONE, FAILED)]
+        if not group and any(l["step"] == step["group"] for l in state.doc["launches"]):
+            state.note(step, "every step of this launch was done before the session stopped; not relaunched")
+            state.set_state(step, DONE)
+            return
+        try:
+            _launch_group(session, step["group"], step["inputs"].get("depth", 0), group, step)
+        except _OverBudget as exc:
+            state.set_state(step, FAILED, exc.one_line())
+            for sub in group:
+                state.set_state(sub, FAILED, exc.one_line())
+        return
+    if kind in ("probe", "protocol") and step["group"]:
+        state.set_state(step, FAILED, "its launch did not run")
+        return
+    if kind in ("probe", "protocol", "logs") and session.options.deployment is None:
+        _attached(session, step)
+        return
+    state.set_state(step, RUNNING)
+    try:
+        reason = _ACTIONS[kind](session, step)
+    except KeyboardInterrupt:
+        state.set_state(step, INTERRUPTED, "interrupted (Ctrl-C)")
+        raise
+    except SparktriageError as exc:
+        reason = exc.one_line()
+    state.set_state(step, FAILED if reason else DONE, reason)
+    if reason:
+        session.observe("warning", {"text": f"{step['id']} failed: {reason}"})
+
+
+def _attached_launch(session: Session, fresh: bool) -> LaunchDir:
+    """The launch folder of an endpoint the tool did not start; a new one when a measurement
+    is redone after an interruption (the interrupted one's records stay as they are)."""
+    state = session.state
+    label = state.doc.get("attached_launch")
+    if label is None or fresh:
+        label = session.run.next_launch().label
+        with state._lock:
+            state.doc["attached_launch"] = label
+            state.save()
+    return session.run.launch(label)
+
+
+def _attached(session: Session, step: dict) -> None:
+    """Protocol, probe or log parsing against `options.endpoint` (the selfcheck preset)."""
+    from sparktriage.logs.clock import parse_tz
+    from sparktriage.measure.steps import logs_step
+    state, options, observe = session.state, session.options, session.observe
+    extra, inputs = options.extra, step["inputs"]
+    tz = parse_tz(extra.get("tz"))
+    launch = _attached_launch(session, fresh=step["kind"] == "protocol" and step["launch"] is not None)
+    state.set_state(step, RUNNING, launch=launch.label)
+    try:
+        if step["kind"] == "protocol":
+            bench_step(options.endpoint, launch, _workloads(options, inputs["workloads"]),
+                       log=inputs.get("logs") or (), metrics=inputs.get("metrics", ""),
+                       model=extra.get("model"), api_key=session.api_key, tz=tz, observe=observe,
+                       warn=lambda m: observe("warning", {"text": m}))
+        elif step["kind"] == "probe":
+            baseline = inputs.get("baseline")
+            probe_step(options.endpoint, launch, Path(baseline) if baseline else None,
+                       reference=inputs.get("reference"), model=extra.get("model"),
+                       api_key=session.api_key, observe=lambda e, d: observe("probe-" + e, d))
+        else:
+            logs_step(launch, inputs["logs"], tz)
+    except KeyboardInterrupt:
+        state.set_state(step, INTERRUPTED, "interrupted (Ctrl-C)")
+        raise
+    except SparktriageError as exc:
+        state.set_state(step, FAILED, exc.one_line())
+        observe("warning", {"text": f"{step['id']} failed: {exc.one_line()}"})
+        return
+    state.set_state(step, DONE)
+
+
+def _group_label(state: SessionState, group: str) -> str | None:
+    launch_step = next((s for s in state.steps if s["id"] == group), None)
+    return launch_step["launch"] if launch_step and launch_step["state"] == DONE else None
+
+
+def _stalls(session: Session, step: dict) -> str | None:
+    if "of" in step["inputs"]:
+        label = _group_label(session.state, step["inputs"]["of"])
+        if label is None:
+            return f"{step['inputs']['of']} did not complete: nothing to classify"
+        step["launch"] = label
+        stalls_step(session.run.launch(label))
+    else:  # an attached server's log
+        launch = _attached_launch(session, fresh=False)
+        step["launch"] = launch.label
+        stalls_step(launch, Path(step["inputs"]["log"]))
+    return None
+
+
+def _sweep(session: Session, step: dict) -> str | None:
+    state, inputs = session.state, step["inputs"]
+    labels = tuple(l for g in inputs["base_launches"] if (l := _group_label(state, g)))
+    if not labels:
+        return "no launch of the deployment as given completed: nothing to compare against"
+    workload = inputs["workload"]
+
+    options = session.options
+    sweep_inputs = SweepInputs(tuple(inputs["depths"]), inputs["method"], workload, labels,
+                               base_depth(options), options.deployment, options.lab,
+                               inputs["requests"], inputs["max_tokens"], options.baseline,
+                               options.budget_min)
+    current: dict = {}
+
+    def observe(event: str, details: dict) -> None:
+        if event == "sweep-launch":
+            current["label"] = details.get("label")
+        elif event == "process":
+            state.add_process({"node": details.get("node"), "name": details.get("name"),
+                               "pid": details.get("pid"), "pgid": details.get("pgid"),
+                               "starttime": details.get("starttime"),
+                               "launch": current.get("label")})
+        session.observe(event, details)
+
+    run_engine(session.run.path, sweep_inputs, observe)
+    return None
+
+
+def _envdiff(session: Session, step: dict) -> str | None:
+    launches = []
+    for record in session.state.doc["launches"]:
+        diff = session.run.path / "launches" / record["label"] / "bundle" / "environment-diff.json"
+        try:
+            doc = json.loads(diff.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            doc = None
+        launches.append({"label": record["label"], "state": record["state"],
+                         "flags": record.get("flags") or [], "environment_diff": doc})
+    write_document(session.run.path / "envdiff.json",
+                   {"schema_version": 1, "kind": "session-envdiff", "launches": launches})
+    return None
+
+
+def _report(session: Session, step: dict) -> str | None:
+    from sparktriage.report.build import execute, plan_report
+    from sparktriage.report.signing import SignSpec
+    options = session.options
+    sign = SignSpec(options.sign, options.sign_identity) if options.sign else None
+    outcome = execute(plan_report(session.run.path, None, options.formats, sign))
+    step["outputs"] = {"dir": outcome.report_dir, "signed": outcome.signed,
+                       "fingerprint": outcome.fingerprint,
+                       "allowed_signers_line": outcome.allowed_signers_line,
+                       "map": outcome.map_path, "secrets_replaced": outcome.secrets_replaced}
+    session.observe("session-note", {"text": f"report {outcome.report_dir} (signed: {outcome.signed})"})
+    return None
+
+
+def _signature(session: Session, step: dict) -> str | None:
+    from sparktriage.report.keys import read_public_key
+    from sparktriage.report.verify import TrustAnchor, verify
+    key = Path(step["inputs"]["key"])
+    public = key if key.name.endswith(".pub") else key.with_name(key.name + ".pub")
+    if not public.is_file():
+        return f"no public key {public} to check the signature with"
+    checked = verify(session.run.path / "report", TrustAnchor(key=read_public_key(public), source=str(public)))
+    step["outputs"] = {"verified": checked.ok, "public_key": str(public)}
+    return None if checked.ok else "the report's signature does not verify"
+
+
+_ACTIONS = {"stalls": _stalls, "sweep": _sweep, "envdiff": _envdiff, "report": _report,
+            "signature": _signature}
+
+
+# --- the summary -----------------------------------------------------------------------------
+
+def _read(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def summarize(session: Session) -> dict:
+    """What the session found, from its files: launches (pooled or flagged apart), probe,
+    protocol, stalls (live and authoritative), sweep decision, report."""
+    state, root = session.state, session.run.path
+    launches = []
+    for record in state.doc["launches"]:
+        folder = root / "launches" / record["label"]
+        stalls = _read(folder / "stalls.json")
+        live = [json.loads(line) for line in (folder / "live-stalls.jsonl").read_text().splitlines()
+                if line.strip()] if (folder / "live-stalls.jsonl").is_file() else []
+        launches.append({"label": record["label"], "step": record["step"], "depth": record["depth"],
+                         "state": record["state"], "ready_s": record.get("ready_s"),
+                         "flags": record.get("flags") or [], "pooled": record["state"] == DONE
+                         and not record.get("flags") and record["step"] != "sweep",
+                         "bench": bench_summary(_read(folder / "bench.json")),
+                         "stall_findings": len((stalls or {}).get("findings") or []) if stalls else None,
+                         "live_verdicts": len(live), "note": record.get("note"),
+                         "redone_as": record.get("redone_as")})
+    probe_label = next((s["launch"] for s in state.steps if s["kind"] == "probe" and s["state"] == DONE), None)
+    probe = _read(root / "launches" / probe_label / "probe.json") if probe_label else None
+    sweep = _read(root / "sweep.json")
+    report = next((s.get("outputs") for s in state.steps if s["kind"] == "report"), None)
+    signature = next((s.get("outputs") for s in state.steps if s["kind"] == "signature"), None)
+    return {"schema_version": 1, "kind": "session-result", "run": str(root),
+            "preset": session.options.preset, "launches": launches,
+            "probe": {"verdict": probe.get("verdict"), "tokens_spent": probe.get("tokens_spent"),
+                      "baseline": probe.get("baseline") is not None} if probe else None,
+            "sweep": (sweep or {}).get("decision"), "report": report, "signature": signature,
+            "steps": [{"id": s["id"], "state": s["state"], "reason": s["reason"], "launch": s["launch"]}
+                      for s in state.steps],
+            "spent_s": state.doc.get("spent_s"), "estimate_s": state.doc.get("estimate_s")}

@@ -1,0 +1,116 @@
+"""Acceptance per depth: mean acceptance length and per-position acceptance rates.
+
+Sources, in order: the `/metrics` counter deltas of each protocol window
+(`vllm:spec_decode_num_drafts/num_draft_tokens/num_accepted_tokens[_per_pos]`, summed over the
+windows of the launch: reconcile.launch.metric_windows), else the log's
+`SpecDecoding metrics:` lines (logs.json `spec_decode.windows_detail`; their windows are the
+server's ~10 s intervals, so they may include the gate's few requests). Mean acceptance length =
+1 + accepted / drafts (the bonus token included); position i's rate = accepted at i / drafts.
+
+Cross-check: with one stream, each engine step sends one chunk, so the observed tokens per
+chunk is the mean tokens per step; steps where ngram found no match draft nothing and yield one
+token, so tokens per chunk should not exceed the acceptance length (beyond 10%, and with at
+least one chunk per step, the check fails and says so).
+"""
+
+from __future__ import annotations
+
+from sparktriage.reconcile.launch import metric_windows
+from sparktriage.store.rundir import LaunchDir
+
+TOLERANCE = 0.10
+
+
+def _summed(parts: list[dict], source: str) -> dict | None:
+    drafts = sum(p.get("drafts") or 0.0 for p in parts)
+    if not drafts:
+        return None
+    drafted = sum(p.get("draft_tokens") or 0.0 for p in parts)
+    accepted = sum(p.get("accepted_tokens") or 0.0 for p in parts)
+    width = max((len(p.get("per_position") or []) for p in parts), default=0)
+    per_pos = []
+    for i in range(width):  # rates weighted back into counts, then over all drafts
+        count = sum((p.get("per_position") or [0.0] * width)[i] * (p.get("drafts") or 0.0)
+                    for p in parts if len(p.get("per_position") or []) > i)
+        per_pos.append(round(count / drafts, 4))
+    return {"source": source, "drafts": drafts, "draft_tokens": drafted, "accepted_tokens": accepted,
+            "mean_acceptance_length": round(1.0 + accepted / drafts, 4),
+            "acceptance_rate": round(accepted / drafted, 4) if drafted else None,
+            "per_position": per_pos}
+
+
+def from_metrics(launch: LaunchDir, workloads: set[str] | None = None) -> dict | None:
+    """Acceptance from the /metrics deltas of the launch's protocol windows."""
+    windows = metric_windows(launch) or []
+    parts = [w["spec_decode"] for w in windows
+             if w.get("spec_decode") and (workloads is None or w.get("workload") in workloads)]
+    return _summed(parts, "metrics")
+
+
+def from_log(logs: dict | None) -> dict | None:
+    """Acceptance from the log's SpecDecoding lines (logs.json)."""
+    spec = (logs or {}).get("spec_decode") or {}
+    parts = []
+    for w in spec.get("windows_detail") or []:
+        drafts = w.get("drafts_estimated")
+        if not drafts:
+            continue
+        parts.append({"drafts": drafts, "draft_tokens": w.get("drafted") or 0.0,
+                      "accepted_tokens": w.get("accepted") or 0.0,
+                      "per_position": [x for x in (w.get("per_position") or []) if x == x]})
+    found = _summed(parts, "log")
+    if found is None and isinstance(spec.get("mean_acceptance_length"), (int, float)):
+        found = {"source": "log", "drafts": None, "draft_tokens": None, "accepted_tokens": None,
+                 "mean_acceptance_length": float(spec["mean_acceptance_length"]),
+                 "acceptance_rate": None, "per_position": []}
+    return found
+
+
+def tokens_per_chunk(bench: dict | None, workload: str) -> float | None:
+    """Observed tokens per token-carrying chunk over the measured ok requests of `workload`."""
+    for w in (bench or {}).get("workloads") or []:
+        if w.get("name") != workload:
+            continue
+        rows = [r for r in w.get("requests") or [] if not r.get("warmup") and r.get("status") == "ok"
+                and r.get("chunks")]
+        tokens = sum(r.get("output_tokens") or 0 for r in rows)
+        chunks = sum(r["chunks"] for r in rows)
+        return round(tokens / chunks, 4) if chunks else None
+    return None
+
+
+def cross_check(acceptance: dict | None, per_chunk: float | None) -> dict:
+    """Tokens per chunk against the acceptance length (see module doc)."""
+    length = (acceptance or {}).get("mean_acceptance_length")
+    if length is None or per_chunk is None:
+        return {"state": "unchecked", "tokens_per_chunk": per_chunk,
+                "reason": "no acceptance length" if length is None else "no chunk counts"}
+    ok = per_chunk <= length * (1.0 + TOLERANCE)
+    return {"state": "consistent" if ok else "inconsistent", "tokens_per_chunk": per_chunk,
+            "reason": (f"{per_chunk:.2f} tokens per chunk against an acceptance length of "
+                       f"{length:.2f}" + ("" if ok else ": more tokens arrived per chunk than the "
+                                          "server's counters accepted per step (chunks coalesced by "
+                                          "a proxy, or counters from another window)"))}
+
+
+def acceptance(launch: LaunchDir, logs: dict | None, bench: dict | None, workload: str,
+               workloads: set[str] | None = None) -> dict | None:
+    """The launch's acceptance (metrics first, then the log) with its chunk cross-check."""
+    found = from_metrics(launch, workloads) or from_log(logs)
+    if found is None:
+        return None
+    return {**found, "check": cross_check(found, tokens_per_chunk(bench, workload))}
+
+
+def combine(parts: list[dict]) -> dict | None:
+    """Acceptance of a depth over its launches (counts summed; log-only means averaged)."""
+    counted = [p for p in parts if p and p.get("drafts")]
+    if counted:
+        sources = sorted({p["source"] for p in counted})
+        out = _summed(counted, "+".join(sources))
+        return out
+    means = [p["mean_acceptance_length"] for p in parts if p and p.get("mean_acceptance_length")]
+    if not means:
+        return None
+    return {"source": "log", "mean_acceptance_length": round(sum(means) / len(means), 4),
+            "per_position": [], "drafts": None}

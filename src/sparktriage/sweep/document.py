@@ -1,0 +1,256 @@
+"""The sweep document (`sweep.json`, also what `sweep --json` writes) from the sweep's state.
+
+Built from the launch records of `sweep-state.json` and the launch folders alone, so it can be
+rebuilt at any time (after every launch, after a resume). The fields the issue fixes are pinned by
+`SweepJson` (a pydantic model; tests/sweep/test_contract.py): the rest is documented in
+docs/formats.md. The launch is the unit of replication: per depth the mean of launch means with
+a t-interval over launches; the decision comes from sweep.allocate.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict
+
+from sparktriage.roofline.ceiling import deployment_ceiling
+from sparktriage.stats.compare import welch
+from sparktriage.store.rundir import SCHEMA_VERSION
+from sparktriage.sweep import allocate
+from sparktriage.sweep.acceptance import combine
+from sparktriage.sweep.gate import GreedyOutput, gate
+from sparktriage.sweep.plan import SweepPlan
+from sparktriage.sweep.stats import DepthStats, LaunchObservation, depth_stats
+
+
+# ---- the JSON contract (issue 11): other fields are allowed --------------------------------
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class LaunchEntry(_Open):
+    label: str
+    depth: Optional[int]
+    status: Literal["ok", "failed"]
+    delivered_tok_s: Optional[float]
+    acceptance_length: Optional[float]
+
+
+class GateEntry(_Open):
+    state: Literal["pass", "fail", "unchecked"]
+    reason: str
+
+
+class DepthEntry(_Open):
+    depth: int
+    launches: list[dict]
+    mean_tok_s: Optional[float]
+    ci95_low: Optional[float]
+    ci95_high: Optional[float]
+    acceptance_length: Optional[float]
+    gate: GateEntry
+    roofline_pct: Optional[float]
+
+
+class DecisionEntry(_Open):
+    state: Literal["best", "tied", "insufficient"]
+    depth: Optional[int]
+    candidates: list[int]
+    reason: str
+
+
+class SweepJson(_Open):
+    schema_version: int
+    method: str
+    depths_requested: list[int]
+    launches_used: int
+    launches: list[LaunchEntry]
+    depths: list[DepthEntry]
+    decision: DecisionEntry
+
+
+# ---- building -------------------------------------------------------------------------------
+def _mean(values) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def basis(records: list[dict]) -> str:
+    """`decode` when every ok launch has delivered decode rates, else `e2e` when they all have
+    end-to-end rates (responses delivered in bursts have no decode interval)."""
+    ok = [r for r in records if r.get("status") == "ok"]
+    if all(r.get("request_decode_tok_s") for r in ok):
+        return "decode"
+    return "e2e" if all(r.get("request_e2e_tok_s") for r in ok) else "decode"
+
+
+def observations(records: list[dict], which: str) -> list[LaunchObservation]:
+    key = "request_decode_tok_s" if which == "decode" else "request_e2e_tok_s"
+    return [LaunchObservation(r["label"], r.get("depth"), r.get("status") == "ok",
+                              tuple(r.get(key) or ()), dict(r.get("metadata") or {}))
+            for r in records if r.get("depth") is not None]
+
+
+def _reference(obs: list[LaunchObservation]) -> dict | None:
+    ok = [o for o in obs if o.ok and o.mean is not None]
+    zero = [o for o in ok if o.depth == 0]
+    return (zero or ok)[0].metadata if ok else None
+
+
+def per_depth(plan: SweepPlan, records: list[dict]) -> tuple[str, dict[int, DepthStats]]:
+    which = basis(records)
+    obs = observations(records, which)
+    ref = _reference(obs)
+    return which, {d: depth_stats(d, [o for o in obs if o.depth == d], ref) for d in plan.depths}
+
+
+def launch_means(run_path: Path, records: list[dict], plan: SweepPlan) -> dict[int, list[float]]:
+    """Pooled launch means per depth (what the allocation and the decision see)."""
+    _, stats = per_depth(plan, records)
+    return {d: list(s.launch_means) for d, s in stats.items() if s.launch_means}
+
+
+def _outputs(run_path: Path, label: str) -> list[GreedyOutput] | None:
+    try:
+        doc = json.loads((run_path / "launches" / label / "gate.json").read_text(encoding="utf-8"))
+        return [GreedyOutput.from_dict(o) for o in doc.get("outputs") or []]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _probe(run_path: Path, label: str) -> dict | None:
+    try:
+        return json.loads((run_path / "launches" / label / "probe.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def gate_by_depth(run_path: Path, records: list[dict], plan: SweepPlan) -> dict[int, dict]:
+    """The gate of every depth from the greedy outputs kept in the launch folders."""
+    collected = {}
+    for r in records:
+        if r.get("gate_collected") and r.get("status") == "ok" and r.get("depth") not in collected:
+            collected[r["depth"]] = r["label"]
+    reference = _outputs(run_path, collected[0]) if 0 in collected else None
+    out = {}
+    for d in plan.depths:
+        label = collected.get(d)
+        probe = _probe(run_path, label) if label and plan.baseline else None
+        if d == 0:
+            out[0] = gate(reference, reference, probe) if reference else {
+                "state": "unchecked", "reason": "depth 0 has no greedy outputs", "prompts": [],
+                "probe": None}
+            if reference:
+                out[0]["reason"] = "depth 0 is the gate's reference"
+            out[0]["launch"] = label
+            continue
+        if label is None:
+            out[d] = {"state": "unchecked", "reason": "no launch at this depth measured its greedy "
+                      "outputs", "prompts": [], "probe": None, "launch": None}
+            continue
+        out[d] = {**gate(reference, _outputs(run_path, label), probe), "launch": label}
+    return out
+
+
+def build_document(plan: SweepPlan, state, run_path: Path, stop_reason: str,
+                   deployment=None) -> dict:
+    """`sweep.json` (see module doc)."""
+    records = state.launches
+    which, stats = per_depth(plan, records)
+    gates = gate_by_depth(run_path, records, plan)
+    failed = {d for d in plan.depths if _consecutive_failures(records, d) > plan.retries}
+    ceiling = None
+    roof_error = None
+    if deployment is not None:
+        try:
+            ceiling = deployment_ceiling(deployment)
+        except Exception as exc:  # a bad profile must not lose the sweep  # noqa: BLE001
+            roof_error = str(exc).splitlines()[0][:200]
+    eligible = [d for d in plan.depths if d not in failed and gates[d]["state"] != "fail"]
+    means = {d: list(stats[d].launch_means) for d in eligible if stats[d].launch_means}
+    final = stop_reason not in ("running",)
+    decision = allocate.decide(means, margin=plan.margin, final=final).as_dict()
+    decision["basis"] = which
+    decision["stop_reason"] = stop_reason
+    decision["excluded"] = {str(d): ("failed twice" if d in failed else "gate failed: "
+                                     + gates[d]["reason"])
+                            for d in plan.depths if d not in eligible}
+    if which == "e2e" and decision["depth"] is not None:
+        decision["reason"] += ("; rates are end-to-end tok/s because some launch delivered its "
+                               "responses in bursts, with no decode interval")
+    accept_by_depth = {}
+    for d in plan.depths:
+        parts = [r.get("acceptance") for r in records if r.get("depth") == d and
+                 r.get("status") == "ok" and r["label"] in stats[d].labels]
+        accept_by_depth[d] = combine([p for p in parts if p]) if d else None
+    launches = []
+    key = "request_decode_tok_s" if which == "decode" else "request_e2e_tok_s"
+    for r in records:
+        rate = r.get("delivered_tok_s", _mean(r.get("request_decode_tok_s")))
+        acc = (r.get("acceptance") or {}).get("mean_acceptance_length")
+        launches.append({
+            "label": r["label"], "depth": r.get("depth"), "status": r["status"],
+            "delivered_tok_s": rate,
+            "e2e_tok_s": r.get("e2e_tok_s", _mean(r.get("request_e2e_tok_s"))),
+            "acceptance_length": acc, "reason": r.get("reason"), "why": r.get("why"),
+            "attempt": r.get("attempt"), "interrupted": bool(r.get("interrupted")),
+            "ready_s": r.get("ready_s"), "wall_s": r.get("wall_s"),
+            "requests": len(r.get(key) or []),
+            "acceptance": r.get("acceptance"),
+            "roofline_pct": ceiling.percent(rate, acc) if ceiling and rate is not None else None})
+    best_depth = decision["depth"]
+    depths = []
+    for d in plan.depths:
+        s = stats[d]
+        by_label = {l["label"]: l for l in launches}
+        acc = accept_by_depth[d]
+        length = (acc or {}).get("mean_acceptance_length")
+        versus = None
+        if best_depth is not None and d != best_depth and stats[best_depth].launch_means and s.launch_means:
+            test = welch(list(stats[best_depth].launch_means), list(s.launch_means))
+            versus = {"depth": best_depth, "difference": test.difference, "ci95_low": test.ci95_low,
+                      "ci95_high": test.ci95_high, "p_value": test.p_value,
+                      "significant": test.significant, "verdict": test.verdict}
+        status = ("failed" if d in failed else "measured" if s.launch_means
+                  else "not run" if not any(r.get("depth") == d for r in records) else "no rate")
+        depths.append({
+            "depth": d, "status": status,
+            "launches": [{"label": l, "delivered_tok_s": by_label[l]["delivered_tok_s"],
+                          "e2e_tok_s": by_label[l]["e2e_tok_s"],
+                          "acceptance_length": by_label[l]["acceptance_length"]} for l in s.labels],
+            "n": s.across.n, "mean_tok_s": s.across.mean, "ci95_low": s.across.ci95_low,
+            "ci95_high": s.across.ci95_high, "stdev_launches": s.across.stdev,
+            "within_variance": s.within_variance, "between_variance": s.between_variance,
+            "stable": s.stable, "stability_reasons": list(s.reasons), "notes": list(s.notes),
+            "excluded": list(s.excluded),
+            "failures": sum(1 for r in records if r.get("depth") == d and r["status"] == "failed"
+                            and not r.get("interrupted")),
+            "acceptance_length": length if d else None,
+            "per_position": (acc or {}).get("per_position") or [] if d else [],
+            "acceptance_source": (acc or {}).get("source") if d else None,
+            "gate": {k: v for k, v in gates[d].items()},
+            "ceiling_tok_s": ceiling.with_acceptance(length) if ceiling else None,
+            "roofline_pct": ceiling.percent(s.across.mean, length) if ceiling and s.across.mean else None,
+            "versus_decision": versus,
+        })
+    return {
+        "schema_version": SCHEMA_VERSION, "kind": "sweep", "method": plan.method,
+        "workload": plan.deciding_workload, "depths_requested": list(plan.depths_requested),
+        "depths_swept": list(plan.depths), "launches_used": len(records),
+        "max_launches": plan.max_launches, "budget_minutes": plan.budget_minutes,
+        "wall_s": round(sum(r.get("wall_s") or 0.0 for r in records), 3),
+        "margin": plan.margin, "launches": launches, "depths": depths, "decision": decision,
+        "roofline": ({**ceiling.as_dict(), "status": "present"} if ceiling else
+                     {"status": "missing", "reason": roof_error or "the deployment has no "
+                      "roofline: block (docs/roofline.md)"}),
+    }
+
+
+def _consecutive_failures(records: list[dict], depth: int) -> int:
+    count = 0
+    for r in reversed([r for r in records if r.get("depth") == depth and not r.get("interrupted")]):
+        if r["status"] == "ok":
+            break
+        count += 1
+    return count

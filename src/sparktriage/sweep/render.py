@@ -1,0 +1,63 @@
+"""The sweep document as plain lines (the CLI prints them; the demo reuses them)."""
+
+from __future__ import annotations
+
+
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def depth_line(entry: dict) -> str:
+    """One depth: mean tok/s with its 95% interval over launches, acceptance, gate, roofline."""
+    line = f"depth {entry['depth']}: "
+    if entry["mean_tok_s"] is None:
+        line += f"{entry['status']}"
+    else:
+        ci = ("" if entry["ci95_low"] is None else
+              f" (95% CI over launches {entry['ci95_low']:.2f}-{entry['ci95_high']:.2f})")
+        line += f"{entry['mean_tok_s']:.2f} tok/s{ci}, {entry['n']} launch(es)"
+    if entry.get("acceptance_length") is not None:
+        pos = ", ".join(f"{p:.2f}" for p in entry.get("per_position") or [])
+        line += (f"; acceptance length {entry['acceptance_length']:.2f}"
+                 + (f" (per position {pos})" if pos else "")
+                 + f" from {entry.get('acceptance_source')}")
+    line += f"; gate {entry['gate']['state']}"
+    if entry.get("roofline_pct") is not None:
+        line += f"; {entry['roofline_pct']:.1f}% of its ceiling"
+    if entry.get("failures"):
+        line += f"; {entry['failures']} failed launch(es)"
+    if entry.get("stable") is False:
+        line += "; UNSTABLE: " + "; ".join(entry.get("stability_reasons") or [])
+    return line
+
+
+def render_lines(doc: dict) -> list[str]:
+    """The sweep's outcome: every launch, every depth, the decision and why."""
+    lines = [f"sweep of {doc['method']} depths {','.join(map(str, doc['depths_swept']))} on the "
+             f"{doc['workload']} workload: {doc['launches_used']} launch(es), "
+             f"{doc['wall_s'] / 60:.1f} min"]
+    for launch in doc["launches"]:
+        lines.append(f"  {launch['label']} depth {launch['depth']}: {launch['status']}"
+                     + (f", {_rate(launch['delivered_tok_s'])} tok/s" if launch["status"] == "ok" else "")
+                     + (f", acceptance {launch['acceptance_length']:.2f}"
+                        if launch.get("acceptance_length") else "")
+                     + (f" ({launch['reason']})" if launch.get("reason") else ""))
+    for entry in doc["depths"]:
+        lines.append(depth_line(entry))
+        if entry["gate"]["state"] == "fail":
+            lines.append(f"  gate failed: {entry['gate']['reason']}")
+        versus = entry.get("versus_decision")
+        if versus and versus.get("difference") is not None:
+            lines.append(f"  vs depth {versus['depth']}: {versus['difference']:+.2f} tok/s, "
+                         f"{versus['verdict']}")
+    decision = doc["decision"]
+    lines.append(f"decision: {decision['state']}, depth {decision['depth']}"
+                 + (f" (candidates {', '.join(map(str, decision['candidates']))})"
+                    if len(decision["candidates"]) > 1 else "")
+                 + f": {decision['reason']}")
+    roof = doc.get("roofline") or {}
+    if roof.get("status") == "present":
+        lines.append(f"roofline: {roof['ceiling_tok_s']:.1f} tok/s per stream at depth 0 "
+                     f"({roof['hardware']} × {roof['nodes']}, {roof['model']}); with speculation "
+                     "the ceiling × the measured acceptance length")
+    return lines

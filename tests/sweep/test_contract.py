@@ -1,0 +1,154 @@
+"""The sweep document from a sweep's state (no server): the issue's JSON contract (SweepJson),
+a depth whose gate fails is never recommended even when fastest, a depth that failed twice is
+reported failed while the others are decided, per-position acceptance summed over launches."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sparktriage.sweep.document import SweepJson, build_document
+from sparktriage.sweep.plan import SweepPlan
+from sparktriage.sweep.state import SweepState
+
+CONTRACT = {
+    "top": {"schema_version", "method", "depths_requested", "launches_used", "launches", "depths",
+            "decision"},
+    "launch": {"label", "depth", "status", "delivered_tok_s", "acceptance_length"},
+    "depth": {"depth", "launches", "mean_tok_s", "ci95_low", "ci95_high", "acceptance_length",
+              "gate", "roofline_pct"},
+    "gate": {"state", "reason"},
+    "decision": {"state", "depth", "candidates", "reason"},
+}
+TOKENS = ["def", " f", "(", "x", "):"]
+
+
+def _plan(tmp_path: Path, depths=(0, 2, 4), max_launches=9) -> SweepPlan:
+    return SweepPlan(deployment_path=str(tmp_path / "d.yaml"), depths_requested=depths,
+                     depths=depths, method="ngram", max_launches=max_launches)
+
+
+def _gate_file(run: Path, label: str, tokens: list[str]) -> None:
+    folder = run / "launches" / label
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "gate.json").write_text(json.dumps({"outputs": [
+        {"prompt": "code", "tokens": tokens, "top": [{t: -0.1} for t in tokens], "error": None}]}))
+
+
+def _record(label, depth, rates, status="ok", gate=False, acc=None, reason=None):
+    return {"label": label, "depth": depth, "status": status, "reason": reason,
+            "request_decode_tok_s": rates, "request_e2e_tok_s": [r * 0.9 for r in rates],
+            "delivered_tok_s": sum(rates) / len(rates) if rates else None,
+            "metadata": {"model": "m", "deployment_hash": "h"}, "gate_collected": gate,
+            "acceptance": acc, "wall_s": 200.0}
+
+
+def _acc(drafts, accepted, per_pos):
+    return {"source": "metrics", "drafts": drafts, "draft_tokens": drafts * len(per_pos),
+            "accepted_tokens": accepted, "mean_acceptance_length": 1 + accepted / drafts,
+            "per_position": per_pos}
+
+
+def test_document_has_exactly_the_contract_fields_and_validates(tmp_path):
+    run = tmp_path / "run"
+    for label, depth in (("L001", 0), ("L002", 2), ("L003", 4)):
+        _gate_file(run, label, TOKENS)
+    records = [
+        _record("L001", 0, [26.0, 26.4, 25.8], gate=True),
+        _record("L002", 2, [33.0, 33.4], gate=True, acc=_acc(100, 150, [0.9, 0.6])),
+        _record("L003", 4, [24.0, 24.4], gate=True, acc=_acc(100, 170, [0.8, 0.5, 0.3, 0.1])),
+        _record("L004", 2, [], status="failed", reason="launch failed-after-ready: crash"),
+        _record("L005", 2, [34.0, 33.2], acc=_acc(50, 80, [0.9, 0.7])),
+        _record("L006", 0, [27.0, 27.2]),
+    ]
+    state = SweepState(run, _plan(tmp_path), records)
+    doc = build_document(state.plan, state, run, "launch budget spent")
+    SweepJson.model_validate(doc)
+    assert CONTRACT["top"] <= set(doc)
+    for launch in doc["launches"]:
+        assert CONTRACT["launch"] <= set(launch)
+    for entry in doc["depths"]:
+        assert CONTRACT["depth"] <= set(entry) and CONTRACT["gate"] <= set(entry["gate"])
+        assert entry["gate"]["state"] == "pass"
+    assert CONTRACT["decision"] <= set(doc["decision"])
+    assert doc["launches_used"] == 6  # the failed launch counts
+    two = doc["depths"][1]
+    assert [l["label"] for l in two["launches"]] == ["L002", "L005"]  # ok launches only
+    assert two["mean_tok_s"] == pytest.approx((33.2 + 33.6) / 2)
+    # acceptance over the depth's launches: counts summed (150 + 80 accepted over 150 drafts)
+    assert two["acceptance_length"] == pytest.approx(1 + 230 / 150, abs=1e-4)
+    assert two["per_position"] == pytest.approx([0.9, (0.6 * 100 + 0.7 * 50) / 150], abs=1e-4)
+    assert doc["depths"][0]["acceptance_length"] is None
+    with pytest.raises(ValueError):
+        SweepJson.model_validate({**doc, "decision": {**doc["decision"], "state": "maybe"}})
+
+
+def test_a_depth_whose_gate_fails_is_never_recommended_even_when_fastest(tmp_path):
+    run = tmp_path / "run"
+    _gate_file(run, "L001", TOKENS)
+    _gate_file(run, "L002", ["def", " f", "(", "garbage", "):"])
+    _gate_file(run, "L003", TOKENS)
+    records = [_record("L001", 0, [26.0, 26.2], gate=True),
+               _record("L002", 2, [60.0, 61.0], gate=True),
+               _record("L003", 4, [30.0, 30.2], gate=True),
+               _record("L004", 0, [26.5, 26.1]), _record("L005", 4, [30.4, 30.0])]
+    state = SweepState(run, _plan(tmp_path), records)
+    doc = build_document(state.plan, state, run, "settled")
+    gate = doc["depths"][1]["gate"]
+    assert gate["state"] == "fail" and gate["prompts"][0]["position"] == 3
+    assert "'garbage'" in gate["reason"]
+    assert doc["decision"]["depth"] == 4 and 2 not in doc["decision"]["candidates"]
+    assert doc["decision"]["excluded"]["2"].startswith("gate failed")
+
+
+def test_a_depth_that_failed_twice_is_reported_failed_and_the_rest_decided(tmp_path):
+    run = tmp_path / "run"
+    _gate_file(run, "L001", TOKENS)
+    records = [_record("L001", 0, [26.0, 26.2], gate=True),
+               _record("L002", 2, [], status="failed", reason="launch failed: startup error"),
+               _record("L003", 2, [], status="failed", reason="launch failed: startup error"),
+               _record("L004", 4, [30.0, 30.2]), _record("L005", 0, [26.4])]
+    state = SweepState(run, _plan(tmp_path), records)
+    doc = build_document(state.plan, state, run, "settled")
+    assert doc["depths"][1]["status"] == "failed" and doc["depths"][1]["failures"] == 2
+    assert doc["decision"]["excluded"] == {"2": "failed twice"}
+    assert set(doc["decision"]["candidates"]) <= {0, 4}
+
+
+class _Inputs:
+    """The two readers the report's sweep section uses, over an in-memory run."""
+
+    def __init__(self, sweep: dict) -> None:
+        self.sweep = sweep
+
+    def doc(self, rel: str):
+        return self.sweep if rel == "sweep.json" else None
+
+    def launch_doc(self, label: str, name: str):
+        return None
+
+
+def test_report_section_shows_intervals_acceptance_gate_roofline_and_the_decision(tmp_path):
+    from sparktriage.report.sweep import HEADERS, sweep_lines, sweep_rows, sweep_section
+    run = tmp_path / "run"
+    _gate_file(run, "L001", TOKENS)
+    _gate_file(run, "L002", ["def", " f", "(", "garbage", "):"])
+    records = [_record("L001", 0, [26.0, 26.2], gate=True),
+               _record("L002", 2, [60.0, 61.0], gate=True, acc=_acc(100, 150, [0.9, 0.6])),
+               _record("L003", 0, [27.0, 27.4])]
+    state = SweepState(run, _plan(tmp_path, depths=(0, 2)), records)
+    doc = build_document(state.plan, state, run, "settled")
+    for entry in doc["depths"]:
+        entry["roofline_pct"] = 40.0 + entry["depth"]  # as with a roofline: block
+    section = sweep_section(_Inputs(doc))
+    rows = sweep_rows(section)
+    assert HEADERS[3] == "95% CI over launches" and HEADERS[-1] == "% of ceiling"
+    from scipy import stats
+    low, high = stats.t.interval(0.95, 1, loc=26.65, scale=stats.sem([26.1, 27.2]))
+    assert rows[0][:4] == ["0", "L001, L003", "26.65", f"{low:.2f}–{high:.2f}"]  # over launch means
+    assert rows[1][4:] == ["2.50", "0.90 / 0.60", "fail", "42.0"]
+    lines = sweep_lines(section)
+    assert lines[0].startswith("Decision: depth 0 (best).")
+    assert any(l.startswith("Gate failed at depth 2 (never recommended)") for l in lines)
