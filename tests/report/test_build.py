@@ -90,7 +90,7 @@ def test_rebuilding_in_place_replaces_a_previous_report(report_run, tmp_path, re
 
 
 @pytest.mark.parametrize("kwargs, fragment", [
-    ({"formats": "html"}, "choose from md, pdf"),
+    ({"formats": "docx"}, "choose from md, pdf, html"),
     ({"formats": ""}, "choose from"),
 ])
 def test_bad_plans(report_run, kwargs, fragment):

@@ -60,7 +60,7 @@ def demo(
     depths: str = typer.Option("0,2", "--depths", help="Speculative (ngram) depths to sweep, comma list; 0 = none."),
     launches: int = typer.Option(1, "--launches", min=1, help="Launches per depth (the unit of replication)."),
     no_probe: bool = typer.Option(False, "--no-probe", help="Skip the garbage probe."),
-    formats: str = typer.Option("md,pdf", "--format", help="Report formats, comma list of md, pdf."),
+    formats: str = typer.Option("md,pdf", "--format", help="Report formats, comma list of md, pdf, html."),
     ready_timeout: float = typer.Option(600.0, "--ready-timeout", min=1, help="Seconds each launch may take to become ready."),
     json_out: Optional[str] = typer.Option(None, "--json", help="Write the demo summary to PATH, or - for stdout."),
     model: Optional[Path] = typer.Option(None, "--model", help="Model folder to serve [the test bed's models/tiny-moe, else the checkout's provision/garbage/model]."),

@@ -25,7 +25,7 @@ def _progress(event: str, details: dict) -> None:
 def report(
     run_dir: Path = typer.Argument(..., metavar="RUN_DIR", help="Run directory to report on."),
     out: Optional[Path] = typer.Option(None, "--out", help="Report folder [RUN_DIR/report]."),
-    formats: str = typer.Option("md,pdf", "--format", help="Comma list of md, pdf (report.json is always written)."),
+    formats: str = typer.Option("md,pdf", "--format", help="Comma list of md, pdf, html (report.json is always written)."),
     sign: Optional[str] = typer.Option(None, "--sign", help="Ed25519 OpenSSH private key file, 'agent', or a KEY.pub held by ssh-agent."),
     identity: Optional[str] = typer.Option(None, "--identity", help="Signer identity for the allowed-signers line [the key's comment]."),
     anonymize: bool = typer.Option(False, "--anonymize", help="Also replace host names, IPs and user names by stable stand-ins."),

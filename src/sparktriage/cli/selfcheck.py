@@ -61,7 +61,7 @@ def selfcheck(
     api_key: Optional[str] = typer.Option(None, "--api-key", help="Bearer token [env OPENAI_API_KEY]."),
     log_tz: Optional[str] = typer.Option(None, "--log-tz", help="Time zone of the log's stamps: UTC, +02:00, Europe/Paris [local]."),
     sign: Optional[str] = typer.Option(None, "--sign", help="Sign the report: Ed25519 OpenSSH key file, 'agent', or KEY.pub in ssh-agent."),
-    formats: str = typer.Option("md,pdf", "--format", help="Report formats, comma list of md, pdf."),
+    formats: str = typer.Option("md,pdf", "--format", help="Report formats, comma list of md, pdf, html."),
     out: Optional[Path] = typer.Option(None, "--out", help="Run directory [./runs/<timestamp>]."),
     json_out: Optional[str] = typer.Option(None, "--json", help="Write the summary to PATH, or - for stdout."),
 ) -> None:

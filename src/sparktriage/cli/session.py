@@ -106,7 +106,7 @@ def run(
     no_probe: bool = typer.Option(False, "--no-probe", help="Skip the garbage probe."),
     sign: Optional[str] = typer.Option(None, "--sign", help="Sign the report: Ed25519 OpenSSH key file (its .pub beside it checks the signature)."),
     budget: Optional[float] = typer.Option(None, "--budget", min=1, help="Lab minutes: no launch is started once fewer than a cold start's worth are left."),
-    formats: str = typer.Option("md,pdf", "--format", help="Report formats, comma list of md, pdf."),
+    formats: str = typer.Option("md,pdf", "--format", help="Report formats, comma list of md, pdf, html."),
     json_out: Optional[str] = typer.Option(None, "--json", help="Write the session result to PATH, or - for stdout."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and its estimated lab time; run nothing."),
 ) -> None:

@@ -24,7 +24,7 @@ import yaml
 from sparktriage.documents.report import ReportDocument
 from sparktriage.errors import InputError, UsageError
 from sparktriage.progress import Observer, quiet
-from sparktriage.report import manifest, markdown, pdf, plots
+from sparktriage.report import html, manifest, markdown, pdf, plots
 from sparktriage.report.inputs import RunInputs, load_run
 from sparktriage.report.model import KIND, Context, build_document
 from sparktriage.report.redact import Redactor, read_map, write_map
@@ -32,7 +32,7 @@ from sparktriage.report.signing import SignSpec, resolve, sign_folder
 from sparktriage.store.documents import dumps, write_document
 from sparktriage.store.typed import check
 
-FORMATS = ("md", "pdf")
+FORMATS = ("md", "pdf", "html")
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ def _inside(path: Path, folder: Path) -> bool:
 
 
 def parse_formats(formats: str) -> tuple[str, ...]:
-    """`--format` (a comma list of md, pdf) as the formats in their fixed order; UsageError else."""
+    """`--format` (a comma list of md, pdf, html) as the formats in their fixed order; UsageError else."""
     chosen = tuple(f.strip().lower() for f in formats.split(",") if f.strip())
     unknown = [f for f in chosen if f not in FORMATS]
     if unknown or not chosen:
@@ -182,6 +182,9 @@ def execute(plan: ReportPlan, observe: Observer = quiet) -> ReportOutcome:
             (tmp / "report.md").write_text(markdown.render(document), encoding="utf-8")
         if "pdf" in plan.formats:
             (tmp / "report.pdf").write_bytes(pdf.render(document, {p.name: p.png for p in rendered}))
+        if "html" in plan.formats:
+            (tmp / "report.html").write_text(html.render(document, {p.name: p.png for p in rendered}),
+                                             encoding="utf-8")
         entries = sign_folder(tmp, signer)
         _replace(tmp, plan.out_dir)
     except BaseException:
