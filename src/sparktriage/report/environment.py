@@ -50,6 +50,39 @@ def _interconnect(env: dict) -> str | None:
     return "; ".join(parts) or None
 
 
+def _differing_name(key: str) -> str | None:
+    """A readable name for a flattened capture key whose difference can change results, or
+    None for noise (addresses, times, counters): `versions.torch` -> `torch version`,
+    `env.NCCL_IB_DISABLE` -> `env NCCL_IB_DISABLE`, `packages.einops` -> `package einops`."""
+    head, _, rest = key.partition(".")
+    if head == "versions" and rest:
+        return f"{rest} version"
+    if head == "packages" and rest:
+        return f"package {rest}"
+    if head == "env" and rest.startswith(BEHAVIOUR_ENV):
+        return f"env {rest}"
+    if head == "driver":
+        return "NVIDIA driver" if rest in ("", "nvidia") else f"driver {rest}"
+    if head in ("gpus", "gpu"):
+        return "GPU " + rest.replace(".", " ") if rest else "GPU"
+    if head in ("kernel", "os", "arch", "machine"):
+        return head + (f" {rest.replace('.', ' ')}" if rest else "")
+    return None
+
+
+def cross_node_rows(differs: list[dict], limit: int = 40) -> tuple[list[list[str]], int]:
+    """The cross-node differences that can change results, as table rows (setting, then one
+    value per node), and how many other differences (noise) were left in data/."""
+    rows, other = [], 0
+    for item in differs:
+        name = _differing_name(str(item.get("key", "")))
+        if name is None:
+            other += 1
+            continue
+        rows.append([name, *(scalar(v) for v in as_dict(item.get("values")).values())])
+    return rows[:limit], other + max(0, len(rows) - limit)
+
+
 def summary_rows(env: dict) -> list[tuple[str, str]]:
     """(setting, value) rows of one node's capture: only what matters, in a fixed order."""
     versions = as_dict(env.get("versions"))

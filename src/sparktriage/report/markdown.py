@@ -11,6 +11,7 @@ from sparktriage.report.format import (cell, delivered_label, interval, number,
                                        percent, pool_notes, readable_key, seconds,
                                        with_provisional)
 from sparktriage.report.values import fixed
+from sparktriage.report.environment import cross_node_rows
 
 _ESCAPES = str.maketrans({"|": "\\|", "<": "&lt;", ">": "&gt;", "\n": " ", "\r": " ", "`": "'"})
 
@@ -68,8 +69,14 @@ def _environment(doc: dict, section: dict) -> list[str]:
         out += table(["setting", *group["nodes"]], group["rows"])
     for launch in section["launches"]:
         if launch["differs"]:
-            out += [f"Launch {esc(launch['label'])}: {len(launch['differs'])} settings of the full "
-                    "capture differ between nodes (`bundle/environment-diff.json` in data/).", ""]
+            rows, other = cross_node_rows(launch["differs"])
+            if rows:
+                out += [f"Launch {esc(launch['label'])}: settings that differ between nodes and can "
+                        "change results:", ""]
+                out += table(["setting", *launch["nodes"]], rows)
+            if other:
+                out += [f"{other} other captured settings differ (addresses, times, counters; "
+                        "`bundle/environment-diff.json` in data/).", ""]
     return out + [""]
 
 

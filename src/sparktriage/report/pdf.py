@@ -22,6 +22,7 @@ from sparktriage.report.format import (cell, delivered_label, interval, number,
                                        percent, pool_notes, readable_key, seconds,
                                        with_provisional)
 from sparktriage.report.values import fixed
+from sparktriage.report.environment import cross_node_rows
 
 PAGE_MARGIN = 42.0
 
@@ -166,9 +167,14 @@ class _Builder:
             self.table(["setting", *group["nodes"]], group["rows"])
         for launch in env.get("launches", []):
             if launch["differs"]:
-                self.p(f"Launch {launch['label']}: {len(launch['differs'])} settings of the full "
-                       "capture differ between nodes (bundle/environment-diff.json in data/).",
-                       self.small)
+                rows, other = cross_node_rows(launch["differs"])
+                if rows:
+                    self.p(f"Launch {launch['label']}: settings that differ between nodes and can "
+                           "change results:")
+                    self.table(["setting", *launch["nodes"]], rows)
+                if other:
+                    self.p(f"{other} other captured settings differ (addresses, times, counters; "
+                           "bundle/environment-diff.json in data/).", self.small)
         self._startup(s["startup"])
         self._probe(s["probe"])
         self._protocol(s["protocol"])
