@@ -19,6 +19,7 @@ command -v mkfs.ext4 >/dev/null 2>&1 || [ -x /usr/sbin/mkfs.ext4 ] || need+=(e2f
 command -v losetup >/dev/null 2>&1 || [ -x /usr/sbin/losetup ] || need+=(mount)
 [ -f /usr/share/dict/words ] || need+=(wamerican)  # word list for the probe's dictionary check
 command -v tmux >/dev/null 2>&1 || need+=(tmux)  # the session's live view, recorded (tests/session)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)  # the HTML report read by a real headless browser (tests/report)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "setup: installing ${need[*]}" >&2

@@ -1,6 +1,6 @@
 """The HTML rendering (issue 14, item 6): one self-contained file beside Markdown and PDF, plots
 embedded as data URIs, covered by the same MANIFEST and signature. Opened in headless Chromium
-only where `chromium` is installed (not installed by the test bed)."""
+where `chromium` is installed (provision/setup.sh installs the Debian package)."""
 
 from __future__ import annotations
 
@@ -74,13 +74,49 @@ def test_html_is_in_the_signed_manifest(html_report: Path, tmp_path: Path):
     assert bad.returncode != 0 and "report.html" in bad.stdout + bad.stderr
 
 
+CHECK = r"""<script>
+window.addEventListener("load", () => {
+  const rows = [...document.images].map(i => `${i.complete && i.naturalWidth > 0} ${i.naturalWidth}x${i.naturalHeight}`);
+  const out = document.createElement("pre"); out.id = "sparktriage-check";
+  out.textContent = `images=${document.images.length}\n` + rows.join("\n");
+  document.body.appendChild(out);
+});
+</script>"""
+
+
 @pytest.mark.skipif(shutil.which("chromium") is None, reason="chromium is not installed")
-def test_html_renders_in_headless_chromium(report_run, report_build, tmp_path):
+def test_html_renders_in_headless_chromium_with_every_plot_loaded(report_run, report_build,
+                                                                   tmp_path):
+    """The report opened by a real headless Chromium: every embedded plot decodes to an image
+    of the size of its PNG (checked by a script the test appends to a copy of the page; the
+    report itself carries no script), and a screenshot is taken at the window's size."""
     out = tmp_path / "report"
     report_build(report_run, out, formats="html")
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert "<script" not in html
+    plots = sorted((out / "plots").glob("*.png"))
+    assert plots, "the synthetic run must have plots"
+    policy = ('<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+              'img-src data:; style-src \'unsafe-inline\'">')
+    assert policy in html  # the report itself may load nothing but its own data: images
+    page = tmp_path / "check.html"  # a copy that lets the test's checking script run
+    page.write_text(html.replace(policy, "").replace("</body>", CHECK + "</body>"),
+                    encoding="utf-8")
+    flags = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+             f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=10000"]
+    dom = subprocess.run(flags + ["--dump-dom", page.as_uri()], check=True, timeout=180,
+                         capture_output=True, text=True).stdout
+    result = dom.split('id="sparktriage-check">', 1)[1].split("</pre>", 1)[0].splitlines()
+    assert result[0] == f"images={len(plots)}"
+    sizes = sorted(tuple(int(x) for x in row.split()[1].split("x")) for row in result[1:])
+    assert all(row.startswith("true ") for row in result[1:]), result
+    expected = sorted((int.from_bytes(p.read_bytes()[16:20], "big"),
+                       int.from_bytes(p.read_bytes()[20:24], "big")) for p in plots)
+    assert sizes == expected
     shot = tmp_path / "shot.png"
-    subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu",
-                    f"--screenshot={shot}", "--window-size=1200,4000",
-                    (out / "report.html").as_uri()], check=True, timeout=120, capture_output=True)
-    width, height = int.from_bytes(shot.read_bytes()[16:20], "big"), int.from_bytes(shot.read_bytes()[20:24], "big")
-    assert (width, height) == (1200, 4000)
+    subprocess.run(flags + [f"--screenshot={shot}", "--window-size=1200,3000",
+                            (out / "report.html").as_uri()], check=True, timeout=180,
+                   capture_output=True)
+    data = shot.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")) == (1200, 3000)
