@@ -214,3 +214,25 @@ def test_fuzz_env_dumps(data):
     if isinstance(doc, dict):
         flatten(doc)
         diff_environments({"a": doc, "b": {"packages": {"vllm": "0.31"}}})
+
+
+REPRO_INPUTS = Path(__file__).parents[1] / "reproduce" / "inputs"
+REPRO_SEEDS = {name: (REPRO_INPUTS / name).read_bytes() for name in
+               ("multinode.sh", "docker.sh", "compose.yaml", "gb10.collect-env.txt", "client.env")}
+
+
+@FUZZ
+@given(st.sampled_from(sorted(REPRO_SEEDS)).flatmap(
+    lambda name: st.tuples(st.just(name), mutations(REPRO_SEEDS[name]))))
+def test_fuzz_reproduce_client_inputs(case):
+    """What a client sends (serve scripts, docker lines, compose files, collect-env output, env
+    dumps), mutated: each is detected and imported as data or refused with an input error."""
+    from sparktriage.reproduce.core import import_input
+    from sparktriage.reproduce.secrets import Placeholders
+    name, data = case
+    _count("reproduce client inputs")
+    path = _file("client-" + name, data)
+    try:
+        import_input(path, Placeholders())
+    except SparktriageError:
+        pass
