@@ -189,6 +189,14 @@ def _deployment(ctx: Ctx) -> Path:
     return path
 
 
+def _lab_up_down(ctx: Ctx) -> list[str]:
+    """A one-node namespace lab (root, as in CI) brought up with planted secrets in the
+    environment; the case itself is its teardown. Both runs' output is grepped."""
+    up = run(ctx, ["testbed", "lab", "up", "1", "--dir", str(ctx.tmp / "lab"), "--json", "-"], 120)
+    assert up.returncode == 0, up.stderr.decode()[-2000:]
+    return ["testbed", "lab", "down", "--dir", str(ctx.tmp / "lab"), "--json", "-"]
+
+
 def _collect(ctx: Ctx) -> list[str]:
     script = ctx.inputs / "planted_server.py"
     script.write_text("import sys, time\n"
@@ -284,6 +292,15 @@ CASES: dict[str, list[Case]] = {
     "report": [Case("planted-run", _report)],
     "verify": [Case("report", _verify)],
     "simulate": [Case("served", _simulate)],
+    "sweep": [Case("planted-engine", lambda c: [
+        "sweep", str(_deployment(c)), "--depths", "0,1", "--max-launches", "2", "--requests", "1",
+        "--max-tokens", "8", "--workload", "code", "--out", str(c.tmp / "sweep"), "--json", "-"],
+        timeout_s=300)],
+    "session": [Case("planted-engine", lambda c: [
+        "session", "run", str(_deployment(c)), "--out", str(c.tmp / "session"), "--launches", "1",
+        "--depths", "0", "--requests", "1", "--max-tokens", "8", "--workload", "code",
+        "--no-probe", "--format", "md", "--json", "-"], timeout_s=300)],
+    "testbed": [Case("lab-up-down", _lab_up_down)],
     "schema": [Case("check-planted", _schema_check, ok=(2,))],
     "rules": [Case("check", _rules_file, ok=(0, 1, 2))],
     "demo": [Case("real-vllm", lambda c: [

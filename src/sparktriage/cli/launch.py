@@ -34,7 +34,7 @@ def launch(
     from sparktriage.launch.run import launch_replicates, raise_for
     import yaml
 
-    from sparktriage.redact import run as redaction
+    from sparktriage.store.documents import write_yaml_document
     from sparktriage.store.rundir import RunDir, default_run_path
     from sparktriage.store.typed import check
     try:
@@ -53,9 +53,8 @@ def launch(
     run = RunDir.create(out or default_run_path(), ["sparktriage", *console.invoked_argv()])
     # the copy keeps no secret: the YAML (already read and checked above) walked by the one
     # redaction stage (values under secret names, the element after a secret flag in a list)
-    copy = redaction.document(yaml.safe_load(deployment.read_text(encoding="utf-8")))
-    (run.path / "deployment.yaml").write_text(yaml.safe_dump(copy, sort_keys=False,
-                                                             allow_unicode=True), encoding="utf-8")
+    write_yaml_document(run.path / "deployment.yaml",
+                        yaml.safe_load(deployment.read_text(encoding="utf-8")))
     console.info(f"run directory: {run.path}")
     results = launch_replicates(plan, run, launches, launch_progress, hold_s=hold)
     for result in results:

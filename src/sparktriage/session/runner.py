@@ -26,7 +26,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
 
 from sparktriage.bench.workload import load_workloads
 from sparktriage.config.deployment import Deployment, Speculative, load_deployment
@@ -42,7 +41,7 @@ from sparktriage.session.state import FILE, SessionState
 from sparktriage.measure.steps import bench_step, bench_summary, probe_step, stalls_step
 from sparktriage.session.survivors import stop_survivors
 from sparktriage.session.sweep_step import SweepInputs, run_engine
-from sparktriage.store.documents import write_document
+from sparktriage.store.documents import write_document, write_yaml_document
 from sparktriage.store.rundir import LaunchDir, RunDir
 from sparktriage.progress import Observer, quiet
 
@@ -175,8 +174,7 @@ def _launch_group(session: Session, group: str, depth: int, substeps: list[dict]
     node_state = nodestate.snapshot(plan, nodestate.engine_needles(dep.model.path), pgids)
     flags = nodestate.compare(_first_node_state(state), node_state)
     launch = session.run.next_launch()
-    spec = dep.model_dump(mode="json")
-    (launch.path / "deployment.yaml").write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+    write_yaml_document(launch.path / "deployment.yaml", dep.model_dump(mode="json"))
     redo = [l for l in state.doc["launches"] if l["step"] == group and l["state"] == INTERRUPTED
             and not l.get("redone_as")]
     state.add_launch({"label": launch.label, "step": group, "state": RUNNING, "depth": depth,

@@ -135,6 +135,18 @@ def write_document(path: Path, document: dict) -> None:
     os.replace(tmp, path)
 
 
+def write_yaml_document(path: Path, document: dict) -> None:
+    """Write a YAML copy of a config (a deployment as launched) atomically, secrets replaced by
+    the one redaction stage (values under secret names, the element after a secret flag)."""
+    import yaml
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(yaml.safe_dump(redaction.document(document), sort_keys=False,
+                                  allow_unicode=True), encoding="utf-8")
+    os.replace(tmp, path)
+
+
 def read_document(path: Path) -> dict:
     """Read a JSON document, with a one-line error when it is missing or malformed."""
     return read_document_bounded(path)

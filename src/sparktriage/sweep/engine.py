@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-import yaml
 
 from sparktriage.documents.sweep import SweepDocument
 from sparktriage.errors import SparktriageError
@@ -32,7 +31,7 @@ from sparktriage.launch.plan import build_plan
 from sparktriage.launch.run import launch_once
 from sparktriage.measure.steps import bench_step, probe_step
 from sparktriage.progress import Observer, prefixed, quiet
-from sparktriage.store.documents import write_document
+from sparktriage.store.documents import write_document, write_yaml_document
 from sparktriage.store.rundir import LaunchDir, RunDir
 from sparktriage.store.typed import check
 from sparktriage.sweep import allocate
@@ -40,7 +39,7 @@ from sparktriage.sweep.acceptance import acceptance
 from sparktriage.sweep.decide import workload_rate
 from sparktriage.sweep.document import build_document, gate_by_depth, launch_means
 from sparktriage.sweep.gate import greedy_outputs
-from sparktriage.sweep.plan import SweepPlan, deployment_hash, plan_sweep, redacted_document
+from sparktriage.sweep.plan import SweepPlan, deployment_hash, plan_sweep
 from sparktriage.sweep.state import SweepState, open_state
 
 # demo hook: (endpoint, launch, record so far) while the server of a launch is ready
@@ -159,11 +158,10 @@ class _Sweep:
     def launch(self, depth: int, why: str) -> dict:
         launch = self.run.next_launch()
         deployment = self.plan.deployment_at(self.deployment, depth)
-        (launch.path / "deployment.yaml").write_text(
-            yaml.safe_dump(redacted_document(deployment), sort_keys=False), encoding="utf-8")
+        write_yaml_document(launch.path / "deployment.yaml", deployment.model_dump(mode="json"))
         if not (self.run.path / "deployment.yaml").exists():
-            (self.run.path / "deployment.yaml").write_text(
-                yaml.safe_dump(redacted_document(self.deployment), sort_keys=False), encoding="utf-8")
+            write_yaml_document(self.run.path / "deployment.yaml",
+                                self.deployment.model_dump(mode="json"))
         launch_plan = build_plan(deployment)
         first = self.started() == 0
         record: dict = {"label": launch.label, "depth": depth, "status": "failed", "why": why,

@@ -129,9 +129,10 @@ def _spec(name: str) -> str:
     return os.path.abspath(name) if os.path.isfile(name) else name
 
 
-def redacted_document(deployment: Deployment) -> dict:
-    """The deployment as written into a launch folder: environment values of secret-looking
-    names replaced by `***`."""
+def _hashable(deployment: Deployment) -> dict:
+    """The deployment with environment values of secret-looking names replaced by a constant:
+    what the pooling hash sees (stable across processes; files are written through the
+    redaction stage instead, `store.documents.write_yaml_document`)."""
     doc = deployment.model_dump(mode="json")
     doc["env"] = {k: ("***" if secret_name(k) else v) for k, v in (doc.get("env") or {}).items()}
     lab = doc.get("lab")
@@ -146,5 +147,5 @@ def redacted_document(deployment: Deployment) -> dict:
 def deployment_hash(deployment: Deployment) -> str:
     """Hash of what must not change between pooled launches: the deployment less its
     speculative config (the swept factor)."""
-    doc = redacted_document(deployment.model_copy(update={"speculative": None}))
+    doc = _hashable(deployment.model_copy(update={"speculative": None}))
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
