@@ -26,6 +26,15 @@ from sparktriage.store import archive
 from sparktriage.validation_words import plain_text
 
 
+def _plain_help(group: typer.Typer) -> None:
+    """One help style for groups too: no rich panels (the root's setting), in nested Typers."""
+    group.rich_markup_mode = None
+    group.pretty_exceptions_enable = False
+    for info in getattr(group, "registered_groups", []):
+        if info.typer_instance is not None:
+            _plain_help(info.typer_instance)
+
+
 class LazyGroup(typer.core.TyperGroup):
     """The root group: commands come from the registry, each imported when first asked for."""
 
@@ -38,6 +47,7 @@ class LazyGroup(typer.core.TyperGroup):
             return None
         target = getattr(importlib.import_module(f"sparktriage.cli.{entry.module}"), entry.attr)
         if entry.group:
+            _plain_help(target)
             command = typer.main.get_group(target)
         else:
             single = typer.Typer(add_completion=False, pretty_exceptions_enable=False,

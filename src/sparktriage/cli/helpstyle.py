@@ -37,6 +37,8 @@ def _metavar(param) -> str:
         return "PID"
     if "int" in kind:
         return "N"
+    if ("float" in kind or "int" in kind) and re.search(r"\bminutes\b", help_text):
+        return "MINUTES"
     if "float" in kind:
         return "SECONDS" if re.search(r"\bseconds\b", help_text) else "NUMBER"
     return name.upper().removesuffix("_OUT")
