@@ -222,7 +222,7 @@ def test_gloo_on_loopback_everywhere_one_rank_fails_the_other_hangs(netlab, test
     the test names them from the outcome; each is classified from its own node's evidence."""
     lo = {"GLOO_SOCKET_IFNAME": "lo"}
     plan, result = _fault_launch(netlab, testbed, tmp_path, mark,
-                                 node_env={"st-node1": lo, "st-node2": lo},
+                                 node_env={"st-node1": dict(lo), "st-node2": dict(lo)},  # no YAML alias
                                  timeouts={"startup_s": 300, "observe_failure_s": 40})
     assert result["outcome"] == "failed", result
     failed = result["failure"].split(":")[0]
