@@ -33,6 +33,11 @@ NODES = ("st-node1", "st-node2")
 BENCH_TOKENS = 32
 BENCH_REQUESTS = 3
 PLANTED_EINOPS = "0.7.0"
+# After the peer's failure the head is watched until it has been silent this long: the
+# stall detector calls a rank hung once its silence reaches DetectParams.silence_s (30 s,
+# distributed_init is a waiting phase, not scaled by load), so this leaves 15 s of margin;
+# stack rounds every 10 s give the rendezvous frames several rounds inside that window.
+PEER_QUIET_S = 45
 
 
 @pytest.fixture(scope="module")
@@ -87,6 +92,8 @@ def healthy(netlab, testbed, tmp_path_factory):
     seen["wall_s"] = round(time.monotonic() - t0, 1)
     seen["after"] = {ns: non_sshd(ns) for ns in NODES}
     seen["gone"] = wait_gone(mark, 10)
+    seen["cache"] = root / "cache"
+    print(f"healthy launch: wall {seen['wall_s']} s, ready {result.get('ready_s')} s")
     return plan, result, seen
 
 
@@ -179,6 +186,7 @@ def _fault_launch(netlab, testbed, tmp_path, mark, **sections):
     t0 = time.monotonic()
     result = launch_once(plan, RunDir.create(tmp_path / "run", ["test"]).next_launch())
     result["wall_s"] = round(time.monotonic() - t0, 1)
+    print(f"fault launch: wall {result['wall_s']} s, markers {result.get('markers')}")
     return plan, result
 
 
@@ -214,7 +222,7 @@ def test_gloo_on_loopback_everywhere_one_rank_fails_the_other_hangs(netlab, test
     the test names them from the outcome; each is classified from its own node's evidence."""
     lo = {"GLOO_SOCKET_IFNAME": "lo"}
     plan, result = _fault_launch(netlab, testbed, tmp_path, mark,
-                                 node_env={"st-node1": lo, "st-node2": lo},
+                                 node_env={"st-node1": dict(lo), "st-node2": dict(lo)},  # no YAML alias
                                  timeouts={"startup_s": 300, "observe_failure_s": 40})
     assert result["outcome"] == "failed", result
     failed = result["failure"].split(":")[0]
@@ -247,7 +255,7 @@ def test_peer_that_never_starts(netlab, testbed, tmp_path, mark):
     plan, result = _fault_launch(
         netlab, testbed, tmp_path, mark,
         node_env={"st-node2": {"VLLM_LOGGING_CONFIG_PATH": "/nonexistent/logging.json"}},
-        timeouts={"startup_s": 210, "observe_failure_s": 150})
+        timeouts={"startup_s": 180, "observe_failure_s": PEER_QUIET_S})
     assert result["outcome"] == "failed", result
     assert result["failure"].startswith("st-node2: server exited with status 1")
     _assert_nothing_left(mark)
@@ -277,21 +285,28 @@ def _kill_sshd(namespace: str) -> list[int]:
     return pids
 
 
-def test_node_lost_mid_run_tears_down_everywhere(netlab, testbed, tmp_path, mark):
+def test_node_lost_mid_run_tears_down_everywhere(netlab, testbed, tmp_path, mark, healthy):
     """After ready, st-node2's sshd (listener and sessions) is killed: the link is lost, the
     agent on st-node2 stops its vLLM on its own, the head is torn down, the survivor's bundle
-    is written. (Last test of the module: st-node2 has no sshd afterwards.)"""
-    path = deployment(tmp_path / "deploy.yaml", testbed, netlab, mark, cache=tmp_path / "cache",
-                      timeouts={"link_s": 15})
+    is written. (Last test of the module: st-node2 has no sshd afterwards.) It reuses the
+    healthy start's caches (VLLM_CACHE_ROOT, Inductor), as a second start on a node would."""
+    path = deployment(tmp_path / "deploy.yaml", testbed, netlab, mark,
+                      cache=healthy[2]["cache"], timeouts={"link_s": 15})
     plan = build_plan(load_deployment(path))
     killed = []
+    times = {"t0": time.monotonic()}
 
     def cut(supervisor):
+        times["ready"] = time.monotonic()
         killed.extend(_kill_sshd("st-node2"))
         supervisor.watch(90)
 
-    result = launch_once(plan, RunDir.create(tmp_path / "run", ["test"]).next_launch(),
-                         while_ready=cut)
+    try:
+        result = launch_once(plan, RunDir.create(tmp_path / "run", ["test"]).next_launch(),
+                             while_ready=cut)
+    finally:
+        times["ended"] = time.monotonic()
+        print("node-lost:", {k: round(v - times["t0"], 1) for k, v in times.items()})
     assert killed
     assert result["outcome"] == "failed-after-ready", result
     assert result["failure"].startswith("st-node2: link lost")
