@@ -122,3 +122,20 @@ def test_a_prefixed_key_block_leaves_no_line_in_the_logs_document(tmp_path, comp
     assert not any(b in text for b in BODY)
     assert document["errors"][-1]["text"] == "later error"
     assert [e["text"] for e in document["errors"][:-1]] == ["***"] * (len(BODY) + 2)
+
+
+def test_a_false_positive_word_is_not_spread_through_later_output():
+    """`bearer credentials` in prose is replaced where it stands, but the word is not
+    remembered: later lines that say "credentials" or "run directory" stay whole; a
+    credential-shaped value is remembered and replaced later too."""
+    from sparktriage.redact.detect import SecretBook, SecretScrubber
+
+    scrub = SecretScrubber(SecretBook())
+    scrub.scrub("send the bearer credentials to the server")
+    assert scrub.scrub("no credentials were needed") == "no credentials were needed"
+    scrub.scrub('"password": " directory"')
+    assert scrub.scrub("run directory: /tmp/x") == "run directory: /tmp/x"
+    token = "Zq8Lm3Vt6Rr2Kp9"
+    first = scrub.scrub(f"--api-key {token}")
+    assert token not in first
+    assert token not in scrub.scrub(f"echo {token} again")

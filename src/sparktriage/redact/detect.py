@@ -79,12 +79,23 @@ class SecretBook:
     # `--api-key`, is replaced wherever it turns up later, also where no pattern would find it
     known: dict[str, str] = field(default_factory=dict, repr=False)
 
+    @staticmethod
+    def rememberable(value: str) -> bool:
+        """Whether a replaced value is also replaced wherever it turns up later: only values
+        shaped like credentials (no whitespace, long enough, not a plain word), so that a
+        false positive (`bearer credentials` in prose) never spreads through every later line."""
+        if len(value) < KNOWN_MIN or any(c.isspace() for c in value):
+            return False
+        if value.isalpha() and len(value) < 24:
+            return False  # a word (directory, separated, credentials), not a key
+        return True
+
     def stand_in(self, kind: str, value: str) -> str:
         self.hits += 1
         digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:16]
         known = self.by_digest.get(digest)
         if known is not None:
-            if len(value) >= KNOWN_MIN and len(self.known) < KNOWN_MAX:
+            if self.rememberable(value) and len(self.known) < KNOWN_MAX:
                 self.known.setdefault(value, known)
             return known
         number = self.counters.get(kind, 0) + 1
@@ -92,7 +103,7 @@ class SecretBook:
         token = f"{STAND_IN_PREFIX}{kind}-{number}"
         self.by_digest[digest] = token
         self.kinds[token] = kind
-        if len(value) >= KNOWN_MIN and len(self.known) < KNOWN_MAX:
+        if self.rememberable(value) and len(self.known) < KNOWN_MAX:
             self.known[value] = token
         return token
 
