@@ -30,6 +30,13 @@ def demo_run(testbed, tmp_path_factory):
     return run, result
 
 
+def _folder(run, label: str):
+    """A launch folder of the demo: `L001` (the session's) or `sweep/L001` (the sweep's)."""
+    if label.startswith("sweep/"):
+        return run / "sweep" / "launches" / label.split("/", 1)[1]
+    return run / "launches" / label
+
+
 def test_demo_session_succeeds_and_summarises(demo_run):
     run, result = demo_run
     assert result.returncode == 0, result.stderr[-3000:]
@@ -37,13 +44,14 @@ def test_demo_session_succeeds_and_summarises(demo_run):
     assert doc == json.loads((run / "demo.json").read_text())
     assert doc["kind"] == "demo" and doc["schema_version"] == 1
     assert all(s["status"] == "ok" for s in doc["steps"]), doc["steps"]
+    # the session's protocol launch, then the sweep's own launches (one per depth, DIR/sweep)
     assert [(l["label"], l["depth"], l["outcome"]) for l in doc["launches"]] == [
-        ("L001", 0, "completed"), ("L002", 2, "completed")]
+        ("L001", 0, "completed"), ("sweep/L001", 0, "completed"), ("sweep/L002", 2, "completed")]
     assert all(l["stall_findings"] == 0 for l in doc["launches"])
     assert doc["probe"]["verdict"] == "healthy" and doc["probe"]["baseline"] is True
     assert "Delivered tokens: tiny" in result.stderr or "Delivered tokens: tiny" in result.stdout
     for launch in doc["launches"]:  # every server is gone: its port refuses connections
-        spec = yaml.safe_load((run / "launches" / launch["label"] / "deployment.yaml").read_text())
+        spec = yaml.safe_load((_folder(run, launch["label"]) / "deployment.yaml").read_text())
         with socket.socket() as s:
             assert s.connect_ex(("127.0.0.1", spec["serve"]["port"])) != 0
 
@@ -65,10 +73,10 @@ def test_demo_measures_exact_tokens_and_reconciles(demo_run):
         assert w["summary"]["counts"]["ok"] == 3
     reconcile = json.loads((run / "launches" / "L001" / "reconcile.json").read_text())
     assert reconcile["metrics"]["difference_tokens"] == 0  # /metrics rose by what was delivered
-    second = json.loads((run / "launches" / "L002" / "bench.json").read_text())
+    second = json.loads((_folder(run, "sweep/L002") / "bench.json").read_text())
     assert [w["name"] for w in second["workloads"]] == ["code"]
     assert "speculative_config=SpeculativeConfig(method='ngram'" in (
-        run / "launches" / "L002" / "server.log").read_text()
+        _folder(run, "sweep/L002") / "server.log").read_text()
 
 
 def test_demo_sweep_document_matches_its_launches(demo_run):
@@ -78,7 +86,7 @@ def test_demo_sweep_document_matches_its_launches(demo_run):
     assert [d["depth"] for d in sweep["depths"]] == [0, 2]
     for entry in sweep["depths"]:
         (launch,) = entry["launches"]
-        bench = json.loads((run / "launches" / launch["label"] / "bench.json").read_text())
+        bench = json.loads((_folder(run, "sweep/" + launch["label"]) / "bench.json").read_text())
         assert launch["delivered_tok_s"] == workload_rate(bench, "code")
         assert launch["e2e_tok_s"] == workload_rate(bench, "code", "e2e_tok_s") > 0
     spec = sweep["depths"][1]["launches"][0]["acceptance_length"]

@@ -22,7 +22,7 @@ _STYLE = ("body{font-family:Helvetica,Arial,sans-serif;max-width:60em;margin:2em
           "th{background:#eee}pre{background:#f4f4f4;padding:.6em;overflow-x:auto}"
           "img{max-width:100%}code{background:#f4f4f4}")
 _CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
-_IMAGE = re.compile(r"^!\[(.*)\]\((plots/[A-Za-z0-9_.-]+\.png)\)$")
+_IMAGE = re.compile(r"^!\[(.*)\]\((plots/[A-Za-z0-9_.-]+\.png)\)\Z")
 
 
 def _unescape(text: str) -> str:

@@ -19,7 +19,7 @@ from sparktriage.errors import InputError
 
 MAX_INPUT_BYTES = 4 * 1024 * 1024
 MAX_LINE_CHARS = 256 * 1024
-ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.DOTALL)
+ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)\Z", re.DOTALL)
 VARIABLE = re.compile(r"\$(?:\{[A-Za-z_][A-Za-z0-9_]*[^}]*\}|[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-])")
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 

@@ -195,6 +195,17 @@ def demo_summary(run: RunDir, state: dict, result: dict, model: Path, baseline: 
                          "e2e_tok_s": workload_rate(bench, SWEEP_WORKLOAD, "e2e_tok_s"),
                          "acceptance_length": ((from_log(logs) or {}).get("mean_acceptance_length")
                                                if depth else None)})
+    sweep = _read(run.path / "sweep" / "sweep.json") or {}
+    for entry in sweep.get("launches") or []:  # the sweep's own launches (DIR/sweep/launches)
+        folder = run.path / "sweep" / "launches" / entry["label"]
+        stalls = _read(folder / "stalls.json")
+        launches.append({"label": f"sweep/{entry['label']}", "depth": entry["depth"],
+                         "outcome": "completed" if entry["status"] == "ok" else "failed",
+                         "ready_s": entry.get("ready_s"),
+                         "stall_findings": len((stalls or {}).get("findings") or []),
+                         "delivered_tok_s": entry.get("delivered_tok_s"),
+                         "e2e_tok_s": entry.get("e2e_tok_s"),
+                         "acceptance_length": entry.get("acceptance_length")})
     probe_step = next((s for s in state["steps"] if s["kind"] == "probe"), None)
     probe = _read(run.path / "launches" / probe_step["launch"] / "probe.json") \
         if probe_step and probe_step["state"] == "done" else None

@@ -419,7 +419,10 @@ def _sweep(session: Session, step: dict) -> str | None:
     sweep_inputs = SweepInputs(tuple(inputs["depths"]), inputs["method"], workload, labels,
                                base_depth(options), options.deployment, options.lab,
                                inputs["requests"], inputs["max_tokens"], options.baseline,
-                               options.budget_min)
+                               options.budget_min,
+                               # the demo measures each depth as many times as it was asked to
+                               options.launches * len(inputs["depths"])
+                               if getattr(options, "preset", None) == "demo" else None)
     current: dict = {}
 
     def observe(event: str, details: dict) -> None:

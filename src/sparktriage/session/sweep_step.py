@@ -29,6 +29,7 @@ class SweepInputs:
     max_tokens: int = 256
     baseline: str | None = None
     budget_min: float | None = None
+    max_launches: int | None = None  # None: the engine's default (3 per depth)
 
 
 def run_engine(run_dir: Path, inputs: SweepInputs, observe: Observer) -> dict:
@@ -43,7 +44,7 @@ def run_engine(run_dir: Path, inputs: SweepInputs, observe: Observer) -> dict:
                           depths=inputs.depths, method=inputs.method, requests=inputs.requests,
                           max_tokens=inputs.max_tokens, workloads=(inputs.workload,),
                           baseline=Path(inputs.baseline) if inputs.baseline else None,
-                          budget_minutes=inputs.budget_min)
+                          budget_minutes=inputs.budget_min, max_launches=inputs.max_launches)
     result = run_sweep(plan, out, observe, command=["sparktriage", "session"])
     write_document(run_dir / "sweep.json", result.document)
     return result.document

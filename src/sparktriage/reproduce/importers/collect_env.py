@@ -13,11 +13,11 @@ import re
 from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.model import Facts, Imported
 
-_FRAME = re.compile(r"^=+\s*$")
-_ENTRY = re.compile(r"^([A-Za-z][A-Za-z0-9 ._/()+-]*?)\s*:\s(.*)$")
+_FRAME = re.compile(r"^=+\s*\Z")
+_ENTRY = re.compile(r"^([A-Za-z][A-Za-z0-9 ._/()+-]*?)\s*:\s(.*)\n?\Z")
 _PIP = re.compile(r"^\[(?:pip3?|conda)\]\s+([A-Za-z0-9_.-]+)\s*(?:==|\s)\s*(\S+)")
 _ARCHS = re.compile(r"CUDA Archs:\s*([^;]*)")
-_ENV = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+_ENV = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)\n?\Z")
 PACKAGES = {"torch": "torch", "transformers": "transformers", "triton": "triton",
             "flashinfer-python": "flashinfer", "flashinfer": "flashinfer",
             "flashinfer-cubin": "flashinfer-cubin", "nvidia-nccl-cu12": "nccl",
@@ -58,7 +58,7 @@ def parse(text: str, ctx: Ctx) -> Facts:
                                                              "collect-env")
             continue
         if section == "CPU Info":
-            match = re.match(r"^(Architecture|Model name|CPU\(s\)):\s+(.*)$", line)
+            match = re.match(r"^(Architecture|Model name|CPU\(s\)):\s+(.*)\n?\Z", line)
             if match:
                 entries.setdefault(f"cpu {match.group(1)}", match.group(2).strip())
             continue

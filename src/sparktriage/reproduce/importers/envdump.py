@@ -13,7 +13,7 @@ import re
 from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.model import Facts, Imported
 
-_LINE = re.compile(r"^(?:declare -x |export )?([A-Za-z_][A-Za-z0-9_]*)=(.*)$")
+_LINE = re.compile(r"^(?:declare -x |export )?([A-Za-z_][A-Za-z0-9_]*)=(.*)\n?\Z")
 
 
 def looks_like(text: str) -> bool:
