@@ -175,6 +175,14 @@ def run_demo(run: RunDir, bed: Testbed, settings: DemoSettings, observe: Observe
     return summary
 
 
+def _report_files(folder: str | None) -> int:
+    """How many files the report folder holds (MANIFEST and signature included)."""
+    path = Path(folder) if folder else None
+    if path is None or not path.is_dir():
+        return 0
+    return sum(1 for p in path.rglob("*") if p.is_file() and not p.is_symlink())
+
+
 def demo_summary(run: RunDir, state: dict, result: dict, model: Path, baseline: Path | None) -> dict:
     """`demo.json` (docs/demo.md) from the session's state and result."""
     launches = []
@@ -219,7 +227,8 @@ def demo_summary(run: RunDir, state: dict, result: dict, model: Path, baseline: 
                   "public_key": ((signature or {}).get("outputs") or {}).get("public_key"),
                   "allowed_signers_line": outputs.get("allowed_signers_line"),
                   "verified": bool(signature and signature["state"] == "done"
-                                   and (signature.get("outputs") or {}).get("verified"))}
+                                   and (signature.get("outputs") or {}).get("verified")),
+                  "files": _report_files(outputs.get("dir"))}
     steps = [{"step": s["kind"], "launch": s["launch"],
               "status": "ok" if s["state"] == "done" else "failed", "reason": s["reason"]}
              for s in state["steps"] if s["kind"] not in ("launch", "signature")]
