@@ -59,8 +59,10 @@ def test_demo_session_succeeds_and_summarises(demo_run):
 def test_every_document_the_demo_wrote_validates_against_its_model(demo_run):
     run, _ = demo_run
     seen = validate_run_dir(run)  # run dir and report/data/ (itself a run directory)
-    assert seen == {"demo": 1, "sweep": 2, "report": 1, "launch": 4, "bench": 4, "logs": 4,
-                    "reconcile": 4, "stalls": 4, "probe": 2}, seen
+    # the session's launch L001 and the sweep's two launches (DIR/sweep/launches: each with the
+    # gate's probe), the sweep's own sweep.json beside the top one, and report/data/ copies
+    assert seen == {"demo": 1, "sweep": 3, "report": 1, "launch": 4, "bench": 4, "logs": 4,
+                    "reconcile": 4, "stalls": 2, "probe": 4}, seen
 
 
 def test_demo_measures_exact_tokens_and_reconciles(demo_run):
