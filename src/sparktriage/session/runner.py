@@ -26,7 +26,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-
 from sparktriage.bench.workload import load_workloads
 from sparktriage.config.deployment import Deployment, Speculative, load_deployment
 from sparktriage.errors import SparktriageError, UsageError
