@@ -15,7 +15,7 @@ import subprocess
 import time
 
 from conftest import (complete_lines, engine_pids, read_state, request_records, running_step,
-                      run_to_end, session_argv, wait_gone)
+                      run_to_end, session_argv, wait_gone, write_deployment)
 
 OPTIONS = ["--launches", "2", "--depths", "0,2", "--requests", "2", "--max-tokens", "16",
            "--no-probe", "--format", "md"]
@@ -45,7 +45,11 @@ def _kill_at(run, proc, prefix: str, delay: float) -> str | None:
     return None
 
 
-def test_sigkill_at_ten_points_then_resume(tmp_path, sim_deployment):
+def test_sigkill_at_ten_points_then_resume(tmp_path):
+    # every launch reads weights for 2.5 s, so a kill up to 1.5 s into a launch step lands in it
+    # however fast the machine spawns the server
+    sim_deployment = write_deployment(
+        tmp_path, env={"SPARKTRIAGE_SIM": json.dumps({"startup_s": {"weight_read": 2.5}})})
     rng = random.Random(int(os.environ.get("SESSION_CRASH_SEED", "12")))
     run = tmp_path / "run"
     marker = str(tmp_path / "model-under-test")

@@ -29,7 +29,7 @@ def test_live_classifier_names_cold_storage_within_60_s(testbed, tmp_path):
     if os.geteuid() != 0:
         pytest.fail("the stall reproductions need root (cgroup v1 and loop devices), as CI has")
     model = tmp_path / "big"
-    subprocess.run([str(testbed.python), str(REPO / "testbed" / "make_big_model.py"),
+    subprocess.run([str(testbed.python), str(REPO / "provision" / "make_big_model.py"),
                     str(testbed.model()), str(model), "--mb", "280", "--shards", "4"],
                    check=True, capture_output=True, timeout=300)
     bundle = tmp_path / "bundle"

@@ -22,9 +22,11 @@ def test_wheel_carries_the_rules(tmp_path):
     with zipfile.ZipFile(wheel) as archive:
         assert {"sparktriage/stalls/__init__.py", "sparktriage/stalls/engine.py",
                 "sparktriage/testbed/faults.py"} <= set(archive.namelist())
-        names = [n for n in archive.namelist() if n.startswith("sparktriage/stalls/rules/")]
-        assert sorted(Path(n).name for n in names) == sorted(
-            p.name for p in (REPO / "rules").glob("*.yaml"))
+        prefix = "sparktriage/stalls/rules/"
+        names = [n for n in archive.namelist() if n.startswith(prefix)]
+        # the stall rules and, under config/, the configuration traps reproduce reads
+        assert sorted(n[len(prefix):] for n in names) == sorted(
+            p.relative_to(REPO / "rules").as_posix() for p in (REPO / "rules").rglob("*.yaml"))
         archive.extractall(tmp_path / "unpacked", members=names)
     rules = load_rules(tmp_path / "unpacked" / "sparktriage" / "stalls" / "rules")
     assert len(rules.ruleset.rules) == 15
