@@ -11,6 +11,8 @@ from sparktriage.store.typed import Document, Part
 class Reason(Part):
     code: str
     text: str
+    # every number (or word) the sentence quotes, by name (reconcile/explain.py)
+    cites: dict[str, float | int | bool | str | None] | None = None
 
 
 class Window(Part):
