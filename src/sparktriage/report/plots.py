@@ -79,7 +79,32 @@ def per_launch(protocol: dict) -> Plot | None:
                 "Mean decode rate of each launch's measured requests with its 95% t-interval.")
 
 
+DELIVERED_VS_LOGGED_CAPTION = (
+    "What to read: each red bar is one stats window of the server log, drawn over the span it "
+    "covers at the rate it logged (the square marks its end, where vLLM printed it; a dashed bar's "
+    "start is estimated because the idle line before it was hidden at INFO); the blue steps are the "
+    "tokens that reached the client per 10 s; grey bands are requests in flight. A red bar above "
+    "the blue steps over the same span counts tokens the client did not receive then; a red bar "
+    "over gaps between grey bands includes idle time and sits below the blue. The log's peak is "
+    "the highest red bar (all requests together); the delivered mean in the table is a mean over "
+    "requests.")
+
+
+def _log_bars(axes, logged: list[dict]) -> None:
+    """The log's windows as bars over their own spans (from the window list, one per window)."""
+    solid = [w for w in logged if w.get("start") is not None and not w.get("start_estimated")]
+    dashed = [w for w in logged if w.get("start") is not None and w.get("start_estimated")]
+    for group, style in ((solid, "solid"), (dashed, "dashed")):
+        if group:
+            axes.hlines([w["tok_s"] for w in group], [w["start"] for w in group],
+                        [w["t"] for w in group], colors=_COLORS[1], linewidth=2.2,
+                        linestyles=style)
+    axes.plot([w["t"] for w in logged], [w["tok_s"] for w in logged], "s", color=_COLORS[1],
+              markersize=3, label="log window (server)")
+
+
 def delivered_vs_logged(series: list[dict]) -> Plot | None:
+    """Per launch, one time axis: the log's windows, the delivered tokens, the requests."""
     series = [s for s in series if s["delivered"] or s["logged"]][:MAX_SERIES_PANELS]
     if not series:
         return None
@@ -91,24 +116,27 @@ def delivered_vs_logged(series: list[dict]) -> Plot | None:
                            hspace=0.55, wspace=0.22)
     for index, item in enumerate(series):
         axes = figure.add_subplot(rows, cols, index + 1)
+        for k, (sent, end) in enumerate(item.get("requests") or []):
+            axes.axvspan(sent, end, color="#7f7f7f", alpha=0.12, linewidth=0,
+                         label="request in flight" if k == 0 else None)
         if item["delivered"]:
             axes.step([w["t"] for w in item["delivered"]], [w["tok_s"] for w in item["delivered"]],
-                      where="post", color=_COLORS[0], linewidth=1.2, label="delivered (client)")
+                      where="post", color=_COLORS[0], linewidth=1.2, label="delivered per 10 s (client)")
         if item["logged"]:
-            axes.plot([w["t"] for w in item["logged"]], [w["tok_s"] for w in item["logged"]],
-                      "s", color=_COLORS[1], markersize=3, label="logged (server)")
+            _log_bars(axes, item["logged"])
         axes.set_title(item["label"], fontsize=8, pad=3)
         axes.tick_params(labelsize=6.5)
+        axes.set_ylim(bottom=0)
         if index >= len(series) - cols:
-            axes.set_xlabel("s since first request", fontsize=7)
+            axes.set_xlabel("s since the launch's first request", fontsize=7)
         if index % cols == 0:
             axes.set_ylabel("tok/s", fontsize=7)
         if index == 0:
             axes.legend(loc="lower right", frameon=False, fontsize=6.5)
-    figure.suptitle("Delivered vs logged generation throughput (10 s windows)", fontsize=9)
+    figure.suptitle("Delivered vs logged: the log's windows and the requests on one time axis",
+                    fontsize=9)
     return Plot("delivered_vs_logged.png", _png(figure), "Delivered vs logged over time",
-                "Tokens reaching the client per 10 s window (line) against the generation "
-                "throughput the server logged (squares), per launch.")
+                DELIVERED_VS_LOGGED_CAPTION)
 
 
 def _phase_colors(launches: list[dict]) -> dict[str, str]:
@@ -178,8 +206,11 @@ def startup_gantt(launches: list[dict], part: int, parts: int, colors: dict[str,
     axes.set_title(f"Startup timeline per node{suffix}")
     return Plot(f"startup_{part}.png" if parts > 1 else "startup.png", _png(figure),
                 f"Startup timeline{suffix}",
-                "Startup phases per launch and node; hatched red boxes are stalls, labelled with "
-                "their classified cause.")
+                "What to read: one row per launch and node, time from the launch's first startup "
+                "event; coloured bars are the startup phases (legend), so the longest bar is where "
+                "the startup time went; hatched red boxes are stalls (no or slow progress), each "
+                "labelled with its classified cause, whose evidence and fix are listed in the "
+                "startup section. A stall on one node only points at that node.")
 
 
 def startup_plots(startup: dict) -> list[Plot]:
