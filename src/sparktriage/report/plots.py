@@ -120,8 +120,11 @@ def delivered_vs_logged(series: list[dict]) -> Plot | None:
             axes.axvspan(sent, end, color="#7f7f7f", alpha=0.12, linewidth=0,
                          label="request in flight" if k == 0 else None)
         if item["delivered"]:
-            axes.step([w["t"] for w in item["delivered"]], [w["tok_s"] for w in item["delivered"]],
-                      where="post", color=_COLORS[0], linewidth=1.2, label="delivered per 10 s (client)")
+            xs = [w["t"] for w in item["delivered"]]
+            ys = [w["tok_s"] for w in item["delivered"]]
+            last = max([xs[-1] + 1.0] + [end for _, end in item.get("requests") or []])
+            axes.step(xs + [min(last, xs[-1] + 10.0)], ys + ys[-1:], where="post", color=_COLORS[0],
+                      linewidth=1.2, label="delivered per 10 s (client)")
         if item["logged"]:
             _log_bars(axes, item["logged"])
         axes.set_title(item["label"], fontsize=8, pad=3)
