@@ -114,3 +114,22 @@ def test_delivered_vs_logged_draws_every_log_window_from_the_list(report_run, re
         assert starts == sorted(w["start"] for w in item["logged"])
     png = (report_built / "plots" / "delivered_vs_logged.png").read_bytes()
     assert png.startswith(b"\x89PNG")
+
+
+def test_stalls_drawn_per_node_and_labelled_by_cause(report_built):
+    """Every classified stall is a hatched box on its own node's row, labelled with its cause."""
+    from sparktriage.report.plots import _phase_colors, gantt_figure
+
+    doc = json.loads((report_built / "report.json").read_text())
+    launches = [l for l in doc["sections"]["startup"]["launches"] if l["phases"]]
+    stalls = [(l["label"], f) for l in launches for f in l["findings"]]
+    assert stalls, "the synthetic run has stalls"
+    figure = gantt_figure(launches, 1, 1, _phase_colors(launches))
+    axes = figure.axes[0]
+    rows = [t.get_text() for t in axes.get_yticklabels()]
+    labels = [t for t in axes.texts]
+    assert sorted(t.get_text() for t in labels) == sorted(f["id"] for _, f in stalls)
+    for (label, finding), text in zip(stalls, labels):
+        row = round(text.xy[1])
+        assert rows[row] == f"{label} {finding['node']}"  # on the stalled node's row
+        assert text.xy[0] == finding["end"]

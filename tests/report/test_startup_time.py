@@ -89,3 +89,19 @@ def test_span_is_earliest_start_to_latest_end_and_none_while_open():
     assert startup_time.span([(10.0, 20.0), (25.0, None)]) is None  # still starting
     assert startup_time.span([]) is None
     assert startup_time.words(None).startswith("startup time unknown")
+
+
+def test_one_launch_stability_has_one_wording(run: Path):
+    """One launch per configuration: the verdict and every row say "not measured", never
+    "stable: yes" beside "Stability: not measured"."""
+    from sparktriage.report import markdown
+    from sparktriage.report.format import ONE_LAUNCH
+
+    doc = build_document(load_run(run), Context(generated_at="2026-01-02T00:00:00Z"))
+    verdict = next(v for v in doc["summary"]["verdicts"] if v["topic"] == "Stability across launches")
+    assert verdict["verdict"] == "not measured"
+    md = markdown.render(doc)
+    across = md.split("### Across launches", 1)[1].split("\n\n", 2)[1]
+    rows = [line for line in across.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    assert rows and all(line.rstrip(" |").endswith(ONE_LAUNCH) for line in rows)
+    assert "| yes |" not in md and "stable: yes" not in md

@@ -163,6 +163,23 @@ def _gantt_rows(launches: list[dict]) -> list[tuple[dict, str]]:
 
 def startup_gantt(launches: list[dict], part: int, parts: int, colors: dict[str, str]) -> Plot:
     """One Gantt chart: a row per (launch, node), phases as bars, stalls hatched in red."""
+    figure = gantt_figure(launches, part, parts, colors)
+    suffix = f" ({part} of {parts})" if parts > 1 else ""
+    return Plot(f"startup_{part}.png" if parts > 1 else "startup.png", _png(figure),
+                f"Startup timeline{suffix}", STARTUP_CAPTION)
+
+
+STARTUP_CAPTION = (
+    "What to read: one row per launch and node, time from the launch's first startup event; "
+    "coloured bars are the startup phases (legend), so the longest bar is where the startup time "
+    "went; hatched red boxes are stalls (no or slow progress), each labelled with its classified "
+    "cause, whose evidence and fix are listed in the startup section. A stall on one node only "
+    "points at that node.")
+
+
+def gantt_figure(launches: list[dict], part: int, parts: int, colors: dict[str, str]):
+    """The startup Gantt chart's figure (rows per launch and node, stall boxes labelled by
+    cause)."""
     from matplotlib.patches import Patch
 
     rows = _gantt_rows(launches)
@@ -207,13 +224,7 @@ def startup_gantt(launches: list[dict], part: int, parts: int, colors: dict[str,
                 ncol=6, frameon=False, fontsize=6.5)
     suffix = f" ({part} of {parts})" if parts > 1 else ""
     axes.set_title(f"Startup timeline per node{suffix}")
-    return Plot(f"startup_{part}.png" if parts > 1 else "startup.png", _png(figure),
-                f"Startup timeline{suffix}",
-                "What to read: one row per launch and node, time from the launch's first startup "
-                "event; coloured bars are the startup phases (legend), so the longest bar is where "
-                "the startup time went; hatched red boxes are stalls (no or slow progress), each "
-                "labelled with its classified cause, whose evidence and fix are listed in the "
-                "startup section. A stall on one node only points at that node.")
+    return figure
 
 
 def startup_plots(startup: dict) -> list[Plot]:
