@@ -100,7 +100,9 @@ def _check_one(r: dict, doc: dict, expect) -> None:
     elif code == "peak_ratio":
         rates = [w["logged_tok_s"] for w in log["windows"]]
         expect(c["peak"] == max(rates) == log["peak_tok_s"] and c["windows"] == len(rates)
-               and c["mean"] == d["decode_tok_s_mean"] and c["requests"] == d["requests"]
+               and c["mean"] == d["decode_tok_s_mean"] and c["requests"] == d["decode_requests"]
+               and c["workload"] == d["decode_workload"]
+               and c["mean"] == pytest.approx(max(d["decode_tok_s_by_workload"].values()), abs=1e-3)
                and c["ratio"] == pytest.approx(c["peak"] / c["mean"], abs=1e-3)
                and c["ratio"] == doc["ratio_log_peak_to_delivered_mean"], f"{code}: {c}")
         expect("maximum" in text and "mean over" in text, f"{code}: does not say max vs mean")
@@ -207,7 +209,20 @@ def _spec_records() -> list[dict]:
     return out
 
 
+def _two_workloads() -> list[dict]:
+    """code at 20 tok/s, then prose at 10 tok/s: the delivered mean is code's, named."""
+    out, t = [], T0
+    for name, gap in (("code", 0.05), ("prose", 0.1)):
+        for i in range(5):
+            r = record(t, [1] * 60, gap, warmup=(i == 0))
+            r["workload"] = name
+            out.append(r)
+            t += r["t_end"]
+    return out
+
+
 STEADY = steady_run()
+TWO = _two_workloads()
 IDLE = steady_run(n=6, per_request=40, pause=25.0)
 SPEC = _spec_records()
 SPEC_METRICS = _metrics(720.0, 720, spec_decode={"drafts": 240, "draft_tokens": 720,
@@ -226,6 +241,7 @@ CASES = {
     "no metrics (404), no log": (STEADY, _404(), None, "not_measured"),
     "no metrics (404), a log": (STEADY, _404(), windows_from(STEADY, 10.0), "consistent"),
     "metrics, no log": (STEADY, _metrics(1000.0, 1000), None, "consistent"),
+    "two workloads": (TWO, _metrics(600.0, 600), windows_from(TWO, 10.0), None),
 }
 
 
@@ -291,3 +307,15 @@ def test_idle_and_estimated_windows_are_explained():
     accepted = next(r for r in spec["reasons"] if r["code"] == "spec_accepted")
     assert accepted["cites"] == {"accepted": 480, "generated": 720.0}
     assert any(r["code"] == "multi_token_chunks" for r in spec["reasons"])
+
+
+def test_the_delivered_mean_is_one_named_workload():
+    doc = reconcile(delivered_from_records(TWO), _metrics(600.0, 600), windows_from(TWO, 10.0),
+                    log_edge_s=0.25)
+    d = doc["delivered"]
+    assert d["decode_workload"] == "code" and d["decode_requests"] == 4
+    assert d["decode_tok_s_by_workload"]["code"] == pytest.approx(20.0, rel=1e-6)
+    assert d["decode_tok_s_by_workload"]["prose"] == pytest.approx(10.0, rel=1e-6)
+    assert d["decode_tok_s_mean"] == pytest.approx(20.0, rel=1e-6)  # not 15, an average of two
+    peak = next(r for r in doc["reasons"] if r["code"] == "peak_ratio")
+    assert "the mean over 4 measured code requests" in peak["text"]

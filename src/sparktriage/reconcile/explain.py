@@ -58,10 +58,10 @@ def peak_sentences(log: dict, delivered: dict, metrics: dict | None) -> list[Sen
     out = [say("peak_ratio",
                "the log's peak {peak:.1f} tok/s is the maximum over {windows} stats windows of the "
                "tokens all requests generated per second of window; the delivered {mean:.1f} tok/s "
-               "is the mean over {requests} requests of each request's decode rate; the peak is "
-               "{ratio:.2f}x the mean",
-               peak=peak, windows=len(rows), mean=mean, requests=delivered.get("requests"),
-               ratio=ratio)]
+               "is the mean over {requests} measured {workload} requests of each request's decode "
+               "rate; the peak is {ratio:.2f}x the mean",
+               peak=peak, windows=len(rows), mean=mean, requests=delivered.get("decode_requests"),
+               workload=delivered.get("decode_workload") or "", ratio=ratio)]
     spec = (metrics or {}).get("spec_decode") or {}
     if spec.get("accepted_tokens"):
         out.append(say("spec_accepted",

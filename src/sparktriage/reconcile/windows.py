@@ -18,7 +18,7 @@ reported with what explains it.
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sparktriage.bench.records import derive, token_account
 from sparktriage.logs.series import StatsWindow
@@ -53,7 +53,12 @@ class Delivered:
     requests: int
     sources: list[str]
     exact: bool
-    decode_mean: float | None  # the protocol's headline: mean decode rate of measured requests
+    # the protocol's headline: mean decode rate of one workload's measured requests (the
+    # fastest workload, named: never an average over workloads)
+    decode_mean: float | None
+    decode_workload: str | None = None
+    decode_n: int = 0
+    decode_by_workload: dict[str, float] = field(default_factory=dict)
 
 
 def delivered_from_records(records: list[dict]) -> Delivered:
@@ -63,7 +68,7 @@ def delivered_from_records(records: list[dict]) -> Delivered:
     tokens = chunks = 0
     sources = set()
     exact = True
-    decode = []
+    decode: dict[str, list[float]] = {}
     for index, record in enumerate(r for r in records if r.get("type", "request") == "request"):
         sent = record.get("sent_unix")
         if not isinstance(sent, (int, float)):
@@ -84,10 +89,14 @@ def delivered_from_records(records: list[dict]) -> Delivered:
         if carrying:
             spans.append((sent, carrying[0][0], carrying[-1][0], end_t))
         if not record.get("warmup") and metrics.status == "ok" and metrics.decode_tok_s:
-            decode.append(metrics.decode_tok_s)
+            decode.setdefault(str(record.get("workload") or "default"), []).append(metrics.decode_tok_s)
     arrivals.sort(key=lambda a: a.t)
+    means = {name: statistics.fmean(rates) for name, rates in sorted(decode.items())}
+    fastest = max(means, key=means.get) if means else None
     return Delivered(arrivals, spans, tokens, chunks, len(spans), sorted(sources), exact,
-                     statistics.fmean(decode) if decode else None)
+                     means.get(fastest) if fastest else None, fastest,
+                     len(decode[fastest]) if fastest else 0,
+                     {name: round(mean, 3) for name, mean in means.items()})
 
 
 def _overlap(a0: float, a1: float, b0: float, b1: float) -> float:
@@ -183,7 +192,8 @@ def reconcile(delivered: Delivered, metric_windows: list[dict] | None,
     ratio = None
     if log and log["peak_tok_s"] and delivered.decode_mean:
         ratio = round(log["peak_tok_s"] / delivered.decode_mean, 3)
-        summary = {"requests": delivered.requests, "decode_tok_s_mean": delivered.decode_mean,
+        summary = {"decode_requests": delivered.decode_n, "decode_workload": delivered.decode_workload,
+                   "decode_tok_s_mean": delivered.decode_mean,
                    "tokens_per_chunk": per_chunk, "token_sources": delivered.sources}
         for sentence in peak_sentences(log, summary, metrics):
             reason(sentence)
@@ -200,7 +210,10 @@ def reconcile(delivered: Delivered, metric_windows: list[dict] | None,
         "delivered": {"requests": delivered.requests, "tokens": delivered.tokens,
                       "chunks": delivered.chunks, "tokens_per_chunk": per_chunk,
                       "token_sources": delivered.sources, "exact_timing": delivered.exact,
-                      "decode_tok_s_mean": delivered.decode_mean},
+                      "decode_tok_s_mean": delivered.decode_mean,
+                      "decode_workload": delivered.decode_workload,
+                      "decode_requests": delivered.decode_n,
+                      "decode_tok_s_by_workload": delivered.decode_by_workload},
         "metrics": metrics,
         "log": log,
         "ratio_log_peak_to_delivered_mean": ratio,
