@@ -170,7 +170,8 @@ class _Builder:
         if height > 560:
             width, height = width * 560 / height, 560
         self.story.append(KeepTogether([Image(io.BytesIO(png), width=width, height=height),
-                                        Paragraph(f"<i>{_clean(plot['caption'])}</i>", self.small)]))
+                                        Paragraph(f"<i>{_clean(plot['caption'], None)}</i>",
+                                                  self.small)]))
 
     def missing(self, section: dict) -> None:
         self.p(f"<b>Missing.</b> {_clean(section['reason'])}. It would be in "

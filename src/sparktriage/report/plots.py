@@ -80,14 +80,13 @@ def per_launch(protocol: dict) -> Plot | None:
 
 
 DELIVERED_VS_LOGGED_CAPTION = (
-    "What to read: each red bar is one stats window of the server log, drawn over the span it "
-    "covers at the rate it logged (the square marks its end, where vLLM printed it; a dashed bar's "
-    "start is estimated because the idle line before it was hidden at INFO); the blue steps are the "
-    "tokens that reached the client per 10 s; grey bands are requests in flight. A red bar above "
-    "the blue steps over the same span counts tokens the client did not receive then; a red bar "
-    "over gaps between grey bands includes idle time and sits below the blue. The log's peak is "
-    "the highest red bar (all requests together); the delivered mean in the table is a mean over "
-    "requests.")
+    "What to read: red bars are the server log's stats windows, each drawn over the span it "
+    "covers at the rate it logged (square: where vLLM printed it; dashed: start estimated after "
+    "an idle line hidden at INFO); blue steps are the tokens that reached the client per 10 s; "
+    "grey bands are requests in flight. Red above blue over the same span: the log counts more "
+    "than arrived then (the sentences above say why); red over gaps between bands includes idle "
+    "time. The log's peak is the highest red bar, over all requests; the delivered mean is per "
+    "request.")
 
 
 def _log_bars(axes, logged: list[dict]) -> None:

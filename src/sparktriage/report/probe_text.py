@@ -18,6 +18,8 @@ WHAT = {  # what each family checks (docs/garbage.md)
     "consistency": "compares decode against prefill logprobs and sequential against burst answers",
     "differential": "scores the same tokens here and on a known-good baseline launch",
 }
+WHAT.update({"logprob-sanity": WHAT["sanity"], "known-answer": WHAT["answers"],
+             "reference-likelihood": WHAT["likelihood"]})  # the families' long names
 STATUS = {"ok": "passed", "suspect": "found suspect signs", "garbage": "found garbage",
           "skipped": "was skipped"}
 MAX_NUMBERS = 8
