@@ -319,3 +319,34 @@ def test_the_delivered_mean_is_one_named_workload():
     assert d["decode_tok_s_mean"] == pytest.approx(20.0, rel=1e-6)  # not 15, an average of two
     peak = next(r for r in doc["reasons"] if r["code"] == "peak_ratio")
     assert "the mean over 4 measured code requests" in peak["text"]
+
+
+def test_the_report_table_shows_the_ratio_its_sentences_cite(tmp_path):
+    """The report's delivered-vs-logged row and the reconciliation's sentences give one ratio,
+    one peak and one named delivered mean (a real reconciliation of the run's own records)."""
+    from sparktriage.report import markdown
+    from sparktriage.report.format import number
+    from sparktriage.report.inputs import load_run
+    from sparktriage.report.model import Context, build_document
+    from sparktriage.store.documents import read_records
+    from sparktriage.testbed.synthetic_run import SyntheticSpec, make_run
+
+    run = make_run(tmp_path / "run", SyntheticSpec(nodes=1, requests=4, max_tokens=32))
+    folder = run / "launches" / "L001"
+    records = list(read_records(folder / "requests.jsonl"))
+    delivered = delivered_from_records(records)
+    start = min(r["sent_unix"] for r in records)
+    doc = reconcile(delivered, None, windows_from(records, 10.0, factor=1.3, start=start),
+                    log_edge_s=0.25)
+    (folder / "reconcile.json").write_text(json.dumps({"schema_version": 1, **doc}))
+    assert check(doc) == []
+    report = build_document(load_run(run), Context(generated_at="2026-01-02T00:00:00Z"))
+    row, = report["sections"]["reconciliation"]["launches"]
+    assert row["peak_over_delivered"] == pytest.approx(doc["ratio_log_peak_to_delivered_mean"], abs=1e-3)
+    assert row["delivered_workload"] == doc["delivered"]["decode_workload"]
+    assert row["peak_source"].startswith("reconcile.json")
+    ratio = next(r for r in row["explanation"] if r["code"] == "peak_ratio")
+    assert ratio["cites"]["ratio"] == doc["ratio_log_peak_to_delivered_mean"]
+    md = markdown.render(report)
+    assert f"| {number(row['peak_over_delivered'], 2)} |" in md
+    assert f"{ratio['cites']['ratio']:.2f}x the mean" in md

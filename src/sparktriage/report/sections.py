@@ -245,12 +245,23 @@ def reconciliation_section(inputs: RunInputs, launches: list[dict]) -> dict:
         workload = max(means, key=means.get) if means else None
         delivered_mean = means[workload] if workload else None
         peak, mean_active = num(gen.get("peak")), num(gen.get("mean_active"))
+        peak_source = "logs.json (the whole log)"
+        # one ratio in the report: when the reconciliation has one, the table shows the same
+        # peak (windows overlapping the protocol), delivered mean and workload its sentences cite
+        rec_d, rec_log = as_dict(as_dict(rec).get("delivered")), as_dict(as_dict(rec).get("log"))
+        rec_ratio = num(as_dict(rec).get("ratio_log_peak_to_delivered_mean"))
+        if rec_ratio is not None and num(rec_log.get("peak_tok_s")) is not None \
+                and num(rec_d.get("decode_tok_s_mean")) is not None and text(rec_d.get("decode_workload")):
+            peak = num(rec_log.get("peak_tok_s"))
+            workload = text(rec_d.get("decode_workload"))
+            delivered_mean = num(rec_d.get("decode_tok_s_mean"))
+            peak_source = "reconcile.json (log windows overlapping the protocol)"
         rows.append({
             "label": label,
             "delivered_mean": delivered_mean, "delivered_workload": workload,
             "delivered_by_workload": means,
             "logged_mean": num(gen.get("mean")), "logged_mean_active": mean_active,
-            "logged_peak": peak,
+            "logged_peak": peak, "peak_source": peak_source,
             "peak_over_delivered": peak / delivered_mean if peak and delivered_mean else None,
             "active_over_delivered": (mean_active / delivered_mean
                                       if mean_active and delivered_mean else None),
