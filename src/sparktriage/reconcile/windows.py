@@ -12,7 +12,8 @@ Window by window, the log's tokens (rate × window length) are compared with the
 arrived inside the window, within a tolerance for the window edges (1 s for log stamps, 0.25 s
 for receive times) and the rate's rounding. The verdict and its reasons come from fixed rules
 (docs/logs.md lists them); the ratio of the log's peak to the delivered mean decode rate is
-reported with what explains it.
+reported with what explains it: every reason is a typed sentence with the counts it cites
+(`explain.py`), and the story of the peak is derived from the peak window's own counts.
 """
 
 from __future__ import annotations
