@@ -50,5 +50,5 @@ def test_plan_keeps_the_deployments_method_and_draft(tmp_path):
     assert plan.speculative(0) is None
     assert plan.speculative(4).model_dump() == {"method": "eagle3", "num_speculative_tokens": 4,
                                                 "model": "/draft", "extra": {}}
-    assert plan.max_launches == 12  # 3 per depth, at least depths + MIN_DF + 2
+    assert plan.max_launches == 9
     assert plan_sweep(tmp_path / "d.yaml", method="ngram").method == "ngram"

@@ -18,7 +18,7 @@ def sweep(
     lab: Optional[Path] = typer.Option(None, "--lab", help="Lab file, instead of the deployment's."),
     depths: str = typer.Option("0,1,2,3,4", "--depths", help="Speculative depths, comma list; 0 = no speculative config (always swept)."),
     method: Optional[str] = typer.Option(None, "--method", help="Speculative method [the deployment's, else ngram]."),
-    max_launches: Optional[int] = typer.Option(None, "--max-launches", min=1, help="Launches in all, failed ones included [3 per depth, at least depths + 9]."),
+    max_launches: Optional[int] = typer.Option(None, "--max-launches", min=1, help="Launches in all, failed ones included [3 per depth]."),
     min_launches: int = typer.Option(1, "--min-launches-per-depth", min=1, help="Launches on every depth before the adaptive allocation."),
     budget: Optional[float] = typer.Option(None, "--budget", min=0.1, help="Lab time budget, minutes."),
     requests: int = typer.Option(15, "--requests", min=1, help="Measured requests per workload per launch."),

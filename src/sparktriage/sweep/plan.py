@@ -24,7 +24,6 @@ from sparktriage.bench.workload import Workload, load_workloads
 from sparktriage.config.deployment import Deployment, Speculative, load_deployment
 from sparktriage.errors import UsageError
 from sparktriage.redact.detect import secret_name
-from sparktriage.sweep.allocate import MIN_DF
 
 MAX_DEPTH = 16
 DEFAULT_MARGIN = 0.02
@@ -101,8 +100,8 @@ def plan_sweep(deployment_path: Path, *, lab: Path | None = None, depths: tuple[
     deployment = load_deployment(deployment_path, lab)  # ConfigError (exit 2) when invalid
     spec = deployment.speculative
     swept = tuple(sorted(set(depths) | {0}))
-    if max_launches is None:  # 3 per depth, and room for the pooled spread's df (sweep.allocate)
-        max_launches = max(3 * len(swept), len(swept) + MIN_DF + 2)
+    if max_launches is None:
+        max_launches = 3 * len(swept)
     if max_launches < min_launches_per_depth * len(swept):
         raise UsageError(f"--max-launches {max_launches} is fewer than the minimum "
                          f"{min_launches_per_depth} launch(es) on each of {len(swept)} depths")
