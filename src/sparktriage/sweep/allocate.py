@@ -39,7 +39,7 @@ from sparktriage.stats.tdist import t_cdf
 ALPHA = 0.05
 MARGIN = 0.02
 PRIOR_CV = 0.07
-MIN_DF = 5  # degrees of freedom of the pooled spread before anything settles (docs/sweep.md)
+MIN_DF = 4  # degrees of freedom of the pooled spread before anything settles (docs/sweep.md)
 
 
 @dataclass(frozen=True)
