@@ -5,7 +5,7 @@ stops with `current platform cpu does not support ray.` before it asks Ray for a
 `SPARKTRIAGE_TESTBED_RAY_SHIM=KEY` in the environment this module (loaded by the `.pth` file
 provision/setup-ray.sh puts into the vLLM test-bed venv, never into sparktriage's wheel) sets
 `CpuPlatform.ray_device_key = KEY` right after `vllm.platforms.cpu` is imported, and does
-nothing else. Without the variable it does nothing at all. docs/testbed.md, "The Ray shim".
+nothing else. Without the variable it does nothing at all. docs/testbed.md, "Ray in the test bed, and the Ray shim".
 """
 
 import os
@@ -35,7 +35,9 @@ class _Finder:
         def exec_module(module):
             original(module)
             module.CpuPlatform.ray_device_key = _KEY
-            print(f"sparktriage test-bed Ray shim: CpuPlatform.ray_device_key = {_KEY!r}",
+            # worded without "name = value": the bundle's redaction takes `..._key = 'x'` for a
+            # secret and would replace the resource name everywhere
+            print(f"sparktriage test-bed Ray shim on: the CPU platform's Ray device is {_KEY}",
                   file=sys.stderr, flush=True)
 
         loader.exec_module = exec_module

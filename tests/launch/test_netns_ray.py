@@ -188,7 +188,7 @@ def test_ray_cluster_over_ssh_forms_and_is_recorded(refused, raylab):
         assert raylet, node
         with Bundle.open(bundle) as opened:
             env = opened.environment(node)
-        print(node, "environment versions", env.get("versions"))
+        assert env["versions"]["ray"] == "2.58.1", env.get("versions")
     assert any(line.startswith("ray-watch gcs_server.out | ")
                for line in _lines(bundle, "st-node1", "ray-watch"))
     host_ip = {n: _lines(bundle, n, "ray-watch") for n in NODES}
@@ -217,7 +217,8 @@ def test_placement_wait_classified_from_the_heads_evidence(placement):
     plan, bundle, seen, _ = placement
     assert seen["error"] == "test: placement-group wait observed", seen
     server = _lines(bundle, "st-node1", "server")
-    assert any(f"CpuPlatform.ray_device_key = '{SHIM_KEY}'" in line for line in server)
+    assert any(f"test-bed Ray shim on: the CPU platform's Ray device is {SHIM_KEY}" in line
+               for line in server)
     waits = [line for line in server if "Waiting for creating a placement group of specs" in line]
     assert waits and f"{{'{SHIM_KEY}': 1.0}}, {{'{SHIM_KEY}': 1.0}}" in waits[0]
     pending = [line for line in _lines(bundle, "st-node1", "ray-watch")
@@ -232,6 +233,13 @@ def test_placement_wait_classified_from_the_heads_evidence(placement):
     assert "Waiting for creating a placement group" in evidence["pg_waiting"]["observed"]
     assert "pending placement groups" in evidence["pg_pending"]["observed"]
     assert evidence["pg_waiting"]["node"] == evidence["pg_pending"]["node"] == "st-node1"
+    # the worker node logs only its `ray start`: left waiting too, it gets the same cause, decided
+    # from the head's lines
+    for other in [f for f in document["findings"] if f["node"] == "st-node2"]:
+        assert other["verdict"]["id"] == "ray-placement-wait", other["verdict"]
+        assert {e["condition"]: e["node"] for e in other["verdict"]["evidence"]
+                if e["condition"] in ("pg_waiting", "pg_pending")} == {
+            "pg_waiting": "st-node1", "pg_pending": "st-node1"}
 
 
 def test_teardown_leaves_no_ray_process(refused, placement):

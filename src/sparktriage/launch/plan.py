@@ -22,6 +22,7 @@ or an environment value: no shell ever parses them.
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 import sys
 from dataclasses import asdict, dataclass
@@ -220,7 +221,10 @@ def build_plan(dep: Deployment) -> LaunchPlan:
                 procs.append((n.name, process(n, name if n is head else "ray-worker",
                                               ray.start_argv(engine, n, head), "ray-started",
                                               ray_env)))
-                python = n.python if n.ssh else sys.executable
+                # the Ray CLI's own interpreter where its path is known (the node's environment
+                # capture then reads that venv's packages), else the agent's
+                python = (posixpath.join(posixpath.dirname(engine.ray), "python")
+                          if posixpath.isabs(engine.ray) else n.python if n.ssh else sys.executable)
                 procs.append((n.name, process(n, "ray-watch",
                                               ray.watch_argv(python, engine, n, head))))
             return Stage(name, tuple(procs))
