@@ -42,7 +42,7 @@ NODES = ("st-node1", "st-node2")
 SHIM_KEY = "testbed_device"
 # after vLLM's first "Waiting for creating a placement group" line (10 s after it asked):
 # long enough for the detector's 30 s silence in distributed_init, with margin
-PLACEMENT_WATCH_S = 35
+PLACEMENT_WATCH_S = 30
 RAY_PORT = 6379
 
 
@@ -86,7 +86,8 @@ def _ray_deployment(root: Path, testbed, raylab, mark: str, env: dict | None = N
                 "ray_temp_dir": temp,
                 "ray_node_args": {"st-node1": ["--resources", f'{{"{SHIM_KEY}": 1}}']}},
         parallelism={"tp": 2, "nodes": 2}, env=env or {},
-        timeouts={"startup_s": 300, "teardown_grace_s": 10, "link_s": 20})
+        timeouts={"startup_s": 420, "teardown_grace_s": 5, "link_s": 20},
+        collect={"interval_s": 1.0, "stacks_interval_s": 30.0})
 
 
 def _after(result: dict, mark: str, temp: str) -> dict:
