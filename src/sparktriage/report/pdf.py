@@ -152,7 +152,7 @@ class _Builder:
             self.p(f"<b>{f['rank']}. {_clean(f['title'])}</b>", raw=True)
             self.p(f"<b>Observed:</b> {_clean(f['observed'])}. <b>Evidence:</b> "
                    f"{_clean('; '.join(f['evidence'][:2]))}. <b>Cause:</b> {_clean(f['cause'])}. "
-                   f"<b>Fix:</b> {_clean(f['fix'])}. <b>Expected gain ({_clean(f['gain']['basis'])}):</b> "
+                   f"<b>Fix:</b> {_clean(f['fix'].replace('`', ''))}. <b>Expected gain ({_clean(f['gain']['basis'])}):</b> "
                    f"{_clean(f['gain']['text'])}. <b>Confidence:</b> {_clean(f['confidence'])}.",
                    self.small, raw=True)
         self.heading("Healthy", 3)
