@@ -146,8 +146,15 @@ def sweep(sections: dict, configured: int | None) -> tuple[list[Finding], list[s
         sig, confidence = f"not significant, Welch {p_value(test.p_value)}", "low"
     gain = Gain("measured", f"{signed_rate(diff)} ({'+' if relative >= 0 else '−'}{percent(abs(relative))}) "
                             f"delivered decode, depth {chosen} against the configured depth {configured}; {sig}")
-    observed = (f"configured depth {configured}: {rate(base['mean'])} over {count(base['n'], 'launch', 'launches')}; "
-                f"depth {chosen}: {rate(best['mean'])} over {count(best['n'], 'launch', 'launches')}"
+    roof = sections["roofline"]
+    ceiling = roof.get("ceiling_tok_s") if roof["status"] == "present" else None
+
+    def share(mean: float) -> str:
+        return f" ({percent(mean / ceiling)} of the roofline ceiling)" if ceiling else ""
+
+    observed = (f"configured depth {configured}: {rate(base['mean'])}{share(base['mean'])} over "
+                f"{count(base['n'], 'launch', 'launches')}; depth {chosen}: {rate(best['mean'])}"
+                f"{share(best['mean'])} over {count(best['n'], 'launch', 'launches')}"
                 + ("; the decision is provisional" if provisional else ""))
     if test.p_value is not None and not test.significant:
         return [], [f"speculative depth: depth {chosen} is not significantly faster than the configured "
