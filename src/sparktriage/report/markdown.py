@@ -9,8 +9,9 @@ from __future__ import annotations
 from sparktriage.report.sweep import HEADERS as SWEEP_HEADERS, sweep_lines, sweep_rows
 from sparktriage.report.format import (cell, delivered_label, interval, number,
                                        percent, pool_notes, readable_key, seconds,
-                                       with_provisional)
+                                       stability_words, with_provisional)
 from sparktriage.report.values import fixed
+from sparktriage.report.probe_text import NUMBER_HEADERS
 from sparktriage.report.environment import cross_node_rows
 
 _ESCAPES = str.maketrans({"|": "\\|", "<": "&lt;", ">": "&gt;", "\n": " ", "\r": " ", "`": "'"})
@@ -144,8 +145,11 @@ def _probe(doc: dict, section: dict) -> list[str]:
                 + (f" (pattern {esc(launch['pattern'])})" if launch["pattern"] else ""), "",
                 f"Baseline: {esc(launch['baseline'] or 'none')}; tokens spent "
                 f"{number(launch['tokens_spent'], 0)}; wall time {seconds(launch['wall_s'])}.", ""]
-        out += table(["family", "status", "numbers", "evidence"],
-                     [[f["name"], f["status"], f["numbers"], "; ".join(f["evidence"])] for f in launch["families"]])
+        out += table(["family", "status", "what it checked and found"],
+                     [[f["name"], f["status"], f["sentence"]] for f in launch["families"]])
+        numbers = [row for f in launch["families"] for row in f["numbers"]]
+        if numbers:
+            out += table(NUMBER_HEADERS, numbers)
     return out
 
 
@@ -167,11 +171,11 @@ def _protocol(doc: dict, section: dict) -> list[str]:
     out += _plot(doc, "delivered_per_launch.png")
     out += ["### Across launches (the launch is the unit of replication)", ""]
     out += table(["workload", "depth", "launches", "mean of means", "95% CI over launches",
-                  "between-launch var", "within-launch var", "stable"],
+                  "between-launch var", "within-launch var", "stability"],
                  [[p["workload"], "–" if p["depth"] is None else p["depth"], ", ".join(p["launches"]),
                    number(p["decode_tok_s"]["mean"]), interval(p["decode_tok_s"]["ci95_low"], p["decode_tok_s"]["ci95_high"]),
                    number(p["between_variance"], 3), number(p["within_variance"], 3),
-                   "yes" if p["stable"] else "NO"] for p in section["across"]])
+                   stability_words(p)] for p in section["across"]])
     notes = pool_notes(section["across"])
     return out + [f"- {esc(n)}" for n in notes] + ([""] if notes else [])
 

@@ -21,8 +21,9 @@ from xml.sax.saxutils import escape
 from sparktriage.report.sweep import HEADERS as SWEEP_HEADERS, sweep_lines, sweep_rows
 from sparktriage.report.format import (cell, delivered_label, interval, number,
                                        percent, pool_notes, readable_key, seconds,
-                                       with_provisional)
+                                       stability_words, with_provisional)
 from sparktriage.report.values import fixed
+from sparktriage.report.probe_text import NUMBER_HEADERS
 from sparktriage.report.environment import cross_node_rows
 
 PAGE_MARGIN = 42.0
@@ -32,22 +33,64 @@ MAX_CELL = 600  # characters of one table cell or paragraph from data; the rest 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
-def _clip(text: str) -> str:
+_SENTENCE_END = re.compile(r"[.;:!?](?=\s)")
+_ROOT = re.compile(r"√\(?([A-Za-z0-9_]+)\)?")  # √n -> sqrt(n), never "sqrtn"
+_CODE = re.compile(r"`([^`\n]+)`")
+
+
+def _clip(text: str, limit: int | None = MAX_CELL) -> str:
+    """At most `limit` characters, cut at the end of a sentence (or a word) so that no clause
+    is left hanging; the cut is marked. `limit=None` keeps the whole text (the report's own
+    words, e.g. methodology, are never cut)."""
     text = _CONTROL.sub(" ", text)
-    return text if len(text) <= MAX_CELL else text[:MAX_CELL] + " [...]"
+    if limit is None or len(text) <= limit:
+        return text
+    head = text[:limit]
+    ends = [m.end() for m in _SENTENCE_END.finditer(head)]
+    cut = ends[-1] if ends and ends[-1] > limit // 2 else head.rfind(" ")
+    return head[:cut if cut > 0 else limit].rstrip() + " [... in report.md]"
 
 
-def _clean(value) -> str:
-    """Text safe for a Helvetica paragraph: clipped, cp1252 repertoire, XML-escaped."""
-    raw = _clip(cell(value)).replace("\r", " ")
-    raw = raw.replace("≥", ">=").replace("≤", "<=").replace("→", "->").replace("√", "sqrt").replace("−", "-")
+def _ascii_math(raw: str) -> str:
+    raw = _ROOT.sub(r"sqrt(\1)", raw)
+    return (raw.replace("≥", ">=").replace("≤", "<=").replace("→", "->").replace("√", "sqrt")
+            .replace("−", "-"))
+
+
+def _clean(value, limit: int | None = MAX_CELL) -> str:
+    """Text safe for a Helvetica paragraph: clipped, cp1252 repertoire, XML-escaped; `code`
+    spans in the text set in Courier (no literal backticks)."""
+    raw = _ascii_math(_clip(cell(value), limit).replace("\r", " "))
     raw = raw.encode("cp1252", errors="replace").decode("cp1252")
-    return escape(raw).replace("\n", "<br/>")
+    text = escape(raw).replace("\n", "<br/>")
+    return _CODE.sub(r'<font face="Courier">\1</font>', text).replace("`", "'")
 
 
 def _plain(text: str) -> str:
     """Text for a plain (non-Paragraph) table cell: cp1252 repertoire, no markup."""
-    return _clip(text).encode("cp1252", errors="replace").decode("cp1252")
+    text = _CODE.sub(r"\1", _ascii_math(_clip(text))).replace("`", "'")
+    return text.encode("cp1252", errors="replace").decode("cp1252")
+
+
+HEADER_FONT, HEADER_SIZE, CELL_PADDING = "Helvetica-Bold", 7.5, 6.0
+
+
+def _fit_headers(header: list[str], col: list[float]) -> list[float]:
+    """Column widths (same total) in which every header word fits on one line: a column too
+    narrow for its longest header word takes the room from columns that have it to spare."""
+    from reportlab.pdfbase.pdfmetrics import stringWidth
+
+    need = [max((stringWidth(word, HEADER_FONT, HEADER_SIZE) for word in _plain(h).split()),
+                default=0.0) + CELL_PADDING + 1 for h in header]
+    total = sum(col)
+    if sum(need) > total:
+        return [total * n / sum(need) for n in need]
+    short = sum(max(0.0, n - c) for n, c in zip(need, col))
+    if short <= 0:
+        return col
+    spare = [max(0.0, c - n) for n, c in zip(need, col)]
+    room = sum(spare)
+    return [max(c, n) - (short * sp / room if room else 0.0) for c, n, sp in zip(col, need, spare)]
 
 
 class _Builder:
@@ -69,14 +112,19 @@ class _Builder:
         self.body = ParagraphStyle("body", parent=base["BodyText"], fontName="Helvetica", fontSize=9,
                                    leading=11.5)
         self.small = ParagraphStyle("small", parent=self.body, fontSize=7.5, leading=9)
+        # table headers wrap between words only: a column is widened to its longest header
+        # word (_fit_headers) instead of a word being split across lines
+        self.head = ParagraphStyle("head", parent=self.small, splitLongWords=0)
         self.mono = ParagraphStyle("mono", parent=self.body, fontName="Courier", fontSize=7, leading=8.5)
         self.story: list = []
 
     # -- primitives ---------------------------------------------------------------------------
-    def p(self, text, style=None, raw: bool = False) -> None:
+    def p(self, text, style=None, raw: bool = False, whole: bool = False) -> None:
+        """A paragraph; `whole` for the report's own words (never clipped)."""
         from reportlab.platypus import Paragraph
 
-        self.story.append(Paragraph(text if raw else _clean(text), style or self.body))
+        self.story.append(Paragraph(text if raw else _clean(text, None if whole else MAX_CELL),
+                                    style or self.body))
 
     def heading(self, text: str, level: int = 2) -> None:
         self.p(text, {1: self.h1, 2: self.h2, 3: self.h3}[level])
@@ -87,9 +135,10 @@ class _Builder:
         if not rows:
             return
         col = [w * self.width for w in widths] if widths else [self.width / len(header)] * len(header)
+        col = _fit_headers(header, col)
         # a Paragraph (wrapping, slow) only where the text may not fit its column
         fits = [int(w / 4.3) for w in col]  # Helvetica 7.5 pt: at most ~4.3 pt per character
-        data = [[Paragraph(f"<b>{_clean(h)}</b>", self.small) for h in header]]
+        data = [[Paragraph(f"<b>{_clean(h)}</b>", self.head) for h in header]]
         for row in rows:
             cells = []
             for c, room in zip(row, fits):
@@ -122,7 +171,8 @@ class _Builder:
         if height > 560:
             width, height = width * 560 / height, 560
         self.story.append(KeepTogether([Image(io.BytesIO(png), width=width, height=height),
-                                        Paragraph(f"<i>{_clean(plot['caption'])}</i>", self.small)]))
+                                        Paragraph(f"<i>{_clean(plot['caption'], None)}</i>",
+                                                  self.small)]))
 
     def missing(self, section: dict) -> None:
         self.p(f"<b>Missing.</b> {_clean(section['reason'])}. It would be in "
@@ -266,9 +316,12 @@ class _Builder:
         for launch in section["launches"]:
             self.heading(f"Launch {launch['label']}: {launch['verdict']}"
                          + (f" (pattern {launch['pattern']})" if launch["pattern"] else ""), 3)
-            self.table(["family", "status", "numbers", "evidence"],
-                       [[f["name"], f["status"], f["numbers"], "; ".join(f["evidence"])]
-                        for f in launch["families"]], [0.18, 0.1, 0.36, 0.36])
+            self.table(["family", "status", "what it checked and found"],
+                       [[f["name"], f["status"], f["sentence"]] for f in launch["families"]],
+                       [0.16, 0.1, 0.74])
+            numbers = [row for f in launch["families"] for row in f["numbers"]]
+            if numbers:
+                self.table(NUMBER_HEADERS, numbers, [0.2, 0.5, 0.3])
 
     def _protocol(self, section: dict) -> None:
         self.heading("Delivered-token protocol")
@@ -286,11 +339,12 @@ class _Builder:
                     "e2e tok/s", "failed"], rows)
         self.image("delivered_per_launch.png")
         self.heading("Across launches (the launch is the unit of replication)", 3)
-        self.table(["workload", "depth", "launches", "mean of means", "95% CI over launches", "stable"],
+        self.table(["workload", "depth", "launches", "mean of means", "95% CI over launches",
+                    "stability"],
                    [[p["workload"], "-" if p["depth"] is None else p["depth"], ", ".join(p["launches"]),
                      number(p["decode_tok_s"]["mean"]),
                      interval(p["decode_tok_s"]["ci95_low"], p["decode_tok_s"]["ci95_high"]),
-                     "yes" if p["stable"] else "NO"] for p in section["across"]])
+                     stability_words(p)] for p in section["across"]])
         for note in pool_notes(section["across"]):
             self.p(f"- {note}", self.small)
 
@@ -299,8 +353,8 @@ class _Builder:
         if section["status"] == "missing":
             self.missing(section)
         else:
-            self.table(["launch", "delivered", "log mean", "log active", "log peak", "peak/deliv.",
-                        "accept. len", "verdict"],
+            self.table(["launch", "delivered mean (workload)", "log mean", "log active", "log peak",
+                        "peak / delivered", "acceptance length", "verdict"],
                        [[r["label"], delivered_label(r), number(r["logged_mean"]),
                          number(r["logged_mean_active"]), number(r["logged_peak"]),
                          number(r["peak_over_delivered"], 2), number(r["acceptance_length"], 2),
@@ -340,10 +394,10 @@ class _Builder:
         self.heading("Methodology")
         for paragraph in self.doc["methodology"]:
             self.heading(paragraph["title"], 3)
-            self.p(paragraph["text"])
+            self.p(paragraph["text"], whole=True)
         v = self.doc["verification"]
         self.heading("Verification")
-        self.p(v["text"])
+        self.p(v["text"], whole=True)
         for command in v["commands"]:
             self.p(command, self.mono)
         if v["signed"]:
