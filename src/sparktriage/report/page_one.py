@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from statistics import median
 
+from sparktriage.logs.startup_time import DEFINITION as STARTUP_DEFINITION
 from sparktriage.report import findings as F
 from sparktriage.report.inputs import RunInputs
 from sparktriage.report.readable import count, duration, percent, significant, with_interval
@@ -152,7 +153,7 @@ def results(inputs: RunInputs, sections: dict) -> list[dict]:
                      "result": f"{duration(median(ready))}" + ("" if len(ready) == 1 else
                                                                 f" (median; {duration(min(ready))} to {duration(max(ready))})"),
                      "notes": (f"{'one launch only' if len(ready) == 1 else f'over {len(ready)} launches'}; "
-                               "from the first process start to the end of the last startup phase")})
+                               f"{STARTUP_DEFINITION} (docs/metrics.md)")})
     else:
         rows.append({"metric": "Cold start to serving", "result": "not measured",
                      "notes": "no startup timeline: sparktriage stalls LAUNCH/bundle"})
