@@ -83,6 +83,10 @@ def test_page_one_text_is_pinned(built, name):
     md = (built[name] / "report.md").read_text(encoding="utf-8")
     assert text.rstrip("\n") in md  # the Markdown prints exactly this, first
     assert md.index("## Diagnosis") < md.index("## Summary")
+    page = (built[name] / "report.html").read_text(encoding="utf-8")
+    assert page.index("<h2>Diagnosis</h2>") < page.index("<h2>Summary</h2>")  # first in HTML too
+    for finding in doc["page_one"]["findings"]:
+        assert f"<h4>{finding['rank']}. " in page
     _check(GOLDENS / name / "page_one.md", text)
 
 
