@@ -74,7 +74,8 @@ def test_log_that_counts_tokens_the_client_never_got():
                     log_edge_s=0.25)
     assert doc["verdict"] == "log_counts_undelivered"
     assert doc["ratio_log_peak_to_delivered_mean"] == pytest.approx(1.46, abs=0.03)
-    assert "did not receive" in [r for r in doc["reasons"] if r["code"] == "peak_ratio"][0]["text"]
+    assert "did not receive" in [r for r in doc["reasons"]
+                                 if r["code"] == "peak_window_undelivered"][0]["text"]
 
 
 def test_idle_between_requests_dilutes_the_log():

@@ -132,7 +132,7 @@ def test_hostile_and_odd_text_renders(tmp_path, report_build):
     report_build(run, tmp_path / "out", anonymize=True)
     text = subprocess.run(["pdftotext", str(tmp_path / "out" / "report.pdf"), "-"],
                           capture_output=True, text=True, check=True).stdout
-    assert "suspect" in text and "[...]" in text
+    assert "suspect" in text and "[... in report.md]" in " ".join(text.split())  # clipped, marked
     markdown = (tmp_path / "out" / "report.md").read_text()
     outside_code = re.sub(r"`[^`\n]*`", "", re.sub(r"```.*?```", "", markdown, flags=re.S))
     assert "<script>" not in outside_code and "<b>" not in outside_code  # code spans show it literally

@@ -22,7 +22,6 @@ from sparktriage.cli.exit_codes import ExitCode
 from sparktriage.cli.helpstyle import restyle
 from sparktriage.cli.registry import BY_NAME, COMMANDS
 from sparktriage.errors import SparktriageError
-from sparktriage.store import archive
 from sparktriage.validation_words import plain_text
 
 
@@ -33,6 +32,14 @@ def _plain_help(group: typer.Typer) -> None:
     for info in getattr(group, "registered_groups", []):
         if info.typer_instance is not None:
             _plain_help(info.typer_instance)
+
+
+def _release_archives() -> None:
+    """Unpacked archives and held readers live as long as the command; the archive module is
+    imported only by commands that open one (it costs --help tens of ms)."""
+    archive = sys.modules.get("sparktriage.store.archive")
+    if archive is not None:
+        archive.release()
 
 
 class LazyGroup(typer.core.TyperGroup):
@@ -126,7 +133,7 @@ def main(argv: list[str] | None = None) -> None:
         try:
             result = command.main(args=args, prog_name="sparktriage", standalone_mode=False)
         finally:
-            archive.release()  # unpacked archives and held readers live as long as the command
+            _release_archives()
     except typer.Abort as exc:
         if isinstance(exc.__cause__, EOFError):  # click turns an EOFError into Abort: input ended
             console.stderr.print("error: input ended unexpectedly (truncated file or stream: "

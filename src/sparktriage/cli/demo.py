@@ -8,6 +8,7 @@ from typing import Optional
 
 import typer
 
+from sparktriage.logs import startup_time
 from sparktriage.cli import console
 from sparktriage.cli.exit_codes import ExitCode
 from sparktriage.cli.progress import protocol_lines
@@ -24,7 +25,8 @@ def render_summary(doc: dict) -> list[str]:
     for launch in doc["launches"]:
         rate = launch["delivered_tok_s"]
         lines.append(f"  {launch['label']} depth {launch['depth']}: {launch['outcome']}"
-                     + (f", ready after {launch['ready_s']:.1f} s" if launch["ready_s"] else "")
+                     + (f", {startup_time.words(launch['startup_s'])}"
+                        if launch.get("startup_s") is not None else "")
                      + (f", code {rate:.1f} tok/s delivered decode" if rate is not None else "")
                      + (f", {launch['e2e_tok_s']:.1f} tok/s end to end" if launch["e2e_tok_s"] else "")
                      + (f", acceptance length {launch['acceptance_length']:.2f}"

@@ -9,6 +9,7 @@ from typing import Optional
 
 import typer
 
+from sparktriage.logs import startup_time
 from sparktriage.cli import console
 from sparktriage.cli.progress import launch_progress
 from sparktriage.errors import ConfigError
@@ -58,18 +59,24 @@ def launch(
     console.info(f"run directory: {run.path}")
     results = launch_replicates(plan, run, launches, launch_progress, hold_s=hold)
     for result in results:
-        line = f"{result['label']}: {result.get('outcome')}"
-        if result.get("ready_s") is not None:
-            line += f", ready after {result['ready_s']:.1f} s"
-        left = sum(len(v) for v in (result.get("survivors") or {}).values())
-        line += f", {left} process(es) left running" if left else ", nothing left running"
-        startup = result.get("startup") or {}
-        phases = [p for p in startup.get("phases") or [] if p.get("duration_s") is not None]
-        if phases:
-            line += "\n  startup: " + ", ".join(f"{p['name']} {p['duration_s']:.1f} s"
-                                               for p in phases)
-        console.data_console(json_out).print(line, markup=False)
+        console.data_console(json_out).print(outcome_line(result), markup=False)
     document = {"schema_version": 1, "kind": "launch-result", "run": str(run.path),
                 "launches": json.loads(json.dumps(results, default=str))}
     console.write_json(check(LaunchResult, document), json_out)
     raise_for(results)
+
+
+def outcome_line(result: dict) -> str:
+    """One launch's outcome as stdout shows it: the startup time by its one definition
+    (logs/startup_time.py), what is left running, and the phases."""
+    line = f"{result['label']}: {result.get('outcome')}"
+    startup = result.get("startup") or {}
+    if startup.get("complete"):
+        line += f", {startup_time.words(startup.get('startup_s'))}"
+    left = sum(len(v) for v in (result.get("survivors") or {}).values())
+    line += f", {left} process(es) left running" if left else ", nothing left running"
+    phases = [p for p in startup.get("phases") or [] if p.get("duration_s") is not None]
+    if phases:
+        line += "\n  startup: " + ", ".join(f"{p['name']} {p['duration_s']:.1f} s"
+                                           for p in phases)
+    return line

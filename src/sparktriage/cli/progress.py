@@ -41,7 +41,10 @@ def launch_progress(event: str, details: dict) -> None:
     elif event == "marker":
         console.info(f"[{details['node']}] {details['marker']}")
     elif event == "ready":
-        console.info(f"ready after {details['after_s']:.1f} s at {details['endpoint']}")
+        # not the startup time (logs/startup_time.py: from the log, in the summary): the
+        # supervisor's wait from spawn to the first answered readiness check
+        console.info(f"answering at {details['endpoint']} ({details['after_s']:.1f} s after "
+                     "the processes were started)")
     elif event == "failure":
         console.warn(details["reason"])
 

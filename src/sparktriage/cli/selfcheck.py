@@ -9,6 +9,7 @@ from typing import List, Optional
 
 import typer
 
+from sparktriage.logs import startup_time
 from sparktriage.cli import console
 from sparktriage.cli.progress import protocol_lines
 from sparktriage.cli.session_view import plain
@@ -30,8 +31,8 @@ def render_summary(doc: dict) -> list[str]:
     lines += protocol_lines(doc["bench"])
     startup = doc["startup"]
     if startup:
-        took = f"{startup['startup_s']:.1f} s" if startup.get("startup_s") is not None else "unknown"
-        lines.append(f"startup in the log: {'complete' if startup['complete'] else 'incomplete'}, {took}")
+        lines.append(f"startup in the log: {'complete' if startup['complete'] else 'incomplete'}, "
+                     + startup_time.words(startup.get("startup_s")))
     if doc["stalls"] is not None:
         if not doc["stalls"]:
             lines.append("stalls: none found")

@@ -25,6 +25,7 @@ class StartupPhase(Part):
 class Startup(Part):
     complete: bool | None = None
     failed: bool | None = None
+    startup_s: float | None = None  # logs/startup_time.py: first server log line to ready
     phases: list[StartupPhase] = []
     error: str | None = None  # the log parser failed; nothing else then
 
@@ -36,7 +37,7 @@ class LaunchOutcome(Part):
     bundle: str
     error: str | None
     outcome: str | None = None
-    ready_s: float | None = None
+    ready_s: float | None = None  # spawn to first answered readiness check (not startup time)
     failure: str | None = None
     markers: list[Marker] = []
     survivors: dict[str, list[dict[str, Any]]] = {}

@@ -11,6 +11,8 @@ from sparktriage.store.typed import Document, Part
 class Reason(Part):
     code: str
     text: str
+    # every number (or word) the sentence quotes, by name (reconcile/explain.py)
+    cites: dict[str, float | int | bool | str | None] | None = None
 
 
 class Window(Part):
@@ -25,7 +27,10 @@ class Delivered(Part):
     tokens_per_chunk: float | None
     token_sources: list[str]
     exact_timing: bool | None
-    decode_tok_s_mean: float | None
+    decode_tok_s_mean: float | None  # one workload's (the fastest), named below
+    decode_workload: str | None = None
+    decode_requests: int | None = None
+    decode_tok_s_by_workload: dict[str, float] | None = None
 
 
 class ReconcileDocument(Document):

@@ -86,7 +86,8 @@ class DemoLaunch(Part):
     label: str
     depth: int
     outcome: str | None
-    ready_s: float | None
+    ready_s: float | None  # spawn to the first answered readiness check (not startup time)
+    startup_s: float | None = None  # logs/startup_time.py: first server log line to ready
     stall_findings: int
     delivered_tok_s: float | None
     e2e_tok_s: float | None

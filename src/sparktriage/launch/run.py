@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
+from sparktriage.logs import startup_time
 from sparktriage.documents.logs import LogsDocument
 from sparktriage.errors import LaunchError, SparktriageError
 from sparktriage.bundle import layout
@@ -49,6 +50,7 @@ def _startup_timeline(launch: LaunchDir) -> dict | None:
     launch.write("logs.json", document, LogsDocument)  # with schema_version, like every document
     startup = document.get("startup") or {}
     return {"complete": startup.get("complete"), "failed": startup.get("failed"),
+            "startup_s": startup_time.of_logs(document),
             "phases": [{"name": p.get("name"), "duration_s": p.get("duration_s"),
                         "open": p.get("open")} for p in document.get("phases") or []]}
 

@@ -18,6 +18,7 @@ from sparktriage.logs.catalog import PHASE_INDEX, match_message
 from sparktriage.logs.clock import IsoFormatter
 from sparktriage.logs.events import LogEvent
 from sparktriage.logs.facts import Facts
+from sparktriage.logs.startup_time import DEFINITION, span
 from sparktriage.redact.logtext import redact
 from sparktriage.logs.gate import interesting, restart_mark, serving_mark
 from sparktriage.logs.series import SpecSeries, StatsSeries, parse_spec, parse_stats
@@ -108,7 +109,8 @@ class LogAnalyzer:
             "version": self.facts.version(),
             "versions": dict(self.facts.versions),
             "model": self.facts.model,
-            "startup": self._startup(tl, len(timelines.get(primary, [])) if primary else 0),
+            "startup": self._startup(tl, len(timelines.get(primary, [])) if primary else 0,
+                                     timelines),
             "phases": self._phases(tl),
             "reported": dict(tl.reported),
             "reported_detail": {k: [self._entry(e) for e in v] for k, v in tl.reported_detail.items()},
@@ -159,12 +161,18 @@ class LogAnalyzer:
                  "duration_s": None if p.duration_s is None else round(p.duration_s, 3),
                  "open": p.open, "anchor": redact(p.anchor)} for p in tl.phases]
 
-    def _startup(self, tl: Timeline, attempts: int) -> dict:
-        start = tl.phases[0].start if tl.phases else None
+    def _startup(self, tl: Timeline, attempts: int, timelines: dict | None = None) -> dict:
+        # one definition (logs/startup_time.py): the earliest phase start on any node to the
+        # latest phase end, over each node's last attempt
+        lasts = [atts[-1] for atts in (timelines or {}).values()] or [tl]
+        took = span((p.start, p.end) for t in lasts for p in t.phases) if tl.startup_s is not None \
+            else None
+        starts = [t.phases[0].start for t in lasts if t.phases]
+        start = min(starts) if starts else None
         return {
             "complete": tl.complete, "failed": tl.failed, "failure": redact(tl.failure or "") or None,
-            "failure_time": self._t(tl.failure_t), "startup_s": None if tl.startup_s is None
-            else round(tl.startup_s, 3), "start": self._t(start),
+            "failure_time": self._t(tl.failure_t), "startup_s": took,
+            "start": self._t(start), "definition": DEFINITION,
             "current_phase": tl.current_phase, "last_line": redact(tl.last_line or "") or None,
             "last_time": self._t(tl.last_t), "attempts": attempts,
             "seen": not tl.serving_only and bool(tl.phases),

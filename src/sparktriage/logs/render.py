@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sparktriage.logs import startup_time
 from sparktriage.view import Table, View, clock, num
 
 
@@ -30,7 +31,7 @@ def render(doc: dict) -> View:
     head = (f"vLLM {doc['version'] or 'version unknown'}, model {doc['model'] or 'unknown'}: "
             f"startup {state}")
     if st["startup_s"] is not None:
-        head += f" in {st['startup_s']:.1f} s"
+        head += f": {startup_time.words(st['startup_s'])}"
     if st["attempts"] > 1:
         head += f" (attempt {st['attempts']})"
     view.line(head, "bold")

@@ -25,6 +25,7 @@ from typing import Iterable
 
 from sparktriage.logs.catalog import PHASE_INDEX, PHASES, Hit, match_message
 from sparktriage.logs.events import LogEvent
+from sparktriage.logs.startup_time import span
 
 SILENCE_MIN_S = 5.0
 MAX_SILENCES = 10
@@ -119,9 +120,8 @@ class Timeline:
 
     @property
     def startup_s(self) -> float | None:
-        if not self.phases or self.phases[-1].end is None:
-            return None
-        return self.phases[-1].end - self.phases[0].start
+        """This node's startup time (logs/startup_time.py: the one definition)."""
+        return span((p.start, p.end) for p in self.phases)
 
 
 class TimelineBuilder:

@@ -12,7 +12,9 @@ def render(doc: dict) -> View:
     d = doc["delivered"]
     view = View().line(f"Reconciliation: {doc['verdict']}", "bold")
     view.line(f"delivered: {d['tokens']} tokens in {d['requests']} requests, {d['chunks']} "
-              f"chunks, decode mean {num(d['decode_tok_s_mean'])} tok/s")
+              f"chunks, decode mean {num(d['decode_tok_s_mean'])} tok/s"
+              + (f" ({d['decode_workload']}, {d.get('decode_requests')} requests)"
+                 if d.get("decode_workload") else ""))
     m = doc.get("metrics")
     if m and m.get("generation_tokens") is not None:
         view.line(f"/metrics: vllm:generation_tokens_total rose by {m['generation_tokens']:.0f} "

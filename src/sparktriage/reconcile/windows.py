@@ -12,16 +12,18 @@ Window by window, the log's tokens (rate × window length) are compared with the
 arrived inside the window, within a tolerance for the window edges (1 s for log stamps, 0.25 s
 for receive times) and the rate's rounding. The verdict and its reasons come from fixed rules
 (docs/logs.md lists them); the ratio of the log's peak to the delivered mean decode rate is
-reported with what explains it.
+reported with what explains it: every reason is a typed sentence with the counts it cites
+(`explain.py`), and the story of the peak is derived from the peak window's own counts.
 """
 
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sparktriage.bench.records import derive, token_account
 from sparktriage.logs.series import StatsWindow
+from sparktriage.reconcile.explain import Sentence, peak_sentences, say
 
 VERDICTS = ("client_received_fewer", "chunks_counted", "client_counted_more",
             "log_counts_undelivered", "bursty_delivery", "idle_in_log_windows", "consistent",
@@ -52,7 +54,12 @@ class Delivered:
     requests: int
     sources: list[str]
     exact: bool
-    decode_mean: float | None  # the protocol's headline: mean decode rate of measured requests
+    # the protocol's headline: mean decode rate of one workload's measured requests (the
+    # fastest workload, named: never an average over workloads)
+    decode_mean: float | None
+    decode_workload: str | None = None
+    decode_n: int = 0
+    decode_by_workload: dict[str, float] = field(default_factory=dict)
 
 
 def delivered_from_records(records: list[dict]) -> Delivered:
@@ -62,7 +69,7 @@ def delivered_from_records(records: list[dict]) -> Delivered:
     tokens = chunks = 0
     sources = set()
     exact = True
-    decode = []
+    decode: dict[str, list[float]] = {}
     for index, record in enumerate(r for r in records if r.get("type", "request") == "request"):
         sent = record.get("sent_unix")
         if not isinstance(sent, (int, float)):
@@ -83,10 +90,14 @@ def delivered_from_records(records: list[dict]) -> Delivered:
         if carrying:
             spans.append((sent, carrying[0][0], carrying[-1][0], end_t))
         if not record.get("warmup") and metrics.status == "ok" and metrics.decode_tok_s:
-            decode.append(metrics.decode_tok_s)
+            decode.setdefault(str(record.get("workload") or "default"), []).append(metrics.decode_tok_s)
     arrivals.sort(key=lambda a: a.t)
+    means = {name: statistics.fmean(rates) for name, rates in sorted(decode.items())}
+    fastest = max(means, key=means.get) if means else None
     return Delivered(arrivals, spans, tokens, chunks, len(spans), sorted(sources), exact,
-                     statistics.fmean(decode) if decode else None)
+                     means.get(fastest) if fastest else None, fastest,
+                     len(decode[fastest]) if fastest else 0,
+                     {name: round(mean, 3) for name, mean in means.items()})
 
 
 def _overlap(a0: float, a1: float, b0: float, b1: float) -> float:
@@ -156,8 +167,8 @@ def reconcile(delivered: Delivered, metric_windows: list[dict] | None,
     reasons: list[dict] = []
     verdicts: list[str] = []
 
-    def reason(code: str, text: str) -> None:
-        reasons.append({"code": code, "text": text})
+    def reason(sentence: Sentence) -> None:
+        reasons.append(sentence.as_dict())
 
     per_chunk = delivered.tokens / delivered.chunks if delivered.chunks else None
     metrics = _metrics_part(metric_windows, delivered, reason, verdicts)
@@ -168,23 +179,30 @@ def reconcile(delivered: Delivered, metric_windows: list[dict] | None,
         rows = [r for r in rows if r["verdict"] != "outside"]
         log = _log_part(rows, delivered, reason, verdicts)
     if per_chunk is not None and per_chunk > 1.05:
-        reason("multi_token_chunks",
-               f"chunks carried {per_chunk:.2f} tokens on average: a benchmark that counts chunks "
-               f"would report {1 / per_chunk:.0%} of the real token rate")
+        reason(say("multi_token_chunks",
+                   "{tokens} tokens arrived in {chunks} chunks, {per_chunk:.2f} tokens per chunk: a "
+                   "benchmark that counts chunks would report {share:.0%} of the real token rate",
+                   tokens=delivered.tokens, chunks=delivered.chunks, per_chunk=per_chunk,
+                   share=round(1 / per_chunk, 4)))
     if "chunks" in delivered.sources:
         verdicts.insert(0, "chunks_counted")
-        reason("chunks_counted", "the server gave no per-chunk token count: tokens were counted as "
-               "chunks, which undercounts multi-token chunks")
+        reason(say("chunks_counted", "the server gave no per-chunk token count: the {chunks} "
+                   "chunks were counted as tokens, which undercounts multi-token chunks",
+                   chunks=delivered.chunks))
     _bursts(delivered, metrics, log, reason, verdicts)
     ratio = None
     if log and log["peak_tok_s"] and delivered.decode_mean:
         ratio = round(log["peak_tok_s"] / delivered.decode_mean, 3)
-        reason("peak_ratio", _ratio_text(ratio, log, delivered, per_chunk))
+        summary = {"decode_requests": delivered.decode_n, "decode_workload": delivered.decode_workload,
+                   "decode_tok_s_mean": delivered.decode_mean,
+                   "tokens_per_chunk": per_chunk, "token_sources": delivered.sources}
+        for sentence in peak_sentences(log, summary, metrics):
+            reason(sentence)
     verdict = next((v for v in VERDICTS if v in verdicts), None)
     if verdict is None:
         verdict = "consistent" if _has_evidence(metrics, log) else "not_measured"
     if verdict == "not_measured":
-        reason("not_measured", _not_measured_text(metric_windows, log_windows))
+        reason(_not_measured(metric_windows, log_windows))
     return {
         "kind": "reconcile",
         "verdict": verdict,
@@ -193,7 +211,10 @@ def reconcile(delivered: Delivered, metric_windows: list[dict] | None,
         "delivered": {"requests": delivered.requests, "tokens": delivered.tokens,
                       "chunks": delivered.chunks, "tokens_per_chunk": per_chunk,
                       "token_sources": delivered.sources, "exact_timing": delivered.exact,
-                      "decode_tok_s_mean": delivered.decode_mean},
+                      "decode_tok_s_mean": delivered.decode_mean,
+                      "decode_workload": delivered.decode_workload,
+                      "decode_requests": delivered.decode_n,
+                      "decode_tok_s_by_workload": delivered.decode_by_workload},
         "metrics": metrics,
         "log": log,
         "ratio_log_peak_to_delivered_mean": ratio,
@@ -208,7 +229,8 @@ def _has_evidence(metrics: dict | None, log: dict | None) -> bool:
     return counted or logged
 
 
-def _not_measured_text(metric_windows: list[dict] | None, log_windows: list | None) -> str:
+def _not_measured(metric_windows: list[dict] | None, log_windows: list | None) -> Sentence:
+    failed = sum(1 for w in metric_windows or [] if w.get("error"))
     if not metric_windows:
         scrapes = "no /metrics scrape was taken"
     else:
@@ -217,8 +239,12 @@ def _not_measured_text(metric_windows: list[dict] | None, log_windows: list | No
                    all(w.get("error") for w in metric_windows)
                    else "the /metrics scrapes had no generation-token counter")
     log = "no server log was given" if log_windows is None else "the log had no stats window"
-    return (f"not measured: {scrapes} and {log}, so nothing on the server's side can be "
-            "compared with the tokens delivered (give --log FILE, or a reachable --metrics URL)")
+    counted = " ({failed} of {windows} workload windows)" if metric_windows else ""
+    return say("not_measured",
+               "not measured: {scrapes}" + counted + " and {log}, so nothing on the server's side "
+               "can be compared with the tokens delivered (give --log FILE, or a reachable "
+               "--metrics URL)", scrapes=scrapes, log=log, windows=len(metric_windows or []),
+               failed=failed)
 
 
 def _bursts(delivered: Delivered, metrics: dict | None, log: dict | None, reason, verdicts) -> None:
@@ -235,12 +261,14 @@ def _bursts(delivered: Delivered, metrics: dict | None, log: dict | None, reason
     ceiling = server if server else peak
     if ceiling and delivered.decode_mean > BURST_FACTOR * ceiling:
         verdicts.append("bursty_delivery")
-        source = (f"the server's own per-request decode rate {server:.1f} tok/s" if server
-                  else f"the log's {peak:.1f} tok/s while requests were in flight")
-        reason("bursty_delivery", f"clients measured {delivered.decode_mean:.1f} tok/s per request, "
-               f"{delivered.decode_mean / ceiling:.1f}x {source}: tokens reached the client in "
-               "bursts (a loaded client or a buffering proxy), so the per-request decode rate "
-               "overstates the server; believe the server-side rates here")
+        source = ("the server's own per-request decode rate" if server
+                  else "the log's rate while requests were in flight")
+        reason(say("bursty_delivery", "clients measured {mean:.1f} tok/s per request, "
+                   "{factor:.1f}x {source} {ceiling:.1f} tok/s: tokens reached the client in "
+                   "bursts (a loaded client or a buffering proxy), so the per-request decode rate "
+                   "overstates the server; believe the server-side rates here",
+                   mean=delivered.decode_mean, factor=round(delivered.decode_mean / ceiling, 3),
+                   source=source, ceiling=ceiling))
 
 
 def _metrics_part(windows: list[dict] | None, delivered: Delivered, reason, verdicts) -> dict | None:
@@ -248,32 +276,39 @@ def _metrics_part(windows: list[dict] | None, delivered: Delivered, reason, verd
         return None
     usable = [w for w in windows if w.get("generation_tokens") is not None]
     if not usable and all(w.get("error") for w in windows):
-        reason("metrics_failed", f"all {len(windows)} /metrics windows failed: "
-               + "; ".join(sorted({str(w['error']) for w in windows})))
+        reason(say("metrics_failed", "all {windows} /metrics windows failed: {errors}",
+                   windows=len(windows),
+                   errors="; ".join(sorted({str(w['error']) for w in windows}))))
         return {"windows": windows, "generation_tokens": None}
     if not usable:
-        reason("metrics_missing", "the /metrics scrapes had no vllm:generation_tokens_total "
-               "(stats disabled with --disable-log-stats, or not a vLLM server)")
+        reason(say("metrics_missing", "the {windows} /metrics windows had no "
+                   "vllm:generation_tokens_total (stats disabled with --disable-log-stats, or not "
+                   "a vLLM server)", windows=len(windows)))
         return {"windows": windows, "generation_tokens": None}
     generated = sum(w["generation_tokens"] for w in usable)
     received = sum(w["delivered_tokens"] for w in usable)
     diff = generated - received
     aborted = sum(w.get("requests_finished", {}).get("abort", 0) for w in usable)
     if any(w.get("reset") for w in usable):
-        reason("counter_reset", "a counter went down between scrapes: the server restarted")
+        reason(say("counter_reset", "a counter went down between scrapes in {resets} window(s): "
+                   "the server restarted", resets=sum(1 for w in usable if w.get("reset"))))
     if diff == 0:
-        reason("metrics_match", f"the server's generation-token counter rose by {generated:.0f} over "
-               f"the protocol windows: exactly the {received} tokens delivered")
+        reason(say("metrics_match", "the server's generation-token counter rose by "
+                   "{generated:.0f} over the protocol windows: exactly the {delivered} tokens "
+                   "delivered", generated=generated, delivered=received))
     elif diff > 0:
         verdicts.append("client_received_fewer")
-        extra = f"; {aborted:.0f} requests were aborted" if aborted else ""
-        reason("client_received_fewer", f"the server generated {generated:.0f} tokens but clients "
-               f"received {received}: {diff:.0f} never arrived (aborted or dropped requests, "
-               f"or another client using the server){extra}")
+        extra = "; {aborted:.0f} requests were aborted" if aborted else ""
+        reason(say("client_received_fewer", "the server generated {generated:.0f} tokens but "
+                   "clients received {delivered}: {difference:.0f} never arrived (aborted or "
+                   "dropped requests, or another client using the server)" + extra,
+                   generated=generated, delivered=received, difference=diff,
+                   **({"aborted": aborted} if aborted else {})))
     else:
         verdicts.append("client_counted_more")
-        reason("client_counted_more", f"clients counted {received} tokens but the server generated "
-               f"{generated:.0f}: the client's count is wrong or a counter was reset")
+        reason(say("client_counted_more", "clients counted {delivered} tokens but the server "
+                   "generated {generated:.0f}: the client's count is wrong or a counter was reset",
+                   delivered=received, generated=generated))
     spec = [w["spec_decode"] for w in usable if w.get("spec_decode")]
     tpot = [w["histograms"].get("vllm:request_time_per_output_token_seconds")
             for w in usable if w.get("histograms")]
@@ -300,8 +335,9 @@ def _sum_spec(parts: list[dict]) -> dict | None:
 
 def _log_part(rows: list[dict], delivered: Delivered, reason, verdicts) -> dict:
     if not rows:
-        reason("no_overlap", "no stats window of the log overlaps the protocol window (stats "
-               "lines hidden at DEBUG, --disable-log-stats, or a clock/time-zone mismatch)")
+        reason(say("no_overlap", "none of the log's stats windows overlaps the protocol window "
+                   "(stats lines hidden at DEBUG, --disable-log-stats, or a clock/time-zone "
+                   "mismatch)"))
         verdicts.append("no_overlap")
         return {"windows": [], "peak_tok_s": None, "mean_tok_s": None}
     full = [r for r in rows if r["inside_protocol_fraction"] >= INSIDE_FRACTION]
@@ -309,8 +345,10 @@ def _log_part(rows: list[dict], delivered: Delivered, reason, verdicts) -> dict:
     over = [r for r in judged if r["verdict"] == "log_counts_undelivered"]
     if over:
         verdicts.append("log_counts_undelivered")
-        reason("log_counts_undelivered", f"in {len(over)} of {len(judged)} windows the log counts "
-               f"more tokens than arrived ({sum(r['difference_tokens'] for r in over):.0f} in all)")
+        reason(say("log_counts_undelivered", "in {over} of {judged} windows the log counts more "
+                   "tokens than arrived in them ({difference:.0f} in all)", over=len(over),
+                   judged=len(judged),
+                   difference=round(sum(r["difference_tokens"] for r in over), 1)))
     rates = [r["logged_tok_s"] for r in rows]
     mean = statistics.fmean(rates)
     judged_mean = statistics.fmean(r["logged_tok_s"] for r in judged)
@@ -321,36 +359,20 @@ def _log_part(rows: list[dict], delivered: Delivered, reason, verdicts) -> dict:
         verdicts.append("idle_in_log_windows")
         what = "idle time between requests" if flight < IDLE_BUSY_FRACTION else \
             "time before first tokens (prefill, queueing) or between bursts"
-        reason("idle_in_log_windows", f"the log's windows include {what}: requests were in "
-               f"flight during {100 * flight:.0f}% and tokens arriving during {100 * busy:.0f}% "
-               f"of them, so the logged mean {judged_mean:.1f} tok/s is below the delivered "
-               f"decode rate {delivered.decode_mean:.1f} tok/s")
+        reason(say("idle_in_log_windows", "the log's windows include {what}: requests were in "
+                   "flight during {in_flight:.0%} and tokens arriving during {busy:.0%} of them, "
+                   "so the logged mean {logged_mean:.1f} tok/s is below the delivered decode rate "
+                   "{mean:.1f} tok/s", what=what, in_flight=round(flight, 3), busy=round(busy, 3),
+                   logged_mean=judged_mean, mean=delivered.decode_mean))
     consistent = sum(1 for r in judged if r["verdict"] == "consistent")
     where = "inside the protocol window" if full else "overlapping the protocol window"
-    reason("log_windows", f"{consistent} of {len(judged)} log windows {where} agree with the "
-           "tokens that arrived in them")
+    reason(say("log_windows", "{consistent} of {judged} log windows {where} agree with the "
+               "tokens that arrived in them", consistent=consistent, judged=len(judged),
+               where=where))
     return {"windows": rows, "peak_tok_s": max(rates), "mean_tok_s": round(mean, 3),
             "mean_tok_s_inside": round(judged_mean, 3), "windows_inside": len(full),
             "mean_decode_busy_fraction": round(busy, 3),
             "mean_in_flight_fraction": round(flight, 3)}
-
-
-def _ratio_text(ratio: float, log: dict, delivered: Delivered, per_chunk: float | None) -> str:
-    text = (f"the log's peak {log['peak_tok_s']:.1f} tok/s is {ratio:.2f}x the delivered mean "
-            f"decode rate {delivered.decode_mean:.1f} tok/s")
-    running = [r["running"] for r in log["windows"] if r.get("running")]
-    if ratio > 1 + RATE_TOLERANCE:
-        if running and max(running) > 1:
-            text += "; the log aggregates concurrent requests"
-        elif per_chunk and per_chunk > 1.05 and "chunks" in delivered.sources:
-            text += "; the client counted chunks, not tokens"
-        else:
-            text += "; the log counts tokens the client did not receive in that window"
-    elif ratio < 1 - RATE_TOLERANCE:
-        text += "; every log window includes idle or prefill time"
-    else:
-        text += "; they agree"
-    return text
 
 
 __all__ = ["Arrival", "Delivered", "delivered_from_records", "reconcile", "VERDICTS"]

@@ -48,6 +48,17 @@ def pool_notes(pools: list[dict]) -> list[str]:
     return out
 
 
+ONE_LAUNCH = "not measured (one launch)"
+
+
+def stability_words(pool: dict) -> str:
+    """The one wording of stability across launches, the same as the summary's verdict: a pool
+    of one launch is "not measured", never "stable"."""
+    if pool.get("n_launches", len(pool.get("launches") or [])) < 2:
+        return ONE_LAUNCH
+    return "stable" if pool.get("stable") else "UNSTABLE"
+
+
 def delivered_label(row: dict) -> str:
     """A reconciliation row's delivered mean with its unit and the workload it is a mean of."""
     if row.get("delivered_mean") is None:

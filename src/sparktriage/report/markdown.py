@@ -9,8 +9,9 @@ from __future__ import annotations
 from sparktriage.report.sweep import HEADERS as SWEEP_HEADERS, sweep_lines, sweep_rows
 from sparktriage.report.format import (cell, delivered_label, interval, number,
                                        percent, pool_notes, readable_key, seconds,
-                                       with_provisional)
+                                       stability_words, with_provisional)
 from sparktriage.report.values import fixed
+from sparktriage.report.probe_text import NUMBER_HEADERS
 from sparktriage.report.environment import cross_node_rows
 
 _ESCAPES = str.maketrans({"|": "\\|", "<": "&lt;", ">": "&gt;", "\n": " ", "\r": " ", "`": "'"})
@@ -37,6 +38,33 @@ def _plot(document: dict, name: str) -> list[str]:
         if plot["file"] == f"plots/{name}":
             return [f"![{esc(plot['title'])}]({plot['file']})", "", f"*{esc(plot['caption'])}*", ""]
     return []
+
+
+def page_one_lines(doc: dict) -> list[str]:
+    """Page one (the diagnosis) as Markdown: deployment, protocol, results, ranked findings,
+    healthy areas, what was not measured. Also the text golden tests pin."""
+    p = doc.get("page_one")
+    if not p:
+        return []
+    out = ["## Diagnosis", "", f"**Deployment.** {esc(p['deployment']['line'])}", "",
+           f"**Protocol.** {esc(p['protocol'])}", ""]
+    out += table(["metric", "result", "notes"], [[r["metric"], r["result"], r["notes"]] for r in p["results"]])
+    out += ["### Findings, ranked by impact", ""]
+    if not p["findings"]:
+        out += ["No finding in what this run measured (see Not measured for what it did not).", ""]
+    for f in p["findings"]:
+        out += [f"#### {f['rank']}. {esc(f['title'])}", "",
+                f"- observed: {esc(f['observed'])}"]
+        out += [f"- evidence: {esc(e)}" for e in f["evidence"]]
+        out += [f"- cause: `{esc(f['cause'])}`", f"- fix: {esc(f['fix'])}",
+                f"- expected gain ({esc(f['gain']['basis'])}): {esc(f['gain']['text'])}",
+                f"- confidence: {esc(f['confidence'])}", ""]
+    out += ["### Healthy", ""]
+    out += [f"- {esc(line)}" for line in p["healthy"]] or ["- nothing measured here is known healthy"]
+    out += ["", "### Not measured", ""]
+    out += [f"- {esc(m['what'])}: {esc(m['why'])}; measure with: `{esc(m['command'])}`"
+            for m in p["not_measured"]] or ["- everything page one reports on was measured"]
+    return out + [""]
 
 
 def _summary(doc: dict) -> list[str]:
@@ -117,8 +145,11 @@ def _probe(doc: dict, section: dict) -> list[str]:
                 + (f" (pattern {esc(launch['pattern'])})" if launch["pattern"] else ""), "",
                 f"Baseline: {esc(launch['baseline'] or 'none')}; tokens spent "
                 f"{number(launch['tokens_spent'], 0)}; wall time {seconds(launch['wall_s'])}.", ""]
-        out += table(["family", "status", "numbers", "evidence"],
-                     [[f["name"], f["status"], f["numbers"], "; ".join(f["evidence"])] for f in launch["families"]])
+        out += table(["family", "status", "what it checked and found"],
+                     [[f["name"], f["status"], f["sentence"]] for f in launch["families"]])
+        numbers = [row for f in launch["families"] for row in f["numbers"]]
+        if numbers:
+            out += table(NUMBER_HEADERS, numbers)
     return out
 
 
@@ -140,11 +171,11 @@ def _protocol(doc: dict, section: dict) -> list[str]:
     out += _plot(doc, "delivered_per_launch.png")
     out += ["### Across launches (the launch is the unit of replication)", ""]
     out += table(["workload", "depth", "launches", "mean of means", "95% CI over launches",
-                  "between-launch var", "within-launch var", "stable"],
+                  "between-launch var", "within-launch var", "stability"],
                  [[p["workload"], "–" if p["depth"] is None else p["depth"], ", ".join(p["launches"]),
                    number(p["decode_tok_s"]["mean"]), interval(p["decode_tok_s"]["ci95_low"], p["decode_tok_s"]["ci95_high"]),
                    number(p["between_variance"], 3), number(p["within_variance"], 3),
-                   "yes" if p["stable"] else "NO"] for p in section["across"]])
+                   stability_words(p)] for p in section["across"]])
     notes = pool_notes(section["across"])
     return out + [f"- {esc(n)}" for n in notes] + ([""] if notes else [])
 
@@ -219,6 +250,7 @@ def render(doc: dict) -> str:
            f"- command: `{' '.join(command.replace('`', chr(39)).split())}`" if command else "- command: unknown",
            f"- redaction: {doc['redaction'].get('secrets', 0)} secret occurrences replaced"
            + ("; host names, IPs and users anonymized" if doc["redaction"]["anonymized"] else ""), ""]
+    out += page_one_lines(doc)
     out += _summary(doc)
     s = doc["sections"]
     out += _deployment(doc, s["deployment"]) + _environment(doc, s["environment"])

@@ -7,6 +7,7 @@ secrets and how to check that nobody changed it since it was signed.
 
 from __future__ import annotations
 
+from sparktriage.logs.startup_time import DEFINITION as STARTUP_DEFINITION
 from sparktriage.report.inputs import RunInputs
 from sparktriage.report.results import WINDOW_S
 from sparktriage.report.sshsig import NAMESPACE
@@ -67,6 +68,25 @@ def paragraphs(inputs: RunInputs, sections: dict, anonymized: bool) -> list[dict
                  "flagged unstable when its launch means spread more than twice what the "
                  "within-launch noise predicts. Comparisons use Welch's t-test and say \"not "
                  "significant\" at the 5% level when they are not."},
+        {"title": "Startup time",
+         "text": "Startup time has one definition everywhere (report, launch, session, logs, "
+                 f"selfcheck): {STARTUP_DEFINITION}. Its origin is the server's own first log "
+                 "line, the only origin a log alone has; the launch's wait from spawning the "
+                 "processes to the first answered readiness check is longer (interpreter imports "
+                 "before the first line, the poll interval) and is not called startup time. The "
+                 "summary shows the median over launches and lists every launch's value."},
+        {"title": "Delivered vs logged",
+         "text": "The log's peak is the maximum, over its ~10 s stats windows, of the tokens all "
+                 "requests generated per second of window; the delivered figure is the mean, over "
+                 "one workload's measured requests, of each request's decode rate, and names its "
+                 "workload. The two differ for reasons the reconciliation derives from its counts, "
+                 "each sentence citing them: concurrent requests summed in one window, chunks "
+                 "carrying several tokens, windows half outside the requests, idle windows hidden "
+                 "at INFO (the next window's start is then estimated), tokens a window counts that "
+                 "arrived in the next one. Speculative accepted tokens are counted by the log, "
+                 "/metrics and the client alike. When /metrics rose by exactly the tokens "
+                 "delivered, the exact counter is believed over the log's windowed, rounded rate. "
+                 "With nothing on the server's side the comparison is \"not measured\"."},
         {"title": "Server-side throughput",
          "text": "vLLM logs an aggregate generation throughput every ~10 s over all requests; idle "
                  "windows are hidden at INFO level, so the log's mean over the windows it shows "

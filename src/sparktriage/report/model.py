@@ -12,9 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from sparktriage import __version__
-from sparktriage.report import methodology, roofline
+from sparktriage.report import methodology, page_one, roofline
 from sparktriage.report.inputs import RunInputs
-from sparktriage.report.results import across_launches, delivered_series, launch_results
+from sparktriage.report.results import (across_launches, delivered_series, launch_results,
+                                        request_spans)
 from sparktriage.report.sections import (PRODUCERS, deployment_section, environment_section,
                                          logged_windows, missing, probe_section,
                                          reconciliation_section, startup_section, status_of)
@@ -66,11 +67,16 @@ def _series(inputs: RunInputs) -> list[dict]:
             continue
         start = delivered[0]["start_unix"] if delivered else None
         if start is not None and start > 1e9 and all(w["t_unix"] > 1e9 for w in logged):
-            logged = [{"t": round(w["t_unix"] - start, 3), "tok_s": w["tok_s"]} for w in logged]
+            # each log window with its own start, on the delivered time axis (the plot draws it
+            # as a bar over the span it covers, not as a point)
+            logged = [{"t": round(w["t_unix"] - start, 3), "tok_s": w["tok_s"],
+                       "start": None if w["start_unix"] is None else round(w["start_unix"] - start, 3),
+                       "start_estimated": w["start_estimated"]} for w in logged]
         else:
             logged = []
+        spans = request_spans(inputs, label, start) if start is not None else []
         out.append({"label": label, "delivered": [{"t": w["t"], "tok_s": w["tok_s"]} for w in delivered],
-                    "logged": logged})
+                    "logged": logged, "requests": spans})
     return out
 
 
@@ -143,6 +149,7 @@ def build_document(inputs: RunInputs, context: Context) -> dict:
                 "command": [str(c) for c in as_list(command)] if isinstance(command, list)
                 else text(command), "launches": inputs.launches},
         "redaction": {"anonymized": context.anonymized, **context.redaction},
+        "page_one": page_one.build(inputs, sections),
         "summary": {},
         "sections": sections,
         "warnings": _warnings(sections),

@@ -1,6 +1,7 @@
 """Render the report document as PDF with reportlab (a pure function: document in, bytes out).
 
-Page 1 is the summary (headline numbers, verdicts, warnings, signature); the sections follow
+Page 1 is the diagnosis (page_one: deployment, results, ranked findings), page 2 the summary
+(headline numbers, verdicts, warnings, signature); the sections follow
 with tables and the same PNG plots the Markdown links. Determinism: reportlab's `invariant`
 mode (the creation date is the report's generated_at, a fixed document id), the standard
 Helvetica fonts (nothing embedded that could differ between machines), metadata taken only from
@@ -20,8 +21,9 @@ from xml.sax.saxutils import escape
 from sparktriage.report.sweep import HEADERS as SWEEP_HEADERS, sweep_lines, sweep_rows
 from sparktriage.report.format import (cell, delivered_label, interval, number,
                                        percent, pool_notes, readable_key, seconds,
-                                       with_provisional)
+                                       stability_words, with_provisional)
 from sparktriage.report.values import fixed
+from sparktriage.report.probe_text import NUMBER_HEADERS
 from sparktriage.report.environment import cross_node_rows
 
 PAGE_MARGIN = 42.0
@@ -31,22 +33,64 @@ MAX_CELL = 600  # characters of one table cell or paragraph from data; the rest 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
-def _clip(text: str) -> str:
+_SENTENCE_END = re.compile(r"[.;:!?](?=\s)")
+_ROOT = re.compile(r"√\(?([A-Za-z0-9_]+)\)?")  # √n -> sqrt(n), never "sqrtn"
+_CODE = re.compile(r"`([^`\n]+)`")
+
+
+def _clip(text: str, limit: int | None = MAX_CELL) -> str:
+    """At most `limit` characters, cut at the end of a sentence (or a word) so that no clause
+    is left hanging; the cut is marked. `limit=None` keeps the whole text (the report's own
+    words, e.g. methodology, are never cut)."""
     text = _CONTROL.sub(" ", text)
-    return text if len(text) <= MAX_CELL else text[:MAX_CELL] + " [...]"
+    if limit is None or len(text) <= limit:
+        return text
+    head = text[:limit]
+    ends = [m.end() for m in _SENTENCE_END.finditer(head)]
+    cut = ends[-1] if ends and ends[-1] > limit // 2 else head.rfind(" ")
+    return head[:cut if cut > 0 else limit].rstrip() + " [... in report.md]"
 
 
-def _clean(value) -> str:
-    """Text safe for a Helvetica paragraph: clipped, cp1252 repertoire, XML-escaped."""
-    raw = _clip(cell(value)).replace("\r", " ")
-    raw = raw.replace("≥", ">=").replace("≤", "<=").replace("→", "->").replace("√", "sqrt").replace("−", "-")
+def _ascii_math(raw: str) -> str:
+    raw = _ROOT.sub(r"sqrt(\1)", raw)
+    return (raw.replace("≥", ">=").replace("≤", "<=").replace("→", "->").replace("√", "sqrt")
+            .replace("−", "-"))
+
+
+def _clean(value, limit: int | None = MAX_CELL) -> str:
+    """Text safe for a Helvetica paragraph: clipped, cp1252 repertoire, XML-escaped; `code`
+    spans in the text set in Courier (no literal backticks)."""
+    raw = _ascii_math(_clip(cell(value), limit).replace("\r", " "))
     raw = raw.encode("cp1252", errors="replace").decode("cp1252")
-    return escape(raw).replace("\n", "<br/>")
+    text = escape(raw).replace("\n", "<br/>")
+    return _CODE.sub(r'<font face="Courier">\1</font>', text).replace("`", "'")
 
 
 def _plain(text: str) -> str:
     """Text for a plain (non-Paragraph) table cell: cp1252 repertoire, no markup."""
-    return _clip(text).encode("cp1252", errors="replace").decode("cp1252")
+    text = _CODE.sub(r"\1", _ascii_math(_clip(text))).replace("`", "'")
+    return text.encode("cp1252", errors="replace").decode("cp1252")
+
+
+HEADER_FONT, HEADER_SIZE, CELL_PADDING = "Helvetica-Bold", 7.5, 6.0
+
+
+def _fit_headers(header: list[str], col: list[float]) -> list[float]:
+    """Column widths (same total) in which every header word fits on one line: a column too
+    narrow for its longest header word takes the room from columns that have it to spare."""
+    from reportlab.pdfbase.pdfmetrics import stringWidth
+
+    need = [max((stringWidth(word, HEADER_FONT, HEADER_SIZE) for word in _plain(h).split()),
+                default=0.0) + CELL_PADDING + 1 for h in header]
+    total = sum(col)
+    if sum(need) > total:
+        return [total * n / sum(need) for n in need]
+    short = sum(max(0.0, n - c) for n, c in zip(need, col))
+    if short <= 0:
+        return col
+    spare = [max(0.0, c - n) for n, c in zip(need, col)]
+    room = sum(spare)
+    return [max(c, n) - (short * sp / room if room else 0.0) for c, n, sp in zip(col, need, spare)]
 
 
 class _Builder:
@@ -68,14 +112,19 @@ class _Builder:
         self.body = ParagraphStyle("body", parent=base["BodyText"], fontName="Helvetica", fontSize=9,
                                    leading=11.5)
         self.small = ParagraphStyle("small", parent=self.body, fontSize=7.5, leading=9)
+        # table headers wrap between words only: a column is widened to its longest header
+        # word (_fit_headers) instead of a word being split across lines
+        self.head = ParagraphStyle("head", parent=self.small, splitLongWords=0)
         self.mono = ParagraphStyle("mono", parent=self.body, fontName="Courier", fontSize=7, leading=8.5)
         self.story: list = []
 
     # -- primitives ---------------------------------------------------------------------------
-    def p(self, text, style=None, raw: bool = False) -> None:
+    def p(self, text, style=None, raw: bool = False, whole: bool = False) -> None:
+        """A paragraph; `whole` for the report's own words (never clipped)."""
         from reportlab.platypus import Paragraph
 
-        self.story.append(Paragraph(text if raw else _clean(text), style or self.body))
+        self.story.append(Paragraph(text if raw else _clean(text, None if whole else MAX_CELL),
+                                    style or self.body))
 
     def heading(self, text: str, level: int = 2) -> None:
         self.p(text, {1: self.h1, 2: self.h2, 3: self.h3}[level])
@@ -86,9 +135,10 @@ class _Builder:
         if not rows:
             return
         col = [w * self.width for w in widths] if widths else [self.width / len(header)] * len(header)
+        col = _fit_headers(header, col)
         # a Paragraph (wrapping, slow) only where the text may not fit its column
         fits = [int(w / 4.3) for w in col]  # Helvetica 7.5 pt: at most ~4.3 pt per character
-        data = [[Paragraph(f"<b>{_clean(h)}</b>", self.small) for h in header]]
+        data = [[Paragraph(f"<b>{_clean(h)}</b>", self.head) for h in header]]
         for row in rows:
             cells = []
             for c, room in zip(row, fits):
@@ -121,7 +171,8 @@ class _Builder:
         if height > 560:
             width, height = width * 560 / height, 560
         self.story.append(KeepTogether([Image(io.BytesIO(png), width=width, height=height),
-                                        Paragraph(f"<i>{_clean(plot['caption'])}</i>", self.small)]))
+                                        Paragraph(f"<i>{_clean(plot['caption'], None)}</i>",
+                                                  self.small)]))
 
     def missing(self, section: dict) -> None:
         self.p(f"<b>Missing.</b> {_clean(section['reason'])}. It would be in "
@@ -129,12 +180,46 @@ class _Builder:
                f"{_clean(section['produce_with'])}.", raw=True)
 
     # -- pages --------------------------------------------------------------------------------
+    def page_one(self) -> None:
+        """Page one: the diagnosis (report.json `page_one`), compact enough for one A4 page."""
+        from reportlab.platypus import PageBreak
+
+        p = self.doc.get("page_one")
+        if not p:
+            return
+        d = self.doc
+        self.heading("sparktriage report: diagnosis", 1)
+        self.p(f"generated_at {d['generated_at']}; launches {', '.join(d['run']['launches']) or 'none'}; "
+               f"report by sparktriage {d['tool_version']}.", self.small)
+        self.p(f"<b>Deployment.</b> {_clean(p['deployment']['line'])}", raw=True)
+        self.p(f"<b>Protocol.</b> {_clean(p['protocol'])}", self.small, raw=True)
+        self.table(["metric", "result", "notes"], [[r["metric"], r["result"], r["notes"]] for r in p["results"]],
+                   [0.24, 0.4, 0.36])
+        self.heading("Findings, ranked by impact", 3)
+        if not p["findings"]:
+            self.p("No finding in what this run measured (see Not measured for what it did not).")
+        for f in p["findings"]:
+            self.p(f"<b>{f['rank']}. {_clean(f['title'])}</b>", raw=True)
+            self.p(f"<b>Observed:</b> {_clean(f['observed'])}. <b>Evidence:</b> "
+                   f"{_clean('; '.join(f['evidence'][:2]))}. <b>Cause:</b> {_clean(f['cause'])}. "
+                   f"<b>Fix:</b> {_clean(f['fix'].replace('`', ''))}. <b>Expected gain ({_clean(f['gain']['basis'])}):</b> "
+                   f"{_clean(f['gain']['text'])}. <b>Confidence:</b> {_clean(f['confidence'])}.",
+                   self.small, raw=True)
+        self.heading("Healthy", 3)
+        for line in p["healthy"] or ["nothing measured here is known healthy"]:
+            self.p(f"- {line}", self.small)
+        self.heading("Not measured", 3)
+        for m in p["not_measured"] or [{"what": "everything page one reports on was measured", "why": "", "command": ""}]:
+            self.p(f"- {m['what']}" + (f": {m['why']}; measure with: {m['command']}" if m["command"] else ""),
+                   self.small)
+        self.story.append(PageBreak())
+
     def summary(self) -> None:
         from reportlab.platypus import PageBreak
 
         d = self.doc
         run = d["run"]
-        self.heading("sparktriage report", 1)
+        self.heading("Summary" if d.get("page_one") else "sparktriage report", 1)
         self.p(f"generated_at {d['generated_at']}. Run created {run['created'] or 'unknown'}; "
                f"launches {', '.join(run['launches']) or 'none'}; report by sparktriage {d['tool_version']}.")
         self.heading("Headline numbers", 3)
@@ -231,9 +316,12 @@ class _Builder:
         for launch in section["launches"]:
             self.heading(f"Launch {launch['label']}: {launch['verdict']}"
                          + (f" (pattern {launch['pattern']})" if launch["pattern"] else ""), 3)
-            self.table(["family", "status", "numbers", "evidence"],
-                       [[f["name"], f["status"], f["numbers"], "; ".join(f["evidence"])]
-                        for f in launch["families"]], [0.18, 0.1, 0.36, 0.36])
+            self.table(["family", "status", "what it checked and found"],
+                       [[f["name"], f["status"], f["sentence"]] for f in launch["families"]],
+                       [0.16, 0.1, 0.74])
+            numbers = [row for f in launch["families"] for row in f["numbers"]]
+            if numbers:
+                self.table(NUMBER_HEADERS, numbers, [0.2, 0.5, 0.3])
 
     def _protocol(self, section: dict) -> None:
         self.heading("Delivered-token protocol")
@@ -251,11 +339,12 @@ class _Builder:
                     "e2e tok/s", "failed"], rows)
         self.image("delivered_per_launch.png")
         self.heading("Across launches (the launch is the unit of replication)", 3)
-        self.table(["workload", "depth", "launches", "mean of means", "95% CI over launches", "stable"],
+        self.table(["workload", "depth", "launches", "mean of means", "95% CI over launches",
+                    "stability"],
                    [[p["workload"], "-" if p["depth"] is None else p["depth"], ", ".join(p["launches"]),
                      number(p["decode_tok_s"]["mean"]),
                      interval(p["decode_tok_s"]["ci95_low"], p["decode_tok_s"]["ci95_high"]),
-                     "yes" if p["stable"] else "NO"] for p in section["across"]])
+                     stability_words(p)] for p in section["across"]])
         for note in pool_notes(section["across"]):
             self.p(f"- {note}", self.small)
 
@@ -264,8 +353,8 @@ class _Builder:
         if section["status"] == "missing":
             self.missing(section)
         else:
-            self.table(["launch", "delivered", "log mean", "log active", "log peak", "peak/deliv.",
-                        "accept. len", "verdict"],
+            self.table(["launch", "delivered mean (workload)", "log mean", "log active", "log peak",
+                        "peak / delivered", "acceptance length", "verdict"],
                        [[r["label"], delivered_label(r), number(r["logged_mean"]),
                          number(r["logged_mean_active"]), number(r["logged_peak"]),
                          number(r["peak_over_delivered"], 2), number(r["acceptance_length"], 2),
@@ -305,10 +394,10 @@ class _Builder:
         self.heading("Methodology")
         for paragraph in self.doc["methodology"]:
             self.heading(paragraph["title"], 3)
-            self.p(paragraph["text"])
+            self.p(paragraph["text"], whole=True)
         v = self.doc["verification"]
         self.heading("Verification")
-        self.p(v["text"])
+        self.p(v["text"], whole=True)
         for command in v["commands"]:
             self.p(command, self.mono)
         if v["signed"]:
@@ -325,6 +414,7 @@ def _footer(canvas, doc) -> None:
 def render(document: dict, plots: dict[str, bytes]) -> bytes:
     """The whole report as PDF bytes; `plots` maps plot file names (in plots/) to PNG bytes."""
     builder = _Builder(document, plots)
+    builder.page_one()
     builder.summary()
     builder.sections()
     builder.closing()

@@ -79,7 +79,31 @@ def per_launch(protocol: dict) -> Plot | None:
                 "Mean decode rate of each launch's measured requests with its 95% t-interval.")
 
 
+DELIVERED_VS_LOGGED_CAPTION = (
+    "What to read: red bars are the server log's stats windows, each drawn over the span it "
+    "covers at the rate it logged (square: where vLLM printed it; dashed: start estimated after "
+    "an idle line hidden at INFO); blue steps are the tokens that reached the client per 10 s; "
+    "grey bands are requests in flight. Red above blue over the same span: the log counts more "
+    "than arrived then (the sentences above say why); red over gaps between bands includes idle "
+    "time. The log's peak is the highest red bar, over all requests; the delivered mean is per "
+    "request.")
+
+
+def _log_bars(axes, logged: list[dict]) -> None:
+    """The log's windows as bars over their own spans (from the window list, one per window)."""
+    solid = [w for w in logged if w.get("start") is not None and not w.get("start_estimated")]
+    dashed = [w for w in logged if w.get("start") is not None and w.get("start_estimated")]
+    for group, style in ((solid, "solid"), (dashed, "dashed")):
+        if group:
+            axes.hlines([w["tok_s"] for w in group], [w["start"] for w in group],
+                        [w["t"] for w in group], colors=_COLORS[1], linewidth=2.2,
+                        linestyles=style)
+    axes.plot([w["t"] for w in logged], [w["tok_s"] for w in logged], "s", color=_COLORS[1],
+              markersize=3, label="log window (server)")
+
+
 def delivered_vs_logged(series: list[dict]) -> Plot | None:
+    """Per launch, one time axis: the log's windows, the delivered tokens, the requests."""
     series = [s for s in series if s["delivered"] or s["logged"]][:MAX_SERIES_PANELS]
     if not series:
         return None
@@ -91,24 +115,30 @@ def delivered_vs_logged(series: list[dict]) -> Plot | None:
                            hspace=0.55, wspace=0.22)
     for index, item in enumerate(series):
         axes = figure.add_subplot(rows, cols, index + 1)
+        for k, (sent, end) in enumerate(item.get("requests") or []):
+            axes.axvspan(sent, end, color="#7f7f7f", alpha=0.12, linewidth=0,
+                         label="request in flight" if k == 0 else None)
         if item["delivered"]:
-            axes.step([w["t"] for w in item["delivered"]], [w["tok_s"] for w in item["delivered"]],
-                      where="post", color=_COLORS[0], linewidth=1.2, label="delivered (client)")
+            xs = [w["t"] for w in item["delivered"]]
+            ys = [w["tok_s"] for w in item["delivered"]]
+            last = max([xs[-1] + 1.0] + [end for _, end in item.get("requests") or []])
+            axes.step(xs + [min(last, xs[-1] + 10.0)], ys + ys[-1:], where="post", color=_COLORS[0],
+                      linewidth=1.2, label="delivered per 10 s (client)")
         if item["logged"]:
-            axes.plot([w["t"] for w in item["logged"]], [w["tok_s"] for w in item["logged"]],
-                      "s", color=_COLORS[1], markersize=3, label="logged (server)")
+            _log_bars(axes, item["logged"])
         axes.set_title(item["label"], fontsize=8, pad=3)
         axes.tick_params(labelsize=6.5)
+        axes.set_ylim(bottom=0)
         if index >= len(series) - cols:
-            axes.set_xlabel("s since first request", fontsize=7)
+            axes.set_xlabel("s since the launch's first request", fontsize=7)
         if index % cols == 0:
             axes.set_ylabel("tok/s", fontsize=7)
         if index == 0:
             axes.legend(loc="lower right", frameon=False, fontsize=6.5)
-    figure.suptitle("Delivered vs logged generation throughput (10 s windows)", fontsize=9)
+    figure.suptitle("Delivered vs logged: the log's windows and the requests on one time axis",
+                    fontsize=9)
     return Plot("delivered_vs_logged.png", _png(figure), "Delivered vs logged over time",
-                "Tokens reaching the client per 10 s window (line) against the generation "
-                "throughput the server logged (squares), per launch.")
+                DELIVERED_VS_LOGGED_CAPTION)
 
 
 def _phase_colors(launches: list[dict]) -> dict[str, str]:
@@ -132,6 +162,23 @@ def _gantt_rows(launches: list[dict]) -> list[tuple[dict, str]]:
 
 def startup_gantt(launches: list[dict], part: int, parts: int, colors: dict[str, str]) -> Plot:
     """One Gantt chart: a row per (launch, node), phases as bars, stalls hatched in red."""
+    figure = gantt_figure(launches, part, parts, colors)
+    suffix = f" ({part} of {parts})" if parts > 1 else ""
+    return Plot(f"startup_{part}.png" if parts > 1 else "startup.png", _png(figure),
+                f"Startup timeline{suffix}", STARTUP_CAPTION)
+
+
+STARTUP_CAPTION = (
+    "What to read: one row per launch and node, time from the launch's first startup event; "
+    "coloured bars are the startup phases (legend), so the longest bar is where the startup time "
+    "went; hatched red boxes are stalls (no or slow progress), each labelled with its classified "
+    "cause, whose evidence and fix are listed in the startup section. A stall on one node only "
+    "points at that node.")
+
+
+def gantt_figure(launches: list[dict], part: int, parts: int, colors: dict[str, str]):
+    """The startup Gantt chart's figure (rows per launch and node, stall boxes labelled by
+    cause)."""
     from matplotlib.patches import Patch
 
     rows = _gantt_rows(launches)
@@ -176,10 +223,7 @@ def startup_gantt(launches: list[dict], part: int, parts: int, colors: dict[str,
                 ncol=6, frameon=False, fontsize=6.5)
     suffix = f" ({part} of {parts})" if parts > 1 else ""
     axes.set_title(f"Startup timeline per node{suffix}")
-    return Plot(f"startup_{part}.png" if parts > 1 else "startup.png", _png(figure),
-                f"Startup timeline{suffix}",
-                "Startup phases per launch and node; hatched red boxes are stalls, labelled with "
-                "their classified cause.")
+    return figure
 
 
 def startup_plots(startup: dict) -> list[Plot]:

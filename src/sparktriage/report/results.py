@@ -164,3 +164,15 @@ def delivered_series(inputs: RunInputs, label: str) -> list[dict]:
         length = min(WINDOW_S, max(end - (start + i * WINDOW_S), 1.0))  # the last one is partial
         out.append({"t": round(i * WINDOW_S, 3), "tok_s": n / length, "start_unix": start + i * WINDOW_S})
     return out
+
+
+def request_spans(inputs: RunInputs, label: str, origin: float) -> list[list[float]]:
+    """Each request's [sent, last byte] in seconds from `origin` (warm-ups included, as in
+    `delivered_series`): when a request was in flight, for the delivered-vs-logged plot."""
+    out = []
+    for record in inputs.records(f"launches/{label}/requests.jsonl") or []:
+        sent, end = num(record.get("sent_unix")), num(record.get("t_end"))
+        if record.get("type", "request") == "request" and sent is not None and end is not None:
+            out.append([round(sent - origin, 3), round(sent + end - origin, 3)])
+    return sorted(out)
+

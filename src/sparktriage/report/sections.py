@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from sparktriage.logs.startup_time import span as startup_span
 from sparktriage.report.environment import run_table, summary_rows
 from sparktriage.report.inputs import RunInputs
+from sparktriage.report.probe_text import family_entry
 from sparktriage.report.values import (as_dict, as_list, first_num, flatten, num, require,
                                        scalar, seconds, text)
 
@@ -144,13 +146,14 @@ def startup_section(inputs: RunInputs) -> dict:
         starts = [s for s in (seconds(x.get("start")) for x in phases_raw + findings_raw) if s is not None]
         t0 = min(starts) if starts else 0.0
         phases = [p for p in (_phase(x, t0) for x in phases_raw) if p is not None]
-        ends = [p["end"] for p in phases if p["end"] is not None]
         logs = inputs.launch_doc(label, "logs.json") or {}
         launches.append({
             "label": label, "source": source, "classified": source.endswith("stalls.json"),
             "t0_unix": t0 if starts and t0 > 1e9 else None, "phases": phases,
             "findings": [_finding(f, t0) for f in findings_raw],
-            "ready_s": max(ends) if ends else None,
+            # the one startup-time definition (logs/startup_time.py), over the phases shown
+            "ready_s": startup_span((p["start"], p["end"]) for p in phases),
+            "origin": "the server's first startup log line (earliest node)",
             "reported": {k: num(v) for k, v in as_dict(logs.get("reported")).items() if num(v) is not None},
             "version": text(logs.get("version")),
         })
@@ -168,14 +171,8 @@ def probe_section(inputs: RunInputs) -> dict:
         doc = inputs.doc(rel)
         if doc is None:
             continue
-        families = []
-        for fam in as_list(require(doc, "families", list, rel)):
-            if isinstance(fam, dict):
-                numbers = flatten(as_dict(fam.get("numbers")), limit=6)
-                families.append({"name": text(fam.get("name")) or "?",
-                                 "status": text(fam.get("status")) or "?",
-                                 "numbers": ", ".join(f"{k}={v}" for k, v in numbers),
-                                 "evidence": _lines(fam.get("evidence"), 3)})
+        families = [family_entry(fam) for fam in as_list(require(doc, "families", list, rel))
+                    if isinstance(fam, dict)]
         baseline = doc.get("baseline")
         launches.append({
             "label": label, "verdict": text(require(doc, "verdict", str, rel)) or "unknown",
@@ -208,9 +205,25 @@ def logged_windows(doc: dict | None) -> list[dict]:
         if isinstance(item, dict):
             t = next((seconds(item.get(k)) for k in _TIME_KEYS if seconds(item.get(k)) is not None), None)
             v = first_num(item, *_VALUE_KEYS)
+            start = seconds(item.get("start")) if "end" in item else None
             if t is not None and v is not None:
-                out.append({"t_unix": t, "tok_s": v})
+                out.append({"t_unix": t, "tok_s": v,
+                            "start_unix": start if start is not None and start < t else None,
+                            "start_estimated": item.get("start_estimated") is True})
     return sorted(out, key=lambda w: w["t_unix"])
+
+
+def _sentences(rec: dict | None) -> list[dict]:
+    """The reconciliation's explanation sentences as typed data ({code, text, cites}), never
+    `key=value` strings; a sentence of an older document without cites keeps an empty one."""
+    out = []
+    for item in as_list(as_dict(rec).get("reasons")):
+        if isinstance(item, dict) and text(item.get("text")):
+            cites = {k: v for k, v in as_dict(item.get("cites")).items()
+                     if isinstance(v, (int, float, str, bool)) or v is None}
+            out.append({"code": text(item.get("code")) or "?", "text": text(item.get("text"))[:400],
+                        "cites": cites})
+    return out[:12]
 
 
 def reconciliation_section(inputs: RunInputs, launches: list[dict]) -> dict:
@@ -232,18 +245,30 @@ def reconciliation_section(inputs: RunInputs, launches: list[dict]) -> dict:
         workload = max(means, key=means.get) if means else None
         delivered_mean = means[workload] if workload else None
         peak, mean_active = num(gen.get("peak")), num(gen.get("mean_active"))
+        peak_source = "logs.json (the whole log)"
+        # one ratio in the report: when the reconciliation has one, the table shows the same
+        # peak (windows overlapping the protocol), delivered mean and workload its sentences cite
+        rec_d, rec_log = as_dict(as_dict(rec).get("delivered")), as_dict(as_dict(rec).get("log"))
+        rec_ratio = num(as_dict(rec).get("ratio_log_peak_to_delivered_mean"))
+        if rec_ratio is not None and num(rec_log.get("peak_tok_s")) is not None \
+                and num(rec_d.get("decode_tok_s_mean")) is not None and text(rec_d.get("decode_workload")):
+            peak = num(rec_log.get("peak_tok_s"))
+            workload = text(rec_d.get("decode_workload"))
+            delivered_mean = num(rec_d.get("decode_tok_s_mean"))
+            peak_source = "reconcile.json (log windows overlapping the protocol)"
         rows.append({
             "label": label,
             "delivered_mean": delivered_mean, "delivered_workload": workload,
             "delivered_by_workload": means,
             "logged_mean": num(gen.get("mean")), "logged_mean_active": mean_active,
-            "logged_peak": peak,
+            "logged_peak": peak, "peak_source": peak_source,
             "peak_over_delivered": peak / delivered_mean if peak and delivered_mean else None,
             "active_over_delivered": (mean_active / delivered_mean
                                       if mean_active and delivered_mean else None),
             "acceptance_length": num(spec.get("mean_acceptance_length")),
             "verdict": text(as_dict(rec).get("verdict")),
-            "reasons": _lines(as_dict(rec).get("reasons"), 6),
+            "reasons": [s["text"] for s in _sentences(rec)],
+            "explanation": _sentences(rec),
             "details": [(k, v) for k, v in flatten({k: v for k, v in as_dict(rec).items()
                                                     if k not in ("schema_version", "verdict",
                                                                  "reasons")}, limit=30)],

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from statistics import median
 
+from sparktriage.logs.startup_time import SHORT as STARTUP_SHORT
 from sparktriage.report.format import decision_words, delivered_label, interval, number
 
 
@@ -75,10 +76,14 @@ def headline(sections: dict) -> list[dict]:
         if point and point["mean"] is not None:
             value += f": {number(point['mean'])} tok/s"
         rows.append({"label": "Speculative depth chosen", "value": value, "detail": detail})
-    startup = [l["ready_s"] for l in sections["startup"].get("launches", []) if l["ready_s"] is not None]
-    if startup:
-        rows.append({"label": "Startup to ready", "value": f"{number(median(startup))} s",
-                     "detail": f"median over {len(startup)} launches (last phase end)"})
+    timed = [(l["label"], l["ready_s"]) for l in sections["startup"].get("launches", [])
+             if l["ready_s"] is not None]
+    if timed:
+        each = ", ".join(f"{label} {number(s)} s" for label, s in timed)
+        value = number(median(s for _, s in timed))
+        rows.append({"label": "Startup time", "value": f"{value} s",
+                     "detail": (f"median of {len(timed)} launches ({each}); " if len(timed) > 1
+                                else f"launch {timed[0][0]}, one launch; ") + STARTUP_SHORT})
     return rows
 
 

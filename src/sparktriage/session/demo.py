@@ -24,6 +24,7 @@ from pathlib import Path
 
 import yaml
 
+from sparktriage.logs import startup_time
 from sparktriage.session.demokey import make_demo_key
 from sparktriage.session.plan import SessionOptions
 from sparktriage.session.runner import open_session, run_session
@@ -198,6 +199,7 @@ def demo_summary(run: RunDir, state: dict, result: dict, model: Path, baseline: 
         launches.append({"label": record["label"], "depth": depth,
                          "outcome": record.get("outcome") or record["state"],
                          "ready_s": record.get("ready_s"),
+                         "startup_s": startup_time.of_logs(logs),
                          "stall_findings": len((stalls or {}).get("findings") or []),
                          "delivered_tok_s": workload_rate(bench, SWEEP_WORKLOAD),
                          "e2e_tok_s": workload_rate(bench, SWEEP_WORKLOAD, "e2e_tok_s"),
@@ -210,6 +212,7 @@ def demo_summary(run: RunDir, state: dict, result: dict, model: Path, baseline: 
         launches.append({"label": f"sweep/{entry['label']}", "depth": entry["depth"],
                          "outcome": "completed" if entry["status"] == "ok" else "failed",
                          "ready_s": entry.get("ready_s"),
+                         "startup_s": startup_time.of_logs(_read(folder / "logs.json")),
                          "stall_findings": len((stalls or {}).get("findings") or []),
                          "delivered_tok_s": entry.get("delivered_tok_s"),
                          "e2e_tok_s": entry.get("e2e_tok_s"),

@@ -17,6 +17,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from sparktriage.logs import startup_time
 from sparktriage.bench.client import ClientSettings, make_http_client
 from sparktriage.bench.endpoint import discover
 from sparktriage.bench.workload import load_workloads
@@ -137,7 +138,7 @@ def selfcheck_summary(run: RunDir, state: dict, settings: SelfcheckSettings) -> 
         "bench": bench_summary(bench),
         "startup": None if logs is None else {
             "complete": (logs.get("startup") or {}).get("complete"),
-            "startup_s": (logs.get("startup") or {}).get("startup_s"),
+            "startup_s": startup_time.of_logs(logs),
             "phases": [{"name": p.get("name"), "duration_s": p.get("duration_s")}
                        for p in logs.get("phases") or []]},
         "stalls": None if stalls is None else [
