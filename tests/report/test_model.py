@@ -139,7 +139,8 @@ def test_sweep_statements_use_welch_on_launch_means(tmp_path):
     versus0, versus3 = section["comparisons"]
     theirs = sps.ttest_ind(a, b, equal_var=False)
     assert versus0["versus"] == 0 and versus0["test"]["p_value"] == pytest.approx(theirs.pvalue, rel=1e-6)
-    assert f"Welch p = {theirs.pvalue:.3g}: significant" in versus0["statement"]
+    from sparktriage.report.readable import p_value
+    assert f"Welch {p_value(theirs.pvalue)}: significant" in versus0["statement"]  # no exponent
     assert versus3["versus"] == 3 and "run more launches" in versus3["statement"]
     assert section["points"][0]["ci95_low"] == pytest.approx(
         sps.t.interval(0.95, 3, loc=sum(b) / 4, scale=sps.sem(b))[0])

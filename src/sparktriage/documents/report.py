@@ -42,6 +42,7 @@ class ReportDocument(Document):
     generated_at: str
     run: RunHeader
     redaction: dict[str, Any]
+    page_one: dict[str, Any]
     summary: Summary
     sections: Sections
     warnings: list[str]

@@ -40,6 +40,33 @@ def _plot(document: dict, name: str) -> list[str]:
     return []
 
 
+def page_one_lines(doc: dict) -> list[str]:
+    """Page one (the diagnosis) as Markdown: deployment, protocol, results, ranked findings,
+    healthy areas, what was not measured. Also the text golden tests pin."""
+    p = doc.get("page_one")
+    if not p:
+        return []
+    out = ["## Diagnosis", "", f"**Deployment.** {esc(p['deployment']['line'])}", "",
+           f"**Protocol.** {esc(p['protocol'])}", ""]
+    out += table(["metric", "result", "notes"], [[r["metric"], r["result"], r["notes"]] for r in p["results"]])
+    out += ["### Findings, ranked by impact", ""]
+    if not p["findings"]:
+        out += ["No finding in what this run measured (see Not measured for what it did not).", ""]
+    for f in p["findings"]:
+        out += [f"#### {f['rank']}. {esc(f['title'])}", "",
+                f"- observed: {esc(f['observed'])}"]
+        out += [f"- evidence: {esc(e)}" for e in f["evidence"]]
+        out += [f"- cause: `{esc(f['cause'])}`", f"- fix: {esc(f['fix'])}",
+                f"- expected gain ({esc(f['gain']['basis'])}): {esc(f['gain']['text'])}",
+                f"- confidence: {esc(f['confidence'])}", ""]
+    out += ["### Healthy", ""]
+    out += [f"- {esc(line)}" for line in p["healthy"]] or ["- nothing measured here is known healthy"]
+    out += ["", "### Not measured", ""]
+    out += [f"- {esc(m['what'])}: {esc(m['why'])}; measure with: `{esc(m['command'])}`"
+            for m in p["not_measured"]] or ["- everything page one reports on was measured"]
+    return out + [""]
+
+
 def _summary(doc: dict) -> list[str]:
     s = doc["summary"]
     out = ["## Summary", "", "### Headline numbers", ""]
@@ -223,6 +250,7 @@ def render(doc: dict) -> str:
            f"- command: `{' '.join(command.replace('`', chr(39)).split())}`" if command else "- command: unknown",
            f"- redaction: {doc['redaction'].get('secrets', 0)} secret occurrences replaced"
            + ("; host names, IPs and users anonymized" if doc["redaction"]["anonymized"] else ""), ""]
+    out += page_one_lines(doc)
     out += _summary(doc)
     s = doc["sections"]
     out += _deployment(doc, s["deployment"]) + _environment(doc, s["environment"])

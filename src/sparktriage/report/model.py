@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from sparktriage import __version__
-from sparktriage.report import methodology, roofline
+from sparktriage.report import methodology, page_one, roofline
 from sparktriage.report.inputs import RunInputs
 from sparktriage.report.results import (across_launches, delivered_series, launch_results,
                                         request_spans)
@@ -149,6 +149,7 @@ def build_document(inputs: RunInputs, context: Context) -> dict:
                 "command": [str(c) for c in as_list(command)] if isinstance(command, list)
                 else text(command), "launches": inputs.launches},
         "redaction": {"anonymized": context.anonymized, **context.redaction},
+        "page_one": page_one.build(inputs, sections),
         "summary": {},
         "sections": sections,
         "warnings": _warnings(sections),

@@ -1,6 +1,7 @@
 """Render the report document as PDF with reportlab (a pure function: document in, bytes out).
 
-Page 1 is the summary (headline numbers, verdicts, warnings, signature); the sections follow
+Page 1 is the diagnosis (page_one: deployment, results, ranked findings), page 2 the summary
+(headline numbers, verdicts, warnings, signature); the sections follow
 with tables and the same PNG plots the Markdown links. Determinism: reportlab's `invariant`
 mode (the creation date is the report's generated_at, a fixed document id), the standard
 Helvetica fonts (nothing embedded that could differ between machines), metadata taken only from
@@ -179,12 +180,46 @@ class _Builder:
                f"{_clean(section['produce_with'])}.", raw=True)
 
     # -- pages --------------------------------------------------------------------------------
+    def page_one(self) -> None:
+        """Page one: the diagnosis (report.json `page_one`), compact enough for one A4 page."""
+        from reportlab.platypus import PageBreak
+
+        p = self.doc.get("page_one")
+        if not p:
+            return
+        d = self.doc
+        self.heading("sparktriage report: diagnosis", 1)
+        self.p(f"generated_at {d['generated_at']}; launches {', '.join(d['run']['launches']) or 'none'}; "
+               f"report by sparktriage {d['tool_version']}.", self.small)
+        self.p(f"<b>Deployment.</b> {_clean(p['deployment']['line'])}", raw=True)
+        self.p(f"<b>Protocol.</b> {_clean(p['protocol'])}", self.small, raw=True)
+        self.table(["metric", "result", "notes"], [[r["metric"], r["result"], r["notes"]] for r in p["results"]],
+                   [0.24, 0.4, 0.36])
+        self.heading("Findings, ranked by impact", 3)
+        if not p["findings"]:
+            self.p("No finding in what this run measured (see Not measured for what it did not).")
+        for f in p["findings"]:
+            self.p(f"<b>{f['rank']}. {_clean(f['title'])}</b>", raw=True)
+            self.p(f"<b>Observed:</b> {_clean(f['observed'])}. <b>Evidence:</b> "
+                   f"{_clean('; '.join(f['evidence'][:2]))}. <b>Cause:</b> {_clean(f['cause'])}. "
+                   f"<b>Fix:</b> {_clean(f['fix'].replace('`', ''))}. <b>Expected gain ({_clean(f['gain']['basis'])}):</b> "
+                   f"{_clean(f['gain']['text'])}. <b>Confidence:</b> {_clean(f['confidence'])}.",
+                   self.small, raw=True)
+        self.heading("Healthy", 3)
+        for line in p["healthy"] or ["nothing measured here is known healthy"]:
+            self.p(f"- {line}", self.small)
+        self.heading("Not measured", 3)
+        for m in p["not_measured"] or [{"what": "everything page one reports on was measured", "why": "", "command": ""}]:
+            self.p(f"- {m['what']}" + (f": {m['why']}; measure with: {m['command']}" if m["command"] else ""),
+                   self.small)
+        self.story.append(PageBreak())
+
     def summary(self) -> None:
         from reportlab.platypus import PageBreak
 
         d = self.doc
         run = d["run"]
-        self.heading("sparktriage report", 1)
+        self.heading("Summary" if d.get("page_one") else "sparktriage report", 1)
         self.p(f"generated_at {d['generated_at']}. Run created {run['created'] or 'unknown'}; "
                f"launches {', '.join(run['launches']) or 'none'}; report by sparktriage {d['tool_version']}.")
         self.heading("Headline numbers", 3)
@@ -379,6 +414,7 @@ def _footer(canvas, doc) -> None:
 def render(document: dict, plots: dict[str, bytes]) -> bytes:
     """The whole report as PDF bytes; `plots` maps plot file names (in plots/) to PNG bytes."""
     builder = _Builder(document, plots)
+    builder.page_one()
     builder.summary()
     builder.sections()
     builder.closing()

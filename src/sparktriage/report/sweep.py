@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from sparktriage.errors import InputError
 from sparktriage.report.inputs import RunInputs
+from sparktriage.report.readable import p_value
 from sparktriage.report.sections import missing
 from sparktriage.report.values import as_dict, as_list, integer, num, text
 from sparktriage.stats.compare import welch
@@ -120,7 +121,7 @@ def _statement(depth: int, other: int, test) -> str:
     if test.p_value is None:
         return (f"depth {depth} vs depth {other}: {test.difference:+.2f} tok/s; {test.verdict} "
                 "(run more launches)")
-    return f"depth {depth} vs depth {other}: {test.difference:+.2f} tok/s, Welch p = {test.p_value:.3g}: " + (
+    return f"depth {depth} vs depth {other}: {test.difference:+.2f} tok/s, Welch {p_value(test.p_value)}: " + (
         "significant at the 5% level" if test.significant else "not significant at the 5% level")
 
 
