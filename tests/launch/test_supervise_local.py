@@ -197,12 +197,17 @@ def test_missing_executable_fails_without_running_anything(tmp_path, mark):
 
 
 def test_unreachable_node_is_reported_and_exits_3(tmp_path, mark):
-    from launchkit import free_port
-    nodes = [{"name": "far", "host": "127.0.0.1", "ssh": "root@127.0.0.1", "port": free_port()}]
-    deployment = sim_deployment(tmp_path / "d.yaml", mark, nodes=nodes)
-    done = subprocess.run([sys.executable, "-m", "sparktriage", "launch", str(deployment),
-                           "--out", str(tmp_path / "run")], capture_output=True, text=True,
-                          timeout=120)
+    import socket
+    # a port bound but never listening: connections to it are refused, and no other process
+    # on the machine can take it while the test runs
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        nodes = [{"name": "far", "host": "127.0.0.1", "ssh": "root@127.0.0.1",
+                  "port": closed.getsockname()[1]}]
+        deployment = sim_deployment(tmp_path / "d.yaml", mark, nodes=nodes)
+        done = subprocess.run([sys.executable, "-m", "sparktriage", "launch", str(deployment),
+                               "--out", str(tmp_path / "run")], capture_output=True, text=True,
+                              timeout=120)
     assert done.returncode == 3
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("error: launch L001 unreachable: far: link lost (agent exited with "
