@@ -115,9 +115,10 @@ def delivered_vs_logged(series: list[dict]) -> Plot | None:
                            hspace=0.55, wspace=0.22)
     for index, item in enumerate(series):
         axes = figure.add_subplot(rows, cols, index + 1)
-        for k, (sent, end) in enumerate(item.get("requests") or []):
-            axes.axvspan(sent, end, color="#7f7f7f", alpha=0.12, linewidth=0,
-                         label="request in flight" if k == 0 else None)
+        spans = [(sent, end - sent) for sent, end in item.get("requests") or []]
+        if spans:  # one collection for every request band (not an artist per request)
+            axes.broken_barh(spans, (0, 1), transform=axes.get_xaxis_transform(), color="#7f7f7f",
+                             alpha=0.12, linewidth=0, label="request in flight")
         if item["delivered"]:
             xs = [w["t"] for w in item["delivered"]]
             ys = [w["tok_s"] for w in item["delivered"]]
@@ -176,9 +177,17 @@ STARTUP_CAPTION = (
     "points at that node.")
 
 
+def _boxes(ys: list, lefts: list, widths: list, height: float) -> list[list[tuple]]:
+    """Rectangles (as polygons) centred on rows `ys`: one collection draws them all at once."""
+    half = height / 2
+    return [[(x, y - half), (x + w, y - half), (x + w, y + half), (x, y + half)]
+            for y, x, w in zip(ys, lefts, widths)]
+
+
 def gantt_figure(launches: list[dict], part: int, parts: int, colors: dict[str, str]):
     """The startup Gantt chart's figure (rows per launch and node, stall boxes labelled by
     cause)."""
+    from matplotlib.collections import PolyCollection
     from matplotlib.patches import Patch
 
     rows = _gantt_rows(launches)
@@ -196,28 +205,36 @@ def gantt_figure(launches: list[dict], part: int, parts: int, colors: dict[str, 
                 entry[1].append(p["end"] - p["start"])
                 entry[2].append(p["start"])
     for name, (ys, widths, lefts) in bars.items():
-        axes.barh(ys, widths, left=lefts, height=0.55, color=colors[name], edgecolor="white",
-                  linewidth=0.4)
-    stalls = 0
+        axes.add_collection(PolyCollection(_boxes(ys, lefts, widths, 0.55), facecolors=colors[name],
+                                           edgecolors="white", linewidths=0.4))
+    stall_rows, stall_lefts, stall_widths = [], [], []
     for launch in launches:
         for f in launch["findings"]:
             if f["start"] is None:
                 continue
-            stalls += 1
             end = f["end"] if f["end"] is not None else f["start"] + (f["duration_s"] or 0)
             node_rows = [index[(launch["label"], f["node"])]] if (launch["label"], f["node"]) in index \
                 else [i for (label, _), i in index.items() if label == launch["label"]]
-            axes.barh(node_rows, [max(end - f["start"], 0.01)] * len(node_rows), left=f["start"],
-                      height=0.85, fill=False, hatch="///", edgecolor="#d62728", linewidth=0.9)
+            stall_rows += node_rows
+            stall_lefts += [f["start"]] * len(node_rows)
+            stall_widths += [max(end - f["start"], 0.01)] * len(node_rows)
             axes.annotate(f["id"], (end, node_rows[0]), xytext=(3, 0), textcoords="offset points",
                           fontsize=6.5, color="#d62728", va="center",
                           bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85})
+    if stall_rows:
+        axes.add_collection(PolyCollection(_boxes(stall_rows, stall_lefts, stall_widths, 0.85),
+                                           facecolors="none", hatch="///", edgecolors="#d62728",
+                                           linewidths=0.9))
+    axes.autoscale_view()
+    axes.set_xlim(left=0)
+    axes.grid(False, axis="y")  # one row per tick: horizontal grid lines add nothing
     labels = [f"{launch['label']} {node}"[:26] for launch, node in rows]
     axes.set_yticks(range(len(rows)), labels, fontsize=7)
+    axes.tick_params(axis="y", length=0)
     axes.set_ylim(len(rows) - 0.5, -0.5)
     axes.set_xlabel("s since the launch's first recorded startup event")
     handles = [Patch(color=c, label=n) for n, c in colors.items() if n in bars]
-    if stalls:
+    if stall_rows:
         handles.append(Patch(fill=False, hatch="///", edgecolor="#d62728", label="stall"))
     axes.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.42 / (height - 1.25)),
                 ncol=6, frameon=False, fontsize=6.5)

@@ -115,7 +115,24 @@ def loads_bounded(text: str | bytes, origin: str, line: int | None = None,
         raise limit_hit("JSON nesting", f"{max_depth} levels", origin, line) from None
     if depth_of(value, max_depth) > max_depth:
         raise limit_hit("JSON nesting", f"{max_depth} levels", origin, line)
+    if not _may_hold_surrogate(text):
+        return value  # nothing to escape: skip the walk over every string
     return escape_surrogates(value)[0]
+
+
+def _may_hold_surrogate(text: str | bytes) -> bool:
+    """False only when the parsed value cannot hold a lone surrogate: no `\\uD` escape in the
+    text and the text itself is strict UTF-8 (a surrogate's own bytes or character fail that).
+    A false alarm (e.g. an escaped backslash before `uD`) only costs the full walk."""
+    if isinstance(text, str):
+        return "\\ud" in text or "\\uD" in text or _has_surrogate(text)
+    if b"\\ud" in text or b"\\uD" in text or b"\x00" in text:  # NUL: maybe UTF-16/32 JSON
+        return True
+    try:
+        text.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
 
 
 def dumps(document: Any) -> str:
