@@ -292,7 +292,9 @@ def make_run(root: Path, spec: SyntheticSpec = SyntheticSpec()) -> Path:
             number += 1
             launches.append(_launch(root, f"L{number:03d}", spec, rng, depth, start, number))
             start += 900.0
-        points.append({"depth": depth, "launches": launches})
+        points.append({"depth": depth, "launches": launches,  # acceptance rate per draft position
+                       "per_position": [round((0.8 - 0.02 * depth) * 0.82 ** i, 3)
+                                                      for i in range(depth)]})
     if len(spec.depths) > 1:
         best = max(points, key=lambda p: sum(l["delivered_tok_s"] for l in p["launches"]))
         _write_raw(root / "sweep.json", {
