@@ -4,6 +4,7 @@
 #   - .venv: sparktriage itself with its test dependencies, and its compiled log scanner
 #     (a C extension built by pip; needs a C compiler and the Python headers)
 #   - .venv-vllm: the real vLLM CPU build (provision/setup-vllm.sh)
+#   - Ray in .venv-vllm, and the test-bed Ray shim (provision/setup-ray.sh)
 #   - .testbed/models: the bundled tiny models (src/sparktriage/testbed/recipes/make_tiny_model.py)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -55,6 +56,7 @@ if [ ! -x .venv/bin/sparktriage ] || [ pyproject.toml -nt .venv/.sparktriage-ins
 fi
 
 PYTHON="$python" bash provision/setup-vllm.sh 2> >(grep --line-buffered -v "is ignored" >&2)
+bash provision/setup-ray.sh 2> >(grep --line-buffered -v "is ignored" >&2)  # Ray + the test-bed shim (docs/testbed.md)
 
 for kind in main draft; do
   name=tiny-llama; flag=

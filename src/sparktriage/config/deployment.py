@@ -49,7 +49,11 @@ class Engine(Strict):
     runtime: Literal["docker", "podman"] = "docker"
     container_args: list[str] = Field(default_factory=list, description="Extra arguments for the container run.")
     ray: str = Field("ray", description="Ray CLI on the nodes (Ray backend).")
-    ray_port: int = Field(6379, ge=1, le=65535)
+    ray_port: int = Field(6379, ge=1, le=65335, description="Ray's GCS port; the other Ray ports follow it (docs/launch.md, Ray backend).")
+    ray_object_store_mb: int | None = Field(None, ge=76, description="Ray object store per node in MB (Ray's minimum is 75 MiB); default: Ray's choice.")
+    ray_temp_dir: str | None = Field(None, description="Ray's temp folder; each node uses RAY_TEMP_DIR/NODE (nodes sharing a filesystem). Default: Ray's /tmp/ray.")
+    ray_args: list[str] = Field(default_factory=list, description="Extra `ray start` arguments on every node.")
+    ray_node_args: dict[str, list[str]] = Field(default_factory=dict, description="Extra `ray start` arguments per node name (e.g. --resources on one node).")
     master_port: int = Field(29501, ge=1, le=65535, description="torch.distributed port (mp multi-node).")
 
 

@@ -6,9 +6,12 @@ starts processes on nodes and may wait for a log marker before the next stage st
 - mp, one node:      serve:        head `vllm serve MODEL ...`
 - mp, N nodes:       serve:        head `... --nnodes N --node-rank 0 --master-addr HEAD`,
                                    node i `... --node-rank i --headless` (vLLM 0.14+)
-- ray:               ray-head:     head `ray start --head --block` (wait "Ray runtime started")
-                     ray-workers:  others `ray start --address HEAD:PORT --block` (same wait)
+- ray:               ray-head:     head `ray start --head --block` (wait "Ray runtime started"),
+                                   and the Ray watcher (`ray status`, Ray's logs: launch/ray.py)
+                     ray-workers:  others `ray start --address HEAD:PORT --block` (same wait),
+                                   and their watchers
                      serve:        head `vllm serve ... --distributed-executor-backend ray`
+                                   (RAY_ADDRESS=HEAD:PORT: this cluster, never another)
                      teardown:     `ray stop --force` on every node after the processes end
 
 With `engine.image`, every process runs in a container (`docker run --rm --name ...
@@ -19,12 +22,15 @@ or an environment value: no shell ever parses them.
 from __future__ import annotations
 
 import json
+import posixpath
 import re
+import sys
 from dataclasses import asdict, dataclass
 
 from sparktriage.collect.plan import CollectPlan, default_plan
 from sparktriage.config.deployment import Deployment
 from sparktriage.config.lab import Lab, LabNode
+from sparktriage.launch import ray
 from sparktriage.launch.transport import Transport
 
 DEFAULT_ENV = {"PYTHONUNBUFFERED": "1"}  # line records need lines as they are printed
@@ -206,17 +212,29 @@ def build_plan(dep: Deployment) -> LaunchPlan:
     base = serve_argv(dep)
     stages: list[Stage] = []
     if engine.backend == "ray":
-        port = str(engine.ray_port)
-        stages.append(Stage("ray-head", ((head.name, process(
-            head, "ray-head", [engine.ray, "start", "--head", "--port", port,
-                               "--node-ip-address", head.host, "--block"], "ray-started")),)))
+        address = f"{head.host}:{engine.ray_port}"
+        ray_env = {"RAY_USAGE_STATS_ENABLED": "0"}
+
+        def ray_stage(name: str, marker_nodes: list[LabNode]) -> Stage:
+            procs = []
+            for n in marker_nodes:
+                procs.append((n.name, process(n, name if n is head else "ray-worker",
+                                              ray.start_argv(engine, n, head), "ray-started",
+                                              ray_env)))
+                # the Ray CLI's own interpreter where its path is known (the node's environment
+                # capture then reads that venv's packages), else the agent's
+                python = (posixpath.join(posixpath.dirname(engine.ray), "python")
+                          if posixpath.isabs(engine.ray) else n.python if n.ssh else sys.executable)
+                procs.append((n.name, process(n, "ray-watch",
+                                              ray.watch_argv(python, engine, n, head))))
+            return Stage(name, tuple(procs))
+
+        stages.append(ray_stage("ray-head", [head]))
         if multi:
-            stages.append(Stage("ray-workers", tuple((n.name, process(
-                n, "ray-worker", [engine.ray, "start", "--address", f"{head.host}:{port}",
-                                  "--node-ip-address", n.host, "--block"], "ray-started"))
-                for n in nodes[1:])))
+            stages.append(ray_stage("ray-workers", nodes[1:]))
         stages.append(Stage("serve", ((head.name, process(
-            head, "server", base + ["--distributed-executor-backend", "ray"])),)))
+            head, "server", base + ["--distributed-executor-backend", "ray"],
+            extra_env={**ray_env, "RAY_ADDRESS": address})),)))
         teardown += [(n.name, (engine.ray, "stop", "--force")) for n in nodes]
     elif multi:
         common = ["--distributed-executor-backend", "mp", "--nnodes", str(len(nodes)),

@@ -32,6 +32,7 @@ MARKERS: tuple[tuple[str, re.Pattern], ...] = tuple(
         ("ready", r"Application startup complete"),
         ("engine-failed", r"EngineCore failed to start|Engine core initialization failed"),
         ("ray-started", r"Ray runtime started"),
+        ("placement-wait", r"Waiting for creating a placement group"),
     )
 )
 

@@ -11,6 +11,7 @@ import shlex
 from sparktriage.textsafe import escape_controls
 from sparktriage.collect.plan import CollectPlan
 from sparktriage.collect.shipping import agent_argv
+from sparktriage.launch.ray import WATCH_SOURCE
 
 
 def _quote(argv: list[str] | tuple[str, ...]) -> str:
@@ -74,7 +75,8 @@ def render_launch_plan(plan) -> str:
             if proc.env:
                 lines.append("    env:  " + escape_controls(" ".join(f"{k}={shlex.quote(v)}" for k, v in proc.env),
                                                  keep_newlines=False))
-            lines.append("    argv: " + _quote(proc.argv))
+            argv = ["<ray watcher: launch/ray.py>" if a == WATCH_SOURCE else a for a in proc.argv]
+            lines.append("    argv: " + _quote(argv))
     if plan.teardown:
         lines += ["", "after teardown:"]
         lines += [f"  on {node}: {_quote(argv)}" for node, argv in plan.teardown]

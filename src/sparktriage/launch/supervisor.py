@@ -25,6 +25,7 @@ from typing import Callable
 from sparktriage.errors import LaunchError
 from sparktriage.bundle.writer import BundleWriter
 from sparktriage.bundle.envdiff import diff_environments, read_environments
+from sparktriage.launch import ray
 from sparktriage.launch.link import AgentLink, new_redact_key
 from sparktriage.launch.plan import LaunchPlan
 from sparktriage.launch.readiness import MarkerClock, api_ready
@@ -56,18 +57,32 @@ class Supervisor:
         self.outcome = "starting"
         self._redact_key = new_redact_key()
         self._last_line = time.monotonic()
+        self.refused: tuple[str, str] | None = None  # (node, vLLM's sentence) on the Ray backend
+
+    def _refusal_note(self) -> str:
+        """The launch failure's cause when vLLM refused the Ray backend (docs/launch.md)."""
+        if self.refused is None:
+            return ""
+        node, sentence = self.refused
+        return f"; {node}: vLLM refused the Ray backend: {sentence}"
 
     # --- events from the agents ------------------------------------------------------------
 
     def _fail(self, reason: str) -> None:
         if not self._stopping and self.failure is None:
-            self.failure = reason
+            self.failure = reason + self._refusal_note()
             self.observe("failure", {"reason": reason})
             self._failed.set()
 
     def _listener(self, node: str, kind: str, message: dict) -> None:
         if kind == "line":
             self._last_line = time.monotonic()
+            sentence = ray.refusal(str(message.get("line", ""))) if self.plan.backend == "ray" else None
+            if sentence and self.refused is None:
+                self.refused = (node, sentence)
+                self.writer.event("ray-refused", node, line=sentence)
+                if self.failure is not None and not self._stopping:
+                    self.failure += self._refusal_note()
             self.observe("line", {"node": node, "t": message.get("t")})
             for name in self.clock.feed(node, message):
                 self.observe("marker", {"node": node, "marker": name})
@@ -89,6 +104,8 @@ class Supervisor:
     def _wait(self, done: Callable[[], bool], deadline: float, what: str) -> None:
         while not done():
             if self._failed.is_set():
+                if self.plan.backend == "ray" and self.refused is None:
+                    time.sleep(1.0)  # the refusal line may arrive just after the exit
                 raise LaunchError(self.failure or "launch failed")
             if time.monotonic() >= deadline:
                 self.outcome = "timeout"
@@ -161,6 +178,11 @@ class Supervisor:
                        if not link.lost for p in link.procs.values()):
                 break
             time.sleep(0.5)
+
+    def abort(self, reason: str) -> None:
+        """Stop waiting now (a caller that has seen enough of a start that will not finish):
+        `start` raises LaunchError with `reason`; leaving the block tears down as ever."""
+        self._fail(reason)
 
     def watch(self, seconds: float) -> None:
         """Hold the running deployment; raise LaunchError if a process dies or a link is lost."""

@@ -45,7 +45,10 @@ class MarkerSet:
     def match(self, message: str) -> tuple[str, ...]:
         if not self.any.search(message):
             return ()
-        return tuple(name for name, rx in self.compiled.items() if rx.search(message))
+        names = tuple(name for name, rx in self.compiled.items() if rx.search(message))
+        if any(self.markers[n].exclusive for n in names):
+            return tuple(n for n in names if self.markers[n].exclusive)
+        return names
 
 
 @dataclass(frozen=True)

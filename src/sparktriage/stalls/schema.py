@@ -142,6 +142,8 @@ class Marker(_Strict):
     ready: bool = Field(False, description="the startup is complete")
     failure: bool = Field(False, description="the startup failed")
     stopped: bool = Field(False, description="the server was stopped from outside")
+    exclusive: bool = Field(False, description="a line it matches matches only exclusive "
+                            "markers (lines quoted from another program, e.g. the Ray watcher)")
     description: str | None = None
 
     @field_validator("pattern")
