@@ -135,9 +135,18 @@ def _may_hold_surrogate(text: str | bytes) -> bool:
     return False
 
 
+def _json(document: Any, **options: Any) -> str:
+    """JSON text with non-finite floats as null. The common case (none) is encoded directly;
+    only when the encoder refuses a NaN or infinity is the copy with None made (same text)."""
+    try:
+        return json.dumps(document, ensure_ascii=False, allow_nan=False, **options)
+    except ValueError:
+        return json.dumps(_sanitize(document), ensure_ascii=False, allow_nan=False, **options)
+
+
 def dumps(document: Any) -> str:
     """Canonical JSON text of a document: UTF-8, no NaN, stable key order as given."""
-    return json.dumps(_sanitize(document), ensure_ascii=False, allow_nan=False)
+    return _json(document)
 
 
 def write_document(path: Path, document: dict) -> None:
@@ -146,7 +155,7 @@ def write_document(path: Path, document: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(
-        json.dumps(_sanitize(redaction.document(document)), indent=2, ensure_ascii=False, allow_nan=False) + "\n",
+        _json(redaction.document(document), indent=2) + "\n",
         encoding="utf-8",
     )
     os.replace(tmp, path)
