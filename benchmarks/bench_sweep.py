@@ -12,7 +12,7 @@ another; "insufficient" reaches no decision. Lab time per launch: 2 min 45 s col
 seed) + the protocol (1 warm-up + 15 requests × 256 tokens at the depth's rate) + the gate's
 64 greedy tokens.
 
-    .venv/bin/python benchmarks/bench_sweep.py --sweeps 400   # writes benchmarks/results/sweep.json
+    .venv/bin/python benchmarks/bench_sweep.py --sweeps 1000   # writes benchmarks/results/sweep.json
 """
 
 from __future__ import annotations
@@ -96,21 +96,41 @@ def grid_rounds(rng: random.Random, true: dict[int, float], cap: int):
     return decision, sum(len(v) for v in means.values()), seconds
 
 
+def wilson(k: int, n: int, z: float = 1.959964) -> list[float] | None:
+    """95% Wilson score interval of a binomial proportion k/n."""
+    if n == 0:
+        return None
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return [max(0.0, centre - half), min(1.0, centre + half)]
+
+
 def summarise(rows: list[tuple]) -> dict:
     n = len(rows)
     counts = {k: sum(1 for r in rows if r[0] == k) for k in ("right", "wrong", "insufficient")}
     decided = [r for r in rows if r[0] != "insufficient"]
     right = [r for r in rows if r[0] == "right"]
+    launches = sum(r[1] for r in rows)
     return {
-        "sweeps": n, "right_rate": counts["right"] / n, "error_rate": counts["wrong"] / n,
+        "sweeps": n, "counts": counts,
+        "right_rate": counts["right"] / n, "right_rate_ci95": wilson(counts["right"], n),
+        "error_rate": counts["wrong"] / n, "error_rate_ci95": wilson(counts["wrong"], n),
         "error_rate_among_decided": counts["wrong"] / len(decided) if decided else None,
+        "error_rate_among_decided_ci95": wilson(counts["wrong"], len(decided)),
         "insufficient_rate": counts["insufficient"] / n,
         "launches_mean": statistics.fmean(r[1] for r in rows),
         "launches_median": statistics.median(r[1] for r in rows),
         "launches_mean_when_right": statistics.fmean(r[1] for r in right) if right else None,
+        "launches_per_right_decision": launches / len(right) if right else None,
         "lab_minutes_mean": statistics.fmean(r[2] for r in rows) / 60,
         "lab_minutes_mean_when_right": statistics.fmean(r[2] for r in right) / 60 if right else None,
+        "lab_minutes_per_right_decision": sum(r[2] for r in rows) / 60 / len(right) if right else None,
     }
+
+
+def _pct(ci: list[float] | None) -> str:
+    return "-" if ci is None else f"[{ci[0]:.1%}, {ci[1]:.1%}]"
 
 
 def main() -> None:
@@ -122,6 +142,7 @@ def main() -> None:
     args = parser.parse_args()
     started = time.time()
     results = []
+    pooled: dict[str, list[tuple]] = {"adaptive": [], "grid": [], "rounds": []}
     for name, true in SCENARIOS.items():
         rows = {"adaptive": [], "grid": [], "rounds": []}
         for i in range(args.sweeps):
@@ -130,20 +151,31 @@ def main() -> None:
                               ("rounds", lambda r: grid_rounds(r, true, args.cap))):
                 decision, launches, seconds = run(random.Random(args.seed * 1000 + i))
                 rows[kind].append((verdict(decision, true), launches, seconds))
+        for kind in rows:
+            pooled[kind] += rows[kind]
         a, g, r = summarise(rows["adaptive"]), summarise(rows["grid"]), summarise(rows["rounds"])
         results.append({"scenario": name, "true_tok_s": {str(k): v for k, v in true.items()},
                         "adaptive": a, "grid_3_per_depth": g, "grid_rounds_to_decision": r,
                         "launch_ratio_adaptive_to_grid": a["launches_mean"] / g["launches_mean"],
-                        "launch_ratio_adaptive_to_grid_rounds": a["launches_mean"] / r["launches_mean"]})
+                        "launch_ratio_adaptive_to_grid_rounds": a["launches_mean"] / r["launches_mean"],
+                        "launches_per_right_ratio_adaptive_to_grid":
+                            (a["launches_per_right_decision"] / g["launches_per_right_decision"]
+                             if a["launches_per_right_decision"] and g["launches_per_right_decision"] else None)})
         print(f"{name}: adaptive {a['launches_mean']:.1f} launches ({a['lab_minutes_mean']:.0f} min), "
-              f"right {a['right_rate']:.1%}, wrong {a['error_rate']:.1%}, none {a['insufficient_rate']:.1%} | "
+              f"right {a['right_rate']:.1%}, wrong {a['error_rate']:.1%} {_pct(a['error_rate_ci95'])}, "
+              f"none {a['insufficient_rate']:.1%} | "
               f"grid {g['launches_mean']:.0f} launches ({g['lab_minutes_mean']:.0f} min), right "
-              f"{g['right_rate']:.1%}, wrong {g['error_rate']:.1%}, none {g['insufficient_rate']:.1%} | "
+              f"{g['right_rate']:.1%}, wrong {g['error_rate']:.1%} {_pct(g['error_rate_ci95'])}, "
+              f"none {g['insufficient_rate']:.1%} | "
               f"grid rounds {r['launches_mean']:.1f} launches, right {r['right_rate']:.1%}, "
-              f"wrong {r['error_rate']:.1%}, none {r['insufficient_rate']:.1%}",
+              f"wrong {r['error_rate']:.1%} {_pct(r['error_rate_ci95'])}, none {r['insufficient_rate']:.1%}",
               flush=True)
     overall = {k: statistics.fmean(r[k]["launches_mean"] for r in results)
                for k in ("adaptive", "grid_3_per_depth", "grid_rounds_to_decision")}
+    over = {"adaptive": summarise(pooled["adaptive"]), "grid_3_per_depth": summarise(pooled["grid"]),
+            "grid_rounds_to_decision": summarise(pooled["rounds"])}
+    ratio = overall["adaptive"] / overall["grid_3_per_depth"]
+    a_err, g_err = over["adaptive"]["error_rate_ci95"], over["grid_3_per_depth"]["error_rate_ci95"]
     document = {
         "benchmark": "sweep-allocation", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "python": platform.python_version(), "load_average": os.getloadavg(),
@@ -152,15 +184,33 @@ def main() -> None:
                      "cold_start_s": COLD_START_S, "margin": MARGIN, "seed": args.seed},
         "scenarios": results,
         "launches_mean_over_scenarios": overall,
-        "launch_ratio_over_scenarios": overall["adaptive"] / overall["grid_3_per_depth"],
+        "over_scenarios": over,
+        "launch_ratio_over_scenarios": ratio,
         "launch_ratio_to_grid_rounds_over_scenarios":
             overall["adaptive"] / overall["grid_rounds_to_decision"],
+        "launches_per_right_ratio_to_grid_over_scenarios":
+            over["adaptive"]["launches_per_right_decision"] / over["grid_3_per_depth"]["launches_per_right_decision"],
+        "launches_per_right_ratio_to_grid_rounds_over_scenarios":
+            over["adaptive"]["launches_per_right_decision"]
+            / over["grid_rounds_to_decision"]["launches_per_right_decision"],
+        # the issue's goal: half the grid's launches or fewer, error rate not worse (the adaptive
+        # error interval's low end not above the grid's high end)
+        "goal": {"launch_ratio_max": 0.5, "launch_ratio": ratio,
+                 "error_rate_not_worse": a_err[0] <= g_err[1],
+                 "met": ratio <= 0.5 and a_err[0] <= g_err[1]},
         "seconds": round(time.time() - started, 1),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(document, indent=2) + "\n")
-    print(f"wrote {args.out}: adaptive/grid-3 launches {document['launch_ratio_over_scenarios']:.2f}, "
-          f"adaptive/grid-rounds {document['launch_ratio_to_grid_rounds_over_scenarios']:.2f}")
+    for kind, o in over.items():
+        print(f"over the scenarios, {kind}: {o['launches_mean']:.1f} launches, right {o['right_rate']:.1%}, "
+              f"wrong {o['error_rate']:.2%} {_pct(o['error_rate_ci95'])}, none {o['insufficient_rate']:.1%}, "
+              f"{o['launches_per_right_decision']:.1f} launches per right decision")
+    print(f"wrote {args.out}: adaptive/grid-3 launches {ratio:.2f}, adaptive/grid-rounds "
+          f"{document['launch_ratio_to_grid_rounds_over_scenarios']:.2f}; launches per right decision "
+          f"adaptive/grid-3 {document['launches_per_right_ratio_to_grid_over_scenarios']:.2f}, "
+          f"adaptive/grid-rounds {document['launches_per_right_ratio_to_grid_rounds_over_scenarios']:.2f}; "
+          f"goal met: {document['goal']['met']}")
 
 
 if __name__ == "__main__":

@@ -37,6 +37,17 @@ class _Gone(Exception):
     """The client closed the connection while we were sending."""
 
 
+def _streamed(request: http.Request) -> bool:
+    """Whether a completion request asks for a stream (the toy model answers only whole
+    replies; streamed ones go to the timing simulator, so a sweep measures rates on a server
+    whose probe and greedy requests the toy answers)."""
+    try:
+        body = json.loads(request.body or b"null")
+    except ValueError:
+        return False
+    return isinstance(body, dict) and body.get("stream") is True
+
+
 class SimServer:
     """One simulated server; `run()` serves until `stop()` or SIGTERM/SIGINT."""
 
@@ -167,7 +178,7 @@ class SimServer:
                 return await self._json(writer, request, 404, {"detail": "Not Found"})
             if cfg.completions_endpoint == "html":
                 return await self._json(writer, request, 200, HTML_PAGE, "text/html; charset=utf-8")
-            if self._toy is not None:
+            if self._toy is not None and not _streamed(request):
                 return await self._toy_answer(request, writer, path)
             return await self._completion(request, writer, "completions" if path == "/v1/completions" else "chat")
         if path in ("/v1/models", "/v1/completions", "/v1/chat/completions"):

@@ -2,25 +2,31 @@
 
 Model. A launch mean of depth d is μ_d·(1 + ε) with ε ~ N(0, cv²): launch-to-launch spread is
 relative and shared by the depths of one deployment, so cv is pooled over every depth with at
-least two launches (df = Σ (n_d − 1)). The standard error of depth d's mean is m_d·cv/√n_d.
+least two launches (df = launches − depths that have a repeat); a depth measured once gets its
+interval from the pooled spread. The standard error of depth d's mean is m_d·cv/√n_d.
 
 Separation. With b the depth of the highest mean among the eligible ones (gate not failed, not
 failed twice), p_d = P(T_df > (m_b − m_d)/se(m_b − m_d)) is the one-sided p-value of "b beats d".
-The best is *separated* when Σ_{d≠b} p_d ≤ α (Bonferroni: every comparison at once, 95%).
+The best is *separated* when W = Σ_{d≠b} p_d ≤ α (Bonferroni: every comparison at once, 95%).
+Within the margin. For a depth r, G_r = Σ_{d≠r} P(T_df > (m_r·(1 + margin) − m_d)/se) bounds
+the probability that some depth is more than the margin (default 2%) above r.
 
-Decision, in order:
-1. `best`: b separated from every other eligible depth;
-2. `tied`: every depth not separated from b (pairwise p_d > α/(k−1)) is shown, at 95%
-   confidence, to be within the practical margin (default 2%) of b: the upper bound of
-   (m_b − m_d)/m_b is ≤ margin. The recommendation is the lowest depth among them;
-3. `insufficient` (budget spent, or no pooled spread yet): the recommendation is the highest
-   mean, provisional, with the candidates the data cannot separate from it.
+Decision, in order (nothing settles while df < MIN_DF: a spread estimated from fewer repeats is
+too often far too small, and a sequential rule stops exactly then):
+1. `best`: W ≤ α;
+2. `tied`: the candidates are b and the depths not separated from it (p_d > α/(k−1)); the
+   tested recommendations R are the lowest candidate and b (one depth when they coincide); those
+   with G_r ≤ α/|R| are within the margin of the best at 95% confidence, and the lowest of them
+   is the recommendation;
+3. `insufficient` (budget spent, or df too small): the recommendation is the highest mean,
+   provisional, with the candidates the data cannot separate from it.
 
 Allocation. After the minimum launches per depth, the next launch goes to the eligible depth
 whose extra launch (its mean held, its standard error shrunk to n+1 launches, df + 1) most lowers
-W = Σ_{d≠b} p_d, the bound on the probability that b is not the best. Before any depth has two
-launches the spread is unknown; the allocation (never the decision) then uses a prior cv of 7%
-(the field's four launches, 25.9–28.4, and a fifth at 23.4 tok/s) with a normal tail.
+min(W, |R|·G_r): the bound on the probability of a wrong settled decision, closest to α. Before
+any depth has two launches the spread is unknown; the allocation (never the decision) then uses
+a prior cv of 7% (the field's four launches, 25.9–28.4, and a fifth at 23.4 tok/s) with a
+normal tail.
 """
 
 from __future__ import annotations
@@ -28,11 +34,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from sparktriage.stats.tdist import t_cdf, t_ppf
+from sparktriage.stats.tdist import t_cdf
 
 ALPHA = 0.05
 MARGIN = 0.02
 PRIOR_CV = 0.07
+MIN_DF = 4  # degrees of freedom of the pooled spread before anything settles (docs/sweep.md)
 
 
 @dataclass(frozen=True)
@@ -47,12 +54,14 @@ class Decision:
     cv: float | None = None
     df: int = 0
     p_values: dict = field(default_factory=dict)  # depth -> one-sided p of "best beats it"
+    within_margin: tuple[int, ...] = ()  # depths shown within the margin of the best (tied)
 
     def as_dict(self) -> dict:
         return {"state": self.state, "depth": self.depth, "candidates": list(self.candidates),
                 "reason": self.reason, "provisional": self.provisional, "basis": "decode",
                 "pooled_cv": self.cv, "pooled_df": self.df,
-                "p_values": {str(k): v for k, v in self.p_values.items()}}
+                "p_values": {str(k): v for k, v in self.p_values.items()},
+                "within_margin": list(self.within_margin)}
 
 
 def _mean(values: list[float]) -> float:
@@ -90,19 +99,29 @@ def _se(m: float, n: int, cv: float) -> float:
 
 
 def p_values(means: dict[int, list[float]], cv: float, df: float,
-             extra: int | None = None) -> tuple[int, dict[int, float]]:
-    """The best depth and, per other depth, the one-sided p of "best beats it" (`extra`: that
-    depth counted with one launch more, for the allocation's look-ahead)."""
+             extra: int | None = None, ref: int | None = None,
+             margin: float = 0.0) -> tuple[int, dict[int, float]]:
+    """The reference depth (default: the highest mean) and, per other depth d, the one-sided p
+    of "d is not more than `margin` above it": P(T_df > (m_r·(1 + margin) − m_d)/se). With
+    margin 0 and the highest mean, the p of "the best beats d". `extra`: that depth counted
+    with one launch more (the allocation's look-ahead)."""
     m = {d: _mean(v) for d, v in means.items()}
     n = {d: len(v) + (1 if d == extra else 0) for d, v in means.items()}
-    best = max(m, key=lambda d: (m[d], -d))
+    best = max(m, key=lambda d: (m[d], -d)) if ref is None else ref
     out = {}
     for d in m:
         if d == best:
             continue
         se = math.hypot(_se(m[best], n[best], cv), _se(m[d], n[d], cv))
-        out[d] = 0.0 if se == 0 else _tail((m[best] - m[d]) / se, df)
+        gap = m[best] * (1.0 + margin) - m[d]
+        out[d] = (0.0 if gap > 0 else 1.0) if se == 0 else _tail(gap / se, df)
     return best, out
+
+
+def candidates_of(p: dict[int, float], best: int, alpha: float = ALPHA) -> list[int]:
+    """The best and every depth not separated from it (pairwise p > α/(k−1))."""
+    k = len(p) + 1
+    return sorted([best] + [d for d, q in p.items() if q > alpha / (k - 1)])
 
 
 def decide(means: dict[int, list[float]], margin: float = MARGIN, alpha: float = ALPHA,
@@ -123,27 +142,31 @@ def decide(means: dict[int, list[float]], margin: float = MARGIN, alpha: float =
                         "can be separated from another; highest mean given as provisional", True)
     best, p = p_values(means, cv, df)
     k = len(means)
+    if df < MIN_DF:
+        return Decision("insufficient", best, tuple(candidates_of(p, best, alpha)),
+                        f"the pooled launch-to-launch spread has {df} degree(s) of freedom, fewer "
+                        f"than the {MIN_DF} a decision needs (a spread estimated from so few repeats "
+                        f"is too often far too small); highest mean given as provisional",
+                        True, cv, df, p)
     if sum(p.values()) <= alpha:
         return Decision("best", best, (best,),
                         f"depth {best} is separated from every other depth at 95% confidence "
                         f"(Bonferroni over {k - 1} comparisons; pooled launch spread {cv * 100:.1f}%, "
                         f"df {df})", False, cv, df, p)
-    candidates = sorted([best] + [d for d, q in p.items() if q > alpha / (k - 1)])
+    candidates = candidates_of(p, best, alpha)
     others = [d for d in candidates if d != best]
-    if others:
-        q = t_ppf(1.0 - alpha / len(others), df)
-        mb = _mean(means[best])
-        bounds = {}
-        for d in others:
-            md = _mean(means[d])
-            se = math.hypot(_se(mb, len(means[best]), cv), _se(md, len(means[d]), cv))
-            bounds[d] = (mb - md + q * se) / mb
-        if all(b <= margin for b in bounds.values()):
-            low = min(candidates)
-            return Decision("tied", low, tuple(candidates),
-                            f"depths {', '.join(map(str, candidates))} are within {margin * 100:g}% "
-                            f"of each other at 95% confidence: the lowest, depth {low}, is kept",
-                            False, cv, df, p)
+    good = good_selection(means, cv, df, candidates, best, margin)
+    level = alpha / len(good)
+    within = sorted(r for r, g in good.items() if g <= level)
+    if within:
+        low = within[0]
+        rest = [d for d in candidates if d not in within]
+        return Decision("tied", low, tuple(candidates),
+                        f"depths {', '.join(map(str, candidates))} are not separated at 95% confidence; "
+                        f"depth {low} is within {margin * 100:g}% of the best at 95% confidence"
+                        + (f", depth(s) {', '.join(map(str, rest))} not shown to be" if rest else "")
+                        + f": depth {low} is kept (the lowest shown within the margin; pooled launch "
+                        f"spread {cv * 100:.1f}%, df {df})", False, cv, df, p, tuple(within))
     not_sep = ", ".join(f"depth {d} (p={p[d]:.2g})" for d in others)
     return Decision("insufficient", best, tuple(candidates),
                     f"depth {best} has the highest mean but is not separated at 95% confidence "
@@ -172,8 +195,28 @@ def next_depth(means: dict[int, list[float]], eligible: list[int], min_per_depth
         return None
     cv, df = pooled_cv(measured)
     cv_used, df_used = (cv, df + 1.0) if cv is not None else (PRIOR_CV, math.inf)
-    scores = {}
-    for d in measured:
-        _, p = p_values(measured, cv_used, df_used, extra=d)
-        scores[d] = sum(p.values())
+    scores = {d: wrong_bound(measured, cv_used, df_used, margin, extra=d) for d in measured}
     return min(scores, key=lambda d: (scores[d], len(measured[d]), d))
+
+
+def wrong_bound(means: dict[int, list[float]], cv: float, df: float, margin: float = MARGIN,
+                extra: int | None = None) -> float:
+    """The smaller of the decision's error bounds, each on the scale of α (`extra`: one launch
+    more there): W = Σ p, the bound on P(the highest mean is not the best), and per tested
+    recommendation r, |R|·G_r, the Bonferroni-adjusted bound on P(r is more than the margin
+    below the best). The sweep settles when one is ≤ α; the next launch goes where it lowers
+    this most."""
+    best, p = p_values(means, cv, df, extra=extra)
+    good = good_selection(means, cv, df, candidates_of(p, best), best, margin, extra)
+    return min([sum(p.values())] + [g * len(good) for g in good.values()])
+
+
+def good_selection(means: dict[int, list[float]], cv: float, df: float, candidates: list[int],
+                   best: int, margin: float, extra: int | None = None) -> dict[int, float]:
+    """The tested recommendations R (the lowest candidate, and the highest mean when that is
+    another depth) and, for each r, G_r = Σ_{d≠r} P(T > (m_r(1 + margin) − m_d)/se): the bound
+    on P(some depth is more than the margin above r). r is within the margin of the best at 95%
+    when G_r ≤ α/|R| (Bonferroni over the tested recommendations)."""
+    tested = sorted({min(candidates), best})
+    return {r: sum(p_values(means, cv, df, extra=extra, ref=r, margin=margin)[1].values())
+            for r in tested}
