@@ -23,7 +23,7 @@ def test_summary_headline_table_is_pinned(report_built):
         f"| {h['label']} | {h['value']} | {h['detail']} |" for h in doc["summary"]["headline"]]
     start = text.index("### Headline numbers") + len("### Headline numbers\n\n")
     assert text[start:].splitlines()[:len(expected)] == expected
-    assert text.startswith("# sparktriage report\n\n- generated_at: 2026-03-01T12:00:00Z ")
+    assert text.startswith("# sparktriage report\n\n- generated_at: 2026-03-01 12:00:00 UTC ")
 
 
 def test_text_from_data_cannot_break_tables_or_inject_html():

@@ -43,7 +43,8 @@ def test_findings_are_ranked_and_the_sweep_gain_is_the_measured_difference(eight
     assert stall["gain"]["basis"] == "measured" and "median of 7" in stall["gain"]["text"]
     health = eight["page_one"]["healthy"]
     assert health == ["output healthy in 8 of 10 probed launches (depths 0, 1, 2, 3): "
-                      "2 probe families passed without a baseline (uncalibrated)"]
+                      "2 probe families passed without a baseline (uncalibrated)",
+                      "delivered vs logged: consistent in 2 of 10 reconciled launches (L001, L002)"]
 
 
 def test_a_stall_in_every_launch_has_an_estimated_gain(tmp_path):

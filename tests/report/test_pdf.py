@@ -7,7 +7,7 @@ import re
 import subprocess
 import zlib
 
-from sparktriage.report.format import number
+from sparktriage.report.format import number, when
 from sparktriage.testbed.synthetic_run import identifying_values, planted_values
 
 
@@ -28,7 +28,7 @@ def test_headline_numbers_and_verdicts_are_in_the_pdf_text(report_built):
         assert verdict["verdict"] in summary_page, verdict
     pool = doc["sections"]["protocol"]["across"][0]
     assert number(pool["decode_tok_s"]["mean"]) in text
-    assert doc["generated_at"] in first_page
+    assert when(doc["generated_at"]) in first_page  # `2026-03-01 12:00:00 UTC`
     assert "ssh-keygen -Y verify -f \"$SIGNERS\" -I consultant@example.com -n sparktriage" in text
 
 

@@ -23,6 +23,7 @@ from sparktriage.launch.run import _startup_timeline
 from sparktriage.logs import startup_time
 from sparktriage.logs.render import render as logs_view
 from sparktriage.report.format import number
+from sparktriage.report.readable import duration
 from sparktriage.report.inputs import load_run
 from sparktriage.report.model import Context, build_document
 from sparktriage.store.rundir import LaunchDir
@@ -78,7 +79,7 @@ def test_every_place_shows_the_same_startup_time(run: Path):
     section, = doc["sections"]["startup"]["launches"]
     assert section["ready_s"] == pytest.approx(took, abs=0.002)
     head = next(h for h in doc["summary"]["headline"] if h["label"] == "Startup time")
-    assert head["value"] == f"{number(took)} s"
+    assert head["value"] == f"{duration(took)} ({number(took)} s)"  # `1 min 15 s (75.4 s)`
     assert "one launch" in head["detail"] and startup_time.SHORT in head["detail"]
     method = next(p for p in doc["methodology"] if p["title"] == "Startup time")
     assert startup_time.DEFINITION in method["text"]

@@ -91,12 +91,13 @@ def reconcile_launch(launch: LaunchDir, logs: Sequence[str] = (), *,
     doc = reconcile(delivered, windows, log_windows, log_edge_s=edge, protocol=protocol or None)
     doc["inputs"] = {"requests": str(launch.requests_path), "logs": list(logs),
                      "metrics": windows is not None}
-    doc = _format_times(doc, tz)
+    doc = format_times(doc, tz)
     launch.write("reconcile.json", doc, ReconcileDocument)
     return doc
 
 
-def _format_times(doc: dict, tz) -> dict:
+def format_times(doc: dict, tz) -> dict:
+    """The document's Unix times as ISO 8601 in zone `tz` (as reconcile.json stores them)."""
     for w in doc["protocol_windows"]:
         w["start"], w["end"] = iso(w["start"], tz), iso(w["end"], tz)
     for part in (doc.get("metrics") or {}, doc.get("log") or {}):
@@ -107,4 +108,4 @@ def _format_times(doc: dict, tz) -> dict:
     return doc
 
 
-__all__ = ["metric_windows", "reconcile_launch"]
+__all__ = ["format_times", "metric_windows", "reconcile_launch"]

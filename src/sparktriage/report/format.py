@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import datetime as _dt
 import re
 
 from sparktriage.textsafe import escape_controls
+from sparktriage.report.readable import duration
 from sparktriage.report.values import fixed, scalar
 
 
@@ -23,7 +25,27 @@ def interval(low: float | None, high: float | None, digits: int = 1) -> str:
 
 
 def seconds(value: float | None) -> str:
-    return "–" if value is None else f"{value:,.1f} s"
+    """A duration as people read it: `48.3 s`, `2 min 20 s`, `1 h 05 min` (readable.duration)."""
+    return "–" if value is None else duration(value)
+
+
+TIME_ZONE_NOTE = "times in UTC: the run records no local time zone"
+
+
+def when(value: str | None) -> str:
+    """An ISO 8601 time as a date and time with its zone stated: `2026-03-01 12:00:00 UTC`.
+
+    Run directories record times in UTC and no local zone (docs/report.md, "Times"), so the
+    report shows UTC and says so; text that is not a time is returned as it is."""
+    if not value:
+        return "unknown"
+    try:
+        parsed = _dt.datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        return value
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=_dt.timezone.utc)
+    return parsed.astimezone(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def cell(value) -> str:

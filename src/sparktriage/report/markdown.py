@@ -7,11 +7,12 @@ directory is escaped so that it cannot break a table or inject HTML into a Markd
 from __future__ import annotations
 
 from sparktriage.report.sweep import HEADERS as SWEEP_HEADERS, sweep_lines, sweep_rows
-from sparktriage.report.format import (cell, delivered_label, interval, number,
+from sparktriage.report.format import (TIME_ZONE_NOTE, when, cell, delivered_label, interval, number,
                                        percent, pool_notes, readable_key, seconds,
                                        stability_words, with_provisional)
 from sparktriage.report.values import fixed
-from sparktriage.report.probe_text import NUMBER_HEADERS
+from sparktriage.report.probe_text import NUMBER_HEADERS, group_title
+from sparktriage.report.probe_text import groups as probe_groups
 from sparktriage.report.environment import cross_node_rows
 
 _ESCAPES = str.maketrans({"|": "\\|", "<": "&lt;", ">": "&gt;", "\n": " ", "\r": " ", "`": "'"})
@@ -140,8 +141,8 @@ def _probe(doc: dict, section: dict) -> list[str]:
     out = ["## Output quality (garbage probe)", ""]
     if section["status"] == "missing":
         return out + _missing(section)
-    for launch in section["launches"]:
-        out += [f"### Launch {esc(launch['label'])}: **{esc(launch['verdict'])}**"
+    for labels, launch in probe_groups(section["launches"]):  # each distinct result once
+        out += [f"### {esc(group_title(labels))}: **{esc(launch['verdict'])}**"
                 + (f" (pattern {esc(launch['pattern'])})" if launch["pattern"] else ""), "",
                 f"Baseline: {esc(launch['baseline'] or 'none')}; tokens spent "
                 f"{number(launch['tokens_spent'], 0)}; wall time {seconds(launch['wall_s'])}.", ""]
@@ -243,8 +244,9 @@ def render(doc: dict) -> str:
     run = doc["run"]
     command = run["command"] if isinstance(run["command"], str) else " ".join(run["command"] or [])
     out = ["# sparktriage report", "",
-           f"- generated_at: {doc['generated_at']} (the only field that changes when the report is rebuilt)",
-           f"- run created: {esc(run['created'] or 'unknown')}; recorded by sparktriage {esc(run['tool_version'] or '?')}; "
+           f"- generated_at: {when(doc['generated_at'])} (the only field that changes when the report is rebuilt; "
+           f"{TIME_ZONE_NOTE})",
+           f"- run created: {esc(when(run['created']))}; recorded by sparktriage {esc(run['tool_version'] or '?')}; "
            f"report by sparktriage {esc(doc['tool_version'])}",
            f"- launches: {esc(', '.join(run['launches']) or 'none')}",
            f"- command: `{' '.join(command.replace('`', chr(39)).split())}`" if command else "- command: unknown",

@@ -203,8 +203,14 @@ def _healthy_probe(sections: dict) -> list[str]:
 
 def _healthy_reconcile(sections: dict) -> list[str]:
     rec = sections["reconciliation"]
-    ok = [r for r in rec.get("launches", []) if r.get("verdict") == "consistent"]
-    return [f"delivered vs logged: consistent in {count(len(ok), 'launch', 'launches')}"] if ok else []
+    judged = [r for r in rec.get("launches", []) if r.get("verdict")]
+    ok = [r for r in judged if r["verdict"] == "consistent"]
+    if not ok:
+        return []
+    if len(ok) == len(judged):
+        return [f"delivered vs logged: consistent in {count(len(ok), 'launch', 'launches')}"]
+    return [f"delivered vs logged: consistent in {len(ok)} of {len(judged)} reconciled launches "
+            f"({', '.join(r['label'] for r in ok)})"]
 
 
 def not_measured(sections: dict) -> list[dict]:

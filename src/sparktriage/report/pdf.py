@@ -19,11 +19,12 @@ import struct
 from xml.sax.saxutils import escape
 
 from sparktriage.report.sweep import HEADERS as SWEEP_HEADERS, sweep_lines, sweep_rows
-from sparktriage.report.format import (cell, delivered_label, interval, number,
+from sparktriage.report.format import (TIME_ZONE_NOTE, when, cell, delivered_label, interval, number,
                                        percent, pool_notes, readable_key, seconds,
                                        stability_words, with_provisional)
 from sparktriage.report.values import fixed
-from sparktriage.report.probe_text import NUMBER_HEADERS
+from sparktriage.report.probe_text import NUMBER_HEADERS, group_title
+from sparktriage.report.probe_text import groups as probe_groups
 from sparktriage.report.environment import cross_node_rows
 
 PAGE_MARGIN = 42.0
@@ -189,7 +190,7 @@ class _Builder:
             return
         d = self.doc
         self.heading("sparktriage report: diagnosis", 1)
-        self.p(f"generated_at {d['generated_at']}; launches {', '.join(d['run']['launches']) or 'none'}; "
+        self.p(f"generated_at {when(d['generated_at'])}; launches {', '.join(d['run']['launches']) or 'none'}; "
                f"report by sparktriage {d['tool_version']}.", self.small)
         self.p(f"<b>Deployment.</b> {_clean(p['deployment']['line'])}", raw=True)
         self.p(f"<b>Protocol.</b> {_clean(p['protocol'])}", self.small, raw=True)
@@ -220,14 +221,14 @@ class _Builder:
         d = self.doc
         run = d["run"]
         self.heading("Summary" if d.get("page_one") else "sparktriage report", 1)
-        self.p(f"generated_at {d['generated_at']}. Run created {run['created'] or 'unknown'}; "
+        self.p(f"generated_at {when(d['generated_at'])} ({TIME_ZONE_NOTE}). Run created {when(run['created'])}; "
                f"launches {', '.join(run['launches']) or 'none'}; report by sparktriage {d['tool_version']}.")
         self.heading("Headline numbers", 3)
         self.table(["", "value", "what it is"], [[h["label"], h["value"], h["detail"]]
                                                 for h in d["summary"]["headline"]], [0.3, 0.22, 0.48])
         self.heading("Verdicts", 3)
         self.table(["topic", "verdict", "detail"], [[v["topic"], v["verdict"], v["detail"]]
-                                                   for v in d["summary"]["verdicts"]], [0.25, 0.2, 0.55])
+                                                   for v in d["summary"]["verdicts"]], [0.2, 0.34, 0.46])
         self.heading("Warnings", 3)
         for warning in d["warnings"][:25] or ["none"]:
             self.p(f"- {warning}", self.small)
@@ -313,8 +314,8 @@ class _Builder:
         self.heading("Output quality (garbage probe)")
         if section["status"] == "missing":
             return self.missing(section)
-        for launch in section["launches"]:
-            self.heading(f"Launch {launch['label']}: {launch['verdict']}"
+        for labels, launch in probe_groups(section["launches"]):  # each distinct result once
+            self.heading(f"{group_title(labels)}: {launch['verdict']}"
                          + (f" (pattern {launch['pattern']})" if launch["pattern"] else ""), 3)
             self.table(["family", "status", "what it checked and found"],
                        [[f["name"], f["status"], f["sentence"]] for f in launch["families"]],

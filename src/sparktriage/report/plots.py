@@ -49,34 +49,77 @@ def _png(figure) -> bytes:
     return buffer.getvalue()
 
 
-def per_launch(protocol: dict) -> Plot | None:
+PER_LAUNCH_CAPTION = (
+    "What to read: each dot is one launch's mean delivered decode rate for a workload, its bar "
+    "the 95% t-interval over that launch's requests; the shaded band behind a group of launches "
+    "(same workload and depth) is the 95% interval over their launch means, with the pooled mean "
+    "as a line. Bars that do not overlap the band, or a band much wider than the bars, mean the "
+    "launch (not the request) sets the uncertainty: compare launches, not requests.")
+
+
+def per_launch_values(protocol: dict) -> tuple[list[dict], list[dict]]:
+    """What the per-launch plot draws: points (x, workload, mean, interval over requests) and
+    bands (x span, pooled mean, interval over launches), from the document's own numbers."""
     launches = protocol.get("launches", [])
-    if not launches:
-        return None
     names = sorted({w["name"] for l in launches for w in l["workloads"]})
-    figure = _figure(7.0, 3.2)
-    figure.subplots_adjust(left=0.09, right=0.98, top=0.9, bottom=0.2)
-    axes = figure.add_subplot()
-    labels = [l["label"] for l in launches]
+    x_of = {l["label"]: i for i, l in enumerate(launches)}
+    points = []
     for k, name in enumerate(names):
         offset = (k - (len(names) - 1) / 2) * 0.18
-        xs, ys, lo, hi = [], [], [], []
         for i, launch in enumerate(launches):
             w = next((w for w in launch["workloads"] if w["name"] == name), None)
             d = w["decode_tok_s"] if w else None
             if d and d["mean"] is not None:
-                xs.append(i + offset)
-                ys.append(d["mean"])
-                lo.append(d["mean"] - (d["ci95_low"] if d["ci95_low"] is not None else d["mean"]))
-                hi.append((d["ci95_high"] if d["ci95_high"] is not None else d["mean"]) - d["mean"])
-        axes.errorbar(xs, ys, yerr=[lo, hi], fmt="o", capsize=3, markersize=4,
-                      color=_COLORS[k % len(_COLORS)], label=name)
+                points.append({"x": i + offset, "workload": name, "series": k, "mean": d["mean"],
+                               "low": d["ci95_low"] if d["ci95_low"] is not None else d["mean"],
+                               "high": d["ci95_high"] if d["ci95_high"] is not None else d["mean"]})
+    bands = []
+    for pool in protocol.get("across", []):
+        d = pool.get("decode_tok_s") or {}
+        xs = [x_of[l] for l in pool.get("launches", []) if l in x_of]
+        if not xs or d.get("mean") is None or pool["workload"] not in names:
+            continue
+        bands.append({"x0": min(xs) - 0.4, "x1": max(xs) + 0.4, "workload": pool["workload"],
+                      "series": names.index(pool["workload"]), "mean": d["mean"],
+                      "low": d.get("ci95_low"), "high": d.get("ci95_high"),
+                      "n_launches": len(xs)})
+    return points, bands
+
+
+def per_launch(protocol: dict) -> Plot | None:
+    if not protocol.get("launches"):
+        return None
+    return Plot("delivered_per_launch.png", _png(per_launch_figure(protocol)),
+                "Delivered tok/s per launch", PER_LAUNCH_CAPTION)
+
+
+def per_launch_figure(protocol: dict):
+    """The per-launch figure (dots with bars over requests, bands over launches)."""
+    launches = protocol.get("launches", [])
+    points, bands = per_launch_values(protocol)
+    figure = _figure(7.0, 3.2)
+    figure.subplots_adjust(left=0.09, right=0.98, top=0.9, bottom=0.2)
+    axes = figure.add_subplot()
+    labels = [l["label"] for l in launches]
+    for band in bands:
+        color = _COLORS[band["series"] % len(_COLORS)]
+        if band["low"] is not None and band["n_launches"] > 1:
+            axes.fill_between([band["x0"], band["x1"]], band["low"], band["high"], color=color,
+                              alpha=0.12, linewidth=0, gid="over-launches")
+        axes.hlines(band["mean"], band["x0"], band["x1"], colors=color, linewidth=1, alpha=0.7)
+    for k in sorted({p["series"] for p in points}):
+        mine = [p for p in points if p["series"] == k]
+        axes.errorbar([p["x"] for p in mine], [p["mean"] for p in mine],
+                      yerr=[[p["mean"] - p["low"] for p in mine], [p["high"] - p["mean"] for p in mine]],
+                      fmt="o", capsize=3, markersize=4, color=_COLORS[k % len(_COLORS)],
+                      label=f"{mine[0]['workload']} (95% over requests)")
+    if any(b["low"] is not None and b["n_launches"] > 1 for b in bands):
+        axes.fill_between([], [], [], color="#7f7f7f", alpha=0.2, label="95% over launches")
     axes.set_xticks(range(len(labels)), labels, rotation=45 if len(labels) > 8 else 0)
     axes.set_ylabel("delivered decode tok/s")
-    axes.set_title("Delivered decode rate per launch (mean, 95% interval over requests)")
-    axes.legend(loc="best", frameon=False)
-    return Plot("delivered_per_launch.png", _png(figure), "Delivered tok/s per launch",
-                "Mean decode rate of each launch's measured requests with its 95% t-interval.")
+    axes.set_title("Delivered decode rate per launch: intervals over requests and over launches")
+    axes.legend(loc="best", frameon=False, fontsize=7)
+    return figure
 
 
 DELIVERED_VS_LOGGED_CAPTION = (
@@ -115,9 +158,10 @@ def delivered_vs_logged(series: list[dict]) -> Plot | None:
                            hspace=0.55, wspace=0.22)
     for index, item in enumerate(series):
         axes = figure.add_subplot(rows, cols, index + 1)
-        for k, (sent, end) in enumerate(item.get("requests") or []):
-            axes.axvspan(sent, end, color="#7f7f7f", alpha=0.12, linewidth=0,
-                         label="request in flight" if k == 0 else None)
+        spans = [(sent, end - sent) for sent, end in item.get("requests") or []]
+        if spans:  # one collection for every request band (not an artist per request)
+            axes.broken_barh(spans, (0, 1), transform=axes.get_xaxis_transform(), color="#7f7f7f",
+                             alpha=0.12, linewidth=0, label="request in flight")
         if item["delivered"]:
             xs = [w["t"] for w in item["delivered"]]
             ys = [w["tok_s"] for w in item["delivered"]]
@@ -176,9 +220,17 @@ STARTUP_CAPTION = (
     "points at that node.")
 
 
+def _boxes(ys: list, lefts: list, widths: list, height: float) -> list[list[tuple]]:
+    """Rectangles (as polygons) centred on rows `ys`: one collection draws them all at once."""
+    half = height / 2
+    return [[(x, y - half), (x + w, y - half), (x + w, y + half), (x, y + half)]
+            for y, x, w in zip(ys, lefts, widths)]
+
+
 def gantt_figure(launches: list[dict], part: int, parts: int, colors: dict[str, str]):
     """The startup Gantt chart's figure (rows per launch and node, stall boxes labelled by
     cause)."""
+    from matplotlib.collections import PolyCollection
     from matplotlib.patches import Patch
 
     rows = _gantt_rows(launches)
@@ -196,28 +248,36 @@ def gantt_figure(launches: list[dict], part: int, parts: int, colors: dict[str, 
                 entry[1].append(p["end"] - p["start"])
                 entry[2].append(p["start"])
     for name, (ys, widths, lefts) in bars.items():
-        axes.barh(ys, widths, left=lefts, height=0.55, color=colors[name], edgecolor="white",
-                  linewidth=0.4)
-    stalls = 0
+        axes.add_collection(PolyCollection(_boxes(ys, lefts, widths, 0.55), facecolors=colors[name],
+                                           edgecolors="white", linewidths=0.4))
+    stall_rows, stall_lefts, stall_widths = [], [], []
     for launch in launches:
         for f in launch["findings"]:
             if f["start"] is None:
                 continue
-            stalls += 1
             end = f["end"] if f["end"] is not None else f["start"] + (f["duration_s"] or 0)
             node_rows = [index[(launch["label"], f["node"])]] if (launch["label"], f["node"]) in index \
                 else [i for (label, _), i in index.items() if label == launch["label"]]
-            axes.barh(node_rows, [max(end - f["start"], 0.01)] * len(node_rows), left=f["start"],
-                      height=0.85, fill=False, hatch="///", edgecolor="#d62728", linewidth=0.9)
+            stall_rows += node_rows
+            stall_lefts += [f["start"]] * len(node_rows)
+            stall_widths += [max(end - f["start"], 0.01)] * len(node_rows)
             axes.annotate(f["id"], (end, node_rows[0]), xytext=(3, 0), textcoords="offset points",
                           fontsize=6.5, color="#d62728", va="center",
                           bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.85})
+    if stall_rows:
+        axes.add_collection(PolyCollection(_boxes(stall_rows, stall_lefts, stall_widths, 0.85),
+                                           facecolors="none", hatch="///", edgecolors="#d62728",
+                                           linewidths=0.9))
+    axes.autoscale_view()
+    axes.set_xlim(left=0)
+    axes.grid(False, axis="y")  # one row per tick: horizontal grid lines add nothing
     labels = [f"{launch['label']} {node}"[:26] for launch, node in rows]
     axes.set_yticks(range(len(rows)), labels, fontsize=7)
+    axes.tick_params(axis="y", length=0)
     axes.set_ylim(len(rows) - 0.5, -0.5)
     axes.set_xlabel("s since the launch's first recorded startup event")
     handles = [Patch(color=c, label=n) for n, c in colors.items() if n in bars]
-    if stalls:
+    if stall_rows:
         handles.append(Patch(fill=False, hatch="///", edgecolor="#d62728", label="stall"))
     axes.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.42 / (height - 1.25)),
                 ncol=6, frameon=False, fontsize=6.5)
@@ -240,40 +300,72 @@ def startup_plots(startup: dict) -> list[Plot]:
     return [startup_gantt(group, i + 1, len(groups), colors) for i, group in enumerate(groups)]
 
 
-def sweep_curve(sweep: dict) -> Plot | None:
+SWEEP_CAPTION = (
+    "What to read: left, the delivered decode rate per speculative depth (mean of launch means, "
+    "bar: 95% interval over launches; dots: single launches) against the roofline ceiling of "
+    "plain decode (grey line, when the deployment gives it); the dashed green line is the depth "
+    "the sweep chose. Overlapping bars mean the depths are not separated by the data. Right, "
+    "the acceptance rate at each draft position per depth: where it falls off, deeper drafts "
+    "only cost time.")
+
+
+def sweep_values(sweep: dict, roofline: dict | None = None) -> dict:
+    """What the sweep plot draws: per depth the mean and its interval over launches, the
+    roofline ceiling (or None) and the acceptance rate per draft position."""
     points = [p for p in sweep.get("points", []) if p["mean"] is not None]
-    if not points:
+    ceiling = (roofline or {}).get("ceiling_tok_s") if (roofline or {}).get("status") == "present" else None
+    return {"depths": [p["depth"] for p in points], "means": [p["mean"] for p in points],
+            "low": [p["ci95_low"] if p["ci95_low"] is not None else p["mean"] for p in points],
+            "high": [p["ci95_high"] if p["ci95_high"] is not None else p["mean"] for p in points],
+            "rates": [p["rates"] for p in points], "ceiling_tok_s": ceiling,
+            "chosen": sweep.get("decision", {}).get("depth"),
+            "per_position": {p["depth"]: p.get("per_position") or [] for p in points
+                             if p.get("per_position")}}
+
+
+def sweep_curve(sweep: dict, roofline: dict | None = None) -> Plot | None:
+    if not sweep_values(sweep, roofline)["depths"]:
         return None
+    return Plot("sweep.png", _png(sweep_figure(sweep, roofline)), "Sweep per depth", SWEEP_CAPTION)
+
+
+def sweep_figure(sweep: dict, roofline: dict | None = None):
+    """The sweep figure: rate per depth with the ceiling line, acceptance per position."""
+    v = sweep_values(sweep, roofline)
     figure = _figure(7.0, 3.0)
-    figure.subplots_adjust(left=0.09, right=0.91, top=0.9, bottom=0.15)
-    axes = figure.add_subplot()
-    depths = [p["depth"] for p in points]
-    means = [p["mean"] for p in points]
-    low = [p["mean"] - (p["ci95_low"] if p["ci95_low"] is not None else p["mean"]) for p in points]
-    high = [(p["ci95_high"] if p["ci95_high"] is not None else p["mean"]) - p["mean"] for p in points]
-    axes.errorbar(depths, means, yerr=[low, high], fmt="-o", capsize=3, color=_COLORS[0],
-                  label="delivered tok/s (mean of launches)")
-    for p in points:
-        axes.plot([p["depth"]] * len(p["rates"]), p["rates"], ".", color=_COLORS[0], alpha=0.4)
-    chosen = sweep.get("decision", {}).get("depth")
-    if chosen in depths:
-        axes.axvline(chosen, color="#2ca02c", linestyle="--", linewidth=1, label=f"chosen: {chosen}")
+    figure.subplots_adjust(left=0.09, right=0.98, top=0.88, bottom=0.16, wspace=0.28)
+    axes, right = figure.subplots(1, 2, gridspec_kw={"width_ratios": [3, 2]})
+    depths = v["depths"]
+    axes.errorbar(depths, v["means"], yerr=[[m - l for m, l in zip(v["means"], v["low"])],
+                                            [h - m for m, h in zip(v["means"], v["high"])]],
+                  fmt="-o", capsize=3, color=_COLORS[0], label="mean of launches, 95% over launches")
+    for depth, rates in zip(depths, v["rates"]):
+        axes.plot([depth] * len(rates), rates, ".", color=_COLORS[0], alpha=0.4)
+    if v["ceiling_tok_s"] is not None:
+        axes.axhline(v["ceiling_tok_s"], color="#7f7f7f", linewidth=1.2, gid="ceiling",
+                     label=f"roofline ceiling {v['ceiling_tok_s']:.0f} tok/s")
+        axes.set_ylim(0, max(v["ceiling_tok_s"], max(v["high"])) * 1.08)
+    if v["chosen"] in depths:
+        axes.axvline(v["chosen"], color="#2ca02c", linestyle="--", linewidth=1, label=f"chosen: {v['chosen']}")
     axes.set_xlabel("speculative tokens (depth)")
     axes.set_ylabel("delivered decode tok/s")
-    accept = [(p["depth"], p["acceptance_length"]) for p in points if p["acceptance_length"] is not None]
-    if accept:
-        twin = axes.twinx()
-        twin.plot([a[0] for a in accept], [a[1] for a in accept], "s--", color=_COLORS[4],
-                  markersize=4, label="mean acceptance length")
-        twin.set_ylabel("mean acceptance length")
-        twin.grid(False)
-        twin.legend(loc="lower right", frameon=False)
     axes.set_xticks(depths)
-    axes.legend(loc="upper left", frameon=False)
-    axes.set_title("Speculative-depth sweep")
-    return Plot("sweep.png", _png(figure), "Sweep per depth",
-                "Delivered decode rate per speculative depth (mean of launch means, 95% interval "
-                "over launches; dots are launches) and the mean acceptance length.")
+    axes.legend(loc="lower right", frameon=False, fontsize=6.5)
+    axes.set_title("Rate per depth", fontsize=8.5)
+    for k, (depth, rates) in enumerate(sorted(v["per_position"].items())):
+        right.plot(range(1, len(rates) + 1), rates, "o-", markersize=3,
+                   color=_COLORS[(k + 1) % len(_COLORS)], label=f"depth {depth}")
+    if v["per_position"]:
+        right.set_xlabel("draft position")
+        right.set_ylim(0, 1.05)
+        right.legend(loc="upper right", frameon=False, fontsize=6.5)
+    else:
+        right.text(0.5, 0.5, "not measured: no per-position\nacceptance in the sweep",
+                   ha="center", va="center", transform=right.transAxes, fontsize=7.5)
+    right.set_ylabel("acceptance rate")
+    right.set_title("Acceptance per position", fontsize=8.5)
+    figure.suptitle("Speculative-depth sweep", fontsize=9)
+    return figure
 
 
 def render_all(document: dict) -> list[Plot]:
@@ -282,5 +374,5 @@ def render_all(document: dict) -> list[Plot]:
     plots = [per_launch(sections["protocol"]),
              delivered_vs_logged(sections["reconciliation"].get("series", []))]
     plots += startup_plots(sections["startup"])
-    plots.append(sweep_curve(sections["sweep"]))
+    plots.append(sweep_curve(sections["sweep"], sections.get("roofline")))
     return [p for p in plots if p is not None]

@@ -82,5 +82,30 @@ def family_entry(family: dict) -> dict:
 
 
 NUMBER_HEADERS = ["family", "quantity", "value"]
+_SHOWN = ("verdict", "pattern", "baseline", "tokens_spent", "wall_s", "families")
 
-__all__ = ["NUMBER_HEADERS", "family_entry", "number_rows", "sentence"]
+
+def groups(launches: list[dict]) -> list[tuple[list[str], dict]]:
+    """Launches whose probe result reads the same (verdict, pattern, baseline, tokens, wall
+    time, every family's sentence and numbers) as one group: (labels, the first launch), in the
+    order of first appearance, so that the report prints each distinct result once."""
+    out: list[tuple[list[str], dict]] = []
+    seen: dict[str, int] = {}
+    for launch in launches:
+        key = repr([launch.get(k) for k in _SHOWN])
+        if key in seen:
+            out[seen[key]][0].append(launch["label"])
+        else:
+            seen[key] = len(out)
+            out.append(([launch["label"]], launch))
+    return out
+
+
+def group_title(labels: list[str]) -> str:
+    """`Launch L001` or `Launches L001, L002 (the same result)`."""
+    if len(labels) == 1:
+        return f"Launch {labels[0]}"
+    return f"Launches {', '.join(labels)} (the same result)"
+
+
+__all__ = ["NUMBER_HEADERS", "family_entry", "group_title", "groups", "number_rows", "sentence"]

@@ -269,9 +269,6 @@ def reconciliation_section(inputs: RunInputs, launches: list[dict]) -> dict:
             "verdict": text(as_dict(rec).get("verdict")),
             "reasons": [s["text"] for s in _sentences(rec)],
             "explanation": _sentences(rec),
-            "details": [(k, v) for k, v in flatten({k: v for k, v in as_dict(rec).items()
-                                                    if k not in ("schema_version", "verdict",
-                                                                 "reasons")}, limit=30)],
             "sources": [s for s, d in ((f"launches/{label}/logs.json", logs),
                                        (f"launches/{label}/reconcile.json", rec)) if d is not None],
         })

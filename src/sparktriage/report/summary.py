@@ -11,6 +11,7 @@ from statistics import median
 
 from sparktriage.logs.startup_time import SHORT as STARTUP_SHORT
 from sparktriage.report.format import decision_words, delivered_label, interval, number
+from sparktriage.report.readable import duration
 
 
 def _pools_to_show(sections: dict) -> list[dict]:
@@ -79,9 +80,10 @@ def headline(sections: dict) -> list[dict]:
     timed = [(l["label"], l["ready_s"]) for l in sections["startup"].get("launches", [])
              if l["ready_s"] is not None]
     if timed:
-        each = ", ".join(f"{label} {number(s)} s" for label, s in timed)
-        value = number(median(s for _, s in timed))
-        rows.append({"label": "Startup time", "value": f"{value} s",
+        each = ", ".join(f"{label} {duration(s)}" for label, s in timed)
+        took = median(s for _, s in timed)  # with the seconds that stdout and `logs` print
+        rows.append({"label": "Startup time",
+                     "value": duration(took) + (f" ({number(took)} s)" if took >= 60 else ""),
                      "detail": (f"median of {len(timed)} launches ({each}); " if len(timed) > 1
                                 else f"launch {timed[0][0]}, one launch; ") + STARTUP_SHORT})
     return rows

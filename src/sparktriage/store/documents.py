@@ -115,12 +115,38 @@ def loads_bounded(text: str | bytes, origin: str, line: int | None = None,
         raise limit_hit("JSON nesting", f"{max_depth} levels", origin, line) from None
     if depth_of(value, max_depth) > max_depth:
         raise limit_hit("JSON nesting", f"{max_depth} levels", origin, line)
+    if not _may_hold_surrogate(text):
+        return value  # nothing to escape: skip the walk over every string
     return escape_surrogates(value)[0]
+
+
+def _may_hold_surrogate(text: str | bytes) -> bool:
+    """False only when the parsed value cannot hold a lone surrogate: no `\\uD` escape in the
+    text and the text itself is strict UTF-8 (a surrogate's own bytes or character fail that).
+    A false alarm (e.g. an escaped backslash before `uD`) only costs the full walk."""
+    if isinstance(text, str):
+        return "\\ud" in text or "\\uD" in text or _has_surrogate(text)
+    if b"\\ud" in text or b"\\uD" in text or b"\x00" in text:  # NUL: maybe UTF-16/32 JSON
+        return True
+    try:
+        text.decode("utf-8")
+    except UnicodeDecodeError:
+        return True
+    return False
+
+
+def _json(document: Any, **options: Any) -> str:
+    """JSON text with non-finite floats as null. The common case (none) is encoded directly;
+    only when the encoder refuses a NaN or infinity is the copy with None made (same text)."""
+    try:
+        return json.dumps(document, ensure_ascii=False, allow_nan=False, **options)
+    except ValueError:
+        return json.dumps(_sanitize(document), ensure_ascii=False, allow_nan=False, **options)
 
 
 def dumps(document: Any) -> str:
     """Canonical JSON text of a document: UTF-8, no NaN, stable key order as given."""
-    return json.dumps(_sanitize(document), ensure_ascii=False, allow_nan=False)
+    return _json(document)
 
 
 def write_document(path: Path, document: dict) -> None:
@@ -129,7 +155,7 @@ def write_document(path: Path, document: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(
-        json.dumps(_sanitize(redaction.document(document)), indent=2, ensure_ascii=False, allow_nan=False) + "\n",
+        _json(redaction.document(document), indent=2) + "\n",
         encoding="utf-8",
     )
     os.replace(tmp, path)

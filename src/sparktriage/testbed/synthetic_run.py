@@ -23,6 +23,9 @@ from pathlib import Path
 import yaml
 
 from sparktriage.bench.protocol import rebuild
+from sparktriage.logs.series import StatsWindow
+from sparktriage.reconcile.launch import format_times
+from sparktriage.reconcile.windows import delivered_from_records, reconcile
 from sparktriage.store.documents import dumps
 from sparktriage.store.rundir import LaunchDir
 
@@ -207,11 +210,7 @@ def _side_documents(launch: LaunchDir, spec: SyntheticSpec, rng: random.Random, 
                                                 1.0 + 0.55 * depth, "accepted": 1000 * depth,
                                                 "drafted": 1400 * depth, "per_position": []},
         "kernels": ["CutlassNvFp4MoE"], "errors": [{"time": None, "text": log_lines}]})
-    _launch_write(launch, "reconcile.json", {"kind": "reconcile", "synthetic": True,
-                                    "verdict": "log-includes-idle-or-prefill",
-                                    "reasons": [{"code": "log-includes-idle-or-prefill",
-                                                 "text": "the log's windows aggregate all requests "
-                                                         "and include prefill time"}]})
+    _launch_write(launch, "reconcile.json", {"synthetic": True, **_reconciled(launch, windows)})
     _launch_write(launch, "probe.json", {"kind": "probe", "synthetic": True, "verdict": "healthy",
                                 "pattern": None, "baseline": None, "tokens_spent": 6120, "wall_s": 21.4,
                                 "families": [{"name": "logprob-sanity", "status": "ok",
@@ -242,6 +241,19 @@ def _side_documents(launch: LaunchDir, spec: SyntheticSpec, rng: random.Random, 
         _write_raw(bundle / "nodes" / node / "environment.json", env)
     _write_raw(bundle / "environment-diff.json", {"schema_version": 1, "differences": [
         {"key": "nccl", "values": {nodes[0]: "2.27.7", nodes[-1]: "2.26.2"}}]})
+
+
+def _reconciled(launch: LaunchDir, windows: list[dict]) -> dict:
+    """reconcile.json made by the real reconciliation code (reconcile.windows.reconcile) from
+    the launch's requests and the synthetic log's stats windows, in the real document's shape."""
+    records = [json.loads(line) for line in launch.requests_path.read_text(encoding="utf-8").splitlines()
+               if line.strip()]
+    stats = [StatsWindow(t=w["t"], engine="0", prompt=0.0, generation=w["value"], level="INFO",
+                         node="", start=w["t"] - 10.0) for w in windows]
+    doc = reconcile(delivered_from_records(records), None, stats, log_edge_s=1.0)
+    doc["inputs"] = {"requests": "requests.jsonl", "logs": ["synthetic stats windows (logs.json)"],
+                     "metrics": False}
+    return format_times(doc, _dt.timezone.utc)
 
 
 def add_side_documents(launch_path: Path, plant: bool = True, seed: int = 7) -> None:
@@ -292,7 +304,9 @@ def make_run(root: Path, spec: SyntheticSpec = SyntheticSpec()) -> Path:
             number += 1
             launches.append(_launch(root, f"L{number:03d}", spec, rng, depth, start, number))
             start += 900.0
-        points.append({"depth": depth, "launches": launches})
+        points.append({"depth": depth, "launches": launches,  # acceptance rate per draft position
+                       "per_position": [round((0.8 - 0.02 * depth) * 0.82 ** i, 3)
+                                                      for i in range(depth)]})
     if len(spec.depths) > 1:
         best = max(points, key=lambda p: sum(l["delivered_tok_s"] for l in p["launches"]))
         _write_raw(root / "sweep.json", {
