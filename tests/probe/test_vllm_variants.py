@@ -4,12 +4,16 @@ Controls (the trained checkpoint, correct NVFP4 and MXFP4 round trips) are never
 garbage or suspect; every gross dispatch bug is called garbage, with or without a baseline;
 every subtle bug is at least suspect against the baseline of its format (the fingerprint of the
 correct round trip: a known-good launch of the same FP4 checkpoint). One server start per
-variant, with the engine core in-process to start faster.
+variant, with the engine core in-process to start faster; two variants are served at a time
+(each its own server, port and run directory): a start is mostly single-threaded imports and
+loading, so two of them share the two cores of CI in about the time of one and a half, and the
+probe's verdict does not depend on its speed.
 """
 
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -24,6 +28,7 @@ from sparktriage.testbed.server import served
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 SEED = 11
 BUGS = [v for v in CATALOGUE if v.severity != "control"]
+AT_ONCE = 2  # servers at a time (see the module doc)
 
 
 @pytest.fixture(scope="module")
@@ -55,8 +60,11 @@ def controls(testbed, tmp_path_factory, recorder):
         baseline_io.save(first.fingerprint, fps["bf16"], server.base_url, first.server_version)
         second = probe(server.base_url, SEED + 1, fps["bf16"])
     rows = {"bf16": (row(bf16, second.document), second.document), "bf16-first": (None, first.document)}
-    for fmt in ("nvfp4", "mxfp4"):
-        rows[fmt] = run_variant(testbed, by_name(fmt), work, SEED, baseline=fps["bf16"], save_baseline=fps[fmt])
+    with ThreadPoolExecutor(AT_ONCE) as pool:
+        runs = {fmt: pool.submit(run_variant, testbed, by_name(fmt), work, SEED,
+                                 baseline=fps["bf16"], save_baseline=fps[fmt])
+                for fmt in ("nvfp4", "mxfp4")}
+        rows.update({fmt: run.result() for fmt, run in runs.items()})
     for name in ("bf16", "nvfp4", "mxfp4"):
         recorder.add(rows[name][0])
     return {"rows": rows, "fingerprints": fps}
@@ -83,9 +91,21 @@ def test_first_probe_without_baseline_is_not_garbage(controls):
         Path(out).write_text(controls["fingerprints"]["bf16"].read_text())
 
 
+@pytest.fixture(scope="module")
+def bug_runs(testbed, controls, tmp_path_factory):
+    """Every bug variant served and probed, AT_ONCE at a time: name -> future of (row, doc)."""
+    work = tmp_path_factory.mktemp("garbage-bugs")
+    with ThreadPoolExecutor(AT_ONCE) as pool:
+        runs = {v.name: pool.submit(run_variant, testbed, v, work, SEED,
+                                    baseline=controls["fingerprints"][v.fmt]) for v in BUGS}
+        for run in runs.values():  # every server is stopped before the tests read the rows
+            run.exception()
+    return runs
+
+
 @pytest.mark.parametrize("variant", BUGS, ids=lambda v: v.name)
-def test_bug_variant(testbed, controls, recorder, variant, tmp_path):
-    r, doc = run_variant(testbed, variant, tmp_path, SEED, baseline=controls["fingerprints"][variant.fmt])
+def test_bug_variant(bug_runs, recorder, variant):
+    r, doc = bug_runs[variant.name].result()  # re-raises that variant's own failure
     recorder.add(r)
     assert expectation_met(r), r
     assert doc["pattern"] is not None and doc["advice"]
