@@ -152,7 +152,8 @@ def sweep(sections: dict, configured: int | None) -> tuple[list[Finding], list[s
     def share(mean: float) -> str:
         return f" ({percent(mean / ceiling)} of the roofline ceiling)" if ceiling else ""
 
-    observed = (f"configured depth {configured}: {rate(base['mean'])}{share(base['mean'])} over "
+    # the sweep's own launches (a session's protocol launch is another launch of depth 0)
+    observed = (f"in the sweep's launches, configured depth {configured}: {rate(base['mean'])}{share(base['mean'])} over "
                 f"{count(base['n'], 'launch', 'launches')}; depth {chosen}: {rate(best['mean'])}"
                 f"{share(best['mean'])} over {count(best['n'], 'launch', 'launches')}"
                 + ("; the decision is provisional" if provisional else ""))
