@@ -65,7 +65,8 @@ def _launch_list(labels: list[str]) -> str:
     return ", ".join(labels) if len(labels) <= 4 else f"{labels[0]} … {labels[-1]} ({len(labels)} launches)"
 
 
-def _depth_of(sections: dict) -> dict[str, int]:
+def depth_of_launches(sections: dict) -> dict[str, int]:
+    """The sweep depth of each launch the report's sweep section lists (label -> depth)."""
     return {l["label"]: p["depth"] for p in sections["sweep"].get("points", []) for l in p["launches"]}
 
 
@@ -77,7 +78,7 @@ def garbage(sections: dict) -> list[Finding]:
     for launch in sections["probe"].get("launches", []):
         if launch["verdict"] in ("garbage", "suspect"):
             groups.setdefault((launch["verdict"], launch["pattern"]), []).append(launch)
-    depth_of = _depth_of(sections)
+    depth_of = depth_of_launches(sections)
     out = []
     for (verdict, pattern), launches in sorted(groups.items(), key=lambda kv: (kv[0][0] != "garbage", str(kv[0][1]))):
         labels = [l["label"] for l in launches]
@@ -277,5 +278,5 @@ def ranked(findings: list[Finding]) -> list[dict]:
     return [f.as_dict(rank) for rank, (_, f) in enumerate(order, start=1)]
 
 
-__all__ = ["Finding", "Gain", "TIERS", "compile_cache", "configured_depth", "garbage",
-           "instability", "ranked", "stalls", "sweep", "traps"]
+__all__ = ["Finding", "Gain", "TIERS", "compile_cache", "configured_depth", "depth_of_launches",
+           "garbage", "instability", "ranked", "stalls", "sweep", "traps"]

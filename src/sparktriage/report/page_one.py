@@ -112,7 +112,8 @@ def results(inputs: RunInputs, sections: dict) -> list[dict]:
     rows: list[dict] = []
     protocol = sections["protocol"]
     roof = sections["roofline"]
-    for pool in _chosen_pools(sections):
+    shown = _chosen_pools(sections)
+    for pool in shown:
         d = pool["decode_tok_s"]
         metric = f"Delivered decode, {pool['workload']}" + ("" if pool["depth"] is None else f" (depth {pool['depth']})")
         fraction = _fraction(sections, pool["workload"], pool["depth"])
@@ -134,7 +135,6 @@ def results(inputs: RunInputs, sections: dict) -> list[dict]:
         labels = [l["label"] for l in protocol["launches"]]
         depths = sorted({p["depth"] for p in protocol.get("across", []) if p["depth"] is not None})
         per = f" over {count(len(depths), 'depth')}" if depths else ""
-        shown = _chosen_pools(sections)
         if shown and shown[0]["n_launches"] >= 2:
             p = shown[0]
             means = [m for m in p["launch_means"] if m is not None]
@@ -194,7 +194,7 @@ def _healthy_probe(sections: dict) -> list[str]:
     if len(launches) == len(every):
         return [f"no FP4 garbage: {count(len(families), 'probe family', 'probe families')} passed {against} "
                 f"in {count(len(launches), 'launch', 'launches')}"]
-    depth_of = {l["label"]: p["depth"] for p in sections["sweep"].get("points", []) for l in p["launches"]}
+    depth_of = F.depth_of_launches(sections)
     depths = sorted({depth_of[l["label"]] for l in launches if l["label"] in depth_of})
     where = f" (depths {', '.join(map(str, depths))})" if depths else ""
     return [f"output healthy in {len(launches)} of {count(len(every), 'probed launch', 'probed launches')}{where}: "
