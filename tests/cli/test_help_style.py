@@ -78,7 +78,9 @@ def test_usage_errors_point_to_the_command_help_in_plain_words(argv, where):
     assert "Input should be" not in done.stderr and "pydantic" not in done.stderr
 
 
-HEAVY = ("numpy", "httpx", "matplotlib", "reportlab", "psutil", "yaml", "prometheus_client",
+# pydantic: typer coerces an unset bool `--help` through a pydantic adapter unless its default is
+# False (cli/helpstyle.flag_default_false); importing it costs `X --help` about 0.13 s of CPU.
+HEAVY = ("pydantic", "numpy", "httpx", "matplotlib", "reportlab", "psutil", "yaml", "prometheus_client",
          "cryptography", "sparktriage.bench.protocol", "sparktriage.logs.parser",
          "sparktriage.report.build", "sparktriage.stalls.analyze", "sparktriage.probe.runner")
 

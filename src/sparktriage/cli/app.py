@@ -19,7 +19,7 @@ import typer.main
 from sparktriage import __version__
 from sparktriage.cli import console
 from sparktriage.cli.exit_codes import ExitCode
-from sparktriage.cli.helpstyle import restyle
+from sparktriage.cli.helpstyle import flag_default_false, restyle
 from sparktriage.cli.registry import BY_NAME, COMMANDS
 from sparktriage.errors import SparktriageError
 from sparktriage.validation_words import plain_text
@@ -64,6 +64,9 @@ class LazyGroup(typer.core.TyperGroup):
         command.name = name
         restyle(command)
         return command
+
+    def get_help_option(self, ctx: click.Context):
+        return flag_default_false(super().get_help_option(ctx))
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(command.name, command.help) for command in COMMANDS]

@@ -11,7 +11,6 @@ import typer
 from sparktriage.cli import console
 from sparktriage.cli.progress import probe_progress
 from sparktriage.cli.exit_codes import ExitCode
-from sparktriage.documents.probe import ProbeDocument
 from sparktriage.errors import UsageError
 
 
@@ -52,6 +51,8 @@ def probe(
         console.info(f"run directory: {run.path}")
         with RecordWriter(launch.path / "probe-requests.jsonl") as writer:
             outcome = asyncio.run(run_probe(settings, probe_progress, writer.append))
+    from sparktriage.documents.probe import ProbeDocument
+
     document = outcome.document
     launch.write("probe.json", document, ProbeDocument)
     if save_baseline is not None:
