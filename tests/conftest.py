@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,25 @@ from sparktriage.testbed.synthetic_run import SyntheticSpec, make_run
 
 NGRAM_SPEC = json.dumps({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4,
                          "prompt_lookup_min": 2})
+
+
+@pytest.fixture(scope="session", autouse=True)
+def vllm_ipc_folder():
+    """vLLM leaves its ZMQ IPC sockets (one file per engine channel, named by a UUID) in the
+    temporary folder when it is stopped; every local server the suite starts inherits this
+    variable and puts them in one short-named folder (socket paths are limited to 107 bytes),
+    removed after the session. Servers started over SSH on namespace nodes do not inherit it."""
+    folder = tempfile.mkdtemp(prefix="st-ipc-")
+    before = os.environ.get("VLLM_RPC_BASE_PATH")
+    os.environ["VLLM_RPC_BASE_PATH"] = folder
+    try:
+        yield Path(folder)
+    finally:
+        if before is None:
+            os.environ.pop("VLLM_RPC_BASE_PATH", None)
+        else:
+            os.environ["VLLM_RPC_BASE_PATH"] = before
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
