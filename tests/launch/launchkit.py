@@ -4,6 +4,7 @@ stands in for `vllm serve`), and a psutil survivor check."""
 from __future__ import annotations
 
 import json
+import os
 import socket
 import time
 from pathlib import Path
@@ -23,6 +24,13 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def ipc_env() -> dict[str, str]:
+    """vLLM's IPC sockets into the suite's folder (tests/conftest.py `vllm_ipc_folder`), for
+    deployments whose nodes get their environment over SSH rather than from this process."""
+    folder = os.environ.get("VLLM_RPC_BASE_PATH")
+    return {"VLLM_RPC_BASE_PATH": folder} if folder else {}
 
 
 def sim_env(**scenario) -> dict[str, str]:

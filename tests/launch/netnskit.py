@@ -10,6 +10,8 @@ from pathlib import Path
 import httpx
 import yaml
 
+from launchkit import ipc_env
+
 REPO = Path(__file__).resolve().parents[2]
 PROMPTS = ("def fibonacci(n):", "The quick brown fox")
 
@@ -56,11 +58,7 @@ def deployment(path: Path, testbed, lab_yaml: Path, mark: str, *, port: int = 80
         "env": {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
                 "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1",
                 "FAKE_MARK": mark, "VLLM_CACHE_ROOT": str(cache / "vllm"),
-                "TORCHINDUCTOR_CACHE_DIR": str(cache / "inductor"),
-                # vLLM's IPC sockets into the suite's folder (tests/conftest.py vllm_ipc_folder):
-                # namespace nodes get their environment over SSH, not from this process
-                **({"VLLM_RPC_BASE_PATH": os.environ["VLLM_RPC_BASE_PATH"]}
-                   if "VLLM_RPC_BASE_PATH" in os.environ else {})},
+                "TORCHINDUCTOR_CACHE_DIR": str(cache / "inductor"), **ipc_env()},
         "timeouts": {"startup_s": 480, "teardown_grace_s": 10, "link_s": 20},
         "collect": {"interval_s": 1.0, "stacks_interval_s": 10.0},
     }

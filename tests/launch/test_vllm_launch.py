@@ -18,7 +18,7 @@ import psutil
 import pytest
 import yaml
 
-from launchkit import PYSPY, free_port, wait_gone
+from launchkit import PYSPY, free_port, ipc_env, wait_gone
 from sshlab import SshLab
 from sparktriage.config.deployment import load_deployment
 from sparktriage.bundle.reader import Bundle
@@ -42,7 +42,7 @@ def _deployment(tmp_path, testbed, mark, node: dict) -> tuple:
         "env": {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1",
                 "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "TEST_MARK": mark,
                 "VLLM_CACHE_ROOT": str(tmp_path / "vllm-cache"),
-                "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor-cache")},
+                "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor-cache"), **ipc_env()},
         "timeouts": {"startup_s": 480, "teardown_grace_s": 15},
         "collect": {"interval_s": 1.0, "stacks_interval_s": 5.0},
     }
