@@ -28,7 +28,8 @@ def vllm_ipc_folder():
     """vLLM leaves its ZMQ IPC sockets (one file per engine channel, named by a UUID) in the
     temporary folder when it is stopped; every local server the suite starts inherits this
     variable and puts them in one short-named folder (socket paths are limited to 107 bytes),
-    removed after the session. Servers started over SSH on namespace nodes do not inherit it."""
+    removed after the session. Deployments whose nodes are reached over SSH carry it in their
+    environment (tests/launch/launchkit.ipc_env)."""
     folder = tempfile.mkdtemp(prefix="st-ipc-")
     before = os.environ.get("VLLM_RPC_BASE_PATH")
     os.environ["VLLM_RPC_BASE_PATH"] = folder
