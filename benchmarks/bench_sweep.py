@@ -87,8 +87,8 @@ def known_spread(true: dict[int, float]) -> float:
 def adaptive_oracle(rng: random.Random, true: dict[int, float], cap: int):
     """The adaptive rule told the true spread (no estimate, normal tails, no df floor): not a
     strategy a lab can run, but a floor under what any rule of this kind can reach."""
-    saved = allocate.pooled_cv
-    allocate.pooled_cv = lambda means, prior_df=None: (known_spread(true), math.inf)
+    saved, spread = allocate.pooled_cv, known_spread(true)
+    allocate.pooled_cv = lambda means, prior_df=None: (spread, math.inf)
     try:
         return adaptive(rng, true, cap)
     finally:
@@ -162,9 +162,10 @@ def main() -> None:
     args = parser.parse_args()
     started = time.time()
     results = []
-    pooled: dict[str, list[tuple]] = {"adaptive": [], "grid": [], "rounds": [], "oracle": []}
+    arms = ("adaptive", "grid", "rounds", "oracle")
+    pooled: dict[str, list[tuple]] = {k: [] for k in arms}
     for name, true in SCENARIOS.items():
-        rows = {"adaptive": [], "grid": [], "rounds": [], "oracle": []}
+        rows: dict[str, list[tuple]] = {k: [] for k in arms}
         for i in range(args.sweeps):
             for kind, run in (("adaptive", lambda r: adaptive(r, true, args.cap)),
                               ("grid", lambda r: grid(r, true)),

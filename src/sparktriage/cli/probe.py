@@ -32,6 +32,7 @@ def probe(
 ) -> None:
     """Probe a server for FP4 garbage (healthy / suspect / garbage, with the evidence)."""
     import asyncio
+    from sparktriage.documents.probe import ProbeDocument
     from sparktriage.probe import baseline as baseline_io
     from sparktriage.probe.render import render_text
     from sparktriage.probe.runner import ProbeSettings, run_probe
@@ -51,8 +52,6 @@ def probe(
         console.info(f"run directory: {run.path}")
         with RecordWriter(launch.path / "probe-requests.jsonl") as writer:
             outcome = asyncio.run(run_probe(settings, probe_progress, writer.append))
-    from sparktriage.documents.probe import ProbeDocument
-
     document = outcome.document
     launch.write("probe.json", document, ProbeDocument)
     if save_baseline is not None:
