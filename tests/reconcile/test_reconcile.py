@@ -68,6 +68,47 @@ def test_consistent_run_with_exact_metrics():
     assert doc["ratio_log_peak_to_delivered_mean"] == pytest.approx(1.0, abs=0.02)
 
 
+
+def test_a_burst_across_a_window_edge_is_not_called_undelivered():
+    """A loaded client receives 1.8 s of one request's tokens in one burst just after a log
+    window's end: the server produced them on both sides of the edge, so the window before it
+    is within tolerance; the same shortfall with no burst over the edge is not."""
+    server = steady_run()
+    windows = windows_from(server, 10.0)  # what the server really produced, window by window
+    edge, held = T0 + 20.0, (T0 + 18.5, T0 + 20.3)
+
+    def client(records: list[dict], burst: bool) -> list[dict]:
+        out = []
+        for r in records:
+            r = {**r, "chunks": [dict(c) for c in r["chunks"]]}
+            for c in r["chunks"]:
+                if held[0] <= r["sent_unix"] + c["t"] <= held[1]:
+                    # burst: held back and delivered at once after the edge; else lost before it
+                    c["t"] = held[1] - r["sent_unix"] if burst else c["t"]
+                    if not burst:
+                        c["ids"], c["text"] = [], ""
+            out.append(r)
+        return out
+
+    def window_before_edge(doc: dict) -> dict:
+        (row,) = [w for w in doc["log"]["windows"] if abs(_unix(w["end"]) - edge) < 1e-6]
+        return row
+
+    bursty = reconcile(delivered_from_records(client(server, True)), None, windows, log_edge_s=0.25)
+    row = window_before_edge(bursty)
+    assert row["logged_tokens"] - row["delivered_tokens"] == pytest.approx(30, abs=1)
+    assert row["tolerance_tokens"] >= 36 and row["verdict"] == "consistent", row
+    short = reconcile(delivered_from_records(client(server, False)), None, windows, log_edge_s=0.25)
+    row = window_before_edge(short)
+    assert row["tolerance_tokens"] <= 12.5 and row["verdict"] == "log_counts_undelivered", row
+
+
+def _unix(value) -> float:
+    if isinstance(value, (int, float)):
+        return float(value)
+    import datetime as dt
+    return dt.datetime.fromisoformat(value).timestamp()
+
 def test_log_that_counts_tokens_the_client_never_got():
     records = steady_run()
     doc = reconcile(delivered_from_records(records), None, windows_from(records, 10.0, factor=1.46),

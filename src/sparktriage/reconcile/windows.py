@@ -10,7 +10,8 @@ Three sources over the same protocol window (docs/logs.md, "Reconciliation"):
 
 Window by window, the log's tokens (rate × window length) are compared with the tokens that
 arrived inside the window, within a tolerance for the window edges (1 s for log stamps, 0.25 s
-for receive times) and the rate's rounding. The verdict and its reasons come from fixed rules
+for receive times; and any chunk whose request's previous chunk arrived before an edge and it
+after, since a burst's tokens may have been produced on either side) and the rate's rounding. The verdict and its reasons come from fixed rules
 (docs/logs.md lists them); the ratio of the log's peak to the delivered mean decode rate is
 reported with what explains it: every reason is a typed sentence with the counts it cites
 (`explain.py`), and the story of the peak is derived from the peak window's own counts.
@@ -32,6 +33,7 @@ IDLE_BUSY_FRACTION = 0.9
 INSIDE_FRACTION = 0.9  # a log window this much inside the protocol window is judged
 RATE_TOLERANCE = 0.15
 BURST_FACTOR = 1.5
+ONE_DELIVERY_S = 0.001  # chunks of one request this close arrived together (one read, a burst)
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,10 @@ class Arrival:
     t: float
     tokens: int
     request: int
+    # when its request's previous delivery arrived (its send time for the first): the tokens
+    # were produced in (after, t], which a burst makes long; the chunks of one delivery (one
+    # read, within ONE_DELIVERY_S of each other) share it
+    after: float | None = None
 
 
 @dataclass(frozen=True)
@@ -81,8 +87,12 @@ def delivered_from_records(records: list[dict]) -> Delivered:
         times = [c.get("t") for c in record.get("chunks") or []]
         carrying = [(sent + t, n) for t, n in zip(times, account.per_chunk)
                     if n > 0 and isinstance(t, (int, float))]
+        after, previous = sent, None
         for t, n in carrying:
-            arrivals.append(Arrival(t, n, index))
+            if previous is not None and t - previous > ONE_DELIVERY_S:
+                after = previous  # else the same delivery (one read) as the chunk before
+            arrivals.append(Arrival(t, n, index, after))
+            previous = t
         tokens += account.total
         chunks += len(carrying)
         end = record.get("t_end")
@@ -98,6 +108,13 @@ def delivered_from_records(records: list[dict]) -> Delivered:
                      means.get(fastest) if fastest else None, fastest,
                      len(decode[fastest]) if fastest else 0,
                      {name: round(mean, 3) for name, mean in means.items()})
+
+
+def _at_edge(a: Arrival, edge: float, edge_s: float) -> bool:
+    """Whether a chunk's tokens may belong on either side of a window edge: it arrived within
+    the stamps' uncertainty of it, or its request's previous chunk arrived before the edge and it
+    after (a burst: the tokens it carries were produced somewhere in between)."""
+    return abs(a.t - edge) <= edge_s or (a.after is not None and a.after < edge < a.t)
 
 
 def _overlap(a0: float, a1: float, b0: float, b1: float) -> float:
@@ -118,8 +135,7 @@ def _window_row(w: StatsWindow, d: Delivered, protocol: list[tuple[float, float]
     busy = sum(_overlap(first, last, start, end) for _, first, last, _ in d.spans)
     in_flight = sum(_overlap(sent, stop, start, end) for sent, _, _, stop in d.spans)
     inside = sum(_overlap(p0, p1, start, end) for p0, p1 in protocol)
-    edge_tokens = [a.tokens for a in d.arrivals
-                   if abs(a.t - start) <= edge_s or abs(a.t - end) <= edge_s]
+    edge_tokens = [a.tokens for a in d.arrivals if _at_edge(a, start, edge_s) or _at_edge(a, end, edge_s)]
     tolerance = sum(edge_tokens) + 0.05 * length + 2 + w.generation * slack
     row = {
         "start": start, "end": end, "seconds": round(length, 3), "engine": w.engine,
