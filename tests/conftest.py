@@ -43,9 +43,29 @@ def vllm_ipc_folder():
         shutil.rmtree(folder, ignore_errors=True)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def vllm_caches(tmp_path_factory):
+    """One folder of compile and model-information caches for every test-bed server of the
+    session, in this process and in the commands it starts (SPARKTRIAGE_TESTBED_CACHE, read by
+    `testbed.paths.locate`): every start after the first skips vLLM's model-inspection
+    subprocess and the Inductor kernel builds, as on a lab node that keeps its caches. The
+    stall reproductions, whose point is a cold start, make fresh ones (testbed/repro.py)."""
+    folder = tmp_path_factory.mktemp("vllm-caches")
+    before = os.environ.get("SPARKTRIAGE_TESTBED_CACHE")
+    os.environ["SPARKTRIAGE_TESTBED_CACHE"] = str(folder)
+    try:
+        yield folder
+    finally:
+        if before is None:
+            os.environ.pop("SPARKTRIAGE_TESTBED_CACHE", None)
+        else:
+            os.environ["SPARKTRIAGE_TESTBED_CACHE"] = before
+
+
 @pytest.fixture(scope="session")
 def testbed():
-    """The installed test bed; fails (not skips) when it is missing: run provision/setup.sh."""
+    """The installed test bed (its servers share the session's caches); fails (not skips) when
+    it is missing: run provision/setup.sh."""
     try:
         return locate().check()
     except Exception as exc:  # noqa: BLE001 - surfaced as a test failure with the reason

@@ -11,6 +11,7 @@ import httpx
 import yaml
 
 from launchkit import ipc_env
+from sparktriage.testbed.server import cache_env
 
 REPO = Path(__file__).resolve().parents[2]
 PROMPTS = ("def fibonacci(n):", "The quick brown fox")
@@ -57,8 +58,7 @@ def deployment(path: Path, testbed, lab_yaml: Path, mark: str, *, port: int = 80
                   "enforce_eager": True},
         "env": {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
                 "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1",
-                "FAKE_MARK": mark, "VLLM_CACHE_ROOT": str(cache / "vllm"),
-                "TORCHINDUCTOR_CACHE_DIR": str(cache / "inductor"), **ipc_env()},
+                "FAKE_MARK": mark, **cache_env(testbed, cache), **ipc_env()},
         "timeouts": {"startup_s": 480, "teardown_grace_s": 10, "link_s": 20},
         "collect": {"interval_s": 1.0, "stacks_interval_s": 10.0},
     }

@@ -26,6 +26,7 @@ from sparktriage.launch.plan import build_plan
 from sparktriage.launch.readiness import api_ready
 from sparktriage.launch.run import launch_once
 from sparktriage.store.rundir import RunDir
+from sparktriage.testbed.server import cache_env
 
 pytestmark = pytest.mark.vllm
 
@@ -41,8 +42,7 @@ def _deployment(tmp_path, testbed, mark, node: dict) -> tuple:
                   "enforce_eager": True},
         "env": {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1",
                 "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1", "TEST_MARK": mark,
-                "VLLM_CACHE_ROOT": str(tmp_path / "vllm-cache"),
-                "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor-cache"), **ipc_env()},
+                **cache_env(testbed, tmp_path), **ipc_env()},
         "timeouts": {"startup_s": 480, "teardown_grace_s": 15},
         "collect": {"interval_s": 1.0, "stacks_interval_s": 5.0},
     }

@@ -56,6 +56,18 @@ def test_argv_and_environment(tmp_path):
     assert env["VLLM_CACHE_ROOT"] == str(tmp_path / "vllm-cache") and env["PYTHONUNBUFFERED"] == "1"
 
 
+
+def test_a_bed_with_a_cache_folder_gives_every_server_the_same_caches(tmp_path):
+    bed = paths.Testbed(Path("/v"), Path("/b")).with_cache(tmp_path / "shared")
+    envs = []
+    for name in ("one", "two"):
+        (tmp_path / name).mkdir()
+        ((_, proc),) = _plan(bed, ServeSpec(model=Path("/b/models/tiny-llama")), tmp_path / name).stages[0].processes
+        envs.append(dict(proc.env))
+    for env in envs:
+        assert env["VLLM_CACHE_ROOT"] == str(tmp_path / "shared" / "vllm-cache")
+        assert env["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "shared" / "inductor-cache")
+
 def test_exit_before_ready_reports_the_error_line(tmp_path):
     bed = fake_bed(tmp_path, 'echo "INFO starting"\necho "ValueError: Available memory is less than desired" >&2\nexit 1\n')
     with pytest.raises(LaunchError, match=r"local: server exited with status 1"):
@@ -88,8 +100,11 @@ def test_never_ready_times_out_and_teardown_kills_the_group(tmp_path):
 def test_locate_and_check(tmp_path, monkeypatch):
     monkeypatch.setenv("SPARKTRIAGE_VLLM_VENV", str(tmp_path / "venv"))
     monkeypatch.setenv("SPARKTRIAGE_TESTBED", str(tmp_path / "bed"))
+    monkeypatch.delenv("SPARKTRIAGE_TESTBED_CACHE", raising=False)
     bed = locate()
-    assert bed.vllm == tmp_path / "venv" / "bin" / "vllm"
+    assert bed.vllm == tmp_path / "venv" / "bin" / "vllm" and bed.cache is None
+    monkeypatch.setenv("SPARKTRIAGE_TESTBED_CACHE", str(tmp_path / "caches"))
+    assert locate().cache == tmp_path / "caches"
     with pytest.raises(LaunchError, match="no vLLM CPU build at") as info:
         bed.check()
     assert "provision/setup.sh" in info.value.hint

@@ -155,7 +155,7 @@ def run_demo(run: RunDir, bed: Testbed, settings: DemoSettings, observe: Observe
     scratch = Path(tempfile.gettempdir()) / f"sparktriage-demo-{os.getpid()}"
     deployment_path = run.path / "deployment.yaml"
     if not deployment_path.exists():
-        spec = deployment(bed, model, free_port(), scratch, 0, settings.startup_timeout_s)
+        spec = deployment(bed, model, free_port(), bed.cache or scratch, 0, settings.startup_timeout_s)
         deployment_path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
     key = run.path / "keys" / "demo_ed25519"
     if not key.exists():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from sparktriage.errors import LaunchError
@@ -26,6 +26,10 @@ class Testbed:
 
     vllm_venv: Path
     root: Path  # holds models/ and scratch caches
+    # One folder for the compile and model-information caches of every server started from this
+    # bed (VLLM_CACHE_ROOT, TORCHINDUCTOR_CACHE_DIR), as a lab node keeps them between starts;
+    # None: each server gets fresh ones in its own scratch folder.
+    cache: Path | None = None
 
     @property
     def vllm(self) -> Path:
@@ -38,6 +42,10 @@ class Testbed:
     def model(self, name: str = "tiny-llama") -> Path:
         return self.root / "models" / name
 
+    def with_cache(self, folder: Path) -> "Testbed":
+        """This bed, its servers sharing the caches in `folder`."""
+        return replace(self, cache=folder)
+
     def check(self, model: str = "tiny-llama") -> "Testbed":
         """Raise a one-line LaunchError when the venv or the model is missing."""
         if not self.vllm.exists():
@@ -48,7 +56,8 @@ class Testbed:
 
 
 def locate() -> Testbed:
-    """The test bed given by the environment, or the one beside the source checkout."""
+    """The test bed given by the environment, or the one beside the source checkout; its
+    servers share the caches in SPARKTRIAGE_TESTBED_CACHE when that is set."""
     root = repo_root()
     venv = os.environ.get("SPARKTRIAGE_VLLM_VENV")
     bed = os.environ.get("SPARKTRIAGE_TESTBED")
@@ -59,4 +68,5 @@ def locate() -> Testbed:
     if venv is None or bed is None:
         raise LaunchError("cannot find the vLLM test bed", hint="set SPARKTRIAGE_VLLM_VENV and "
                           "SPARKTRIAGE_TESTBED, or " + SETUP_HINT)
-    return Testbed(Path(venv), Path(bed))
+    cache = os.environ.get("SPARKTRIAGE_TESTBED_CACHE")
+    return Testbed(Path(venv), Path(bed), Path(cache) if cache else None)

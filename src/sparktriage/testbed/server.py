@@ -49,6 +49,13 @@ class ServeSpec:
     collectors: bool = True  # False: the launch runs no collector (benchmarks of collection)
 
 
+def cache_env(bed: Testbed, scratch: Path) -> dict[str, str]:
+    """Where a server keeps its compile and model-information caches: the bed's shared folder
+    when it has one (warm after the first start, as on a lab node), else fresh in `scratch`."""
+    root = bed.cache or scratch
+    return {"VLLM_CACHE_ROOT": str(root / "vllm-cache"), "TORCHINDUCTOR_CACHE_DIR": str(root / "inductor-cache")}
+
+
 def deployment(bed: Testbed, spec: ServeSpec, port: int, scratch: Path,
                startup_s: float = 420.0) -> dict:
     """The deployment document (docs/launch.md) of one local test-bed server."""
@@ -60,8 +67,7 @@ def deployment(bed: Testbed, spec: ServeSpec, port: int, scratch: Path,
         "serve": {"host": "127.0.0.1", "port": port, "max_model_len": spec.max_model_len,
                   "dtype": "float32", "enforce_eager": spec.enforce_eager,
                   "extra_args": list(spec.extra_args)},
-        "env": {**SERVE_ENV, "VLLM_CACHE_ROOT": str(scratch / "vllm-cache"),
-                "TORCHINDUCTOR_CACHE_DIR": str(scratch / "inductor-cache"), **spec.env},
+        "env": {**SERVE_ENV, **cache_env(bed, scratch), **spec.env},
         "timeouts": {"startup_s": startup_s, "teardown_grace_s": 15},
         # light collection: the servers are shared by tests that measure them
         "collect": {"interval_s": 2.0, "stacks_interval_s": None,
