@@ -10,11 +10,12 @@ Three sources over the same protocol window (docs/logs.md, "Reconciliation"):
 
 Window by window, the log's tokens (rate × window length) are compared with the tokens that
 arrived inside the window, within a tolerance for the window edges (1 s for log stamps, 0.25 s
-for receive times; and any chunk whose request's previous chunk arrived before an edge and it
-after, since a burst's tokens may have been produced on either side) and the rate's rounding. The verdict and its reasons come from fixed rules
-(docs/logs.md lists them); the ratio of the log's peak to the delivered mean decode rate is
-reported with what explains it: every reason is a typed sentence with the counts it cites
-(`explain.py`), and the story of the peak is derived from the peak window's own counts.
+for receive times; and any chunk whose request's previous delivery arrived before an edge and
+it after, since a burst's tokens may have been produced on either side) and the rate's
+rounding. The verdict and its reasons come from fixed rules (docs/logs.md lists them); the
+ratio of the log's peak to the delivered mean decode rate is reported with what explains it:
+every reason is a typed sentence with the counts it cites (`explain.py`), and the story of the
+peak is derived from the peak window's own counts.
 """
 
 from __future__ import annotations
@@ -112,8 +113,8 @@ def delivered_from_records(records: list[dict]) -> Delivered:
 
 def _at_edge(a: Arrival, edge: float, edge_s: float) -> bool:
     """Whether a chunk's tokens may belong on either side of a window edge: it arrived within
-    the stamps' uncertainty of it, or its request's previous chunk arrived before the edge and it
-    after (a burst: the tokens it carries were produced somewhere in between)."""
+    the stamps' uncertainty of it, or its request's previous delivery arrived before the edge
+    and it after (a burst: the tokens it carries were produced somewhere in between)."""
     return abs(a.t - edge) <= edge_s or (a.after is not None and a.after < edge < a.t)
 
 
@@ -135,7 +136,8 @@ def _window_row(w: StatsWindow, d: Delivered, protocol: list[tuple[float, float]
     busy = sum(_overlap(first, last, start, end) for _, first, last, _ in d.spans)
     in_flight = sum(_overlap(sent, stop, start, end) for sent, _, _, stop in d.spans)
     inside = sum(_overlap(p0, p1, start, end) for p0, p1 in protocol)
-    edge_tokens = [a.tokens for a in d.arrivals if _at_edge(a, start, edge_s) or _at_edge(a, end, edge_s)]
+    edge_tokens = [a.tokens for a in d.arrivals
+                   if _at_edge(a, start, edge_s) or _at_edge(a, end, edge_s)]
     tolerance = sum(edge_tokens) + 0.05 * length + 2 + w.generation * slack
     row = {
         "start": start, "end": end, "seconds": round(length, 3), "engine": w.engine,

@@ -53,7 +53,8 @@ def cache_env(bed: Testbed, scratch: Path) -> dict[str, str]:
     """Where a server keeps its compile and model-information caches: the bed's shared folder
     when it has one (warm after the first start, as on a lab node), else fresh in `scratch`."""
     root = bed.cache or scratch
-    return {"VLLM_CACHE_ROOT": str(root / "vllm-cache"), "TORCHINDUCTOR_CACHE_DIR": str(root / "inductor-cache")}
+    return {"VLLM_CACHE_ROOT": str(root / "vllm-cache"),
+            "TORCHINDUCTOR_CACHE_DIR": str(root / "inductor-cache")}
 
 
 def deployment(bed: Testbed, spec: ServeSpec, port: int, scratch: Path,
