@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 
 import psutil
 import pytest
@@ -186,6 +187,21 @@ def test_ctrl_c_tears_down_and_exits_130(tmp_path, mark, sig):
     with Bundle.open(tmp_path / "run" / "launches" / "L001" / "bundle") as bundle:
         assert bundle.info.outcome == "interrupted"
     assert not psutil.pid_exists(cli.pid) or psutil.Process(cli.pid).status() == "zombie"
+
+
+def test_a_ctrl_c_during_teardown_is_held_until_the_teardown_is_done(tmp_path, mark):
+    """The plan's last teardown command sends this process SIGINT: the teardown is not cut
+    short (the launch ends completed, nothing left), and the Ctrl-C is not lost: it interrupts
+    the caller once teardown is over (before, it was ignored and a session went on)."""
+    plan = build_plan(load_deployment(sim_deployment(tmp_path / "d.yaml", mark)))
+    plan = replace(plan, teardown=(("local", ("kill", "-INT", str(os.getpid()))),))
+    launch = RunDir.create(tmp_path / "run", ["test"]).next_launch()
+    with pytest.raises(KeyboardInterrupt):
+        launch_once(plan, launch, None, 0.5)
+    assert wait_gone(mark, 3) == []
+    with Bundle.open(launch.path / "bundle") as bundle:
+        assert bundle.info.outcome == "completed"
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 def test_missing_executable_fails_without_running_anything(tmp_path, mark):

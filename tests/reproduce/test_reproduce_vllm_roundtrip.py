@@ -49,7 +49,7 @@ def test_reproduce_launch_bench(testbed, tmp_path: Path) -> None:
     assert not any(k.startswith("versions.") for k in versions)  # no client capture to differ
 
     run = tmp_path / "run"
-    launch = _cli("launch", str(out / "deployment.yaml"), "--hold", "60", "--out", str(run),
+    launch = _cli("launch", str(out / "deployment.yaml"), "--hold", "180", "--out", str(run),
                   "--startup-timeout", "420")
     url = f"http://127.0.0.1:{port}"
     try:
@@ -75,6 +75,7 @@ def test_reproduce_launch_bench(testbed, tmp_path: Path) -> None:
     finally:
         if launch.poll() is None:
             launch.send_signal(2)  # Ctrl-C: launch tears down and exits 130
-        _, err = launch.communicate(timeout=120)
+        out, err = launch.communicate(timeout=120)
     assert launch.returncode in (0, 130), err[-2000:]
-    assert "nothing left running" in err or launch.returncode == 130
+    # interrupted (130), or the hold was over first: the outcome line is on stdout
+    assert launch.returncode == 130 or "nothing left running" in out, (out[-2000:], err[-2000:])

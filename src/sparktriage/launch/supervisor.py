@@ -6,8 +6,8 @@
     # leaving the block tears down every node, whatever happened
 
 Teardown guarantees (docs/launch.md): on success, failure, deadline, Ctrl-C, SIGTERM or SIGHUP
-(the terminal's SIGINT reaches only sparktriage, which ignores further signals until teardown
-is done) and a lost link, every node's agent is told to stop; its processes get SIGTERM, then SIGKILL after
+(the terminal's SIGINT reaches only sparktriage, which holds further signals until teardown
+is done and then acts on the first) and a lost link, every node's agent is told to stop; its processes get SIGTERM, then SIGKILL after
 the grace period, and every descendant ever seen is killed by pid and start time. A node whose
 agent did not confirm (link lost, agent killed) gets a fresh agent that kills what the first
 one reported by process group and pid. The plan's teardown commands (container removal,
@@ -212,8 +212,10 @@ class Supervisor:
         self._stopping = True
         outcome = outcome or self.outcome
         main = threading.current_thread() is threading.main_thread()
-        # further Ctrl-C, SIGTERM or SIGHUP must not cut the teardown short
-        previous = {sig: signal.signal(sig, signal.SIG_IGN)
+        # further Ctrl-C, SIGTERM or SIGHUP must not cut the teardown short, nor be lost: the
+        # first one is held and delivered once teardown is done
+        held: list[int] = []
+        previous = {sig: signal.signal(sig, lambda signum, _frame: held.append(signum))
                     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)} if main else {}
         try:
             threads = [threading.Thread(target=l.stop, args=(self.plan.grace_s, outcome),
@@ -248,10 +250,13 @@ class Supervisor:
             self.writer.event("launch-ended", None, outcome=outcome,
                               survivors=sum(len(v) for v in survivors.values()))
             self.writer.finish(outcome, **{k: v for k, v in summary.items() if k != "outcome"})
+            self.summary = summary
             return summary
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+            if held:  # to the handler it would have met (KeyboardInterrupt; ignored if ignored)
+                signal.raise_signal(held[0])
 
     def __enter__(self) -> "Supervisor":
         return self
