@@ -41,8 +41,18 @@ class Tmux:
     def __call__(self, *args: str) -> str:
         return subprocess.run([*self.base, *args], capture_output=True, text=True, check=True).stdout
 
-    def screen(self) -> str:
-        return self("capture-pane", "-p", "-t", "main")
+    def screen(self, history: bool = False) -> str:
+        """The visible pane, or with `history` everything it has shown (scrolled-off lines too)."""
+        return self("capture-pane", "-p", *(["-S", "-"] if history else []), "-t", "main")
+
+    def dead(self, timeout: float) -> bool:
+        """Whether the pane's command has exited, waiting up to `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self("display-message", "-p", "-t", "main", "#{pane_dead}").strip() == "1":
+                return True
+            time.sleep(0.1)
+        return False
 
 
 def wait_screen(tmux: Tmux, needles: tuple[str, ...], timeout: float = 120) -> str:
@@ -88,7 +98,11 @@ def test_live_view_golden_screens(tmp_path, tmux):
     loaded = "model-loaded" if "sparktriage.sim.vllm" in " ".join(sim_engine()) else "weights-loaded"
     startup = wait_screen(tmux, ("launch L001 (starting)", loaded))
     protocol = wait_screen(tmux, ("protocol: 1 requests measured", "(ready)"))
-    done = wait_screen(tmux, ("exit=",), timeout=180)
+    # everything the pane showed once its shell has exited: tmux's "Pane is dead" line (drawn a
+    # moment after the exit, not always) may scroll the first line off the visible screen
+    wait_screen(tmux, ("exit=",), timeout=180)
+    assert tmux.dead(timeout=30), "the shell printed its exit status but the pane never died"
+    done = tmux.screen(history=True)
     check_golden("startup.txt", normalize(startup, tmp_path))
     check_golden("protocol.txt", normalize(protocol, tmp_path))
     check_golden("done.txt", normalize(done, tmp_path))
