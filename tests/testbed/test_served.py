@@ -54,7 +54,7 @@ def test_argv_and_environment(tmp_path):
     env = dict(proc.env)
     assert env["VLLM_CPU_KVCACHE_SPACE"] == "1" and env["HF_HUB_OFFLINE"] == "1"
     assert env["VLLM_CACHE_ROOT"] == str(tmp_path / "vllm-cache") and env["PYTHONUNBUFFERED"] == "1"
-
+    assert "TMPDIR" not in env  # no shared folder: the server's own temporary folder
 
 
 def test_a_bed_with_a_cache_folder_gives_every_server_the_same_caches(tmp_path):
@@ -67,6 +67,10 @@ def test_a_bed_with_a_cache_folder_gives_every_server_the_same_caches(tmp_path):
     for env in envs:
         assert env["VLLM_CACHE_ROOT"] == str(tmp_path / "shared" / "vllm-cache")
         assert env["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "shared" / "inductor-cache")
+        # vLLM's rendezvous files and Inductor's precompiled header, which ignore the cache
+        # variables, stay in the shared folder too (made, so that the server can use it)
+        assert env["TMPDIR"] == str(tmp_path / "shared" / "tmp")
+    assert (tmp_path / "shared" / "tmp").is_dir()
 
 def test_exit_before_ready_reports_the_error_line(tmp_path):
     bed = fake_bed(tmp_path, 'echo "INFO starting"\necho "ValueError: Available memory is less than desired" >&2\nexit 1\n')

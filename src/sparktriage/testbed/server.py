@@ -57,6 +57,18 @@ def cache_env(bed: Testbed, scratch: Path) -> dict[str, str]:
             "TORCHINDUCTOR_CACHE_DIR": str(root / "inductor-cache")}
 
 
+def temp_env(bed: Testbed) -> dict[str, str]:
+    """With a shared cache folder, a server's temporary files go under it too: vLLM leaves a
+    `vllm_dist_*` rendezvous file per start, and Inductor builds its precompiled header (about
+    150 MB) under the temporary folder whatever its cache variable says. Kept there, they are
+    shared by the bed's servers and removed with the folder instead of piling up in /tmp."""
+    if bed.cache is None:
+        return {}
+    folder = bed.cache / "tmp"
+    folder.mkdir(parents=True, exist_ok=True)
+    return {"TMPDIR": str(folder)}
+
+
 def deployment(bed: Testbed, spec: ServeSpec, port: int, scratch: Path,
                startup_s: float = 420.0) -> dict:
     """The deployment document (docs/launch.md) of one local test-bed server."""
@@ -68,7 +80,7 @@ def deployment(bed: Testbed, spec: ServeSpec, port: int, scratch: Path,
         "serve": {"host": "127.0.0.1", "port": port, "max_model_len": spec.max_model_len,
                   "dtype": "float32", "enforce_eager": spec.enforce_eager,
                   "extra_args": list(spec.extra_args)},
-        "env": {**SERVE_ENV, **cache_env(bed, scratch), **spec.env},
+        "env": {**SERVE_ENV, **cache_env(bed, scratch), **temp_env(bed), **spec.env},
         "timeouts": {"startup_s": startup_s, "teardown_grace_s": 15},
         # light collection: the servers are shared by tests that measure them
         "collect": {"interval_s": 2.0, "stacks_interval_s": None,
