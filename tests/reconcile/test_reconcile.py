@@ -68,7 +68,6 @@ def test_consistent_run_with_exact_metrics():
     assert doc["ratio_log_peak_to_delivered_mean"] == pytest.approx(1.0, abs=0.02)
 
 
-
 def test_a_burst_across_a_window_edge_is_not_called_undelivered():
     """A loaded client receives 1.8 s of one request's tokens in one burst just after a log
     window's end: the server produced them on both sides of the edge, so the window before it
@@ -108,6 +107,7 @@ def _unix(value) -> float:
         return float(value)
     import datetime as dt
     return dt.datetime.fromisoformat(value).timestamp()
+
 
 def test_log_that_counts_tokens_the_client_never_got():
     records = steady_run()

@@ -72,6 +72,7 @@ def test_a_bed_with_a_cache_folder_gives_every_server_the_same_caches(tmp_path):
         assert env["TMPDIR"] == str(tmp_path / "shared" / "tmp")
     assert (tmp_path / "shared" / "tmp").is_dir()
 
+
 def test_exit_before_ready_reports_the_error_line(tmp_path):
     bed = fake_bed(tmp_path, 'echo "INFO starting"\necho "ValueError: Available memory is less than desired" >&2\nexit 1\n')
     with pytest.raises(LaunchError, match=r"local: server exited with status 1"):
