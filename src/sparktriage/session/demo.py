@@ -15,8 +15,8 @@ demo continues with `sparktriage session resume DIR` (docs/demo.md).
 
 from __future__ import annotations
 
+import hashlib
 import json
-import os
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -123,8 +123,10 @@ def plan_demo(bed: Testbed, settings: DemoSettings, model: Path | None = None) -
 
 
 def deployment(bed: Testbed, model: Path, port: int, scratch: Path, depth: int,
-               startup_s: float = 600.0) -> dict:
-    """The deployment document of one demo launch (docs/launch.md): one local node."""
+               startup_s: float = 600.0, temp: Path | None = None) -> dict:
+    """The deployment document of one demo launch (docs/launch.md): one local node; its
+    server's temporary folder is `temp` when given (vLLM's IPC sockets and rendezvous files and
+    Inductor's precompiled header go there instead of the machine's /tmp)."""
     doc: dict = {
         "schema_version": 1, "name": "demo-tiny-moe",
         "lab": {"nodes": [{"name": NODE, "host": "127.0.0.1", "gpu": "none"}]},
@@ -139,10 +141,20 @@ def deployment(bed: Testbed, model: Path, port: int, scratch: Path, depth: int,
         "timeouts": {"startup_s": startup_s, "teardown_grace_s": 15},
         "collect": {"interval_s": 1.0, "stacks_interval_s": 15.0},
     }
+    if temp is not None:
+        doc["env"]["TMPDIR"] = str(temp)
     if depth > 0:
         doc["speculative"] = {"method": "ngram", "num_speculative_tokens": depth,
                               "extra": {"prompt_lookup_max": 4, "prompt_lookup_min": 2}}
     return doc
+
+
+def scratch_folder(run: RunDir) -> Path:
+    """The demo's own folder of caches and temporary files, removed when the demo ends: short
+    (vLLM's IPC socket paths are limited to 107 bytes) and the same for every process that runs
+    or resumes this run directory (the deployment written at the start names it)."""
+    digest = hashlib.sha256(str(run.path.resolve()).encode()).hexdigest()[:12]
+    return Path(tempfile.gettempdir()) / f"sparktriage-demo-{digest}"
 
 
 def run_demo(run: RunDir, bed: Testbed, settings: DemoSettings, observe: Observer,
@@ -152,10 +164,12 @@ def run_demo(run: RunDir, bed: Testbed, settings: DemoSettings, observe: Observe
     written there)."""
     model = demo_model(bed, model_path)
     baseline = fingerprint_path()
-    scratch = Path(tempfile.gettempdir()) / f"sparktriage-demo-{os.getpid()}"
+    scratch = scratch_folder(run)
+    (scratch / "tmp").mkdir(parents=True, exist_ok=True)  # also when resuming: same path
     deployment_path = run.path / "deployment.yaml"
     if not deployment_path.exists():
-        spec = deployment(bed, model, free_port(), bed.cache or scratch, 0, settings.startup_timeout_s)
+        spec = deployment(bed, model, free_port(), bed.cache or scratch, 0,
+                          settings.startup_timeout_s, temp=scratch / "tmp")
         deployment_path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
     key = run.path / "keys" / "demo_ed25519"
     if not key.exists():
