@@ -149,6 +149,9 @@ def deployment(bed: Testbed, model: Path, port: int, scratch: Path, depth: int,
     return doc
 
 
+SOCKET_PATH_MAX = 107  # bytes of a Unix socket path (vLLM's IPC sockets live in TMPDIR)
+
+
 def scratch_folder(run: RunDir) -> Path:
     """The demo's own folder of caches and temporary files, removed when the demo ends: short
     (vLLM's IPC socket paths are limited to 107 bytes) and the same for every process that runs
@@ -168,8 +171,10 @@ def run_demo(run: RunDir, bed: Testbed, settings: DemoSettings, observe: Observe
     (scratch / "tmp").mkdir(parents=True, exist_ok=True)  # also when resuming: same path
     deployment_path = run.path / "deployment.yaml"
     if not deployment_path.exists():
+        temp = scratch / "tmp"  # unless too long for vLLM's socket names (a UUID each)
         spec = deployment(bed, model, free_port(), bed.cache or scratch, 0,
-                          settings.startup_timeout_s, temp=scratch / "tmp")
+                          settings.startup_timeout_s,
+                          temp=temp if len(str(temp)) + 1 + 36 < SOCKET_PATH_MAX else None)
         deployment_path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
     key = run.path / "keys" / "demo_ed25519"
     if not key.exists():
