@@ -30,8 +30,8 @@ TOKENS = 32
 def sweep_run(testbed, tmp_path_factory):
     root = tmp_path_factory.mktemp("sweep")
     (root / "tmp").mkdir()  # the servers' temporary folder: nothing of theirs left in /tmp
-    spec = deployment(testbed, trained_model(), free_port(), testbed.cache or root / "scratch", 2,
-                      600, temp=root / "tmp")
+    spec = deployment(testbed, trained_model(), free_port(), root / "scratch", 2, 600,
+                      temp=root / "tmp")
     spec["roofline"] = {"hardware": "./cpu.yaml", "model": "./tiny.yaml"}
     (root / "cpu.yaml").write_text("name: test-cpu\nmemory_bandwidth_gbs: 20\n")
     (root / "tiny.yaml").write_text("name: tiny-moe\nactive_params_b: 0.004\nlayers: 2\n"

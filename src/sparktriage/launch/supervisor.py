@@ -272,4 +272,4 @@ class Supervisor:
             outcome = "node-lost"
         else:
             outcome = "failed"
-        self.summary = self.stop(outcome)
+        self.stop(outcome)  # sets self.summary (also when a held signal then interrupts)

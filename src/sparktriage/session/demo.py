@@ -38,6 +38,7 @@ from sparktriage.testbed import garbage as garbage_package
 from sparktriage.testbed.garbage.variants import trained_model
 from sparktriage.testbed.paths import Testbed
 from sparktriage.testbed.ports import free_port
+from sparktriage.testbed.server import SERVE_ENV, cache_env
 from sparktriage.progress import Observer
 
 NODE = "local"
@@ -124,7 +125,8 @@ def plan_demo(bed: Testbed, settings: DemoSettings, model: Path | None = None) -
 
 def deployment(bed: Testbed, model: Path, port: int, scratch: Path, depth: int,
                startup_s: float = 600.0, temp: Path | None = None) -> dict:
-    """The deployment document of one demo launch (docs/launch.md): one local node; its
+    """The deployment document of one demo launch (docs/launch.md): one local node; its caches
+    in the bed's shared folder, else fresh in `scratch` (testbed.server.cache_env); its
     server's temporary folder is `temp` when given (vLLM's IPC sockets and rendezvous files and
     Inductor's precompiled header go there instead of the machine's /tmp)."""
     doc: dict = {
@@ -134,10 +136,7 @@ def deployment(bed: Testbed, model: Path, port: int, scratch: Path, depth: int,
         "engine": {"vllm": str(bed.vllm)},
         "serve": {"host": "127.0.0.1", "port": port, "max_model_len": 1024, "dtype": "float32",
                   "enforce_eager": True},
-        "env": {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1",
-                "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1",
-                "VLLM_CACHE_ROOT": str(scratch / "vllm-cache"),
-                "TORCHINDUCTOR_CACHE_DIR": str(scratch / "inductor-cache")},
+        "env": {**SERVE_ENV, **cache_env(bed, scratch)},
         "timeouts": {"startup_s": startup_s, "teardown_grace_s": 15},
         "collect": {"interval_s": 1.0, "stacks_interval_s": 15.0},
     }
@@ -168,12 +167,11 @@ def run_demo(run: RunDir, bed: Testbed, settings: DemoSettings, observe: Observe
     model = demo_model(bed, model_path)
     baseline = fingerprint_path()
     scratch = scratch_folder(run)
-    (scratch / "tmp").mkdir(parents=True, exist_ok=True)  # also when resuming: same path
+    temp = scratch / "tmp"  # its servers' TMPDIR, unless too long for vLLM's socket names
+    temp.mkdir(parents=True, exist_ok=True)  # also when resuming: same path
     deployment_path = run.path / "deployment.yaml"
     if not deployment_path.exists():
-        temp = scratch / "tmp"  # unless too long for vLLM's socket names (a UUID each)
-        spec = deployment(bed, model, free_port(), bed.cache or scratch, 0,
-                          settings.startup_timeout_s,
+        spec = deployment(bed, model, free_port(), scratch, 0, settings.startup_timeout_s,
                           temp=temp if len(str(temp)) + 1 + 36 < SOCKET_PATH_MAX else None)
         deployment_path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
     key = run.path / "keys" / "demo_ed25519"
