@@ -10,8 +10,15 @@ depth and is decided with the same rule. A decision is right when it names a dep
 rate is within the 2% margin of the best (any of a true tie is right), wrong when it settles on
 another; "insufficient" reaches no decision. Lab time per launch: 2 min 45 s cold start (the
 seed) + the protocol (1 warm-up + 15 requests × 256 tokens at the depth's rate) + the gate's
-64 greedy tokens. A fourth arm, not a strategy a lab can run, gives a floor: the same adaptive
-rule told the true spread of a launch mean (no estimate, normal tails, no df floor).
+64 greedy tokens. A fourth arm, not a strategy a lab can run: the same adaptive rule told the
+true spread of a launch mean (no estimate, normal tails, no df floor). Two arms read the goal as
+a fixed budget: the grid picking its highest mean (as labs use a grid) and the adaptive rule
+stopped at half the grid's launches, its settled or provisional depth taken as its pick; beside
+them, the best fixed allocation of 8 launches (one per depth at least) chosen knowing the true
+rates, picking its highest mean (numpy, 40000 draws per allocation).
+Per scenario, the lower bound on the launches of *any* rule that names a wrong depth in at most
+5% of sweeps whatever the truth, told the spread or not (stats/launch_bound.py, docs/sweep.md
+"What no rule can do").
 
     .venv/bin/python benchmarks/bench_sweep.py --sweeps 1000   # writes benchmarks/results/sweep.json
 """
@@ -19,6 +26,7 @@ rule told the true spread of a launch mean (no estimate, normal tails, no df flo
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -29,9 +37,12 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 import sparktriage.sweep.allocate as allocate  # noqa: E402
+from sparktriage.stats.launch_bound import launch_bound  # noqa: E402
 from sparktriage.sweep.allocate import MARGIN, decide, next_depth  # noqa: E402
 
 CV = 0.065
@@ -47,6 +58,8 @@ SCENARIOS = {
     "speculation loses at every depth": {0: 26.4, 1: 24.0, 2: 22.0, 3: 20.5, 4: 18.5},
     "monotone gain, 9% between depths 3 and 4": {0: 26.4, 1: 35.0, 2: 41.0, 3: 46.0, 4: 50.0},
     "a true tie at the top (1 and 2 within 1%)": {0: 26.4, 1: 30.0, 2: 30.3, 3: 28.0, 4: 25.0},
+    # the field's only full single-stream k-curve on GB10 (field-reports L-S2, MTP k = 0..4)
+    "field k-curve L-S2 (11% between 3 and 4)": {0: 25.9, 1: 43.4, 2: 52.6, 3: 59.1, 4: 65.8},
 }
 
 
@@ -63,6 +76,17 @@ def verdict(decision, true: dict[int, float]) -> str:
         return "insufficient"
     best = max(true.values())
     return "right" if true[decision.depth] >= (1 - MARGIN) * best else "wrong"
+
+
+def picked(decision, true: dict[int, float]) -> str:
+    """A fixed-budget arm's verdict: its depth, settled or provisional, is its pick."""
+    best = max(true.values())
+    return "right" if true[decision.depth] >= (1 - MARGIN) * best else "wrong"
+
+
+def launch_sd(mu: float) -> float:
+    """The exact sd of one simulated launch mean at true rate mu (launch_mean's two terms)."""
+    return math.hypot(CV * mu, WITHIN_SD / math.sqrt(REQUESTS))
 
 
 def adaptive(rng: random.Random, true: dict[int, float], cap: int):
@@ -98,6 +122,15 @@ def adaptive_oracle(rng: random.Random, true: dict[int, float], cap: int):
 def grid(rng: random.Random, true: dict[int, float], per_depth: int = 3):
     means = {d: [launch_mean(rng, mu) for _ in range(per_depth)] for d, mu in true.items()}
     return decide(means), per_depth * len(true), sum(per_depth * lab_seconds(mu) for mu in true.values())
+
+
+def grid_argmax(rng: random.Random, true: dict[int, float], per_depth: int = 3):
+    """The grid as labs use it: 3 launches per depth, then the highest mean (same draws as
+    `grid` for the same seed)."""
+    means = {d: [launch_mean(rng, mu) for _ in range(per_depth)] for d, mu in true.items()}
+    best = max(means, key=lambda d: (statistics.fmean(means[d]), -d))
+    pick = allocate.Decision("best", best, (best,), "highest mean", True)
+    return pick, per_depth * len(true), sum(per_depth * lab_seconds(mu) for mu in true.values())
 
 
 def grid_rounds(rng: random.Random, true: dict[int, float], cap: int):
@@ -153,6 +186,137 @@ def _pct(ci: list[float] | None) -> str:
     return "-" if ci is None else f"[{ci[0]:.1%}, {ci[1]:.1%}]"
 
 
+def bounds(true: dict[int, float], abstain: float) -> dict:
+    """What no rule can do on this scenario (docs/sweep.md): the launch lower bound of a rule that
+    names a wrong depth in at most 5% of sweeps whatever the truth, told the spread or not (a lab
+    is not), when it always settles and when it leaves the adaptive rule's share of sweeps
+    undecided; with one launch per depth, never under the number of depths."""
+    sds = {d: launch_sd(mu) for d, mu in true.items()}
+    known = launch_bound(true, sds, MARGIN)
+    unknown = launch_bound(true, sds, MARGIN, unknown_scale=True)
+    leaves = launch_bound(true, sds, MARGIN, abstain=abstain, unknown_scale=True)
+    floor = max(unknown.launches, float(len(true)))
+    return {"spread_known": known.launches, "spread_unknown": unknown.launches,
+            "spread_unknown_at_adaptive_undecided_rate": leaves.launches,
+            "floor_with_one_launch_per_depth": floor, "answer": unknown.answer,
+            "good_depths": list(unknown.good),
+            "shares": {str(k): round(v, 4) for k, v in unknown.shares.items()},
+            "half_grid_possible": floor <= HALF_GRID}
+
+
+def best_fixed_allocation(true: dict[int, float], launches: int, seed: int,
+                          draws: int = 40000) -> dict:
+    """The fixed allocation of `launches` (at least one per depth) whose highest mean is wrong
+    least often, searched over every allocation knowing the true rates: what a fixed budget of
+    that size can do at best when nothing has to be learnt about where to spend it."""
+    depths = sorted(true)
+    mu = np.array([true[d] for d in depths])
+    rng = np.random.default_rng(seed)
+    noise = WITHIN_SD / math.sqrt(REQUESTS)
+    best: tuple[float, list[int]] | None = None
+    for cut in itertools.combinations(range(1, launches), len(depths) - 1):
+        alloc = [b - a for a, b in zip((0,) + cut, cut + (launches,))]
+        means = np.stack([(m * (1 + rng.normal(0, CV, (draws, n)))
+                           + rng.normal(0, noise, (draws, n))).mean(axis=1)
+                          for m, n in zip(mu, alloc)], axis=1)
+        error = float(np.mean(mu[np.argmax(means, axis=1)] < (1 - MARGIN) * mu.max()))
+        if best is None or error < best[0]:
+            best = (error, alloc)
+    return {"launches": launches, "error_rate": best[0],
+            "allocation": {str(d): n for d, n in zip(depths, best[1])}, "draws": draws}
+
+
+ARMS = {  # arm -> its key in the JSON
+    "adaptive": "adaptive", "grid": "grid_3_per_depth", "rounds": "grid_rounds_to_decision",
+    "oracle": "adaptive_spread_known", "grid_argmax": "grid_3_per_depth_highest_mean",
+    "half_budget": "adaptive_half_grid_budget"}
+HALF_GRID = 7.5
+
+
+def run_scenario(true: dict[int, float], sweeps: int, seed: int,
+                 cap: int) -> dict[str, list[tuple]]:
+    """Every arm over `sweeps` simulated sweeps, sweep i of every arm drawn from seed i."""
+    rows: dict[str, list[tuple]] = {k: [] for k in ARMS}
+    half = len(true) * 3 // 2
+    for i in range(sweeps):
+        for kind, run, judge in (("adaptive", lambda r: adaptive(r, true, cap), verdict),
+                                 ("grid", lambda r: grid(r, true), verdict),
+                                 ("rounds", lambda r: grid_rounds(r, true, cap), verdict),
+                                 ("oracle", lambda r: adaptive_oracle(r, true, cap), verdict),
+                                 ("grid_argmax", lambda r: grid_argmax(r, true), picked),
+                                 ("half_budget", lambda r: adaptive(r, true, half), picked)):
+            decision, launches, seconds = run(random.Random(seed * 1000 + i))
+            rows[kind].append((judge(decision, true), launches, seconds))
+    return rows
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a and b else None
+
+
+def scenario_entry(name: str, true: dict[int, float], rows: dict[str, list[tuple]],
+                   seed: int) -> dict:
+    arms = {ARMS[k]: summarise(rows[k]) for k in ARMS}
+    a, g, r = arms["adaptive"], arms["grid_3_per_depth"], arms["grid_rounds_to_decision"]
+    return {"scenario": name, "true_tok_s": {str(k): v for k, v in true.items()}, **arms,
+            "lower_bound": bounds(true, a["insufficient_rate"]),
+            "best_fixed_allocation_half_grid": best_fixed_allocation(true, math.ceil(HALF_GRID), seed),
+            "launch_ratio_adaptive_to_grid": a["launches_mean"] / g["launches_mean"],
+            "launch_ratio_adaptive_to_grid_rounds": a["launches_mean"] / r["launches_mean"],
+            "launches_per_right_ratio_adaptive_to_grid":
+                _ratio(a["launches_per_right_decision"], g["launches_per_right_decision"])}
+
+
+def scenario_line(e: dict) -> str:
+    a, g, r = e["adaptive"], e["grid_3_per_depth"], e["grid_rounds_to_decision"]
+    o, ga = e["adaptive_spread_known"], e["grid_3_per_depth_highest_mean"]
+    h, fixed, bound = e["adaptive_half_grid_budget"], e["best_fixed_allocation_half_grid"], e["lower_bound"]
+
+    def arm(x: dict) -> str:
+        return (f"right {x['right_rate']:.1%}, wrong {x['error_rate']:.1%} "
+                f"{_pct(x['error_rate_ci95'])}, none {x['insufficient_rate']:.1%}")
+
+    return (f"{e['scenario']}: adaptive {a['launches_mean']:.1f} launches "
+            f"({a['lab_minutes_mean']:.0f} min), {arm(a)} | grid {g['launches_mean']:.0f} launches "
+            f"({g['lab_minutes_mean']:.0f} min), {arm(g)} | grid rounds {r['launches_mean']:.1f} "
+            f"launches, {arm(r)} | spread known {o['launches_mean']:.1f} launches, {arm(o)} | "
+            f"grid's highest mean wrong {ga['error_rate']:.1%}, adaptive stopped at "
+            f"{h['launches_mean']:.0f} launches wrong {h['error_rate']:.1%}, best fixed "
+            f"{fixed['launches']} told the truth wrong {fixed['error_rate']:.1%} | any 95% rule needs "
+            f">= {bound['floor_with_one_launch_per_depth']:.1f} launches "
+            f"({bound['spread_known']:.1f} if told the spread)")
+
+
+def goal_section(results: list[dict], over: dict, overall: dict) -> dict:
+    """The issue's goal (half the grid's launches or fewer, the error rate not worse: the adaptive
+    error interval's low end not above the grid's high end), and what no rule can do."""
+    ratio = overall["adaptive"] / overall["grid_3_per_depth"]
+    a_err, g_err = over["adaptive"]["error_rate_ci95"], over["grid_3_per_depth"]["error_rate_ci95"]
+    floor = statistics.fmean(r["lower_bound"]["floor_with_one_launch_per_depth"] for r in results)
+    told = statistics.fmean(max(r["lower_bound"]["spread_known"], float(len(r["true_tok_s"])))
+                            for r in results)
+    argmax, half = over["grid_3_per_depth_highest_mean"], over["adaptive_half_grid_budget"]
+    return {"launch_ratio_max": 0.5, "launch_ratio": ratio,
+            "error_rate_not_worse": a_err[0] <= g_err[1],
+            "met": ratio <= 0.5 and a_err[0] <= g_err[1],
+            "any_95pct_rule_launches_at_least_mean": floor,
+            "any_95pct_rule_ratio_to_grid_at_least": floor / overall["grid_3_per_depth"],
+            "any_95pct_rule_told_the_spread_launches_at_least_mean": told,
+            "scenarios_where_half_the_grid_is_possible":
+                [r["scenario"] for r in results if r["lower_bound"]["half_grid_possible"]],
+            "fixed_budget": {
+                "grid_highest_mean_error_rate": argmax["error_rate"],
+                "grid_highest_mean_error_rate_ci95": argmax["error_rate_ci95"],
+                "half_budget_error_rate": half["error_rate"],
+                "half_budget_error_rate_ci95": half["error_rate_ci95"],
+                "half_budget_error_not_worse":
+                    half["error_rate_ci95"][0] <= argmax["error_rate_ci95"][1],
+                "best_fixed_allocation_told_the_truth_error_rate_mean": statistics.fmean(
+                    r["best_fixed_allocation_half_grid"]["error_rate"] for r in results),
+                "grid_highest_mean_error_rate_mean": statistics.fmean(
+                    r["grid_3_per_depth_highest_mean"]["error_rate"] for r in results)}}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sweeps", type=int, default=400, help="simulated sweeps per scenario")
@@ -162,49 +326,20 @@ def main() -> None:
     args = parser.parse_args()
     started = time.time()
     results = []
-    arms = ("adaptive", "grid", "rounds", "oracle")
-    pooled: dict[str, list[tuple]] = {k: [] for k in arms}
+    pooled: dict[str, list[tuple]] = {k: [] for k in ARMS}
     for name, true in SCENARIOS.items():
-        rows: dict[str, list[tuple]] = {k: [] for k in arms}
-        for i in range(args.sweeps):
-            for kind, run in (("adaptive", lambda r: adaptive(r, true, args.cap)),
-                              ("grid", lambda r: grid(r, true)),
-                              ("rounds", lambda r: grid_rounds(r, true, args.cap)),
-                              ("oracle", lambda r: adaptive_oracle(r, true, args.cap))):
-                decision, launches, seconds = run(random.Random(args.seed * 1000 + i))
-                rows[kind].append((verdict(decision, true), launches, seconds))
+        rows = run_scenario(true, args.sweeps, args.seed, args.cap)
         for kind in rows:
             pooled[kind] += rows[kind]
-        a, g, r = summarise(rows["adaptive"]), summarise(rows["grid"]), summarise(rows["rounds"])
-        o = summarise(rows["oracle"])
-        results.append({"scenario": name, "true_tok_s": {str(k): v for k, v in true.items()},
-                        "adaptive": a, "grid_3_per_depth": g, "grid_rounds_to_decision": r,
-                        "adaptive_spread_known": o,
-                        "launch_ratio_adaptive_to_grid": a["launches_mean"] / g["launches_mean"],
-                        "launch_ratio_adaptive_to_grid_rounds": a["launches_mean"] / r["launches_mean"],
-                        "launches_per_right_ratio_adaptive_to_grid":
-                            (a["launches_per_right_decision"] / g["launches_per_right_decision"]
-                             if a["launches_per_right_decision"] and g["launches_per_right_decision"] else None)})
-        print(f"{name}: adaptive {a['launches_mean']:.1f} launches ({a['lab_minutes_mean']:.0f} min), "
-              f"right {a['right_rate']:.1%}, wrong {a['error_rate']:.1%} {_pct(a['error_rate_ci95'])}, "
-              f"none {a['insufficient_rate']:.1%} | "
-              f"grid {g['launches_mean']:.0f} launches ({g['lab_minutes_mean']:.0f} min), right "
-              f"{g['right_rate']:.1%}, wrong {g['error_rate']:.1%} {_pct(g['error_rate_ci95'])}, "
-              f"none {g['insufficient_rate']:.1%} | "
-              f"grid rounds {r['launches_mean']:.1f} launches, right {r['right_rate']:.1%}, "
-              f"wrong {r['error_rate']:.1%} {_pct(r['error_rate_ci95'])}, none {r['insufficient_rate']:.1%}"
-              f" | spread known {o['launches_mean']:.1f} launches, right {o['right_rate']:.1%}, "
-              f"wrong {o['error_rate']:.1%}", flush=True)
-    overall = {k: statistics.fmean(r[k]["launches_mean"] for r in results)
-               for k in ("adaptive", "grid_3_per_depth", "grid_rounds_to_decision",
-                         "adaptive_spread_known")}
-    over = {"adaptive": summarise(pooled["adaptive"]), "grid_3_per_depth": summarise(pooled["grid"]),
-            "grid_rounds_to_decision": summarise(pooled["rounds"]),
-            "adaptive_spread_known": summarise(pooled["oracle"])}
-    ratio = overall["adaptive"] / overall["grid_3_per_depth"]
-    a_err, g_err = over["adaptive"]["error_rate_ci95"], over["grid_3_per_depth"]["error_rate_ci95"]
+        results.append(scenario_entry(name, true, rows, args.seed))
+        print(scenario_line(results[-1]), flush=True)
+    overall = {key: statistics.fmean(r[key]["launches_mean"] for r in results) for key in ARMS.values()}
+    over = {ARMS[k]: summarise(pooled[k]) for k in ARMS}
+    per_right = {k: over[k]["launches_per_right_decision"] for k in over}
+    goal = goal_section(results, over, overall)
     document = {
-        "benchmark": "sweep-allocation", "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "benchmark": "sweep-allocation",
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "python": platform.python_version(), "load_average": os.getloadavg(),
         "settings": {"sweeps_per_scenario": args.sweeps, "adaptive_cap": args.cap, "cv": CV,
                      "within_sd_tok_s": WITHIN_SD, "requests": REQUESTS, "max_tokens": TOKENS,
@@ -212,35 +347,35 @@ def main() -> None:
         "scenarios": results,
         "launches_mean_over_scenarios": overall,
         "over_scenarios": over,
-        "launch_ratio_over_scenarios": ratio,
+        "launch_ratio_over_scenarios": goal["launch_ratio"],
         "launch_ratio_to_grid_rounds_over_scenarios":
             overall["adaptive"] / overall["grid_rounds_to_decision"],
-        # a floor, not a strategy: the same rule told the true spread (docs/benchmarks.md)
+        # not a strategy: the same rule told the true spread (docs/benchmarks.md)
         "launch_ratio_spread_known_to_grid_over_scenarios":
             overall["adaptive_spread_known"] / overall["grid_3_per_depth"],
         "launches_per_right_ratio_to_grid_over_scenarios":
-            over["adaptive"]["launches_per_right_decision"] / over["grid_3_per_depth"]["launches_per_right_decision"],
+            _ratio(per_right["adaptive"], per_right["grid_3_per_depth"]),
         "launches_per_right_ratio_to_grid_rounds_over_scenarios":
-            over["adaptive"]["launches_per_right_decision"]
-            / over["grid_rounds_to_decision"]["launches_per_right_decision"],
-        # the issue's goal: half the grid's launches or fewer, error rate not worse (the adaptive
-        # error interval's low end not above the grid's high end)
-        "goal": {"launch_ratio_max": 0.5, "launch_ratio": ratio,
-                 "error_rate_not_worse": a_err[0] <= g_err[1],
-                 "met": ratio <= 0.5 and a_err[0] <= g_err[1]},
+            _ratio(per_right["adaptive"], per_right["grid_rounds_to_decision"]),
+        "goal": goal,
         "seconds": round(time.time() - started, 1),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(document, indent=2) + "\n")
     for kind, o in over.items():
-        print(f"over the scenarios, {kind}: {o['launches_mean']:.1f} launches, right {o['right_rate']:.1%}, "
-              f"wrong {o['error_rate']:.2%} {_pct(o['error_rate_ci95'])}, none {o['insufficient_rate']:.1%}, "
-              f"{o['launches_per_right_decision']:.1f} launches per right decision")
-    print(f"wrote {args.out}: adaptive/grid-3 launches {ratio:.2f}, adaptive/grid-rounds "
-          f"{document['launch_ratio_to_grid_rounds_over_scenarios']:.2f}; launches per right decision "
-          f"adaptive/grid-3 {document['launches_per_right_ratio_to_grid_over_scenarios']:.2f}, "
-          f"adaptive/grid-rounds {document['launches_per_right_ratio_to_grid_rounds_over_scenarios']:.2f}; "
-          f"goal met: {document['goal']['met']}")
+        right = (f"{per_right[kind]:.1f} launches per right decision" if per_right[kind]
+                 else "no right decision")
+        print(f"over the scenarios, {kind}: {o['launches_mean']:.1f} launches, right "
+              f"{o['right_rate']:.1%}, wrong {o['error_rate']:.2%} {_pct(o['error_rate_ci95'])}, "
+              f"none {o['insufficient_rate']:.1%}, {right}")
+    print(f"wrote {args.out}: adaptive/grid-3 launches {goal['launch_ratio']:.2f}, adaptive/grid-rounds "
+          f"{document['launch_ratio_to_grid_rounds_over_scenarios']:.2f}; launches per right "
+          f"decision adaptive/grid-3 {document['launches_per_right_ratio_to_grid_over_scenarios']:.2f},"
+          f" adaptive/grid-rounds "
+          f"{document['launches_per_right_ratio_to_grid_rounds_over_scenarios']:.2f}; any rule "
+          f"wrong in at most 5% of sweeps needs >= {goal['any_95pct_rule_launches_at_least_mean']:.1f}"
+          f" launches on average ({goal['any_95pct_rule_ratio_to_grid_at_least']:.2f}x the grid); "
+          f"goal met: {goal['met']}")
 
 
 if __name__ == "__main__":

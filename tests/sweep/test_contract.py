@@ -152,3 +152,47 @@ def test_report_section_shows_intervals_acceptance_gate_roofline_and_the_decisio
     lines = sweep_lines(section)
     assert lines[0].startswith("Decision: depth 0 (best).")
     assert any(l.startswith("Gate failed at depth 2 (never recommended)") for l in lines)
+
+
+def _undecided(tmp_path: Path, rates: dict[int, list[float]], max_launches: int) -> dict:
+    run = tmp_path / "run"
+    records, n = [], 0
+    for depth, means in rates.items():
+        for mean in means:
+            n += 1
+            records.append(_record(f"L{n:03d}", depth, [mean - 0.1, mean + 0.1], gate=n <= 3))
+            if n <= 3:
+                _gate_file(run, f"L{n:03d}", TOKENS)
+    state = SweepState(run, _plan(tmp_path, max_launches=max_launches), records)
+    return build_document(state.plan, state, run, "launch budget spent")
+
+
+def test_an_undecided_sweep_says_how_many_launches_a_decision_would_need(tmp_path):
+    # depths 2 and 4 about 4% apart at a 2-3% launch spread: settling it is within reach
+    doc = _undecided(tmp_path, {0: [26.0, 26.9], 2: [30.0, 31.1], 4: [31.8, 32.1]}, 12)
+    decision = doc["decision"]
+    assert decision["state"] == "insufficient"
+    view = decision["outlook"]
+    assert view["ok_launches"] == 6 and view["leading"] == 4
+    # the gap is wide for a 1.5% spread: any rule could settle in 3 launches, this rule
+    # needs its 4 repeats first (df 3 < 4), so one more launch
+    assert view["any_rule_bound"] < 7 and view["launches_needed_estimate"] == 7
+    assert "settling needs about 7 ok launches on average" in decision["reason"]
+    assert view["within_budget"] == (view["launches_needed_estimate"] <= 12)
+    SweepJson.model_validate(doc)
+
+
+def test_an_undecided_near_tie_is_said_to_be_beyond_the_budget(tmp_path):
+    # 30.0 against 30.3 with a 4% spread: far more launches than a lab spends
+    doc = _undecided(tmp_path, {0: [26.0, 27.5], 2: [29.1, 30.9], 4: [29.5, 31.1]}, 9)
+    decision = doc["decision"]
+    view = decision["outlook"]
+    assert decision["state"] == "insufficient" and view["within_budget"] is False
+    assert view["launches_needed_estimate"] is None or view["launches_needed_estimate"] > 9
+    assert "more than the budget of 9 launches" in decision["reason"]
+
+
+def test_a_settled_sweep_has_no_outlook(tmp_path):
+    rates = {0: [26.0, 26.1, 25.9], 2: [33.0, 33.1, 32.9], 4: [24.0, 24.2, 23.9]}
+    doc = _undecided(tmp_path, rates, 9)
+    assert doc["decision"]["state"] == "best" and doc["decision"]["outlook"] is None

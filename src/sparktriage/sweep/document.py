@@ -21,6 +21,7 @@ from sparktriage.store.rundir import SCHEMA_VERSION
 from sparktriage.sweep import allocate
 from sparktriage.sweep.acceptance import combine
 from sparktriage.sweep.gate import GreedyOutput, gate
+from sparktriage.sweep.outlook import outlook, sentence
 from sparktriage.sweep.plan import SweepPlan
 from sparktriage.sweep.stats import DepthStats, LaunchObservation, depth_stats
 
@@ -176,6 +177,13 @@ def build_document(plan: SweepPlan, state, run_path: Path, stop_reason: str,
     decision["excluded"] = {str(d): ("failed twice" if d in failed else "gate failed: "
                                      + gates[d]["reason"])
                             for d in plan.depths if d not in eligible}
+    view = None
+    if decision["state"] == "insufficient" and final:
+        view = outlook(means, decision["pooled_cv"], decision["pooled_df"], plan.margin,
+                       plan.max_launches)
+        if view is not None:
+            decision["reason"] += "; " + sentence(view, plan.max_launches)
+    decision["outlook"] = view
     if which == "e2e" and decision["depth"] is not None:
         decision["reason"] += ("; rates are end-to-end tok/s because some launch delivered its "
                                "responses in bursts, with no decode interval")
