@@ -38,6 +38,23 @@ def test_multi_token_first_chunk_is_not_counted_in_the_decode_rate():
     assert m.max_tokens_per_chunk == 4 and m.chunks == 11
 
 
+def test_chunks_of_the_first_read_count_with_the_first_token():
+    # the demo's prose request 9 (2026-12-02): 254 of 256 tokens in the read that brought the
+    # first one, then two reads 4.0 and 13.2 ms later; the old rule said 255 / 0.0132 s
+    first = [c(1.5437, 1) for _ in range(254)]
+    m = derive(record(first + [c(1.5477, 1), c(1.5569, 1)], 256))
+    assert m.first_read_tokens == 254 and m.ttft_s == 1.5437
+    assert m.decode_tok_s == pytest.approx(2 / 0.0132)  # 151.5, not 19,318
+    assert m.chunks == 256 and m.e2e_tok_s == pytest.approx(256 / 1.5569)
+
+
+def test_a_later_burst_stays_in_the_decode_interval():
+    # tokens held back mid-stream were produced inside the interval: they count
+    chunks = [c(0.1, 1), c(0.2, 1)] + [c(0.9, 1) for _ in range(70)] + [c(1.0, 1)]
+    m = derive(record(chunks, 73))
+    assert m.first_read_tokens == 1 and m.decode_tok_s == pytest.approx(72 / 0.9)
+
+
 def test_ttft_is_the_first_chunk_that_carries_a_token():
     role = {"t": 0.1, "ids": None, "lp": None, "usage": None, "text": "", "finish": None}
     chunks = [role, c(0.3, 1), c(0.4, 1)]
@@ -87,3 +104,23 @@ def test_decode_rate_is_tokens_after_the_first_chunk_over_its_time(steps, ttft):
     assert m.output_tokens == sum(k for k, _ in steps)
     assert m.decode_tok_s == pytest.approx((m.output_tokens - steps[0][0]) / span)
     assert m.e2e_tok_s == pytest.approx(m.output_tokens / chunks[-1]["t"])
+
+
+def test_the_workload_says_when_most_tokens_came_with_the_first():
+    from sparktriage.bench.summary import build_bench_document
+
+    def raw(index, chunks, total):
+        return {**record(chunks, total), "workload": "code", "index": index, "warmup": False}
+
+    held = [c(0.5, 1) for _ in range(200)] + [c(0.5 + 0.01 * i, 1) for i in range(1, 57)]
+    steady = [c(0.1 + 0.01 * i, 1) for i in range(256)]
+    doc = build_bench_document({"workloads": [{"name": "code"}]},
+                               [raw(0, held, 256), raw(1, steady, 256)], {})
+    (code,) = doc["workloads"]
+    assert [r["first_read_tokens"] for r in code["requests"]] == [200, 1]
+    assert code["requests"][0]["decode_tok_s"] == pytest.approx(56 / 0.56)
+    assert code["summary"]["decode_tok_s"]["n"] == 2
+    assert code["warnings"] == ["1 of 2 requests delivered more than half their tokens in one burst "
+                                "with the first (one read): they count with it (produced before "
+                                "anything arrived), and the decode rate rests on the tokens after "
+                                "that read"]

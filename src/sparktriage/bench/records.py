@@ -28,6 +28,7 @@ class RequestMetrics:
     e2e_tok_s: float | None
     chunks: int  # chunks that carried at least one token
     max_tokens_per_chunk: int
+    first_read_tokens: int  # tokens that arrived with the first one (one read)
     token_source: str
     exact: bool
     token_totals: dict
@@ -44,6 +45,7 @@ class RequestMetrics:
             "e2e_tok_s": self.e2e_tok_s,
             "chunks": self.chunks,
             "max_tokens_per_chunk": self.max_tokens_per_chunk,
+            "first_read_tokens": self.first_read_tokens,
             "token_source": self.token_source,
             "exact": self.exact,
             "token_totals": dict(self.token_totals),
@@ -63,16 +65,24 @@ def derive(record: dict) -> RequestMetrics:
     """Compute TTFT, decode rate and end-to-end rate of one raw request record.
 
     TTFT: send → arrival of the first chunk carrying a token. Decode rate: tokens delivered
-    after that chunk ÷ time from its arrival to the arrival of the last token-carrying chunk.
+    after that arrival ÷ time from it to the arrival of the last token-carrying chunk.
     End-to-end rate: tokens ÷ (last token arrival − send).
+
+    The first arrival is the whole first read: the client stamps every chunk of one read with
+    that read's time, and the chunks that came with the first token (a server or proxy that
+    held the stream back, an API process starved of CPU) were produced before anything reached
+    the client, so they belong to the wait, not to the decode interval, like the several tokens
+    of a multi-token first chunk (design §6). Counting them as decoded in the few milliseconds
+    to the next read made a 160 tok/s stream read 19,000 tok/s (docs/metrics.md).
     """
     chunks = record.get("chunks") or []
     tokens = token_account(record)
     carrying = [(c["t"], n) for c, n in zip(chunks, tokens.per_chunk) if n > 0]
     ttft = decode = e2e = None
+    first_n = 0
     if carrying:
-        first_t, first_n = carrying[0]
-        last_t = carrying[-1][0]
+        first_t, last_t = carrying[0][0], carrying[-1][0]
+        first_n = sum(n for t, n in carrying if t <= first_t)  # the first read's tokens
         ttft = first_t
         after = tokens.total - first_n
         if after > 0 and last_t > first_t:
@@ -96,6 +106,7 @@ def derive(record: dict) -> RequestMetrics:
         e2e_tok_s=e2e,
         chunks=len(carrying),
         max_tokens_per_chunk=max((n for _, n in carrying), default=0),
+        first_read_tokens=first_n,
         token_source=tokens.source,
         exact=tokens.exact_timing,
         token_totals=tokens.totals,

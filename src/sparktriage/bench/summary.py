@@ -50,6 +50,14 @@ def _workload_document(name: str, records: list[dict], caps: dict | None) -> dic
             f"{len(burst)} of {len(ok)} requests delivered every token in one burst (one read): "
             "no decode interval, so no decode rate; the server or a proxy buffered the stream"
         )
+    held = [r for r in ok if r["decode_tok_s"] is not None
+            and 2 * (r.get("first_read_tokens") or 0) > r["output_tokens"]]
+    if held:
+        warnings.append(
+            f"{len(held)} of {len(ok)} requests delivered more than half their tokens in one burst "
+            "with the first (one read): they count with it (produced before anything arrived), "
+            "and the decode rate rests on the tokens after that read"
+        )
     inexact = [r for r in ok if not r["exact"]]
     if inexact:
         sources = ", ".join(sorted({r["token_source"] for r in inexact}))

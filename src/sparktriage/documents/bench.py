@@ -70,6 +70,7 @@ class BenchRequest(Part):
     token_totals: dict[str, Any]
     disagreements: list[str]
     short: bool
+    first_read_tokens: int | None = None  # absent in documents written before it was recorded
 
 
 class FailedRequest(Part):

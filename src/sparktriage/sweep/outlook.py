@@ -25,8 +25,11 @@ def outlook(means: dict[int, list[float]], cv: float | None, df: int, margin: fl
     rates = {d: sum(v) / len(v) for d, v in means.items() if v}
     if cv is None or cv <= 0 or len(rates) < 2 or any(r <= 0 for r in rates.values()):
         return None
-    bound = launch_bound(rates, {d: r * cv for d, r in rates.items()}, margin=margin,
-                         unknown_scale=True)
+    try:
+        bound = launch_bound(rates, {d: r * cv for d, r in rates.items()}, margin=margin,
+                             unknown_scale=True)
+    except (ValueError, ArithmeticError):  # an estimate must never cost the sweep its document
+        return None
     needed = max(bound.launches, float(len(rates) + MIN_DF))
     used = sum(len(v) for v in means.values() if v)
     beyond = needed > BEYOND or math.isinf(needed)
