@@ -37,7 +37,7 @@ docs/sweep.md ("What no rule can do") uses it to show which launch goals are out
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 _BISECT_STEPS = 200
 _GOLDEN_STEPS = 200
@@ -55,11 +55,6 @@ class LaunchBound:
     delta: float
     abstain: float
     unknown_scale: bool = False
-
-    def as_dict(self) -> dict:
-        out = asdict(self)
-        out["shares"] = {str(k): v for k, v in self.shares.items()}
-        return out
 
 
 def kl_bernoulli(p: float, q: float) -> float:
