@@ -71,17 +71,14 @@ def lab_seconds(mu: float) -> float:
     return COLD_START_S + ((REQUESTS + 1) * TOKENS + GATE_TOKENS) / mu
 
 
-def verdict(decision, true: dict[int, float]) -> str:
-    if decision.state == "insufficient":
-        return "insufficient"
-    best = max(true.values())
-    return "right" if true[decision.depth] >= (1 - MARGIN) * best else "wrong"
-
-
 def picked(decision, true: dict[int, float]) -> str:
     """A fixed-budget arm's verdict: its depth, settled or provisional, is its pick."""
     best = max(true.values())
     return "right" if true[decision.depth] >= (1 - MARGIN) * best else "wrong"
+
+
+def verdict(decision, true: dict[int, float]) -> str:
+    return "insufficient" if decision.state == "insufficient" else picked(decision, true)
 
 
 def launch_sd(mu: float) -> float:
@@ -119,18 +116,16 @@ def adaptive_oracle(rng: random.Random, true: dict[int, float], cap: int):
         allocate.pooled_cv = saved
 
 
-def grid(rng: random.Random, true: dict[int, float], per_depth: int = 3):
+def grid(rng: random.Random, true: dict[int, float], per_depth: int = 3, rule=decide):
+    """3 launches per depth, then `rule` over the launch means (the sweep's decision, or
+    `highest_mean` as labs use a grid; the same draws for the same seed)."""
     means = {d: [launch_mean(rng, mu) for _ in range(per_depth)] for d, mu in true.items()}
-    return decide(means), per_depth * len(true), sum(per_depth * lab_seconds(mu) for mu in true.values())
+    return rule(means), per_depth * len(true), sum(per_depth * lab_seconds(mu) for mu in true.values())
 
 
-def grid_argmax(rng: random.Random, true: dict[int, float], per_depth: int = 3):
-    """The grid as labs use it: 3 launches per depth, then the highest mean (same draws as
-    `grid` for the same seed)."""
-    means = {d: [launch_mean(rng, mu) for _ in range(per_depth)] for d, mu in true.items()}
+def highest_mean(means: dict[int, list[float]]):
     best = max(means, key=lambda d: (statistics.fmean(means[d]), -d))
-    pick = allocate.Decision("best", best, (best,), "highest mean", True)
-    return pick, per_depth * len(true), sum(per_depth * lab_seconds(mu) for mu in true.values())
+    return allocate.Decision("best", best, (best,), "highest mean", True)
 
 
 def grid_rounds(rng: random.Random, true: dict[int, float], cap: int):
@@ -243,7 +238,7 @@ def run_scenario(true: dict[int, float], sweeps: int, seed: int,
                                  ("grid", lambda r: grid(r, true), verdict),
                                  ("rounds", lambda r: grid_rounds(r, true, cap), verdict),
                                  ("oracle", lambda r: adaptive_oracle(r, true, cap), verdict),
-                                 ("grid_argmax", lambda r: grid_argmax(r, true), picked),
+                                 ("grid_argmax", lambda r: grid(r, true, rule=highest_mean), picked),
                                  ("half_budget", lambda r: adaptive(r, true, half), picked)):
             decision, launches, seconds = run(random.Random(seed * 1000 + i))
             rows[kind].append((judge(decision, true), launches, seconds))

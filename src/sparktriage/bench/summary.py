@@ -51,7 +51,7 @@ def _workload_document(name: str, records: list[dict], caps: dict | None) -> dic
             "no decode interval, so no decode rate; the server or a proxy buffered the stream"
         )
     held = [r for r in ok if r["decode_tok_s"] is not None
-            and 2 * (r.get("first_read_tokens") or 0) > r["output_tokens"]]
+            and 2 * r["first_read_tokens"] > r["output_tokens"]]
     if held:
         warnings.append(
             f"{len(held)} of {len(ok)} requests delivered more than half their tokens in one burst "

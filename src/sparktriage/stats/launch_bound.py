@@ -66,15 +66,16 @@ def kl_bernoulli(p: float, q: float) -> float:
     return term(p, q) + term(1.0 - p, 1.0 - q)
 
 
-def _shares_at(t: float, x: float, var_i: float, others: list[tuple[float, float]]) -> float | None:
-    """Σ w_a at which every C_a equals t, given w_i = x (None: t cannot be reached)."""
-    total = 0.0
+def _shares_at(t: float, x: float, var_i: float,
+               others: list[tuple[float, float]]) -> list[float] | None:
+    """The w_a at which every C_a equals t, given w_i = x (None: t cannot be reached)."""
+    shares = []
     for gap2, var_a in others:
         room = gap2 / (2.0 * t) - var_i / x
         if room <= 0:
             return None
-        total += var_a / room
-    return total
+        shares.append(var_a / room)
+    return shares
 
 
 def _cost_at(x: float, var_i: float, others: list[tuple[float, float]]) -> float:
@@ -83,8 +84,8 @@ def _cost_at(x: float, var_i: float, others: list[tuple[float, float]]) -> float
     low, high = 0.0, ceiling
     for _ in range(_BISECT_STEPS):
         mid = (low + high) / 2.0
-        rest = _shares_at(mid, x, var_i, others) if mid > 0 else 0.0
-        if rest is not None and x + rest <= 1.0:
+        rest = _shares_at(mid, x, var_i, others) if mid > 0 else []
+        if rest is not None and x + sum(rest) <= 1.0:
             low = mid
         else:
             high = mid
@@ -114,11 +115,11 @@ def _answer_cost(i: int, rates: dict[int, float], sds: dict[int, float],
                  margin: float) -> tuple[float, dict[int, float]]:
     """(max_w min_a C_a, the shares) for proving depth i good."""
     c = 1.0 - margin
-    others = [(d, (rates[i] - c * rates[d]) ** 2, (c * sds[d]) ** 2) for d in rates if d != i]
-    x, cost = _best_share(sds[i] ** 2, [(g, v) for _, g, v in others])
-    shares = {i: x}
-    for d, gap2, var_a in others:
-        shares[d] = var_a / (gap2 / (2.0 * cost) - sds[i] ** 2 / x) if cost > 0 else 0.0
+    depths = [d for d in rates if d != i]
+    others = [((rates[i] - c * rates[d]) ** 2, (c * sds[d]) ** 2) for d in depths]
+    x, cost = _best_share(sds[i] ** 2, others)
+    rest = (_shares_at(cost, x, sds[i] ** 2, others) if cost > 0 else None) or [0.0] * len(depths)
+    shares = {i: x, **dict(zip(depths, rest))}
     total = sum(shares.values())
     return cost, {d: s / total for d, s in sorted(shares.items())}
 
