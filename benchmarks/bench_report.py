@@ -25,12 +25,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from sparktriage.report import manifest, markdown, pdf, plots
+from sparktriage.signing import manifest
+from sparktriage.report import markdown, pdf, plots
 from sparktriage.report.build import write_data, execute, plan_report
 from sparktriage.report.inputs import load_run
 from sparktriage.report.model import Context, build_document
 from sparktriage.report.redact import Redactor
-from sparktriage.report.signing import SignSpec, resolve, sign_folder
+from sparktriage.signing.signing import SignSpec, resolve, sign_folder
 from sparktriage.testbed.synthetic_run import SyntheticSpec, make_run
 
 GOAL_S = 10.0

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from sparktriage.report.build import execute, plan_report
-from sparktriage.report.signing import SignSpec
+from sparktriage.signing.signing import SignSpec
 from sparktriage.testbed.paths import locate
 from sparktriage.testbed.server import ServeSpec, served
 from sparktriage.testbed.synthetic_run import SyntheticSpec, make_run

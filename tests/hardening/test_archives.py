@@ -12,7 +12,7 @@ from sparktriage.errors import InputError
 from sparktriage.bundle.reader import Bundle
 from sparktriage.bundle.writer import export_bundle
 from sparktriage.stalls import fixtures
-from sparktriage.store import archive
+from sparktriage.bundle import archive
 from sparktriage.testbed import hostile
 
 from hardening_cli import REPO, cli, one_error

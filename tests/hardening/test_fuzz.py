@@ -35,7 +35,7 @@ from sparktriage.logs.parser import parse_bytes
 from sparktriage.logs.sources import source_from_bytes
 from sparktriage.metrics.prometheus import parse_text
 from sparktriage.stalls.loader import load_rule
-from sparktriage.store import archive
+from sparktriage.bundle import archive
 from sparktriage.store.documents import RecordWriter, loads_bounded, read_records
 
 from hardening_cli import REPO

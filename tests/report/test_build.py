@@ -10,9 +10,9 @@ import subprocess
 import pytest
 
 from sparktriage.errors import InputError, UsageError
-from sparktriage.report import manifest
 from sparktriage.report.build import plan_report
 from sparktriage.report.format import when
+from sparktriage.signing import manifest
 
 LATER = dt.datetime(2026, 3, 2, 8, 30, 15, tzinfo=dt.timezone.utc)
 STAMP, LATER_STAMP = "2026-03-01T12:00:00Z", "2026-03-02T08:30:15Z"

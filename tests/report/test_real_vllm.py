@@ -18,8 +18,8 @@ from sparktriage.bench.protocol import ProtocolPlan, run_protocol
 from sparktriage.bench.workload import load_workloads
 from sparktriage.report.build import execute, plan_report
 from sparktriage.report.format import number
-from sparktriage.report.signing import SignSpec
-from sparktriage.report.verify import verify
+from sparktriage.signing.signing import SignSpec
+from sparktriage.signing.verify import verify
 from sparktriage.store.rundir import RunDir
 from sparktriage.testbed.synthetic_run import add_side_documents, planted_values
 

@@ -25,13 +25,13 @@ from typing import Any, Iterator
 
 from sparktriage.errors import InputError
 from sparktriage.bundle import layout
+from sparktriage.bundle.archive import Archive
 from sparktriage.bundle.indexed import IndexedRecords
 from sparktriage.bundle.records import (
     SAMPLE_TYPES, ClockInfo, DiskSample, DmesgLine, GpuSample, HostSample, LineRecord,
     ManifestEntry, NetSample, ProcSample, StackDump, from_dict,
 )
 from sparktriage.limits import ARCHIVE_MAX_MEMBERS, ARCHIVE_MAX_TOTAL_BYTES
-from sparktriage.store.archive import Archive
 from sparktriage.store.documents import read_document_bounded, read_records
 
 MAX_UNPACKED_BYTES = ARCHIVE_MAX_TOTAL_BYTES
@@ -56,7 +56,7 @@ class BundleInfo:
 
 
 def _safe_extract(archive: Path, into: Path) -> Path:
-    """Unpack a bundle archive (checked and capped by `store.archive`); return its folder."""
+    """Unpack a bundle archive (checked and capped by `bundle.archive`); return its folder."""
     unpacked = Archive.opened(archive)
     tops = unpacked.tops()
     if len(tops) != 1:

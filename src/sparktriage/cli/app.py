@@ -37,7 +37,7 @@ def _plain_help(group: typer.Typer) -> None:
 def _release_archives() -> None:
     """Unpacked archives and held readers live as long as the command; the archive module is
     imported only by commands that open one (it costs --help tens of ms)."""
-    archive = sys.modules.get("sparktriage.store.archive")
+    archive = sys.modules.get("sparktriage.bundle.archive")
     if archive is not None:
         archive.release()
 

@@ -34,7 +34,7 @@ def report(
 ) -> None:
     """Render a redacted, signed Markdown and PDF report from a run directory."""
     from sparktriage.report.build import execute, plan_report
-    from sparktriage.report.signing import SignSpec
+    from sparktriage.signing.signing import SignSpec
     spec = SignSpec(sign, identity) if sign else None
     if identity and not sign:
         console.warn("--identity has no effect without --sign")

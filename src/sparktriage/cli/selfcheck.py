@@ -71,8 +71,8 @@ def selfcheck(
     from sparktriage.logs.sources import resolve_inputs
     from sparktriage.probe import baseline as baseline_io
     from sparktriage.report.build import parse_formats
-    from sparktriage.report.signing import SignSpec
-    from sparktriage.report.signing import resolve as resolve_signer
+    from sparktriage.signing.signing import SignSpec
+    from sparktriage.signing.signing import resolve as resolve_signer
     from sparktriage.session.selfcheck import (SelfcheckSettings, check_endpoint, quick_budget,
                                                run_selfcheck)
     from sparktriage.store.rundir import RunDir, default_run_path

@@ -115,8 +115,8 @@ def run(
     from sparktriage.config.deployment import load_deployment
     from sparktriage.probe import baseline as baseline_io
     from sparktriage.report.build import parse_formats
-    from sparktriage.report.signing import SignSpec
-    from sparktriage.report.signing import resolve as resolve_signer
+    from sparktriage.signing.signing import SignSpec
+    from sparktriage.signing.signing import resolve as resolve_signer
     from sparktriage.session.plan import SessionOptions, parse_depths
     from sparktriage.session.runner import plan_steps
     dep = load_deployment(deployment, lab)  # a bad file fails before anything runs

@@ -59,9 +59,9 @@ def verify(
     allow_untrusted: bool = typer.Option(False, "--allow-untrusted", help="Accept a valid signature by any key (no --key or --allowed-signers); exit 0 then."),
 ) -> None:
     """Verify a report's signature, its signer and the digest of every file."""
-    from sparktriage.report import allowed_signers
-    from sparktriage.report.keys import read_public_key
-    from sparktriage.report.verify import TrustAnchor, verify as verify_folder
+    from sparktriage.signing import allowed_signers
+    from sparktriage.signing.keys import read_public_key
+    from sparktriage.signing.verify import TrustAnchor, verify as verify_folder
     if allowed is not None and key is not None:
         raise UsageError("give either --allowed-signers or --key, not both")
     if identity is not None and allowed is None:

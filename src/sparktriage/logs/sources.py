@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import BinaryIO, Iterator, NamedTuple, Sequence
 
 from sparktriage.errors import InputError
-from sparktriage.store.archive import Archive
+from sparktriage.bundle.archive import Archive
 from sparktriage.store.documents import escape_text
 
 MAX_LINE = 1 << 20  # bytes kept of one physical line
@@ -232,7 +232,7 @@ def _bundle_sources(root: Path, node: str | None) -> list[LogSource]:
 
 
 def _tar_sources(path: Path, node: str | None) -> list[LogSource]:
-    names = Archive.opened(path).names()  # indexed once, checked and capped (store.archive)
+    names = Archive.opened(path).names()  # indexed once, checked and capped (bundle.archive)
     pattern = re.compile(r"(?:^|/)nodes/([^/]+)/logs/[^/]+\.lines\.jsonl\Z")
     sources = []
     for name in sorted(names):

@@ -24,11 +24,12 @@ import yaml
 from sparktriage.documents.report import ReportDocument
 from sparktriage.errors import InputError, UsageError
 from sparktriage.progress import Observer, quiet
-from sparktriage.report import html, manifest, markdown, pdf, plots
+from sparktriage.report import html, markdown, pdf, plots
 from sparktriage.report.inputs import RunInputs, load_run
 from sparktriage.report.model import KIND, Context, build_document
 from sparktriage.report.redact import Redactor, read_map, write_map
-from sparktriage.report.signing import SignSpec, resolve, sign_folder
+from sparktriage.signing import manifest
+from sparktriage.signing.signing import SignSpec, resolve, sign_folder
 from sparktriage.store.documents import dumps, write_document
 from sparktriage.store.typed import check
 

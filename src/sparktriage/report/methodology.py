@@ -10,7 +10,7 @@ from __future__ import annotations
 from sparktriage.logs.startup_time import DEFINITION as STARTUP_DEFINITION
 from sparktriage.report.inputs import RunInputs
 from sparktriage.report.results import WINDOW_S
-from sparktriage.report.sshsig import NAMESPACE
+from sparktriage.signing.sshsig import NAMESPACE
 from sparktriage.report.values import as_list, integer, num, text
 
 

@@ -22,21 +22,12 @@ from sparktriage.report.sections import (PRODUCERS, deployment_section, environm
 from sparktriage.report.summary import headline, verdicts
 from sparktriage.report.sweep import depth_of_launch, sweep_section
 from sparktriage.report.values import as_list, text
+from sparktriage.signing.signing import Signing
 
 SCHEMA_VERSION = 1  # bump on any breaking change of report.json
 KIND = "sparktriage-report"
 SECTION_ORDER = ("deployment", "environment", "startup", "probe", "protocol", "reconciliation",
                  "sweep", "roofline")
-
-
-@dataclass(frozen=True)
-class Signing:
-    """Who signs the report (known before rendering, so the report can state it)."""
-
-    identity: str
-    public_key: str  # "ssh-ed25519 AAAA..."
-    fingerprint: str
-    allowed_signers_line: str
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from pathlib import Path
 import yaml
 
 from sparktriage.logs import startup_time
-from sparktriage.session.demokey import make_demo_key
+from sparktriage.signing.demokey import make_demo_key
 from sparktriage.session.plan import SessionOptions
 from sparktriage.session.runner import open_session, run_session
 from sparktriage.measure.steps import bench_summary

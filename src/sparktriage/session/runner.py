@@ -455,7 +455,7 @@ def _envdiff(session: Session, step: dict) -> str | None:
 
 def _report(session: Session, step: dict) -> str | None:
     from sparktriage.report.build import execute, plan_report
-    from sparktriage.report.signing import SignSpec
+    from sparktriage.signing.signing import SignSpec
     options = session.options
     sign = SignSpec(options.sign, options.sign_identity) if options.sign else None
     outcome = execute(plan_report(session.run.path, None, options.formats, sign))
@@ -468,8 +468,8 @@ def _report(session: Session, step: dict) -> str | None:
 
 
 def _signature(session: Session, step: dict) -> str | None:
-    from sparktriage.report.keys import read_public_key
-    from sparktriage.report.verify import TrustAnchor, verify
+    from sparktriage.signing.keys import read_public_key
+    from sparktriage.signing.verify import TrustAnchor, verify
     key = Path(step["inputs"]["key"])
     public = key if key.name.endswith(".pub") else key.with_name(key.name + ".pub")
     if not public.is_file():

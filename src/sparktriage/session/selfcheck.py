@@ -21,7 +21,7 @@ from sparktriage.logs import startup_time
 from sparktriage.bench.client import ClientSettings, make_http_client
 from sparktriage.bench.endpoint import discover
 from sparktriage.bench.workload import load_workloads
-from sparktriage.report.signing import SignSpec
+from sparktriage.signing.signing import SignSpec
 from sparktriage.measure.steps import bench_summary
 from sparktriage.store.documents import write_document
 from sparktriage.store.rundir import SCHEMA_VERSION, RunDir

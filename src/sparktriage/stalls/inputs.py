@@ -19,9 +19,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from sparktriage.errors import InputError
+from sparktriage.bundle import archive
 from sparktriage.bundle.indexed import IndexedRecords
 from sparktriage.bundle.reader import Bundle
-from sparktriage.store import archive
 from sparktriage.logs.events import LogEvent
 from sparktriage.logs.document import LogAnalyzer, require_timed
 from sparktriage.logs.parser import iter_events

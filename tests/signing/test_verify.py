@@ -7,9 +7,9 @@ import subprocess
 import pytest
 
 from sparktriage.errors import InputError
-from sparktriage.report import allowed_signers, manifest
-from sparktriage.report.keys import read_public_key
-from sparktriage.report.verify import TrustAnchor, verify
+from sparktriage.signing import allowed_signers, manifest
+from sparktriage.signing.keys import read_public_key
+from sparktriage.signing.verify import TrustAnchor, verify
 
 
 def _anchor(report_keys, name="main"):

@@ -31,8 +31,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from sparktriage.errors import InputError
-from sparktriage.report import allowed_signers, manifest, sshsig
-from sparktriage.report.keys import PublicKey
+from sparktriage.signing import allowed_signers, manifest, sshsig
+from sparktriage.signing.keys import PublicKey
 
 SCHEMA_VERSION = 1
 MAX_SIGNATURE_BYTES = 64 * 1024  # an Ed25519 SSHSIG is about 300 bytes

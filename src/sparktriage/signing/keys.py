@@ -1,6 +1,6 @@
 """OpenSSH public keys: key lines, wire blobs, fingerprints.
 
-Private keys are never handled here: signing is `ssh-keygen -Y sign` (report/sshkeygen.py), for
+Private keys are never handled here: signing is `ssh-keygen -Y sign` (signing/sshkeygen.py), for
 key files and agent keys alike. What stays in process is what the verifier needs to say *who*
 signed (the key inside an SSHSIG blob, its `SHA256:` fingerprint, the line to trust it) and to
 parse key files and lines (docs/verification.md); the cryptography is OpenSSH's.
@@ -16,7 +16,7 @@ from pathlib import Path
 
 
 from sparktriage.errors import InputError
-from sparktriage.report.wire import Reader, WireError
+from sparktriage.signing.wire import Reader, WireError
 
 ED25519 = "ssh-ed25519"
 

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from sparktriage.report import sshsig
-from sparktriage.report.sshkeygen import AgentError, agent_keys, agent_signer
-from sparktriage.report.keys import read_public_key
-from sparktriage.report.signing import SignSpec, resolve
-from sparktriage.report.verify import TrustAnchor, verify
+from sparktriage.signing import sshsig
+from sparktriage.signing.sshkeygen import AgentError, agent_keys, agent_signer
+from sparktriage.signing.keys import read_public_key
+from sparktriage.signing.signing import SignSpec, resolve
+from sparktriage.signing.verify import TrustAnchor, verify
 
 
 @pytest.fixture

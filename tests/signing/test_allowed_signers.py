@@ -7,8 +7,8 @@ import datetime as dt
 import pytest
 
 from sparktriage.errors import InputError
-from sparktriage.report import allowed_signers
-from sparktriage.report.sshkeygen import file_signer
+from sparktriage.signing import allowed_signers
+from sparktriage.signing.sshkeygen import file_signer
 
 
 def test_lines_with_and_without_options(report_keys, tmp_path):

@@ -4,7 +4,7 @@
 Ed25519 key of the running ssh-agent), or a public key file (`KEY.pub`: the agent key that
 matches it, as `ssh-keygen -Y sign -f KEY.pub` does). The signer is resolved before any work
 so that a bad key fails fast, and the report can state the signer's key and identity. The
-signature itself is made by `ssh-keygen -Y sign` (report/sshkeygen.py).
+signature itself is made by `ssh-keygen -Y sign` (signing/sshkeygen.py).
 """
 
 from __future__ import annotations
@@ -14,14 +14,23 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sparktriage.errors import InputError, UsageError
-from sparktriage.report import allowed_signers, manifest, sshsig
-from sparktriage.report.keys import read_public_key
-from sparktriage.report.sshkeygen import KeygenSigner as Signer
-from sparktriage.report.sshkeygen import agent_signer, file_signer
-from sparktriage.report.model import Signing
+from sparktriage.signing import allowed_signers, manifest, sshsig
+from sparktriage.signing.keys import read_public_key
+from sparktriage.signing.sshkeygen import KeygenSigner as Signer
+from sparktriage.signing.sshkeygen import agent_signer, file_signer
 
 DEFAULT_IDENTITY = "report-signer"
 _IDENTITY = re.compile(r"^[A-Za-z0-9._@+-]{1,128}\Z")
+
+
+@dataclass(frozen=True)
+class Signing:
+    """Who signs the report (known before rendering, so the report can state it)."""
+
+    identity: str
+    public_key: str  # "ssh-ed25519 AAAA..."
+    fingerprint: str
+    allowed_signers_line: str
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sparktriage.errors import InputError
-from sparktriage.report.keys import PublicKey, parse_public_key
+from sparktriage.signing.keys import PublicKey, parse_public_key
 
 
 @dataclass(frozen=True)

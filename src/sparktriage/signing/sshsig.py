@@ -21,8 +21,8 @@ import base64
 import binascii
 from dataclasses import dataclass
 
-from sparktriage.report.keys import PublicKey
-from sparktriage.report.wire import Reader, WireError
+from sparktriage.signing.keys import PublicKey
+from sparktriage.signing.wire import Reader, WireError
 
 MAGIC = b"SSHSIG"
 VERSION = 1

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from sparktriage.report import manifest
+from sparktriage.signing import manifest
 
 
 def test_manifest_is_sha256sum_format_and_sha256sum_checks_it(tmp_path):

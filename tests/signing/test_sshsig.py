@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from sparktriage.errors import InputError
-from sparktriage.report import keys as keymod
-from sparktriage.report import sshsig
-from sparktriage.report.sshkeygen import file_signer
-from sparktriage.report.verify import _check_signature
-from sparktriage.report.allowed_signers import line_for
+from sparktriage.signing import keys as keymod
+from sparktriage.signing import sshsig
+from sparktriage.signing.sshkeygen import file_signer
+from sparktriage.signing.verify import _check_signature
+from sparktriage.signing.allowed_signers import line_for
 
 MESSAGE = b"0123abcd  report.md\nfeedbeef  data/run.json\n"
 
