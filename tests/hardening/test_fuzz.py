@@ -25,17 +25,17 @@ from sparktriage.bench.client import _decode, _Stream, new_record
 from sparktriage.bench.sse import SSEDecoder, SSEError
 from sparktriage.bench.workload import _parse as parse_workload
 from sparktriage.bundle.envdiff import diff_environments, flatten
+from sparktriage.bundle import archive
 from sparktriage.bundle.reader import Bundle
 from sparktriage.config.deployment import load_deployment
 from sparktriage.config.lab import Lab
-from sparktriage.config.yamlload import load_model
+from sparktriage.yamldoc import load_model
 from sparktriage.errors import SparktriageError
 from sparktriage.logs.document import analyze
 from sparktriage.logs.parser import parse_bytes
 from sparktriage.logs.sources import source_from_bytes
 from sparktriage.metrics.prometheus import parse_text
 from sparktriage.stalls.loader import load_rule
-from sparktriage.bundle import archive
 from sparktriage.store.documents import RecordWriter, loads_bounded, read_records
 
 from hardening_cli import REPO

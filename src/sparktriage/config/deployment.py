@@ -16,7 +16,7 @@ from typing import Literal, Union
 from pydantic import Field, field_validator, model_validator
 
 from sparktriage.config.lab import Lab, Strict, env_mapping
-from sparktriage.config.yamlload import load_model, load_yaml, merge_errors, validate
+from sparktriage.yamldoc import load_model, load_with_lines, merge_errors, validate
 from sparktriage.errors import ConfigError, SourceLocation
 from sparktriage.config.roofline import RooflineSpec
 
@@ -162,7 +162,7 @@ def _resolve(value: str | None, base: Path) -> str | None:
 
 def load_deployment(path: Path, lab_override: Path | None = None) -> Deployment:
     """Read a deployment YAML (and its lab file), resolve relative paths, validate it all."""
-    data, marks = load_yaml(path)
+    data, marks = load_with_lines(path)
     if not isinstance(data, dict):
         raise ConfigError("expected a mapping at the top level",
                           location=SourceLocation(str(path), 1))

@@ -16,7 +16,7 @@ import yaml
 
 from sparktriage.config.deployment import Deployment
 from sparktriage.config.lab import Lab
-from sparktriage.config.yamlload import load_model
+from sparktriage.yamldoc import load_model
 from sparktriage.errors import ConfigError, InputError, UsageError
 from sparktriage.reproduce import diff as diffing
 from sparktriage.reproduce import facts as trapfacts
@@ -85,8 +85,8 @@ def _load_lab(lab: Path | None, imported: list[Imported]) -> tuple[Any, Lab, str
         return os.path.abspath(lab), model, model.name or str(lab)
     for part in imported:
         if part.input.kind == "deployment":
-            from sparktriage.config.yamlload import load_yaml
-            data, _ = load_yaml(Path(part.input.path))
+            from sparktriage.yamldoc import load_with_lines
+            data, _ = load_with_lines(Path(part.input.path))
             ref = data.get("lab")
             if isinstance(ref, str):
                 path = Path(os.path.abspath(part.input.path)).parent / ref

@@ -14,7 +14,7 @@ from typing import Literal, TypeVar, Union
 
 
 from sparktriage.config.roofline import HardwareProfile, ModelProfile, RooflineSpec
-from sparktriage.config.yamlload import load_model
+from sparktriage.yamldoc import load_model
 from sparktriage.errors import ConfigError
 
 

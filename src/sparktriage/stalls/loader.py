@@ -1,8 +1,9 @@
 """Load `rules/`: every rule file and the vocabulary, collecting ALL problems with file:line.
 
-YAML is read by the one bounded reader, `sparktriage.yamlsafe` (safe constructor only; size,
-depth, node count and aliases bounded), as a node tree to know the line of every key, so that a schema error in a nested condition
-points at its own line. Duplicate keys, which YAML silently lets the last one win, are errors.
+YAML is read by the one loader, `sparktriage.yamldoc` (bounded by `sparktriage.yamlsafe`: safe
+constructor only; size, depth, node count and aliases), which keeps the line of every key, so
+that a schema error in a nested condition points at its own line. Duplicate keys, which YAML
+silently lets the last one win, are errors.
 """
 
 from __future__ import annotations
@@ -14,10 +15,9 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from sparktriage import yamlsafe
+from sparktriage import yamldoc, yamlsafe
 from sparktriage.errors import ConfigError, InputError, SourceLocation
 from sparktriage.stalls.schema import Rule, Vocabulary
-from sparktriage.validation_words import plain
 
 VOCABULARY_FILE = "_vocabulary.yaml"
 
@@ -43,11 +43,7 @@ class LoadedRule:
 
     def location(self, *keys) -> SourceLocation:
         """The line of the deepest key of `keys` that the file has."""
-        for end in range(len(keys), -1, -1):
-            line = self.lines.get(tuple(keys[:end]))
-            if line is not None:
-                return SourceLocation(str(self.path), line)
-        return SourceLocation(str(self.path), 1)
+        return SourceLocation(str(self.path), yamldoc.key_line(self.lines, keys) or 1)
 
 
 @dataclass
@@ -58,30 +54,10 @@ class RuleSet:
     rules: dict[str, LoadedRule] = field(default_factory=dict)
 
 
-def _walk(node: yaml.Node, path: tuple, lines: dict[tuple, int], dupes: list) -> None:
-    lines.setdefault(path, node.start_mark.line + 1)
-    if isinstance(node, yaml.MappingNode):
-        seen: set = set()
-        for key, value in node.value:
-            name = key.value if isinstance(key, yaml.ScalarNode) else str(key)
-            if name in seen:
-                dupes.append((path + (name,), key.start_mark.line + 1))
-            seen.add(name)
-            lines[path + (name,)] = key.start_mark.line + 1
-            _walk(value, path + (name,), lines, dupes)
-    elif isinstance(node, yaml.SequenceNode):
-        for index, item in enumerate(node.value):
-            lines[path + (index,)] = item.start_mark.line + 1
-            _walk(item, path + (index,), lines, dupes)
-
-
 def read_yaml(path: Path) -> tuple[Any, dict[tuple, int], list[Problem]]:
     """The document, the line of every key path, and YAML-level problems."""
-    problems: list[Problem] = []
     try:
-        text = yamlsafe.read_text(path, "rule")
-        tree = yamlsafe.compose(text, str(path))
-        data = yamlsafe.construct(tree)
+        document = yamldoc.parse(yamlsafe.read_text(path, "rule"), str(path))
     except InputError as exc:  # unreadable, not UTF-8, or past a limit (docs/limits.md)
         return None, {}, [Problem(exc.location or SourceLocation(str(path)), exc.message,
                                   "yaml")]
@@ -91,28 +67,18 @@ def read_yaml(path: Path) -> tuple[Any, dict[tuple, int], list[Problem]]:
         reason = getattr(exc, "problem", None) or str(exc)
         return None, {}, [Problem(SourceLocation(str(path), line), f"invalid YAML: {reason}",
                                   "yaml")]
-    lines: dict[tuple, int] = {}
-    dupes: list = []
-    if tree is not None:
-        _walk(tree, (), lines, dupes)
-    for key_path, line in dupes:
-        problems.append(Problem(SourceLocation(str(path), line),
-                                f"duplicate key {'.'.join(map(str, key_path))}", "yaml"))
-    return data, lines, problems
+    problems = [Problem(SourceLocation(str(path), d.line),
+                        f"duplicate key {'.'.join(map(str, d.path))}", "yaml")
+                for d in document.duplicates]
+    return document.data, document.lines, problems
 
 
 def _schema_problems(exc: ValidationError, path: Path, lines: dict[tuple, int]) -> list[Problem]:
     out = []
-    for error in exc.errors():
-        loc = tuple(error.get("loc", ()))
-        line = None
-        for end in range(len(loc), -1, -1):
-            line = lines.get(loc[:end])
-            if line is not None:
-                break
+    for loc, message in yamldoc.located(exc):
         where = ".".join(str(p) for p in loc) or "(document)"
-        message = plain(error)
-        out.append(Problem(SourceLocation(str(path), line), f"{where}: {message}", "schema"))
+        out.append(Problem(SourceLocation(str(path), yamldoc.key_line(lines, loc)),
+                           f"{where}: {message}", "schema"))
     return out
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sparktriage.config.yamlload import load_yaml
+from sparktriage.yamldoc import load_with_lines
 from sparktriage.errors import InputError
 from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.importers.docker import container_command
@@ -94,7 +94,7 @@ def _gpus(service: dict) -> bool:
 
 
 def import_compose(path: Path, ctx: Ctx) -> Imported:
-    data, _ = load_yaml(path)
+    data, _ = load_with_lines(path)
     services = data.get("services") if isinstance(data, dict) else None
     if not isinstance(services, dict) or not services:
         raise InputError(f"{ctx.source}: no services in the compose file")

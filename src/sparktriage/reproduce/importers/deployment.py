@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sparktriage.config.deployment import Deployment
-from sparktriage.config.yamlload import load_yaml, validate
+from sparktriage.yamldoc import load_with_lines, validate
 from sparktriage.errors import InputError
 from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.model import ClientNode, Imported
@@ -17,7 +17,7 @@ def looks_like(data) -> bool:
 
 
 def import_deployment(path: Path, ctx: Ctx) -> Imported:
-    data, marks = load_yaml(path)
+    data, marks = load_with_lines(path)
     if not isinstance(data, dict):
         raise InputError(f"{ctx.source}: expected a mapping at the top level")
     lab = data.get("lab")
