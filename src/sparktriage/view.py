@@ -1,13 +1,16 @@
 """A terminal-free view of a result: lines with a style tag and tables, built by the core.
 
-Core renderers (`logs/render.py`, `bench/render.py`, `reconcile/render.py`, ...) return a
-`View`; only `cli/` turns one into rich objects and prints it. Styles are names (`bold`,
+Every core renderer (`logs/render.py`, `bench/render.py`, `reconcile/render.py`,
+`probe/render.py`, `launch/render.py`, `sweep/render.py`, `stalls/render.py`,
+`reproduce/render.py`, the demo's plan) returns a `View` (`bench/render.py` a single `Table`);
+only `cli/console.draw` turns one into rich objects and prints it. Styles are names (`bold`,
 `error`, `warning`), not terminal codes.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Iterable
 
 
 @dataclass(frozen=True)
@@ -28,6 +31,11 @@ class Table:
 @dataclass
 class View:
     parts: list[Line | Table] = field(default_factory=list)
+
+    @classmethod
+    def of_lines(cls, texts: Iterable[str]) -> "View":
+        """A view of plain lines, for renderers that build their text line by line."""
+        return cls([Line(text) for text in texts])
 
     def line(self, text: str, style: str = "") -> "View":
         self.parts.append(Line(text, style))

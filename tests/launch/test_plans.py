@@ -90,7 +90,7 @@ def _plan(tmp_path: Path, case: str):
 def test_plan_matches_golden(tmp_path, case):
     plan = _plan(tmp_path, case)
     document = json.dumps(plan.to_json(), indent=2, sort_keys=True) + "\n"
-    text = render_launch_plan(plan) + "\n"
+    text = render_launch_plan(plan).text() + "\n"
     if os.environ.get("SPARKTRIAGE_UPDATE_GOLDEN"):
         GOLDEN.mkdir(exist_ok=True)
         (GOLDEN / f"{case}.json").write_text(document)

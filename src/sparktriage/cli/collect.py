@@ -85,7 +85,7 @@ def collect(
         python=python, pyspy=pyspy, export=export,
     )
     if dry_run:
-        console.data_console(json_out).print(render_collect_plan(request), markup=False)
+        console.draw(render_collect_plan(request), console.data_console(json_out))
         return
     result = run_collect(request, _progress)
     console.data_console(json_out).print(

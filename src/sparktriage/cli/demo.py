@@ -83,8 +83,7 @@ def demo(
     if dry_run:
         plan = plan_demo(bed, settings, model)
         plan_console = console.data_console(json_out)
-        for line in plan.lines():
-            plan_console.print(line, markup=False, highlight=False)
+        console.draw(plan.view(), plan_console)
         console.write_json(plan.to_json(), json_out)
         return
     run = RunDir.create(out or default_run_path(), ["sparktriage", *console.invoked_argv()])

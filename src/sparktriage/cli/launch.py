@@ -48,7 +48,7 @@ def launch(
     if startup_timeout is not None:
         plan = replace(plan, startup_timeout_s=startup_timeout)
     if dry_run:
-        console.data_console(json_out).print(render_launch_plan(plan), markup=False)
+        console.draw(render_launch_plan(plan), console.data_console(json_out))
         console.write_json({"schema_version": 1, "kind": "launch-plan", **plan.to_json()}, json_out)
         return
     run = RunDir.create(out or default_run_path(), ["sparktriage", *console.invoked_argv()])

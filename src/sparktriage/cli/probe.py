@@ -34,7 +34,7 @@ def probe(
     import asyncio
     from sparktriage.documents.probe import ProbeDocument
     from sparktriage.probe import baseline as baseline_io
-    from sparktriage.probe.render import render_text
+    from sparktriage.probe.render import render
     from sparktriage.probe.runner import ProbeSettings, run_probe
     from sparktriage.store.documents import RecordWriter
     from sparktriage.store.rundir import claim_launch, default_run_path, provisional_run
@@ -59,7 +59,7 @@ def probe(
             raise UsageError("no baseline written: the server returned no prompt logprobs to fingerprint")
         baseline_io.save(outcome.fingerprint, save_baseline, document["endpoint"], outcome.server_version)
         console.info(f"baseline fingerprint written to {save_baseline}")
-    console.data_console(json_out).print(render_text(document), markup=False)
+    console.draw(render(document), console.data_console(json_out))
     console.write_json(document, json_out)
     if document["verdict"] in ("garbage", "suspect"):
         raise typer.Exit(ExitCode.FINDINGS)

@@ -26,6 +26,5 @@ def reproduce(
 
     result = run_reproduce(list(inputs), lab, parse_node_map(node_map), out,
                            lab_capture=lab_capture, capture_live=not no_capture)
-    for line in summary(result):
-        console.info(line)
+    console.draw(summary(result), console.stderr)
     console.write_json(result.to_json(), json_out)

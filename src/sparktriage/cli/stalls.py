@@ -45,8 +45,6 @@ def stalls(
     rules = load_rules(rules_dir)
     document, _ = analyze(source, rules, params)
     console.write_json(check(StallsDocument, document), json_dest)
-    out = console.data_console(json_dest)
-    for line in render(document):
-        out.print(line, markup=False, highlight=False)
+    console.draw(render(document), console.data_console(json_dest))
     if document["findings"]:
         raise typer.Exit(int(ExitCode.FINDINGS))

@@ -55,9 +55,7 @@ def sweep(
     console.info(f"run directory: {where}")
     result = run_sweep(plan, where, sweep_progress, command=["sparktriage", *console.invoked_argv()])
     doc = result.document
-    target = console.data_console(json_out)
-    for line in render_lines(doc):
-        target.print(line, markup=False, highlight=False)
+    console.draw(render_lines(doc), console.data_console(json_out))
     console.write_json(doc, json_out)
     if not any(l["status"] == "ok" for l in doc["launches"]):
         raise LaunchError(f"no launch of the sweep completed; their bundles are in {where / 'launches'}")

@@ -12,6 +12,7 @@ from sparktriage.textsafe import escape_controls
 from sparktriage.collect.plan import CollectPlan
 from sparktriage.collect.shipping import agent_argv
 from sparktriage.launch.ray import WATCH_SOURCE
+from sparktriage.view import View
 
 
 def _quote(argv: list[str] | tuple[str, ...]) -> str:
@@ -19,7 +20,7 @@ def _quote(argv: list[str] | tuple[str, ...]) -> str:
     return escape_controls(" ".join(shlex.quote(str(a)) for a in argv), keep_newlines=False)
 
 
-def render_collectors(plan: CollectPlan, indent: str = "  ") -> list[str]:
+def _collector_lines(plan: CollectPlan, indent: str = "  ") -> list[str]:
     lines = []
     for spec in plan.collectors:
         every = "once" if spec.interval_s is None else f"every {spec.interval_s:g} s"
@@ -29,7 +30,7 @@ def render_collectors(plan: CollectPlan, indent: str = "  ") -> list[str]:
     return lines
 
 
-def render_collect_plan(request) -> str:
+def render_collect_plan(request) -> View:
     """The `collect --dry-run` text of a CollectRequest."""
     lines = [f"collect on node {request.node} ({request.transport.describe()})",
              f"  target: {request.target()}",
@@ -46,15 +47,15 @@ def render_collect_plan(request) -> str:
                                       ["<bootstrap>"] if not request.transport.local
                                       else [python, "-c", "<bootstrap>"]))
     lines.append("  collectors:")
-    lines += render_collectors(request.collect_plan(), "    ")
+    lines += _collector_lines(request.collect_plan(), "    ")
     if request.logs:
         lines.append("  follow: " + ", ".join(request.logs))
     if request.export:
         lines.append(f"  export: {request.export}")
-    return "\n".join(lines)
+    return View.of_lines(lines)
 
 
-def render_launch_plan(plan) -> str:
+def render_launch_plan(plan) -> View:
     """The `launch --dry-run` text of a LaunchPlan."""
     lines = [f"deployment {plan.deployment}: backend {plan.backend}, {len(plan.nodes)} node(s); "
              f"ready when {'GET /health answers 200 at ' + plan.endpoint if plan.ready == 'api' else 'the head logs Application startup complete'}",
@@ -66,7 +67,7 @@ def render_launch_plan(plan) -> str:
         agent = node.transport.argv([python, "-c", "<bootstrap>"])
         lines.append(f"node {node.name} (rank {node.rank}, {node.role}, {node.host}): "
                      f"agent via {_quote(agent)}")
-        lines += render_collectors(node.collect, "    ")
+        lines += _collector_lines(node.collect, "    ")
     for index, stage in enumerate(plan.stages, start=1):
         lines += ["", f"stage {index}: {stage.name}"]
         for node, proc in stage.processes:
@@ -80,4 +81,4 @@ def render_launch_plan(plan) -> str:
     if plan.teardown:
         lines += ["", "after teardown:"]
         lines += [f"  on {node}: {_quote(argv)}" for node, argv in plan.teardown]
-    return "\n".join(lines)
+    return View.of_lines(lines)

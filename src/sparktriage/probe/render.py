@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from sparktriage.probe.family import fmt
+from sparktriage.view import View
 
 _MARK = {"ok": "ok", "suspect": "SUSPECT", "garbage": "GARBAGE", "skipped": "skipped"}
 
 
-def render_text(doc: dict) -> str:
+def render(doc: dict) -> View:
+    """The probe document's verdict, evidence per family, limitations and advice."""
     lines = [f"verdict: {doc['verdict'].upper()}"
              + (f"  (pattern {doc['pattern']}: {doc['pattern_name']})" if doc.get("pattern") else "")]
     lines.append(f"model {doc['model']} at {doc['endpoint']}; {doc['tokens_spent']} tokens, "
@@ -25,4 +27,4 @@ def render_text(doc: dict) -> str:
         lines.append(f"limitation: {item}")
     for item in doc["advice"]:
         lines.append(f"try: {item}")
-    return "\n".join(lines)
+    return View.of_lines(lines)

@@ -1,11 +1,13 @@
-"""The human summary of a reproduce result (plain text lines; the CLI prints them on stderr)."""
+"""The human summary of a reproduce result (a terminal-free `View`; the CLI draws it on stderr)."""
 
 from __future__ import annotations
 
 from sparktriage.reproduce.model import ReproduceResult
+from sparktriage.view import View
 
 
-def summary(result: ReproduceResult) -> list[str]:
+def summary(result: ReproduceResult) -> View:
+    """What was read and mapped, the lab plan, the diff by severity, traps, what to supply."""
     lines = ["read: " + ", ".join(f"{i.path} ({i.kind})" for i in result.inputs)]
     dep = result.deployment
     par = dep.get("parallelism") or {}
@@ -42,4 +44,4 @@ def summary(result: ReproduceResult) -> list[str]:
         lines.append("supply on the lab: " + ", ".join(result.placeholders)
                      + " (placeholders <supply:NAME> in deployment.yaml)")
     lines.append(f"wrote {result.out_dir}/deployment.yaml and {result.out_dir}/reproduce.json")
-    return lines
+    return View.of_lines(lines)

@@ -40,6 +40,7 @@ from sparktriage.testbed.paths import Testbed
 from sparktriage.testbed.ports import free_port
 from sparktriage.testbed.server import SERVE_ENV, cache_env
 from sparktriage.progress import Observer
+from sparktriage.view import View
 
 NODE = "local"
 SWEEP_WORKLOAD = "code"
@@ -105,14 +106,14 @@ class DemoPlan:
                 "workloads": list(self.workloads), "requests": self.requests,
                 "max_tokens": self.max_tokens, "probe": self.probe, "formats": self.formats}
 
-    def lines(self) -> list[str]:
+    def view(self) -> View:
         """The plan as plain lines."""
-        return [f"vLLM: {self.vllm}", f"model: {self.model}",
+        return View.of_lines([f"vLLM: {self.vllm}", f"model: {self.model}",
                 f"fingerprint: {self.fingerprint or 'none (the probe runs without a baseline)'}",
                 "launches: " + ", ".join(f"{self.launches} x depth {d}" for d in self.depths),
                 f"workloads: {', '.join(self.workloads)} ({self.requests} requests of "
                 f"{self.max_tokens} tokens)", f"probe: {'yes' if self.probe else 'no'}",
-                f"report formats: {self.formats}"]
+                f"report formats: {self.formats}"])
 
 
 def plan_demo(bed: Testbed, settings: DemoSettings, model: Path | None = None) -> DemoPlan:

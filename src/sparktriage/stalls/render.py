@@ -1,13 +1,15 @@
-"""Plain-text rendering of a `stalls` document (lines; the CLI decides where they go)."""
+"""Plain-text rendering of a `stalls` document (a terminal-free `View`; the CLI decides where it goes)."""
 
 from __future__ import annotations
+
+from sparktriage.view import View
 
 
 def _rel(t: float | None, origin: float) -> str:
     return "-" if t is None else f"+{t - origin:.1f}s"
 
 
-def render(document: dict) -> list[str]:
+def render(document: dict) -> View:
     """The startup timeline with stalls marked and, per stall, verdict, evidence and fix."""
     origin = min((n["start"] for n in document["nodes"].values()), default=0.0)
     out: list[str] = [f"Stalls in {document['input']['path']} ({document['input']['form']})"]
@@ -32,7 +34,7 @@ def render(document: dict) -> list[str]:
     findings = document["findings"]
     if not findings:
         out.append("No stall or failure: the start made steady progress.")
-        return out
+        return View.of_lines(out)
     out.append(f"{len(findings)} finding(s):")
     for i, f in enumerate(findings, 1):
         v = f["verdict"]
@@ -60,4 +62,4 @@ def render(document: dict) -> list[str]:
             out.append(f"    fix: {fix['summary']}")
             out += [f"      * {step}" for step in fix["steps"]]
             out += [f"      measured: {item}" for item in fix["before_after"]]
-    return out
+    return View.of_lines(out)

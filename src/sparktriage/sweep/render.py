@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from sparktriage.view import View
+
 
 def _rate(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
@@ -31,7 +33,7 @@ def depth_line(entry: dict) -> str:
     return line
 
 
-def render_lines(doc: dict) -> list[str]:
+def render_lines(doc: dict) -> View:
     """The sweep's outcome: every launch, every depth, the decision and why."""
     lines = [f"sweep of {doc['method']} depths {','.join(map(str, doc['depths_swept']))} on the "
              f"{doc['workload']} workload: {doc['launches_used']} launch(es), "
@@ -60,4 +62,4 @@ def render_lines(doc: dict) -> list[str]:
         lines.append(f"roofline: {roof['ceiling_tok_s']:.1f} tok/s per stream at depth 0 "
                      f"({roof['hardware']} × {roof['nodes']}, {roof['model']}); with speculation "
                      "the ceiling × the measured acceptance length")
-    return lines
+    return View.of_lines(lines)
