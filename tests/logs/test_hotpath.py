@@ -4,7 +4,10 @@ Three paths on the same bytes: the full path (every line an event), the pure-Pyt
 and the compiled fast path that folds stats, SpecDecoding and known warning lines into the
 analysis. Their documents must be identical, byte for byte as JSON, on real and generated
 serving logs, for any block size; and the compiled parser must read a line exactly as the
-Python parser does whenever it accepts it."""
+Python parser does whenever it accepts it.
+
+The extension is required: where it is missing every test here fails, saying why, unless
+SPARKTRIAGE_NO_COMPILER=1 declares a machine without a compiler (compiled_required.py)."""
 
 from __future__ import annotations
 
@@ -29,7 +32,10 @@ from sparktriage.logs.scan import analyze_inputs, fast_events
 from sparktriage.logs.series import SpecWindow, StatsWindow, parse_spec, parse_stats
 from sparktriage.logs.sources import BytesSource
 
-fastscan = pytest.importorskip("sparktriage.logs._fastscan")
+import compiled_required
+
+fastscan = compiled_required.module()  # None when missing: then every test fails (fixture below)
+pytestmark = pytest.mark.usefixtures("compiled_extension")
 
 UTC = dt.timezone.utc
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "logs"
