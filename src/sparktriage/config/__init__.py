@@ -1,1 +1,2 @@
-"""Configuration: pydantic models of labs and deployments, and YAML loading with file:line errors."""
+"""Configuration: pydantic models of labs, deployments and roofline specs (read through
+`sparktriage.yamldoc`, so every problem has its file:line)."""
