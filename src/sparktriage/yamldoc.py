@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, TypeVar
+from typing import Any, Iterator, NamedTuple, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -34,8 +34,7 @@ Model = TypeVar("Model", bound=BaseModel)
 Lines = dict[tuple, int]  # key path -> 1-based line of its key (a list item: of the item)
 
 
-@dataclass(frozen=True)
-class Duplicate:
+class Duplicate(NamedTuple):
     """A mapping key given again: its path, its line, and the line where it was given before."""
 
     path: tuple
