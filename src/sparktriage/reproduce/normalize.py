@@ -13,11 +13,12 @@ from sparktriage.errors import InputError
 from sparktriage.reproduce.model import ClientNode, Facts, Imported
 
 
-def _deep_merge(base: dict, extra: dict) -> dict:
+def deep_merge(base: dict, extra: dict) -> dict:
+    """`base` with `extra` laid over it, mappings merged key by key (neither is changed)."""
     out = dict(base)
     for key, value in extra.items():
         if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _deep_merge(out[key], value)
+            out[key] = deep_merge(out[key], value)
         else:
             out[key] = value
     return out
@@ -55,7 +56,7 @@ def combine(imported: list[Imported]) -> tuple[dict[str, Any], list[ClientNode],
             deployment.setdefault("parallelism", {})
             deployment["parallelism"] = {**deployment["parallelism"], "nodes": len(nodes)}
     for part in env_only:
-        deployment = _deep_merge(deployment, part.deployment)
+        deployment = deep_merge(deployment, part.deployment)
         for name in full_env:
             full_env[name].update(part.deployment.get("env") or {})
     if full_env:
