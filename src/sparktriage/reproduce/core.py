@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
+from pydantic import ValidationError
 
 from sparktriage.config.deployment import Deployment
 from sparktriage.config.lab import Lab
-from sparktriage.config.yamlload import load_model
-from sparktriage.errors import ConfigError, InputError, UsageError
+from sparktriage.config.yamlload import load_model, load_yaml, validate
+from sparktriage.errors import ConfigError, InputError, SourceLocation, UsageError
 from sparktriage.reproduce import diff as diffing
 from sparktriage.reproduce import facts as trapfacts
 from sparktriage.reproduce import traps as trapcheck
@@ -34,8 +35,9 @@ from sparktriage.reproduce.labplan import plan_for
 from sparktriage.reproduce.model import (ClientNode, Facts, Imported, InputRef, LabPlan,
                                          ReproduceResult)
 from sparktriage.reproduce.nodemap import assign
-from sparktriage.reproduce.normalize import combine
+from sparktriage.reproduce.normalize import combine, origin
 from sparktriage.reproduce.secrets import Placeholders
+from sparktriage.validation_words import plain
 
 if TYPE_CHECKING:
     from sparktriage.launch.plan import LaunchPlan
@@ -89,15 +91,14 @@ def _load_lab(lab: Path | None, imported: list[Imported]) -> tuple[Any, Lab, str
         return os.path.abspath(lab), model, model.name or str(lab)
     for part in imported:
         if part.input.kind == "deployment":
-            from sparktriage.config.yamlload import load_yaml
-            data, _ = load_yaml(Path(part.input.path))
+            data, marks = load_yaml(Path(part.input.path))
             ref = data.get("lab")
             if isinstance(ref, str):
                 path = Path(os.path.abspath(part.input.path)).parent / ref
                 model = load_model(Lab, path)
                 return os.path.normpath(path), model, model.name or ref
             if isinstance(ref, dict):
-                model = Lab.model_validate(ref)
+                model = validate(Lab, ref, marks, Path(part.input.path), prefix=("lab",))
                 return ref, model, model.name or "inline lab"
     return LOCAL_LAB, Lab.model_validate(LOCAL_LAB), "this machine (no --lab given)"
 
@@ -125,7 +126,7 @@ def reproduce(inputs: list[Path], lab: Path | None, node_map: dict[str, str] | N
     client_gpu = _client_gpu(client_facts)
     statements = _statements(client_nodes, client_dep, client_gpu, lab_model, lab_names, used)
     dep = _lab_deployment(client_dep, client_nodes, pairs, lab_value)
-    model, normalized = _validated(dep, secrets)
+    model, normalized = _validated(dep, secrets, imported)
     out_dir.mkdir(parents=True, exist_ok=True)
     dep_path = out_dir / "deployment.yaml"
     _write_deployment(dep_path, normalized, secrets)
@@ -254,20 +255,34 @@ def _lab_deployment(client_dep: dict, client_nodes: list[ClientNode],
     return _prune(dep)
 
 
-def _validated(dep: dict, secrets: Placeholders) -> tuple[Deployment, dict]:
-    """(the deployment model, its JSON form with secrets replaced); an InputError when the
-    imported settings make no valid deployment."""
+def _validated(dep: dict, secrets: Placeholders,
+               imported: list[Imported]) -> tuple[Deployment, dict]:
+    """(the deployment model, its JSON form with secrets replaced); a ConfigError naming
+    every problem when the imported settings make no valid deployment."""
     try:
         model = Deployment.model_validate({**dep, "lab": dep["lab"] if isinstance(dep["lab"], str)
                                            else "lab.yaml"})
-    except Exception as exc:  # pydantic ValidationError: one line
-        errors = getattr(exc, "errors", None)
-        first = errors()[0] if callable(errors) else {"loc": (), "msg": str(exc)}
-        raise InputError(f"the imported settings do not make a valid deployment: "
-                         f"{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+    except ValidationError as exc:
+        raise _invalid(exc, imported) from None
     normalized = model.model_dump(mode="json")
     normalized["lab"] = dep["lab"]
     return model, secrets.deep(normalized)
+
+
+def _invalid(exc: ValidationError, imported: list[Imported]) -> ConfigError:
+    """Every problem in plain words (validation_words), each at the input (and the line of
+    its command) that gave the setting; the first one is the message."""
+    problems = []
+    for error in exc.errors():
+        part = origin(tuple(error["loc"]), imported)
+        where = SourceLocation(part.input.path, part.line) if part else None
+        problems.append((where, f"{'.'.join(map(str, error['loc']))}: {plain(error)}"))
+    where, first = problems[0]
+    more = f" (and {len(problems) - 1} more problem{'s' * (len(problems) > 2)})" \
+        if len(problems) > 1 else ""
+    return ConfigError(f"the imported settings do not make a valid deployment: {first}{more}",
+                       location=where, errors=[f"{w}: {text}" if w else text
+                                               for w, text in problems])
 
 
 def _lab_facts(lab_capture: Path | None, capture_live: bool, launch: LaunchPlan | None,

@@ -241,6 +241,7 @@ def import_docker(text: str, ctx: Ctx) -> Imported:
                                  "run; not reproduced")
             continue
         serve, env, engine = parse_docker(words, ctx, command.line)
+        serve.line = command.line
         env = {**env, **engine.pop("_env", {})}
         serves.append((serve, env_block(env, ctx, f"line {command.line} -e")))
     if not serves:

@@ -40,6 +40,7 @@ class Serve:
         self.master_addr: str | None = None
         self.nnodes: int | None = None
         self.comparable: list[str] = []  # argv without the per-node options (node variants)
+        self.line: int | None = None  # the command's line in its input (set by the importer)
 
     def set(self, section: str, key: str, value: Any) -> None:
         self.deployment.setdefault(section, {})[key] = value
@@ -354,6 +355,7 @@ def import_script(text: str, ctx: Ctx) -> Imported:
                                  "command; not reproduced (run it on the lab yourself if needed)")
             continue
         serve = parse_serve(*found, ctx)
+        serve.line = command.line
         env = {**exported, **prefix_env}
         serves.append((serve, env_block(env, ctx, f"line {command.line}")))
     if not serves:
@@ -396,4 +398,4 @@ def assemble(serves: list[tuple[Serve, dict]], ctx: Ctx) -> Imported:
         for rank in range(len(ordered), count):
             nodes.append(ClientNode(name=f"node{rank}", rank=rank, input=ctx.source,
                                     headless=True, assumed=True))
-    return ctx.result(deployment=deployment, nodes=nodes)
+    return ctx.result(deployment=deployment, nodes=nodes, line=head.line)
