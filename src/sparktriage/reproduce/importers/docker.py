@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from sparktriage.errors import InputError
 from sparktriage.redact.detect import secret_name
 from sparktriage.reproduce.importers.common import Ctx
-from sparktriage.reproduce.importers.serve import Serve, assemble, env_block, find_serve, parse_serve
+from sparktriage.reproduce.importers.serve import assemble, env_block, find_serve
+from sparktriage.reproduce.importers.serve_args import Serve, parse_serve
 from sparktriage.reproduce.model import Imported
 from sparktriage.reproduce.shell import assignment, logical_commands
 
