@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from sparktriage.documents.stalls import StallsDocument
+from sparktriage.stalls import fixtures as fixture_layer
+from sparktriage.stalls.analyze import analyze
 from sparktriage.stalls.detect import DetectParams
+from sparktriage.store.typed import check
+
+LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "stalls"
 
 
 def _spec(log: list, **node) -> dict:
@@ -51,8 +60,43 @@ def test_silent_cold_compile_is_an_observation_not_a_stall(classify):
     (seen,) = doc["observations"]
     assert seen["phase"] == "compile" and seen["duration_s"] == 100.0
     assert seen["text"].startswith("compile took 100 s: cold cache, expected on a first boot")
+    assert seen["cause"] == "compile-jit"  # the rule that names it past its budget
     doc, _ = classify(_spec(log), params=DetectParams(compile_cold_s=60))
     assert [(f["phase"], f["duration_s"]) for f in doc["findings"]] == [("compile", 100.0)]
+    assert doc["findings"][0]["verdict"]["id"] == "compile-jit"
+
+
+def test_recorded_cold_compile_names_its_rule(rules):
+    """A real vLLM 0.32 CPU start (tests/fixtures/logs): its 41 s cold compile is an
+    observation, not a stall, and says which rule it belongs to."""
+    doc, _ = analyze(LOGS / "vllm-cpu-startup.log", rules)
+    assert doc["findings"] == []
+    (seen,) = doc["observations"]
+    assert (seen["phase"], seen["duration_s"], seen["cause"]) == ("compile", 41.0, "compile-jit")
+    assert seen["cause"] in {rule.rule.id for rule in rules.ruleset.rules.values()}
+    check(StallsDocument, doc)
+
+
+def test_observations_tied_to_no_rule_say_none(classify, rules, library, tmp_path):
+    """A rendezvous wait for a late peer (rendezvous-interface's false positive, not its
+    cause) and a silence within a phase's budget name no rule."""
+    tp2 = "world_size=2 rank={rank} local_rank=0 distributed_init_method=tcp://10.0.0.1:29501 backend=gloo"
+    ready = [[150, "Worker", "Model loading took 1.0 GiB memory and 2.0 seconds"],
+             {"segment": "ready", "at": 160}]
+    doc, _ = classify({"nodes": {
+        "n1": {"log": [{"segment": "api_start", "at": 0}, [45, "Worker", tp2.format(rank=0)],
+                       [100, "Worker", "rank 0 in world size 2 is assigned as TP rank 0"], *ready]},
+        "n2": {"log": [{"segment": "api_start", "at": 0}, [95, "Worker", tp2.format(rank=1)],
+                       [100, "Worker", "rank 1 in world size 2 is assigned as TP rank 1"], *ready]}}})
+    waits = [o for o in doc["observations"] if "at the rendezvous" in o["text"]]
+    assert [(o["node"], o["cause"]) for o in waits] == [("n1", None)]
+    # the fixture of a throttled read: the silences inside the read are within its budget
+    # (the checkpoint size); the crawl is the finding, and it carries the cause
+    case = FIXTURES / "cold-storage" / "positive" / "throttled-read.yaml"
+    doc, _ = analyze(fixture_layer.build(case, tmp_path / "case", library), rules)
+    assert doc["observations"] and all("within the" in o["text"] and o["cause"] is None
+                                       for o in doc["observations"])
+    assert [f["verdict"]["id"] for f in doc["findings"]] == ["cold-storage"]
 
 
 def test_compute_budgets_scale_with_load_but_waits_do_not(classify):
@@ -72,7 +116,7 @@ def test_compute_budgets_scale_with_load_but_waits_do_not(classify):
     doc, _ = classify(_spec(log, samples=loaded))
     assert doc["findings"] == []
     (seen,) = doc["observations"]
-    assert "load 3.0 per core" in seen["text"]
+    assert "load 3.0 per core" in seen["text"] and seen["cause"] is None
     hang = HEAD + [[45, "Worker", "world_size=2 rank=1 local_rank=0 distributed_init_method=tcp://10.0.0.1:29501 backend=gloo"]]
     doc, _ = classify(_spec(hang, samples={"host": [{"from": 0, "to": 200, "profile": "host_calm",
                                                       "record": {"load1": 6.0, "ncpu": 2}}]}))

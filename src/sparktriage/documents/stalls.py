@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from pydantic import Field
+
 from sparktriage.store.typed import Document, OpenPart, Part
 
 
@@ -55,6 +57,9 @@ class Observation(Part):
     duration_s: float
     start_offset_s: float | None = None
     text: str
+    cause: str | None = Field(None, description="the id of the rule whose cause this expected "
+                                                "silence shows within its budget (a cold "
+                                                "compile: compile-jit); null when none")
 
 
 class StallsSummary(Part):

@@ -10,14 +10,15 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
+from pydantic import ValidationError
 
 from sparktriage.config.deployment import Deployment
 from sparktriage.config.lab import Lab
-from sparktriage.yamldoc import load_model
-from sparktriage.errors import ConfigError, InputError, UsageError
+from sparktriage.errors import ConfigError, InputError, SourceLocation, UsageError
+from sparktriage.yamldoc import load_model, load_with_lines, validate
 from sparktriage.reproduce import diff as diffing
 from sparktriage.reproduce import facts as trapfacts
 from sparktriage.reproduce import traps as trapcheck
@@ -31,10 +32,15 @@ from sparktriage.reproduce.importers.envdump import import_env
 from sparktriage.reproduce.importers.serve import import_script
 from sparktriage.reproduce.labfacts import read_capture
 from sparktriage.reproduce.labplan import plan_for
-from sparktriage.reproduce.model import Facts, Imported, InputRef, ReproduceResult
+from sparktriage.reproduce.model import (ClientNode, Facts, Imported, InputRef, LabPlan,
+                                         ReproduceResult)
 from sparktriage.reproduce.nodemap import assign
-from sparktriage.reproduce.normalize import combine
+from sparktriage.reproduce.normalize import combine, origin
 from sparktriage.reproduce.secrets import Placeholders
+from sparktriage.validation_words import plain
+
+if TYPE_CHECKING:
+    from sparktriage.launch.plan import LaunchPlan
 
 # addresses and interface names of the client's own network: never carried to the lab
 SITE_VARS = ("VLLM_HOST_IP", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME",
@@ -85,15 +91,14 @@ def _load_lab(lab: Path | None, imported: list[Imported]) -> tuple[Any, Lab, str
         return os.path.abspath(lab), model, model.name or str(lab)
     for part in imported:
         if part.input.kind == "deployment":
-            from sparktriage.yamldoc import load_with_lines
-            data, _ = load_with_lines(Path(part.input.path))
+            data, marks = load_with_lines(Path(part.input.path))
             ref = data.get("lab")
             if isinstance(ref, str):
                 path = Path(os.path.abspath(part.input.path)).parent / ref
                 model = load_model(Lab, path)
                 return os.path.normpath(path), model, model.name or ref
             if isinstance(ref, dict):
-                model = Lab.model_validate(ref)
+                model = validate(Lab, ref, marks, Path(part.input.path), prefix=("lab",))
                 return ref, model, model.name or "inline lab"
     return LOCAL_LAB, Lab.model_validate(LOCAL_LAB), "this machine (no --lab given)"
 
@@ -109,6 +114,46 @@ def reproduce(inputs: list[Path], lab: Path | None, node_map: dict[str, str] | N
     if not inputs:
         raise UsageError("give at least one input")
     secrets = Placeholders()
+    imported = _import_all(inputs, secrets)
+    client_dep, client_nodes, client_facts = combine(imported)
+    if "model" not in client_dep or not (client_dep.get("model") or {}).get("path"):
+        raise InputError("no input names a model to serve (give the serve line, docker run, "
+                         "compose file or deployment YAML besides environment captures)")
+    lab_value, lab_model, lab_name = _load_lab(lab, imported)
+    lab_names = _lab_order(lab_model)
+    pairs = assign([n.name for n in client_nodes], lab_names, node_map or {})
+    used = [lab_node for _, lab_node in pairs]
+    client_gpu = _client_gpu(client_facts)
+    statements = _statements(client_nodes, client_dep, client_gpu, lab_model, lab_names, used)
+    dep = _lab_deployment(client_dep, client_nodes, pairs, lab_value)
+    model, normalized = _validated(dep, secrets, imported)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    dep_path = out_dir / "deployment.yaml"
+    _write_deployment(dep_path, normalized, secrets)
+    lab_plan, launch = plan_for(dep_path, lab_name, pairs, statements)
+    lab_facts, capture_status = _lab_facts(lab_capture, capture_live, launch, model, used,
+                                           secrets)
+    lab_plan.statements.extend(_captured_hardware(client_gpu, lab_facts))
+    client_env = _client_env(client_nodes, client_facts, client_dep)
+    differences = diffing.compare(client_facts, lab_facts, pairs, client_env,
+                                  _lab_env(lab_plan, lab_facts), len(client_nodes), len(used),
+                                  trapcheck.load_why())
+    facts = trapfacts.build(normalized, client_facts, lab_facts,
+                            _lab_nodes_info(lab_model, used, lab_facts), client_env, pairs)
+    result = ReproduceResult(
+        inputs=[i.input for i in imported], deployment=normalized,
+        unknown=[u for i in imported for u in i.unknown], diff=differences,
+        traps=trapcheck.check(facts), placeholders=secrets.supply,
+        mapped=[m for i in imported for m in i.mapped],
+        notes=[n for i in imported for n in i.notes], plan=lab_plan, client_nodes=client_nodes,
+        lab_capture=capture_status, out_dir=str(out_dir))
+    result = ReproduceResult.model_validate(secrets.deep(result.model_dump(mode="json")))
+    _write(out_dir / "reproduce.json", json.dumps(result.to_json(), indent=2) + "\n", secrets)
+    return result.model_copy(update={"out_dir": str(out_dir)})
+
+
+def _import_all(inputs: list[Path], secrets: Placeholders) -> list[Imported]:
+    """Every input imported; a deployment YAML's relative paths against its own folder."""
     imported = []
     for path in inputs:
         part = import_input(Path(path), secrets)
@@ -116,48 +161,74 @@ def reproduce(inputs: list[Path], lab: Path | None, node_map: dict[str, str] | N
             part = part.model_copy(update={"deployment": _resolve_paths(
                 part.deployment, Path(os.path.abspath(path)).parent)})
         imported.append(part)
-    client_dep, client_nodes, client_facts = combine(imported)
-    if "model" not in client_dep or not (client_dep.get("model") or {}).get("path"):
-        raise InputError("no input names a model to serve (give the serve line, docker run, "
-                         "compose file or deployment YAML besides environment captures)")
-    lab_value, lab_model, lab_name = _load_lab(lab, imported)
+    return imported
+
+
+def _lab_order(lab_model: Lab) -> list[str]:
+    """The lab's node names, its head nodes first (client nodes are assigned in this order)."""
     lab_names = [n.name for n in lab_model.nodes]
     heads = [n.name for n in lab_model.nodes if n.role == "head"]
     if heads:
         lab_names = heads + [n for n in lab_names if n not in heads]
-    pairs = assign([n.name for n in client_nodes], lab_names, node_map or {})
-    used = [lab_node for _, lab_node in pairs]
+    return lab_names
+
+
+def _statements(client_nodes: list[ClientNode], client_dep: dict, client_gpu: str | None,
+                lab_model: Lab, lab_names: list[str], used: list[str]) -> list[str]:
+    """What the plan says about the lab against the client: fewer nodes, other hardware, the
+    client's site-specific settings left behind."""
     statements = []
     if len(client_nodes) > len(lab_names):
         statements.append(f"the lab has {len(lab_names)} node(s), the client {len(client_nodes)}: "
                           f"the plan runs on {len(used)} lab node(s); client node(s) "
                           f"{', '.join(n.name for n in client_nodes[len(used):])} have no lab node")
-    client_gpu = _client_gpu(client_facts)
     for node in lab_model.nodes:
         if node.name in used and client_gpu and node.gpu and \
                 trapfacts.gpu_arch(client_gpu) != trapfacts.gpu_arch(node.gpu):
             statements.append(f"other hardware: the client runs {client_gpu}, lab node "
                               f"{node.name} has {node.gpu}")
-    client_env = {}
-    for n in client_nodes:
-        base = dict(client_facts[n.name].env) if n.name in client_facts else {}
-        base.update(client_dep.get("env") or {})
-        base.update(n.env)
-        client_env[n.name] = base
+    site = _site_statement(client_nodes, client_dep, lab_model, used)
+    if site:
+        statements.append(site)
+    return statements
+
+
+def _site_statement(client_nodes: list[ClientNode], client_dep: dict, lab_model: Lab,
+                    used: list[str]) -> str | None:
+    """The client's addresses and interfaces (SITE_VARS) not carried, and the lab's own."""
     site: dict[str, list[str]] = {}
     for n in client_nodes:
         for var in SITE_VARS:
             value = {**(client_dep.get("env") or {}), **n.env}.get(var)
             if value is not None:
                 site.setdefault(var, []).append(f"{n.name} {value}")
-    if site:
-        lab_sets = {n.name: sorted(set(SITE_VARS) & set(n.env)) for n in lab_model.nodes
-                    if n.name in used}
-        statements.append("site-specific settings not carried to the lab (addresses and "
-                          "interfaces of the client's network): " + "; ".join(
-                              f"{var} ({', '.join(vals)})" for var, vals in sorted(site.items()))
-                          + ". The lab's own come from the lab YAML's node env: " + "; ".join(
-                              f"{name} sets {', '.join(v) or 'none'}" for name, v in lab_sets.items()))
+    if not site:
+        return None
+    lab_sets = {n.name: sorted(set(SITE_VARS) & set(n.env)) for n in lab_model.nodes
+                if n.name in used}
+    return ("site-specific settings not carried to the lab (addresses and "
+            "interfaces of the client's network): " + "; ".join(
+                f"{var} ({', '.join(vals)})" for var, vals in sorted(site.items()))
+            + ". The lab's own come from the lab YAML's node env: " + "; ".join(
+                f"{name} sets {', '.join(v) or 'none'}" for name, v in lab_sets.items()))
+
+
+def _client_env(client_nodes: list[ClientNode], client_facts: dict[str, Facts],
+                client_dep: dict) -> dict[str, dict[str, str]]:
+    """Each client node's whole environment: captured, then the deployment's, then its own."""
+    client_env = {}
+    for n in client_nodes:
+        base = dict(client_facts[n.name].env) if n.name in client_facts else {}
+        base.update(client_dep.get("env") or {})
+        base.update(n.env)
+        client_env[n.name] = base
+    return client_env
+
+
+def _lab_deployment(client_dep: dict, client_nodes: list[ClientNode],
+                    pairs: list[tuple[str | None, str]], lab_value: Any) -> dict:
+    """The client's deployment placed on the lab nodes, without the client's site settings."""
+    used = [lab_node for _, lab_node in pairs]
     client_dep = {**client_dep, "env": {k: v for k, v in (client_dep.get("env") or {}).items()
                                         if k not in SITE_VARS}}
     node_env = {}
@@ -181,25 +252,44 @@ def reproduce(inputs: list[Path], lab: Path | None, node_map: dict[str, str] | N
     if node_env or dep.get("node_env"):
         dep["node_env"] = {**{k: v for k, v in (dep.get("node_env") or {}).items()
                               if k in used}, **node_env}
-    dep = _prune(dep)
+    return _prune(dep)
+
+
+def _validated(dep: dict, secrets: Placeholders,
+               imported: list[Imported]) -> tuple[Deployment, dict]:
+    """(the deployment model, its JSON form with secrets replaced); a ConfigError naming
+    every problem when the imported settings make no valid deployment."""
     try:
         model = Deployment.model_validate({**dep, "lab": dep["lab"] if isinstance(dep["lab"], str)
                                            else "lab.yaml"})
-    except Exception as exc:  # pydantic ValidationError: one line
-        errors = getattr(exc, "errors", None)
-        first = errors()[0] if callable(errors) else {"loc": (), "msg": str(exc)}
-        raise InputError(f"the imported settings do not make a valid deployment: "
-                         f"{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+    except ValidationError as exc:
+        raise _invalid(exc, imported) from None
     normalized = model.model_dump(mode="json")
     normalized["lab"] = dep["lab"]
-    normalized = secrets.deep(normalized)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    dep_path = out_dir / "deployment.yaml"
-    _write(dep_path, "# written by sparktriage reproduce (docs/reproduce.md); values to supply: "
-           + (", ".join(secrets.supply) or "none") + "\n"
-           + yaml.safe_dump(normalized, sort_keys=False, allow_unicode=True), secrets)
-    lab_plan, launch = plan_for(dep_path, lab_name, pairs, statements)
-    # lab facts
+    return model, secrets.deep(normalized)
+
+
+def _invalid(exc: ValidationError, imported: list[Imported]) -> ConfigError:
+    """Every problem in plain words (validation_words), each at the input (and the line of
+    its command) that gave the setting; the first one is the message."""
+    problems = []
+    for error in exc.errors():
+        part = origin(tuple(error["loc"]), imported)
+        where = SourceLocation(part.input.path, part.line) if part else None
+        problems.append((where, f"{'.'.join(map(str, error['loc']))}: {plain(error)}"))
+    where, first = problems[0]
+    more = f" (and {len(problems) - 1} more problem{'s' * (len(problems) > 2)})" \
+        if len(problems) > 1 else ""
+    return ConfigError(f"the imported settings do not make a valid deployment: {first}{more}",
+                       location=where, errors=[f"{w}: {text}" if w else text
+                                               for w, text in problems])
+
+
+def _lab_facts(lab_capture: Path | None, capture_live: bool, launch: LaunchPlan | None,
+               model: Deployment, used: list[str],
+               secrets: Placeholders) -> tuple[dict[str, Facts], dict[str, str]]:
+    """The lab's side of the diff: from a saved capture, captured live, or none; and how each
+    used lab node was captured."""
     lab_facts: dict[str, Facts] = {}
     capture_status: dict[str, str] = {}
     if lab_capture is not None:
@@ -212,19 +302,32 @@ def reproduce(inputs: list[Path], lab: Path | None, node_map: dict[str, str] | N
         lab_facts, capture_status = capture_lab(launch, argv0, secrets, used)
     for node in used:
         capture_status.setdefault(node, "not captured")
+    return lab_facts, capture_status
+
+
+def _captured_hardware(client_gpu: str | None, lab_facts: dict[str, Facts]) -> list[str]:
+    """Other hardware than the client's, as the lab capture shows it."""
+    statements = []
     for node, captured in lab_facts.items():
         model = captured.gpu.get("model")
         if client_gpu and model and trapfacts.gpu_arch(client_gpu) != trapfacts.gpu_arch(model):
-            lab_plan.statements.append(f"other hardware: the client runs {client_gpu}, lab node "
-                                       f"{node} has {model} (captured)")
+            statements.append(f"other hardware: the client runs {client_gpu}, lab node "
+                              f"{node} has {model} (captured)")
+    return statements
+
+
+def _lab_env(lab_plan: LabPlan, lab_facts: dict[str, Facts]) -> dict[str, dict[str, str]]:
+    """Each lab node's environment: captured, then what the plan sets."""
     lab_env = {}
     for assignment in lab_plan.nodes:
         env = dict(lab_facts[assignment.lab].env) if assignment.lab in lab_facts else {}
         env.update({k: v for k, v in assignment.env.items() if k != "PYTHONUNBUFFERED"})
         lab_env[assignment.lab] = env
-    table = trapcheck.load_why()
-    differences = diffing.compare(client_facts, lab_facts, pairs, client_env, lab_env,
-                                  len(client_nodes), len(used), table)
+    return lab_env
+
+
+def _lab_nodes_info(lab_model: Lab, used: list[str], lab_facts: dict[str, Facts]) -> list[dict]:
+    """The used lab nodes as the trap facts read them (with their captured interfaces)."""
     lab_nodes_info = []
     for node in lab_model.nodes:
         if node.name in used:
@@ -232,18 +335,7 @@ def reproduce(inputs: list[Path], lab: Path | None, node_map: dict[str, str] | N
             captured = lab_facts.get(node.name)
             info["nics"] = list(captured.interfaces) if captured else []
             lab_nodes_info.append(info)
-    facts = trapfacts.build(normalized, client_facts, lab_facts, lab_nodes_info, client_env,
-                            pairs)
-    hits = trapcheck.check(facts)
-    result = ReproduceResult(
-        inputs=[i.input for i in imported], deployment=normalized,
-        unknown=[u for i in imported for u in i.unknown], diff=differences, traps=hits,
-        placeholders=secrets.supply, mapped=[m for i in imported for m in i.mapped],
-        notes=[n for i in imported for n in i.notes], plan=lab_plan, client_nodes=client_nodes,
-        lab_capture=capture_status, out_dir=str(out_dir))
-    result = ReproduceResult.model_validate(secrets.deep(result.model_dump(mode="json")))
-    _write(out_dir / "reproduce.json", json.dumps(result.to_json(), indent=2) + "\n", secrets)
-    return result.model_copy(update={"out_dir": str(out_dir)})
+    return lab_nodes_info
 
 
 def _name(dep: dict) -> str:
@@ -267,6 +359,12 @@ def _prune(dep: dict) -> dict:
     if "speculative" in dep and dep["speculative"] is None:
         out.pop("speculative", None)
     return out
+
+
+def _write_deployment(path: Path, normalized: dict, secrets: Placeholders) -> None:
+    _write(path, "# written by sparktriage reproduce (docs/reproduce.md); values to supply: "
+           + (", ".join(secrets.supply) or "none") + "\n"
+           + yaml.safe_dump(normalized, sort_keys=False, allow_unicode=True), secrets)
 
 
 def _write(path: Path, text: str, secrets: Placeholders) -> None:

@@ -66,6 +66,8 @@ class Imported(_Data):
     unknown: list[Unknown] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     mapped: list[str] = Field(default_factory=list)  # "--max-num-seqs -> serve.max_num_seqs"
+    line: Optional[int] = Field(None, description="the line of the command whose options "
+                                                  "`deployment` holds, where the input has one")
 
 
 class DiffItem(_Data):

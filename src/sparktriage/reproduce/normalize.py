@@ -13,27 +13,55 @@ from sparktriage.errors import InputError
 from sparktriage.reproduce.model import ClientNode, Facts, Imported
 
 
-def _deep_merge(base: dict, extra: dict) -> dict:
+def deep_merge(base: dict, extra: dict) -> dict:
+    """`base` with `extra` laid over it, mappings merged key by key (neither is changed)."""
     out = dict(base)
     for key, value in extra.items():
         if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _deep_merge(out[key], value)
+            out[key] = deep_merge(out[key], value)
         else:
             out[key] = value
     return out
 
 
+def _commands(imported: list[Imported]) -> list[Imported]:
+    """The inputs that describe nodes, the head's first: the first gives the options."""
+    return sorted([i for i in imported if i.nodes], key=lambda i: min(n.rank for n in i.nodes))
+
+
+def _env_only(imported: list[Imported]) -> list[Imported]:
+    return [i for i in imported if not i.nodes and i.deployment]
+
+
+def origin(loc: tuple, imported: list[Imported]) -> Imported | None:
+    """The input that gave the combined deployment's setting at `loc` (a pydantic error's
+    location): of the inputs `combine` lays over each other, the one holding the longest part
+    of `loc`, the later one on a tie (it won the merge); None when none holds its first key."""
+    commands = _commands(imported)
+    layers = commands[:1] + _env_only(imported)
+    best, depth = None, 0
+    for part in layers:
+        node, held = part.deployment, 0
+        for key in loc:
+            if not isinstance(node, dict) or key not in node:
+                break
+            node, held = node[key], held + 1
+        if held and held >= depth:
+            best, depth = part, held
+    return best
+
+
 def combine(imported: list[Imported]) -> tuple[dict[str, Any], list[ClientNode], dict[str, Facts]]:
     """(client deployment, client nodes, {client node: facts})."""
     commands = [i for i in imported if i.nodes]
-    env_only = [i for i in imported if not i.nodes and i.deployment]
+    env_only = _env_only(imported)
     if not commands and not any(i.facts for i in imported):
         raise InputError("no input describes a deployment or an environment")
     deployment: dict[str, Any] = {}
     nodes: list[ClientNode] = []
     full_env: dict[str, dict[str, str]] = {}
     if commands:
-        ordered = sorted(commands, key=lambda i: min(n.rank for n in i.nodes))
+        ordered = _commands(imported)
         deployment = dict(ordered[0].deployment)
         taken: set[int] = set()
         real = {n.rank for part in ordered for n in part.nodes if not n.assumed}
@@ -55,7 +83,7 @@ def combine(imported: list[Imported]) -> tuple[dict[str, Any], list[ClientNode],
             deployment.setdefault("parallelism", {})
             deployment["parallelism"] = {**deployment["parallelism"], "nodes": len(nodes)}
     for part in env_only:
-        deployment = _deep_merge(deployment, part.deployment)
+        deployment = deep_merge(deployment, part.deployment)
         for name in full_env:
             full_env[name].update(part.deployment.get("env") or {})
     if full_env:

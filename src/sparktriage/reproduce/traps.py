@@ -5,17 +5,19 @@ Each rule has a stable id, named `conditions` on the flat facts of reproduce/fac
 not, three-valued so that an unknown fact leaves a trap open rather than guessed), the setting
 it is about, why, the fix, its source in the research notes, and positive and negative
 fixtures (fact sets that must and must not fire). Files are read with the stall rules' YAML
-reader (`stalls.loader.read_yaml`: safe loading, duplicate keys refused, lines kept).
+reader (`stalls.loader.read_yaml`: safe loading, duplicate keys refused, lines kept) and
+validated by `yamldoc.validate`: every problem in plain words at its file:line.
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from sparktriage.yamldoc import validate
 from sparktriage.errors import ConfigError
 from sparktriage.reproduce.model import TrapHit
 from sparktriage.stalls import expr
@@ -24,6 +26,7 @@ from sparktriage.stalls.schema import ID_PATTERN
 from sparktriage.stalls.validators import default_rules_dir
 
 WHY_FILE = "_why.yaml"
+M = TypeVar("M", bound=BaseModel)
 
 
 class _Strict(BaseModel):
@@ -116,13 +119,14 @@ def config_rules_dir() -> Path:
     return default_rules_dir() / "config"
 
 
-def _read(path: Path) -> dict:
-    data, _lines, problems = read_yaml(path)
+def _read(path: Path, model: type[M]) -> M:
+    """One rule file as `model`; every problem in plain words at its file:line."""
+    data, lines, problems = read_yaml(path)
     if problems:
         raise ConfigError(f"{path}: {problems[0].message}", errors=[str(p) for p in problems])
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a rule is a YAML mapping")
-    return data
+    return validate(model, data, lines, path)
 
 
 def load_traps(directory: Path | None = None) -> list[Trap]:
@@ -131,11 +135,7 @@ def load_traps(directory: Path | None = None) -> list[Trap]:
     for path in sorted(directory.glob("*.yaml")):
         if path.name.startswith("_"):
             continue
-        try:
-            trap = Trap.model_validate(_read(path))
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            raise ConfigError(f"{path}: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+        trap = _read(path, Trap)
         if path.stem != trap.id:
             raise ConfigError(f"{path}: id {trap.id} does not match the file name")
         traps.append(trap)
@@ -143,11 +143,7 @@ def load_traps(directory: Path | None = None) -> list[Trap]:
 
 
 def load_why(directory: Path | None = None) -> WhyTable:
-    path = (directory or config_rules_dir()) / WHY_FILE
-    try:
-        return WhyTable.model_validate(_read(path))
-    except ValidationError as exc:
-        raise ConfigError(f"{path}: {exc.errors()[0]['msg']}") from None
+    return _read((directory or config_rules_dir()) / WHY_FILE, WhyTable)
 
 
 def check(facts: dict[str, Any], traps: list[Trap] | None = None) -> list[TrapHit]:

@@ -25,6 +25,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from sparktriage.bench.workload import load_workloads
 from sparktriage.config.deployment import Deployment, Speculative, load_deployment
@@ -240,12 +241,29 @@ def _now() -> str:
     return utc_now()
 
 
+def _record_outcome(session: Session, step: dict, work: Callable[[], str | None]) -> None:
+    """Run a step's `work` and record how it ended: done; failed with the reason it returned
+    or the error it raised (and a warning); interrupted by Ctrl-C (then re-raised)."""
+    try:
+        reason = work()
+        failed = bool(reason)
+    except KeyboardInterrupt:
+        session.state.set_state(step, INTERRUPTED, "interrupted (Ctrl-C)")
+        raise
+    except SparktriageError as exc:
+        reason, failed = exc.one_line(), True
+    session.state.set_state(step, FAILED if failed else DONE, reason)
+    if failed:
+        session.observe("warning", {"text": f"{step['id']} failed: {reason}"})
+
+
 def _run_sub(session: Session, sub: dict, launch: LaunchDir, endpoint: str, log: list[str],
              depth: int) -> None:
     state, options, observe = session.state, session.options, session.observe
     state.set_state(sub, RUNNING, launch=launch.label)
     observe("session-step", {"id": sub["id"], "kind": sub["kind"]})
-    try:
+
+    def work() -> None:
         if sub["kind"] == "protocol":
             names = sub["inputs"].get("workloads") or list(options.workloads)
             bench_step(endpoint, launch, _workloads(options, names), log=log, observe=observe,
@@ -254,14 +272,8 @@ def _run_sub(session: Session, sub: dict, launch: LaunchDir, endpoint: str, log:
             baseline = sub["inputs"].get("baseline")
             probe_step(endpoint, launch, Path(baseline) if baseline else None,
                        observe=lambda e, d: observe("probe-" + e, d))
-    except KeyboardInterrupt:
-        state.set_state(sub, INTERRUPTED, "interrupted (Ctrl-C)")
-        raise
-    except SparktriageError as exc:
-        state.set_state(sub, FAILED, exc.one_line())
-        observe("warning", {"text": f"{sub['id']} failed: {exc.one_line()}"})
-        return
-    state.set_state(sub, DONE)
+
+    _record_outcome(session, sub, work)
 
 
 def _check_budget(session: Session) -> None:
@@ -331,16 +343,7 @@ def _execute(session: Session, step: dict) -> None:
         _attached(session, step)
         return
     state.set_state(step, RUNNING)
-    try:
-        reason = _ACTIONS[kind](session, step)
-    except KeyboardInterrupt:
-        state.set_state(step, INTERRUPTED, "interrupted (Ctrl-C)")
-        raise
-    except SparktriageError as exc:
-        reason = exc.one_line()
-    state.set_state(step, FAILED if reason else DONE, reason)
-    if reason:
-        session.observe("warning", {"text": f"{step['id']} failed: {reason}"})
+    _record_outcome(session, step, lambda: _ACTIONS[kind](session, step))
 
 
 def _attached_launch(session: Session, fresh: bool) -> LaunchDir:
@@ -365,7 +368,8 @@ def _attached(session: Session, step: dict) -> None:
     tz = parse_tz(extra.get("tz"))
     launch = _attached_launch(session, fresh=step["kind"] == "protocol" and step["launch"] is not None)
     state.set_state(step, RUNNING, launch=launch.label)
-    try:
+
+    def work() -> None:
         if step["kind"] == "protocol":
             bench_step(options.endpoint, launch, _workloads(options, inputs["workloads"]),
                        log=inputs.get("logs") or (), metrics=inputs.get("metrics", ""),
@@ -378,14 +382,8 @@ def _attached(session: Session, step: dict) -> None:
                        api_key=session.api_key, observe=lambda e, d: observe("probe-" + e, d))
         else:
             logs_step(launch, inputs["logs"], tz)
-    except KeyboardInterrupt:
-        state.set_state(step, INTERRUPTED, "interrupted (Ctrl-C)")
-        raise
-    except SparktriageError as exc:
-        state.set_state(step, FAILED, exc.one_line())
-        observe("warning", {"text": f"{step['id']} failed: {exc.one_line()}"})
-        return
-    state.set_state(step, DONE)
+
+    _record_outcome(session, step, work)
 
 
 def _group_label(state: SessionState, group: str) -> str | None:

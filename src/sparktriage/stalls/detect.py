@@ -9,7 +9,8 @@ each node's timeline (docs/stalls.md):
   import; a cold compile gets `compile_cold_s`, a weight read its checkpoint size at
   `crawl_floor_bps`; compute phases scale with the load per core (up to `max_load_factor`);
   a rank silent at the rendezvous until its last peer arrived was waiting, not stalled.
-  Expected long silences are `observations`, not stalls;
+  Expected long silences are `observations`, not stalls (a cold compile names its rule,
+  `compile-jit`, as its `cause`);
 - hang: the log stops and the start neither became ready nor failed before observation ended;
 - crawl: the weight read ran below `crawl_floor_bps` (checkpoint size from the log), or lasted
   `crawl_s` when the size is unknown;
@@ -29,6 +30,8 @@ from sparktriage.stalls.params import DetectParams
 from sparktriage.stalls.markers import Mark, MarkerSet, NodeTimeline, build_timeline
 
 _BAR_MARKERS = ("shard_bar",)
+# the rule whose cause a cold compile within its budget shows (the observation's `cause`)
+COLD_COMPILE_CAUSE = "compile-jit"
 
 
 @dataclass
@@ -177,9 +180,10 @@ def _allowed_gap(following: list[Mark], seen_processes: set, markers: MarkerSet,
 
 
 def _observe(observations: list[dict], timeline: NodeTimeline, prev: Mark, nxt_t: float,
-             phase: str, text: str) -> None:
+             phase: str, text: str, cause: str | None = None) -> None:
+    """An expected silence; `cause`: the id of the rule whose cause it shows, if any."""
     observations.append({"node": timeline.node, "phase": phase, "start": prev.t, "end": nxt_t,
-                         "duration_s": round(nxt_t - prev.t, 3), "text": text})
+                         "duration_s": round(nxt_t - prev.t, 3), "text": text, "cause": cause})
 
 
 def _silences(timeline: NodeTimeline, progress: list[Mark], markers: MarkerSet,
@@ -209,7 +213,8 @@ def _silences(timeline: NodeTimeline, progress: list[Mark], markers: MarkerSet,
             if phase == "compile" and budget.compile_cold:
                 _observe(observations, timeline, prev, nxt.t, phase,
                          f"compile took {gap:.0f} s: cold cache, expected on a first boot; "
-                         f"persist the cache (VLLM_CACHE_ROOT) to skip it next time")
+                         f"persist the cache (VLLM_CACHE_ROOT) to skip it next time",
+                         COLD_COMPILE_CAUSE)
             elif gap >= base:
                 _observe(observations, timeline, prev, nxt.t, phase,
                          f"{gap:.0f} s without a line in {phase}, within the {allowed:.0f} s "

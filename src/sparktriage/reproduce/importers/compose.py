@@ -94,7 +94,7 @@ def _gpus(service: dict) -> bool:
 
 
 def import_compose(path: Path, ctx: Ctx) -> Imported:
-    data, _ = load_with_lines(path)
+    data, marks = load_with_lines(path)
     services = data.get("services") if isinstance(data, dict) else None
     if not isinstance(services, dict) or not services:
         raise InputError(f"{ctx.source}: no services in the compose file")
@@ -158,6 +158,7 @@ def import_compose(path: Path, ctx: Ctx) -> Imported:
         else:
             ctx.mapped.append(f"services.{name} GPU reservation -> the plan's --gpus all")
         serve = container_command(command, entry[0] if entry else None, eng, ctx, 1)
+        serve.line = marks.get(("services", name, "command"), marks.get(("services", name)))
         if len(entry) > 1:
             ctx.flag_unknown(" ".join(entry), f"service {name}: entrypoint with arguments; "
                              "only its program is kept")

@@ -10,11 +10,13 @@ ports, `--env-file`, `-e NAME` taking the value from the client's shell) are unk
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 
 from sparktriage.errors import InputError
 from sparktriage.redact.detect import secret_name
 from sparktriage.reproduce.importers.common import Ctx
-from sparktriage.reproduce.importers.serve import Serve, assemble, env_block, find_serve, parse_serve
+from sparktriage.reproduce.importers.serve import assemble, env_block, find_serve
+from sparktriage.reproduce.importers.serve_args import Serve, parse_serve
 from sparktriage.reproduce.model import Imported
 from sparktriage.reproduce.shell import assignment, logical_commands
 
@@ -33,6 +35,11 @@ PLAN_BOOL = {"--rm": "the plan always runs containers with --rm",
              "-ti": "tty flags dropped", "--interactive": "interactive flag dropped",
              "--tty": "tty flag dropped"}
 ENV_OPTS = {"-e", "--env"}
+# options the plan sets itself: option -> (the plan's option, its value, what is said otherwise)
+PLAN_SETS = {"--network": ("--network", "host", "the plan runs containers with --network host"),
+             "--net": ("--network", "host", "the plan runs containers with --network host"),
+             "--ipc": ("--ipc", "host", "the plan runs containers with --ipc host"),
+             "--gpus": ("--gpus", "all", "the plan passes --gpus all when the lab node has a GPU")}
 
 
 def _split(word: str, args: list[str], i: int) -> tuple[str, str | None, int]:
@@ -46,94 +53,99 @@ def _split(word: str, args: list[str], i: int) -> tuple[str, str | None, int]:
     return word, None, i
 
 
+@dataclass
+class _Run:
+    """One container run's settings, as its options are read."""
+
+    engine: dict
+    env: dict[str, str] = field(default_factory=dict)
+    entrypoint: str | None = None
+
+
 def parse_docker(words: list[str], ctx: Ctx, line: int) -> tuple[Serve, dict, dict]:
     """(serve, env, engine settings) of one `docker|podman run ...` command."""
     runtime = words[0].rsplit("/", 1)[-1]
     args = words[2:] if len(words) > 1 and words[1] == "run" else words[3:]
-    engine: dict = {"runtime": runtime, "container_args": []}
-    env: dict[str, str] = {}
-    entrypoint: str | None = None
+    run = _Run({"runtime": runtime, "container_args": []})
+    i, image = _read_options(args, run, ctx, line)
+    if image is None:
+        raise InputError(f"{ctx.source}:{line}: the {runtime} run command names no image")
+    run.engine["image"] = image
+    serve = container_command(args[i:], run.entrypoint, run.engine, ctx, line)
+    return serve, run.env, run.engine
+
+
+def _read_options(args: list[str], run: _Run, ctx: Ctx, line: int) -> tuple[int, str | None]:
+    """The run's options, up to its image: (the index after the image, the image)."""
     i = 0
-    image = None
     while i < len(args):
         word = args[i]
         i += 1
         if not word.startswith("-"):
-            image = word
-            break
+            return i, word
         if word in PLAN_BOOL:
             ctx.note(f"line {line}: {word}: {PLAN_BOOL[word]}")
             continue
         if word in KEEP_BOOL:
-            engine["container_args"].append(word)
+            run.engine["container_args"].append(word)
             ctx.mapped.append(f"{word} -> engine.container_args")
             continue
         name, value, i = _split(word, args, i)
         if value is None:
             raise InputError(f"{ctx.source}:{line}: {name} needs a value")
-        if name in ENV_OPTS:
-            pair = assignment(value)
-            if pair:
-                env[pair[0]] = pair[1]
-                ctx.mapped.append(f"{name} {pair[0]} -> env.{pair[0]}")
-            else:
-                if secret_name(value):
-                    env[value] = ctx.secrets.declare(value, f"-e {value} (value from the "
-                                                            "client's shell)")
-                    ctx.mapped.append(f"{name} {value} -> env.{value} (a secret, now a placeholder)")
-                else:
-                    ctx.flag_unknown(f"{name} {value}", f"line {line}: takes the value of {value} "
-                                     "from the client's shell; not known, not in env")
-            continue
-        if name == "--env-file":
-            ctx.flag_unknown(f"{name} {value}", f"line {line}: env file not read; give its "
-                             "content as an input (an env dump) to include its variables")
-            continue
-        if name in ("--network", "--net"):
-            if value != "host":
-                ctx.flag_unknown(f"{name} {value}", f"line {line}: the plan runs containers "
-                                 "with --network host")
-            else:
-                ctx.mapped.append(f"{name} host -> the plan's --network host")
-            continue
-        if name == "--ipc":
-            if value != "host":
-                ctx.flag_unknown(f"{name} {value}", f"line {line}: the plan runs containers "
-                                 "with --ipc host")
-            else:
-                ctx.mapped.append("--ipc host -> the plan's --ipc host")
-            continue
-        if name == "--gpus":
-            if value.strip("'\"") != "all":
-                ctx.flag_unknown(f"{name} {value}", f"line {line}: the plan passes --gpus all "
-                                 "when the lab node has a GPU")
-            else:
-                ctx.mapped.append("--gpus all -> the plan's --gpus all")
-            continue
-        if name == "--name":
-            ctx.note(f"line {line}: --name {value}: the plan names containers itself")
-            continue
-        if name in ("-p", "--publish"):
-            ctx.flag_unknown(f"{name} {value}", f"line {line}: published port not needed with "
-                             "--network host; not reproduced")
-            continue
-        if name == "--entrypoint":
-            entrypoint = value
-            continue
-        if name in KEEP_VALUE:
-            ctx.check_variables(value, f"line {line}: {name}")
-            engine["container_args"] += [name, ctx.secrets.text(value)]
-            ctx.mapped.append(f"{name} -> engine.container_args")
-            continue
+        _option(name, value, run, ctx, line)
+    return i, None
+
+
+def _option(name: str, value: str, run: _Run, ctx: Ctx, line: int) -> None:
+    """One option with its value onto the run's env, container arguments or entrypoint."""
+    if name in ENV_OPTS:
+        _env_option(name, value, run, ctx, line)
+    elif name in PLAN_SETS:
+        _plan_sets(name, value, ctx, line)
+    elif name == "--env-file":
+        ctx.flag_unknown(f"{name} {value}", f"line {line}: env file not read; give its "
+                         "content as an input (an env dump) to include its variables")
+    elif name == "--name":
+        ctx.note(f"line {line}: --name {value}: the plan names containers itself")
+    elif name in ("-p", "--publish"):
+        ctx.flag_unknown(f"{name} {value}", f"line {line}: published port not needed with "
+                         "--network host; not reproduced")
+    elif name == "--entrypoint":
+        run.entrypoint = value
+    elif name in KEEP_VALUE:
+        ctx.check_variables(value, f"line {line}: {name}")
+        run.engine["container_args"] += [name, ctx.secrets.text(value)]
+        ctx.mapped.append(f"{name} -> engine.container_args")
+    else:
         ctx.flag_unknown(f"{name} {value}", f"line {line}: container option not known; kept "
                          "in engine.container_args")
-        engine["container_args"] += [name, ctx.secrets.text(value)]
-    if image is None:
-        raise InputError(f"{ctx.source}:{line}: the {runtime} run command names no image")
-    engine["image"] = image
-    command = args[i:]
-    serve = container_command(command, entrypoint, engine, ctx, line)
-    return serve, env, engine
+        run.engine["container_args"] += [name, ctx.secrets.text(value)]
+
+
+def _env_option(name: str, value: str, run: _Run, ctx: Ctx, line: int) -> None:
+    """`-e NAME=VALUE` into env; `-e NAME` takes the client's shell value: a placeholder for a
+    secret, unknown otherwise."""
+    pair = assignment(value)
+    if pair:
+        run.env[pair[0]] = pair[1]
+        ctx.mapped.append(f"{name} {pair[0]} -> env.{pair[0]}")
+    elif secret_name(value):
+        run.env[value] = ctx.secrets.declare(value, f"-e {value} (value from the client's shell)")
+        ctx.mapped.append(f"{name} {value} -> env.{value} (a secret, now a placeholder)")
+    else:
+        ctx.flag_unknown(f"{name} {value}", f"line {line}: takes the value of {value} from the "
+                         "client's shell; not known, not in env")
+
+
+def _plan_sets(name: str, value: str, ctx: Ctx, line: int) -> None:
+    """An option the plan always sets itself: mapped when it says the same, else unknown."""
+    option, wanted, otherwise = PLAN_SETS[name]
+    given = value.strip("'\"") if name == "--gpus" else value
+    if given != wanted:
+        ctx.flag_unknown(f"{name} {value}", f"line {line}: {otherwise}")
+    else:
+        ctx.mapped.append(f"{name} {wanted} -> the plan's {option} {wanted}")
 
 
 def container_command(command: list[str], entrypoint: str | None, engine: dict, ctx: Ctx,
@@ -230,6 +242,7 @@ def import_docker(text: str, ctx: Ctx) -> Imported:
                                  "run; not reproduced")
             continue
         serve, env, engine = parse_docker(words, ctx, command.line)
+        serve.line = command.line
         env = {**env, **engine.pop("_env", {})}
         serves.append((serve, env_block(env, ctx, f"line {command.line} -e")))
     if not serves:

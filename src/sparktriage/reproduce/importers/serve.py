@@ -3,44 +3,25 @@
 Each logical command (see reproduce/shell.py) is one of: `export NAME=VALUE...`, plain
 assignments, a serve command with optional env prefixes (`A=1 vllm serve ...`, `env A=1 ...`,
 `exec`, `nohup`), or anything else (kept as unknown: not reproduced). Serve arguments are
-mapped by `parse_serve` onto the deployment model; the docker and compose importers use it for
-the command inside the container.
+mapped by `serve_args.parse_serve` onto the deployment model; `assemble` makes one deployment
+of several node commands, for the docker and compose importers too.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
-from sparktriage.reproduce import flags as F
+from sparktriage.errors import InputError
 from sparktriage.reproduce.importers.common import Ctx
+from sparktriage.reproduce.importers.serve_args import Serve, parse_serve
 from sparktriage.reproduce.model import ClientNode, Imported
 from sparktriage.reproduce.shell import assignment, logical_commands
-from sparktriage.errors import InputError
 
 API_SERVER_MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server")
 CLI_MODULES = ("vllm.entrypoints.cli.main",)
 WRAPPERS = {"exec", "nohup", "time", "command"}
 _IGNORED_COMMANDS = {"set", "#!/bin/bash", "true", ":"}
-
-
-class Serve:
-    """The result of parsing one serve command."""
-
-    def __init__(self) -> None:
-        self.deployment: dict[str, dict] = {"model": {}, "parallelism": {}, "engine": {},
-                                            "serve": {"flags": {}, "extra_args": []},
-                                            "load": {}}
-        self.speculative: dict | None = None
-        self.node_rank: int | None = None
-        self.headless = False
-        self.master_addr: str | None = None
-        self.nnodes: int | None = None
-        self.comparable: list[str] = []  # argv without the per-node options (node variants)
-
-    def set(self, section: str, key: str, value: Any) -> None:
-        self.deployment.setdefault(section, {})[key] = value
 
 
 def find_serve(words: list[str]) -> tuple[list[str], str, list[str]] | None:
@@ -59,221 +40,31 @@ def find_serve(words: list[str]) -> tuple[list[str], str, list[str]] | None:
     return None
 
 
-def _typed(value: str, kind: type, option: str, ctx: Ctx):
-    if kind is bool:
-        return value.lower() not in ("false", "0", "no")
-    try:
-        return kind(value)
-    except ValueError:
-        raise InputError(f"{ctx.source}: {option}: expected {kind.__name__}, got "
-                         f"{ctx.secrets.text(value)!r}") from None
-
-
-def _json_value(option: str, value: str, ctx: Ctx) -> Any:
-    try:
-        return json.loads(value)
-    except (ValueError, RecursionError):
-        raise InputError(f"{ctx.source}: --{option}: not valid JSON") from None
-
-
-def _scalar(value: str) -> Any:
-    try:
-        return json.loads(value)
-    except ValueError:
-        return value
-
-
-def _speculative(spec: dict, out: Serve, ctx: Ctx) -> None:
-    simple = all(isinstance(v, (str, int, float, bool)) or v is None for v in spec.values())
-    n = spec.get("num_speculative_tokens")
-    if simple and isinstance(spec.get("method"), str) and isinstance(n, int) and n >= 1:
-        extra = {k: v for k, v in spec.items()
-                 if k not in ("method", "num_speculative_tokens", "model")}
-        model = spec.get("model")
-        out.speculative = {"method": spec["method"], "num_speculative_tokens": n,
-                           "model": model if isinstance(model, str) else None, "extra": extra}
-        ctx.mapped.append("--speculative-config -> speculative")
-    else:
-        out.deployment["serve"]["flags"]["speculative-config"] = json.dumps(
-            spec, separators=(",", ":"))
-        ctx.mapped.append("--speculative-config -> serve.flags (nested or partial: kept as JSON)")
-
-
-def parse_serve(prefix: list[str], form: str, args: list[str], ctx: Ctx) -> Serve:
-    """Map serve arguments onto the deployment model (every argument accounted for)."""
-    out = Serve()
-    out.set("engine", "vllm", prefix if len(prefix) != 1 else prefix[0])
-    if form == "api_server":
-        ctx.note("python -m vllm.entrypoints.openai.api_server is written as `vllm serve` "
-                 "(same options)")
-    json_opts: dict[str, Any] = {}
-    dotted: dict[str, dict] = {}
-    i = 0
-    positional: list[str] = []
-    while i < len(args):
-        word = args[i]
-        i += 1
-        if not word.startswith("-") or word == "-" or _is_number(word):
-            positional.append(word)
-            out.comparable.append(word)
-            ctx.check_variables(word, "argument")
-            continue
-        option, eq, inline = word.partition("=")
-        name = F.canonical(option)
-        if option.startswith("-O") and option not in F.SHORT and not option.startswith("--"):
-            if option.startswith("-O."):
-                name = "compilation-config" + option[2:]
-            else:
-                name, eq, inline = "compilation-config", "=", _o_level(option[2:])
-        value: str | None
-        if eq:
-            value = inline
-        elif F.is_bool(name.split(".")[0]) and name not in F.JSON_VALUED and "." not in name:
-            value = None
-        elif i < len(args) and (not args[i].startswith("-") or _is_number(args[i])):
-            value = args[i]
-            i += 1
-        else:
-            value = None
-        shown = option + (f"={value}" if eq else (f" {value}" if value is not None else ""))
-        if value is not None:
-            ctx.check_variables(value, option)
-        head, dot, tail = name.partition(".")
-        if name in F.PER_NODE:
-            if name == "node-rank":
-                out.node_rank = _typed(value or "0", int, option, ctx)
-            elif name == "headless":
-                out.headless = value is None or value.lower() not in ("false", "0")
-            else:
-                out.master_addr = value
-            ctx.mapped.append(f"{option} -> per-node (the lab plan sets it)")
-            continue
-        out.comparable.append(shown)
-        if head in F.SECRET_OPTIONS:
-            stand = ctx.secrets.named(head.replace("-", "_").upper(), value or "", f"{option}")
-            out.deployment["serve"]["flags"][head] = stand
-            ctx.mapped.append(f"{option} -> serve.flags.{head} (a secret, now a placeholder)")
-            continue
-        if dot:
-            if head not in F.JSON_VALUED and head not in F.known():
-                _unknown(option, value, out, ctx)
-                continue
-            node = dotted.setdefault(head, {})
-            keys = tail.split(".")
-            for key in keys[:-1]:
-                node = node.setdefault(key, {})
-            node[keys[-1]] = True if value is None else _scalar(value)
-            continue
-        if name in F.JSON_VALUED:
-            if value is None:
-                raise InputError(f"{ctx.source}: {option} needs a JSON value")
-            parsed = _json_value(name, value, ctx)
-            json_opts[name] = parsed
-            continue
-        if name in F.TYPED:
-            section, key, kind = F.TYPED[name]
-            if name == "served-model-name":
-                names = [value] if value is not None else []
-                while i < len(args) and not args[i].startswith("-"):
-                    names.append(args[i])
-                    i += 1
-                if len(names) != 1:
-                    out.deployment["serve"]["extra_args"] += ["--served-model-name", *names]
-                    ctx.mapped.append(f"{option} (several names) -> serve.extra_args")
-                    continue
-            if kind is bool:
-                typed = True if value is None else _typed(value, bool, option, ctx)
-            elif value is None:
-                raise InputError(f"{ctx.source}: {option} needs a value")
-            else:
-                typed = _typed(value, kind, option, ctx)
-            if name == "distributed-executor-backend" and typed not in F.BACKENDS:
-                out.deployment["serve"]["flags"][name] = typed
-                ctx.mapped.append(f"{option} -> serve.flags.{name}")
-                continue
-            if name == "nnodes":
-                out.nnodes = typed
-            out.set(section, key, typed)
-            ctx.mapped.append(f"{option} -> {section}.{key}")
-            continue
-        if F.is_known(name):
-            out.deployment["serve"]["flags"][name] = True if value is None else value
-            ctx.mapped.append(f"{option} -> serve.flags.{name}")
-            continue
-        _unknown(option, value, out, ctx)
-    for head, tree in dotted.items():
-        base = json_opts.get(head)
-        merged = _merge(base if isinstance(base, dict) else {}, tree)
-        json_opts[head] = merged
-        ctx.mapped.append(f"--{head}.* -> merged into --{head}")
-    for name, parsed in json_opts.items():
-        if name == "speculative-config" and isinstance(parsed, dict):
-            _speculative(parsed, out, ctx)
-        elif name == "model-loader-extra-config" and isinstance(parsed, dict) and all(
-                isinstance(v, (str, int, float, bool)) or v is None for v in parsed.values()):
-            out.set("load", "extra_config", parsed)
-            ctx.mapped.append("--model-loader-extra-config -> load.extra_config")
-        else:
-            out.deployment["serve"]["flags"][name] = json.dumps(parsed, separators=(",", ":"))
-            ctx.mapped.append(f"--{name} -> serve.flags.{name} (JSON)")
-    if positional:
-        if "path" in out.deployment["model"]:
-            ctx.flag_unknown(" ".join(positional), "extra positional argument; kept in "
-                                                  "serve.extra_args")
-            out.deployment["serve"]["extra_args"] += positional
-        else:
-            out.set("model", "path", positional[0])
-            ctx.mapped.append("MODEL -> model.path")
-            for extra in positional[1:]:
-                ctx.flag_unknown(extra, "extra positional argument; kept in serve.extra_args")
-                out.deployment["serve"]["extra_args"].append(extra)
-    if "path" not in out.deployment["model"]:
-        raise InputError(f"{ctx.source}: the serve command names no model")
-    return out
-
-
-def _unknown(option: str, value: str | None, out: Serve, ctx: Ctx) -> None:
-    args = [option if value is None else f"{option}={value}"] if "=" in option or value is None \
-        else [option, value]
-    if "=" in option:
-        args = [option]
-    out.deployment["serve"]["extra_args"] += [ctx.secrets.text(a) for a in args]
-    ctx.flag_unknown(" ".join(args), "not a vllm serve option this tool knows; kept in "
-                                     "serve.extra_args")
-
-
-def _merge(base: dict, tree: dict) -> dict:
-    out = dict(base)
-    for key, value in tree.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
-        else:
-            out[key] = value
-    return out
-
-
-def _o_level(text: str) -> str:
-    text = text.lstrip(".").lstrip("=")
-    if text.startswith("level") or text.startswith("mode"):
-        key, _, value = text.partition("=")
-        return json.dumps({key: _scalar(value)})
-    return json.dumps({"level": _scalar(text)}) if text else "{}"
-
-
-def _is_number(word: str) -> bool:
-    try:
-        float(word)
-        return True
-    except ValueError:
-        return False
-
-
 def env_block(pairs: dict[str, str], ctx: Ctx, where: str) -> dict[str, str]:
     out = {}
     for name, value in pairs.items():
         ctx.check_variables(value, f"{where} {name}")
         out[name] = ctx.secrets.env_value(name, value, f"{where} {name}")
     return out
+
+
+def _export(words: list[str], line: int, exported: dict[str, str], shell_vars: dict[str, str],
+            ctx: Ctx) -> None:
+    """`export A=1 B` / `declare -x ...`: into the exported env (B from the script's own
+    assignment; a variable the script never set is unknown)."""
+    for word in words:
+        if word.startswith("-"):
+            continue
+        pair = assignment(word)
+        if pair:
+            exported[pair[0]] = pair[1]
+        elif word in shell_vars:
+            exported[word] = shell_vars[word]
+        else:
+            ctx.flag_unknown(f"export {word}", f"line {line}: exports a variable whose value the "
+                             "script does not set; its value comes from the client's login "
+                             "environment")
+    ctx.mapped.append(f"line {line}: export -> env")
 
 
 def import_script(text: str, ctx: Ctx) -> Imported:
@@ -289,19 +80,7 @@ def import_script(text: str, ctx: Ctx) -> Imported:
             continue
         if words[0] in ("export", "declare") and (len(words) == 1 or words[0] == "export"
                                                   or words[1] == "-x"):
-            for word in words[1:]:
-                if word.startswith("-"):
-                    continue
-                pair = assignment(word)
-                if pair:
-                    exported[pair[0]] = pair[1]
-                elif word in shell_vars:
-                    exported[word] = shell_vars[word]
-                else:
-                    ctx.flag_unknown(f"export {word}", f"line {command.line}: exports a variable "
-                                     "whose value the script does not set; its value comes from "
-                                     "the client's login environment")
-            ctx.mapped.append(f"line {command.line}: export -> env")
+            _export(words[1:], command.line, exported, shell_vars, ctx)
             continue
         prefix_env: dict[str, str] = {}
         while words and (assignment(words[0]) or words[0] in WRAPPERS or words[0] == "env"):
@@ -322,6 +101,7 @@ def import_script(text: str, ctx: Ctx) -> Imported:
                                  "command; not reproduced (run it on the lab yourself if needed)")
             continue
         serve = parse_serve(*found, ctx)
+        serve.line = command.line
         env = {**exported, **prefix_env}
         serves.append((serve, env_block(env, ctx, f"line {command.line}")))
     if not serves:
@@ -364,4 +144,4 @@ def assemble(serves: list[tuple[Serve, dict]], ctx: Ctx) -> Imported:
         for rank in range(len(ordered), count):
             nodes.append(ClientNode(name=f"node{rank}", rank=rank, input=ctx.source,
                                     headless=True, assumed=True))
-    return ctx.result(deployment=deployment, nodes=nodes)
+    return ctx.result(deployment=deployment, nodes=nodes, line=head.line)

@@ -1,0 +1,276 @@
+"""`vllm serve` arguments onto the deployment model: `parse_serve`, every argument accounted for.
+
+Options the model has a field for are typed into it (`flags.TYPED`), per-node options are left
+to the lab plan, secrets become placeholders, JSON-valued options (and their dotted
+`--name.key=value` forms, merged in) are parsed, other known options go to `serve.flags` and
+unknown ones to `serve.extra_args`, flagged. The script (serve.py), docker and compose
+importers use it for the serve command they find.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from sparktriage.errors import InputError
+from sparktriage.reproduce import flags as F
+from sparktriage.reproduce.importers.common import Ctx
+from sparktriage.reproduce.normalize import deep_merge
+
+
+class Serve:
+    """The result of parsing one serve command."""
+
+    def __init__(self) -> None:
+        self.deployment: dict[str, dict] = {"model": {}, "parallelism": {}, "engine": {},
+                                            "serve": {"flags": {}, "extra_args": []},
+                                            "load": {}}
+        self.speculative: dict | None = None
+        self.node_rank: int | None = None
+        self.headless = False
+        self.master_addr: str | None = None
+        self.nnodes: int | None = None
+        self.comparable: list[str] = []  # argv without the per-node options (node variants)
+        self.line: int | None = None  # the command's line in its input (set by the importer)
+
+    def set(self, section: str, key: str, value: Any) -> None:
+        self.deployment.setdefault(section, {})[key] = value
+
+
+def _typed(value: str, kind: type, option: str, ctx: Ctx):
+    if kind is bool:
+        return value.lower() not in ("false", "0", "no")
+    try:
+        return kind(value)
+    except ValueError:
+        raise InputError(f"{ctx.source}: {option}: expected {kind.__name__}, got "
+                         f"{ctx.secrets.text(value)!r}") from None
+
+
+def _json_value(option: str, value: str, ctx: Ctx) -> Any:
+    try:
+        return json.loads(value)
+    except (ValueError, RecursionError):
+        raise InputError(f"{ctx.source}: --{option}: not valid JSON") from None
+
+
+def _scalar(value: str) -> Any:
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+def _speculative(spec: dict, out: Serve, ctx: Ctx) -> None:
+    simple = all(isinstance(v, (str, int, float, bool)) or v is None for v in spec.values())
+    n = spec.get("num_speculative_tokens")
+    if simple and isinstance(spec.get("method"), str) and isinstance(n, int) and n >= 1:
+        extra = {k: v for k, v in spec.items()
+                 if k not in ("method", "num_speculative_tokens", "model")}
+        model = spec.get("model")
+        out.speculative = {"method": spec["method"], "num_speculative_tokens": n,
+                           "model": model if isinstance(model, str) else None, "extra": extra}
+        ctx.mapped.append("--speculative-config -> speculative")
+    else:
+        out.deployment["serve"]["flags"]["speculative-config"] = json.dumps(
+            spec, separators=(",", ":"))
+        ctx.mapped.append("--speculative-config -> serve.flags (nested or partial: kept as JSON)")
+
+
+@dataclass
+class _Seen:
+    """What the option loop collects before the JSON-valued options and the model are decided."""
+
+    json_opts: dict[str, Any] = field(default_factory=dict)
+    dotted: dict[str, dict] = field(default_factory=dict)  # --name.key=value trees, by name
+    positional: list[str] = field(default_factory=list)
+
+
+def parse_serve(prefix: list[str], form: str, args: list[str], ctx: Ctx) -> Serve:
+    """Map serve arguments onto the deployment model (every argument accounted for)."""
+    out = Serve()
+    out.set("engine", "vllm", prefix if len(prefix) != 1 else prefix[0])
+    if form == "api_server":
+        ctx.note("python -m vllm.entrypoints.openai.api_server is written as `vllm serve` "
+                 "(same options)")
+    seen = _Seen()
+    i = 0
+    while i < len(args):
+        i = _argument(args, i, out, seen, ctx)
+    _json_options(seen, out, ctx)
+    _positional(seen.positional, out, ctx)
+    if "path" not in out.deployment["model"]:
+        raise InputError(f"{ctx.source}: the serve command names no model")
+    return out
+
+
+def _argument(args: list[str], i: int, out: Serve, seen: _Seen, ctx: Ctx) -> int:
+    """Account for `args[i]` (and the value it takes); return the index after them."""
+    word = args[i]
+    i += 1
+    if not word.startswith("-") or word == "-" or _is_number(word):
+        seen.positional.append(word)
+        out.comparable.append(word)
+        ctx.check_variables(word, "argument")
+        return i
+    option, name, eq, value, i = _option_value(word, args, i)
+    shown = option + (f"={value}" if eq else (f" {value}" if value is not None else ""))
+    if value is not None:
+        ctx.check_variables(value, option)
+    if name in F.PER_NODE:
+        _per_node(option, name, value, out, ctx)
+        return i
+    out.comparable.append(shown)
+    return _option(option, name, value, args, i, out, seen, ctx)
+
+
+def _option_value(word: str, args: list[str], i: int) -> tuple[str, str, str, str | None, int]:
+    """(option as written, canonical name, "=" when the value was inline, value, next index);
+    `-O3`, `-O.key=value` are the compilation-config shorthand."""
+    option, eq, inline = word.partition("=")
+    name = F.canonical(option)
+    if option.startswith("-O") and option not in F.SHORT and not option.startswith("--"):
+        if option.startswith("-O."):
+            name = "compilation-config" + option[2:]
+        else:
+            name, eq, inline = "compilation-config", "=", _o_level(option[2:])
+    if eq:
+        return option, name, eq, inline, i
+    if F.is_bool(name.split(".")[0]) and name not in F.JSON_VALUED and "." not in name:
+        return option, name, eq, None, i
+    if i < len(args) and (not args[i].startswith("-") or _is_number(args[i])):
+        return option, name, eq, args[i], i + 1
+    return option, name, eq, None, i
+
+
+def _per_node(option: str, name: str, value: str | None, out: Serve, ctx: Ctx) -> None:
+    if name == "node-rank":
+        out.node_rank = _typed(value or "0", int, option, ctx)
+    elif name == "headless":
+        out.headless = value is None or value.lower() not in ("false", "0")
+    else:
+        out.master_addr = value
+    ctx.mapped.append(f"{option} -> per-node (the lab plan sets it)")
+
+
+def _option(option: str, name: str, value: str | None, args: list[str], i: int, out: Serve,
+            seen: _Seen, ctx: Ctx) -> int:
+    """One option onto its place: a placeholder for a secret, a dotted tree, a JSON value, a
+    typed field, serve.flags, or unknown (serve.extra_args)."""
+    head, dot, tail = name.partition(".")
+    if head in F.SECRET_OPTIONS:
+        stand = ctx.secrets.named(head.replace("-", "_").upper(), value or "", f"{option}")
+        out.deployment["serve"]["flags"][head] = stand
+        ctx.mapped.append(f"{option} -> serve.flags.{head} (a secret, now a placeholder)")
+    elif dot:
+        if head not in F.JSON_VALUED and head not in F.known():
+            _unknown(option, value, out, ctx)
+            return i
+        node = seen.dotted.setdefault(head, {})
+        keys = tail.split(".")
+        for key in keys[:-1]:
+            node = node.setdefault(key, {})
+        node[keys[-1]] = True if value is None else _scalar(value)
+    elif name in F.JSON_VALUED:
+        if value is None:
+            raise InputError(f"{ctx.source}: {option} needs a JSON value")
+        seen.json_opts[name] = _json_value(name, value, ctx)
+    elif name in F.TYPED:
+        return _typed_option(option, name, value, args, i, out, ctx)
+    elif F.is_known(name):
+        out.deployment["serve"]["flags"][name] = True if value is None else value
+        ctx.mapped.append(f"{option} -> serve.flags.{name}")
+    else:
+        _unknown(option, value, out, ctx)
+    return i
+
+
+def _typed_option(option: str, name: str, value: str | None, args: list[str], i: int,
+                  out: Serve, ctx: Ctx) -> int:
+    """An option the deployment model has a field for, converted to the field's type."""
+    section, key, kind = F.TYPED[name]
+    if name == "served-model-name":
+        names = [value] if value is not None else []
+        while i < len(args) and not args[i].startswith("-"):
+            names.append(args[i])
+            i += 1
+        if len(names) != 1:
+            out.deployment["serve"]["extra_args"] += ["--served-model-name", *names]
+            ctx.mapped.append(f"{option} (several names) -> serve.extra_args")
+            return i
+    if kind is bool:
+        typed = True if value is None else _typed(value, bool, option, ctx)
+    elif value is None:
+        raise InputError(f"{ctx.source}: {option} needs a value")
+    else:
+        typed = _typed(value, kind, option, ctx)
+    if name == "distributed-executor-backend" and typed not in F.BACKENDS:
+        out.deployment["serve"]["flags"][name] = typed
+        ctx.mapped.append(f"{option} -> serve.flags.{name}")
+        return i
+    if name == "nnodes":
+        out.nnodes = typed
+    out.set(section, key, typed)
+    ctx.mapped.append(f"{option} -> {section}.{key}")
+    return i
+
+
+def _json_options(seen: _Seen, out: Serve, ctx: Ctx) -> None:
+    """The JSON-valued options, with their dotted forms merged in, onto their places."""
+    for head, tree in seen.dotted.items():
+        base = seen.json_opts.get(head)
+        seen.json_opts[head] = deep_merge(base if isinstance(base, dict) else {}, tree)
+        ctx.mapped.append(f"--{head}.* -> merged into --{head}")
+    for name, parsed in seen.json_opts.items():
+        if name == "speculative-config" and isinstance(parsed, dict):
+            _speculative(parsed, out, ctx)
+        elif name == "model-loader-extra-config" and isinstance(parsed, dict) and all(
+                isinstance(v, (str, int, float, bool)) or v is None for v in parsed.values()):
+            out.set("load", "extra_config", parsed)
+            ctx.mapped.append("--model-loader-extra-config -> load.extra_config")
+        else:
+            out.deployment["serve"]["flags"][name] = json.dumps(parsed, separators=(",", ":"))
+            ctx.mapped.append(f"--{name} -> serve.flags.{name} (JSON)")
+
+
+def _positional(positional: list[str], out: Serve, ctx: Ctx) -> None:
+    """The model path (the first positional argument unless --model gave it); extras kept."""
+    if not positional:
+        return
+    if "path" in out.deployment["model"]:
+        ctx.flag_unknown(" ".join(positional), "extra positional argument; kept in "
+                                              "serve.extra_args")
+        out.deployment["serve"]["extra_args"] += positional
+        return
+    out.set("model", "path", positional[0])
+    ctx.mapped.append("MODEL -> model.path")
+    for extra in positional[1:]:
+        ctx.flag_unknown(extra, "extra positional argument; kept in serve.extra_args")
+        out.deployment["serve"]["extra_args"].append(extra)
+
+
+def _unknown(option: str, value: str | None, out: Serve, ctx: Ctx) -> None:
+    args = [option if value is None else f"{option}={value}"] if "=" in option or value is None \
+        else [option, value]
+    if "=" in option:
+        args = [option]
+    out.deployment["serve"]["extra_args"] += [ctx.secrets.text(a) for a in args]
+    ctx.flag_unknown(" ".join(args), "not a vllm serve option this tool knows; kept in "
+                                     "serve.extra_args")
+
+
+def _o_level(text: str) -> str:
+    text = text.lstrip(".").lstrip("=")
+    if text.startswith("level") or text.startswith("mode"):
+        key, _, value = text.partition("=")
+        return json.dumps({key: _scalar(value)})
+    return json.dumps({"level": _scalar(text)}) if text else "{}"
+
+
+def _is_number(word: str) -> bool:
+    try:
+        float(word)
+        return True
+    except ValueError:
+        return False
