@@ -20,8 +20,11 @@ from pathlib import Path
 import pytest
 
 from report.golden_runs import RUNS
+from sparktriage.report import outline
 from sparktriage.report.build import execute, plan_report
 from sparktriage.report.markdown import page_one_lines
+from sparktriage.report.outline import blocks as B
+from sparktriage.report.pdf_text import MAX_CELL, as_cp1252, data_text
 
 GOLDENS = Path(__file__).parent / "goldens"
 UPDATE = os.environ.get("SPARKTRIAGE_UPDATE_GOLDENS") == "1"
@@ -143,3 +146,46 @@ def test_pdf_page_one_lists_the_findings_in_rank_order(built):
     page2 = subprocess.run(["pdftotext", "-f", "2", "-l", "2", str(report / "report.pdf"), "-"],
                            capture_output=True, text=True, check=True).stdout
     assert "Findings, ranked by impact" not in page2 and "Headline numbers" in page2
+
+
+def _as_printed(text: B.Text) -> str:
+    """A Text in the PDF's character repertoire (what pdftotext can give back)."""
+    return "".join(as_cp1252(s.text) if s.own else as_cp1252(data_text(s.text), MAX_CELL) for s in text)
+
+
+def _pieces(item) -> list[str]:
+    if isinstance(item, (B.Heading, B.Paragraph)):
+        return [_as_printed(item.text)]
+    if isinstance(item, B.Bullets):
+        return [f"- {_as_printed(t)}" for t in item.items]
+    if isinstance(item, B.Fields):
+        return [f"{label}: {_as_printed(value)}" for label, value in item.items]
+    if isinstance(item, B.Code):
+        return [as_cp1252(line, MAX_CELL) for line in item.lines]
+    if isinstance(item, B.Figure):
+        return [as_cp1252(data_text(item.caption))]
+    return []  # tables: cells interleave in pdftotext's reading order (test_pdf_text checks headers)
+
+
+@pytest.mark.parametrize("name", sorted(RUNS))
+def test_the_pdf_prints_the_section_models_words(built, name):
+    """The PDF words nothing itself (issue 23, item 3): every heading, paragraph, list item,
+    labelled fact, command and caption of the section model's paged version is in its text,
+    in order, and everything else it prints is the page footer."""
+    doc = json.loads((built[name] / "report.json").read_text(encoding="utf-8"))
+    model = outline.build(doc)
+    raw = subprocess.run(["pdftotext", str(built[name] / "report.pdf"), "-"], capture_output=True,
+                         text=True, check=True).stdout
+    pages = raw.split("\f")
+    footers = [model.page_label.format(page=n) for n in range(1, len(pages) + 1)]
+    text = "".join("".join(page.replace(footer, "", 1).split()) for page, footer in zip(pages, footers))
+    at = 0
+    for item in B.in_order(model, paged=True):
+        for piece in _pieces(item):
+            # report.json is written through the JSON writer's redaction, which takes the
+            # methodology's "bearer credentials" for a bearer token; the renderings, made from
+            # the document before it was written, print the words
+            piece = piece.replace("bearer REDACTED-bearer-1", "bearer credentials")
+            found = text.find("".join(piece.split()), at)
+            assert found >= 0, (name, piece[:200])
+            at = found

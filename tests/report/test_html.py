@@ -59,6 +59,8 @@ def test_html_is_self_contained_with_every_plot(html_report: Path):
     assert len(re.findall(r"^\| .*\|$", md, re.M)) > 0
     for row in report["summary"]["verdicts"]:
         assert f"<td>{row['verdict']}</td>" in text
+    # one title for the report in every medium: the PDF's metadata title (test_pdf_metadata.py)
+    assert "<title>sparktriage report: synthetic-moe-fp4</title>" in text
 
 
 def test_html_is_in_the_signed_manifest(html_report: Path, tmp_path: Path):

@@ -12,7 +12,7 @@ import json
 import re
 import subprocess
 
-from sparktriage.report.pdf import _clip
+from sparktriage.report.pdf_text import _clip
 
 
 def _text(path, layout: bool = False) -> str:
@@ -133,3 +133,24 @@ def test_stalls_drawn_per_node_and_labelled_by_cause(report_built):
         row = round(text.xy[1])
         assert rows[row] == f"{label} {finding['node']}"  # on the stalled node's row
         assert text.xy[0] == finding["end"]
+
+
+def test_the_pdf_words_are_the_markdowns(report_built):
+    """Where the PDF once worded a section itself, it now prints the section model's words, the
+    Markdown's (issue 23, item 3): these phrases are in both, the PDF's old ones in neither."""
+    flat = _words(_text(report_built / "report.pdf"))
+    md = _words((report_built / "report.md").read_text(encoding="utf-8"))
+    for phrase in ("- generated_at: 2026-03-01 12:00:00 UTC (the only field that changes",
+                   "- redaction:", "Per launch", "log mean (active)", "max tok/chunk", "MAD",
+                   "between-launch var", "What changes behaviour", "Source: launches/L002/stalls.json",
+                   "vLLM's own durations:", "Baseline: none;", "time per token (floor)",
+                   "Signer identity: consultant@example.com; key fingerprint SHA256:",
+                   "observed: in the sweep's launches", "cause: sweep/decision", "fix: set speculative",
+                   "Files"):
+        assert phrase in flat and phrase in md.replace("`", ""), phrase
+    for old in ("sparktriage report: diagnosis", "Observed:", "Evidence:", "log active", "Ceiling ",
+                "Timeline only:", "Fix: warm", "Launch L002 (ready after"):
+        assert old not in flat, old
+    # the paged short version: one table of phase durations, said to be short, in the PDF only
+    intro = "Phase durations in seconds (report.md lists every start and end):"
+    assert intro in flat and intro not in md

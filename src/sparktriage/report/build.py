@@ -2,8 +2,9 @@
 
 Declared first (`plan_report` checks the options and paths and nothing else), then executed:
 
-    resolve signer → read run directory → redact → document → plots → Markdown / PDF
-    → copy the redacted data → MANIFEST → MANIFEST.sig → swap into place → private map
+    resolve signer → read run directory → redact → document → plots → section model
+    → Markdown / PDF / HTML → copy the redacted data → MANIFEST → MANIFEST.sig
+    → swap into place → private map
 
 The folder is built beside its destination and moved into place only when complete, so an
 interrupted build never leaves a half-written or stale-signed report. An existing destination
@@ -24,7 +25,7 @@ import yaml
 from sparktriage.documents.report import ReportDocument
 from sparktriage.errors import InputError, UsageError
 from sparktriage.progress import Observer, quiet
-from sparktriage.report import html, markdown, pdf, plots
+from sparktriage.report import html, markdown, outline, pdf, plots
 from sparktriage.report.inputs import RunInputs, load_run
 from sparktriage.report.model import KIND, Context, build_document
 from sparktriage.report.redact import Redactor, read_map, write_map
@@ -179,13 +180,14 @@ def execute(plan: ReportPlan, observe: Observer = quiet) -> ReportOutcome:
         for plot in rendered:
             (tmp / "plots" / plot.name).write_bytes(plot.png)
         write_document(tmp / "report.json", check(ReportDocument, document))
+        sections = outline.build(document)  # the report's words, once, for every format
+        pngs = {p.name: p.png for p in rendered}
         if "md" in plan.formats:
-            (tmp / "report.md").write_text(markdown.render(document), encoding="utf-8")
+            (tmp / "report.md").write_text(markdown.render_outline(sections), encoding="utf-8")
         if "pdf" in plan.formats:
-            (tmp / "report.pdf").write_bytes(pdf.render(document, {p.name: p.png for p in rendered}))
+            (tmp / "report.pdf").write_bytes(pdf.render_outline(sections, pngs))
         if "html" in plan.formats:
-            (tmp / "report.html").write_text(html.render(document, {p.name: p.png for p in rendered}),
-                                             encoding="utf-8")
+            (tmp / "report.html").write_text(html.render_outline(sections, pngs), encoding="utf-8")
         entries = sign_folder(tmp, signer)
         _replace(tmp, plan.out_dir)
     except BaseException:

@@ -1,10 +1,11 @@
 """The report document: a versioned JSON model, a pure function of a (redacted) run directory.
 
 `build_document` assembles every section (sections.py, results.py, sweep.py, roofline.py), the
-summary (headline numbers and verdicts), the warnings and the methodology in words. Renderers
-(markdown.py, pdf.py) only format this document; they compute nothing. The one field that
-depends on when the report was built is `generated_at`; everything else depends on the run
-directory alone (docs/report.md, Determinism).
+summary (headline numbers and verdicts), the warnings and the methodology in words. The section
+model (report/outline/) words this document once; markdown.py, pdf.py and html.py only lay that
+out, and none of them computes anything. The one field that depends on when the report was
+built is `generated_at`; everything else depends on the run directory alone (docs/report.md,
+Determinism).
 """
 
 from __future__ import annotations
