@@ -20,7 +20,14 @@ Per scenario, the lower bound on the launches of *any* rule that names a wrong d
 5% of sweeps whatever the truth, told the spread or not (stats/launch_bound.py, docs/sweep.md
 "What no rule can do").
 
+The depth-model section (benchmarks/sweep_model_arms.py, docs/benchmarks.md): the same 95% rule
+with the depth model (sweep.rule) beside the black-box rule, the grid and the bound, on the six
+scenarios given as physics (acceptance per position, a step cost with the Kimi K2 expert union)
+and on scenarios where the model is wrong on purpose (a kernel-path jump, a graph-capture bucket,
+a slow path at one width, a drafter that depends on k, short ngram drafts).
+
     .venv/bin/python benchmarks/bench_sweep.py --sweeps 1000   # writes benchmarks/results/sweep.json
+    .venv/bin/python benchmarks/bench_sweep.py --sweeps 1000 --section model --jobs 2
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ import argparse
 import itertools
 import json
 import math
+import multiprocessing
 import os
 import platform
 import random
@@ -40,8 +48,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import sparktriage.sweep.allocate as allocate  # noqa: E402
+import sweep_model_arms as arms  # noqa: E402
 from sparktriage.stats.launch_bound import launch_bound  # noqa: E402
 from sparktriage.sweep.allocate import MARGIN, decide, next_depth  # noqa: E402
 
@@ -312,14 +322,88 @@ def goal_section(results: list[dict], over: dict, overall: dict) -> dict:
                     r["grid_3_per_depth_highest_mean"]["error_rate"] for r in results)}}
 
 
+def _arm_summary(rows: list[tuple]) -> dict:
+    n = len(rows)
+    counts = {k: sum(1 for r in rows if r[0] == k) for k in ("right", "wrong", "insufficient")}
+    return {"sweeps": n, "counts": counts, "right_rate": counts["right"] / n,
+            "error_rate": counts["wrong"] / n, "error_rate_ci95": wilson(counts["wrong"], n),
+            "insufficient_rate": counts["insufficient"] / n,
+            "launches_mean": statistics.fmean(r[1] for r in rows),
+            "launches_median": statistics.median(r[1] for r in rows)}
+
+
+def _model_job(job: tuple) -> dict:
+    name, physics, sweeps, seed, cap = job
+    return arms.run(name, physics, sweeps, seed, cap)
+
+
+def model_section(sweeps: int, seed: int, cap: int, jobs: int) -> dict:
+    """The depth model beside the black-box rule, the grid and the bound (module doc)."""
+    listed = arms.scenarios()
+    work = [(name, physics, sweeps, seed, cap) for name, physics, _ in listed]
+    if jobs > 1:
+        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            done = pool.map(_model_job, work, chunksize=1)
+    else:
+        done = [_model_job(w) for w in work]
+    entries = []
+    for (name, physics, holds), result in zip(listed, done):
+        rows = result["rows"]
+        floor = arms.bound(physics)
+        entry = {"scenario": name, "model_holds": holds,
+                 "true_tok_s": {str(k): round(v, 3) for k, v in physics.truth().items()},
+                 **{arm: _arm_summary(rows[arm]) for arm in arms.ARMS},
+                 "model_states": arms.states(rows["model"]), "bound": floor}
+        entry["launch_ratio_model_to_bound"] = (entry["model"]["launches_mean"]
+                                                / floor["floor_with_one_launch_per_depth"])
+        entry["launch_ratio_model_to_adaptive"] = (entry["model"]["launches_mean"]
+                                                   / entry["adaptive"]["launches_mean"])
+        entries.append(entry)
+        m, a = entry["model"], entry["adaptive"]
+        print(f"[model] {name}: model {m['launches_mean']:.1f} launches, wrong "
+              f"{m['error_rate']:.1%} {_pct(m['error_rate_ci95'])}, none {m['insufficient_rate']:.1%}, "
+              f"rejected {entry['model_states']['rejected']:.0%} | black box {a['launches_mean']:.1f}, "
+              f"wrong {a['error_rate']:.1%} | grid wrong {entry['grid']['error_rate']:.1%} | bound "
+              f"{floor['floor_with_one_launch_per_depth']:.1f}", flush=True)
+    holds = [e for e in entries if e["model_holds"]]
+    wrong = [e for e in entries if not e["model_holds"]]
+    mean = lambda xs: statistics.fmean(xs)  # noqa: E731
+    model_mean = mean(e["model"]["launches_mean"] for e in holds)
+    bound_mean = mean(e["bound"]["floor_with_one_launch_per_depth"] for e in holds)
+    goal = {"holds_model_launches_mean": model_mean, "holds_bound_mean": bound_mean,
+            "holds_adaptive_launches_mean": mean(e["adaptive"]["launches_mean"] for e in holds),
+            "holds_ratio_to_bound": model_mean / bound_mean,
+            "holds_ratio_to_the_black_box_table_bound_15": model_mean / 15.0,
+            "holds_max_error_rate": max(e["model"]["error_rate"] for e in holds),
+            "wrong_max_error_rate": max(e["model"]["error_rate"] for e in wrong),
+            "wrong_launches_mean": mean(e["model"]["launches_mean"] for e in wrong)}
+    goal["met_holds"] = goal["holds_ratio_to_bound"] <= 0.5 and goal["holds_max_error_rate"] <= 0.05
+    goal["met_wrong"] = goal["wrong_max_error_rate"] <= 0.05
+    goal["scenarios_over_5_percent_wrong"] = [e["scenario"] for e in entries
+                                              if e["model"]["error_rate"] > 0.05]
+    return {"scenarios": entries, "goal": goal}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sweeps", type=int, default=400, help="simulated sweeps per scenario")
     parser.add_argument("--cap", type=int, default=40, help="launch cap of the adaptive sweep")
     parser.add_argument("--seed", type=int, default=20261201)
+    parser.add_argument("--section", choices=("all", "black-box", "model"), default="all",
+                        help="the black-box arms, the depth-model arms, or both")
+    parser.add_argument("--jobs", type=int, default=1, help="processes for the depth-model arms")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "sweep.json")
     args = parser.parse_args()
     started = time.time()
+    previous = json.loads(args.out.read_text()) if args.out.is_file() else {}
+    if args.section == "model":
+        document = {**previous, "depth_model": model_section(args.sweeps, args.seed, args.cap, args.jobs),
+                    "depth_model_settings": {"sweeps_per_scenario": args.sweeps, "cap": args.cap,
+                                             "seed": args.seed, "seconds": round(time.time() - started, 1)}}
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(document, indent=2) + "\n")
+        print(f"wrote {args.out}: {json.dumps(document['depth_model']['goal'])}")
+        return
     results = []
     pooled: dict[str, list[tuple]] = {k: [] for k in ARMS}
     for name, true in SCENARIOS.items():
@@ -355,6 +439,15 @@ def main() -> None:
         "goal": goal,
         "seconds": round(time.time() - started, 1),
     }
+    if args.section == "all":
+        model_started = time.time()
+        document["depth_model"] = model_section(args.sweeps, args.seed, args.cap, args.jobs)
+        document["depth_model_settings"] = {"sweeps_per_scenario": args.sweeps, "cap": args.cap,
+                                            "seed": args.seed,
+                                            "seconds": round(time.time() - model_started, 1)}
+    elif "depth_model" in previous:
+        document["depth_model"] = previous["depth_model"]
+        document["depth_model_settings"] = previous.get("depth_model_settings")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(document, indent=2) + "\n")
     for kind, o in over.items():

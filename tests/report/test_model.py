@@ -108,19 +108,23 @@ def test_delivered_series_counts_tokens_per_window(tmp_path):
     assert series[2]["tok_s"] == pytest.approx(6 * 3 / 5)  # 20..25 s: a partial window of 5 s
 
 
-def test_roofline_from_deployment_numbers():
-    deployment = {"model": {"active_params": 32e9, "bytes_per_param": 0.5625},
-                  "parallelism": {"tensor_parallel_size": 2},
-                  "hardware": {"memory_bandwidth_gbs": 273, "interconnect_latency_per_layer_us": 12,
-                               "num_layers": 61}}
+def test_roofline_from_the_deployments_profiles_with_the_one_formula():
+    """The section is roofline/'s ceiling (docs/roofline.md), never a second formula."""
+    from sparktriage.roofline.ceiling import ceiling
+    from sparktriage.roofline.profiles import HardwareProfile, ModelProfile, load_profile
+    deployment = {"roofline": {"hardware": "gb10", "model": "kimi-k2"}, "parallelism": {"tp": 8},
+                  "nodes": [{"host": f"n{i}"} for i in range(8)]}
     roof = roofline.compute(deployment)
-    t = 32e9 * 0.5625 / 2 / 273e9 + 12e-6 * 61 * 2
-    assert roof["ceiling_tok_s"] == pytest.approx(1 / t)
-    assert roofline.compute({"roofline": {"active_param_bytes_per_token_per_node": 40.61e9,
-                                          "memory_bandwidth_bytes_s": 273e9}})["ceiling_tok_s"] \
-        == pytest.approx(6.7225, rel=1e-3)  # Llama-3.3-70B NVFP4 on one GB10 (field report)
-    absent = roofline.compute({"model": {"active_params": 1e9, "bytes_per_param": 1}})
-    assert absent["status"] == "missing" and "memory bandwidth" in absent["reason"]
+    same = ceiling(load_profile(HardwareProfile, "gb10"), load_profile(ModelProfile, "kimi-k2"), 8)
+    assert roof["ceiling_tok_s"] == pytest.approx(same.ceiling_tok_s) == pytest.approx(59.16, abs=0.01)
+    assert roof["per_depth"][0]["ceiling_tok_s"] == pytest.approx(same.ceiling_tok_s)
+    inline = {"roofline": {"hardware": {"memory_bandwidth_gbs": 273},  # Llama-3.3-70B NVFP4, one GB10
+                           "model": {"active_params_b": 40.61, "layers": 80, "bits_per_weight": 8}}}
+    assert roofline.compute(inline)["ceiling_tok_s"] == pytest.approx(6.7225, rel=1e-3)
+    loose = roofline.compute({"model": {"active_params": 1e9, "bytes_per_param": 1}})
+    assert loose["status"] == "missing" and "roofline: block" in loose["reason"]
+    bad = roofline.compute({"roofline": {"hardware": "gb10", "model": "llama-9000"}})
+    assert bad["status"] == "missing" and "not shipped" in bad["reason"]
     assert roofline.compute(None)["status"] == "missing"
 
 

@@ -29,9 +29,47 @@ def test_worked_example_8_gb10_1t_fp4_at_27_8_tok_s():
     assert roof.t_network_s == pytest.approx(t_net)
     assert roof.ceiling_tok_s == pytest.approx(1 / (t_mem + t_net)) and roof.ceiling_tok_s == pytest.approx(59.16, abs=0.01)
     assert roof.percent(27.8) == pytest.approx(47.0, abs=0.05)
-    # with speculation at a measured acceptance length of 2.0 the ceiling doubles
-    assert roof.with_acceptance(2.0) == pytest.approx(2 * roof.ceiling_tok_s)
-    assert roof.percent(27.8, 2.0) == pytest.approx(23.5, abs=0.05)
+
+
+def test_speculative_ceiling_reads_the_expert_union_of_the_verify_step():
+    """docs/roofline.md's worked example: Kimi K2 on 8 GB10, depths 0-4, acceptance lengths
+    1, 1.8, 2.4, 2.85, 3.2. A verify step of w = k + 1 tokens reads the dense part once and
+    the union of the routed experts its tokens pick: 384 · (1 − (1 − 8/384)^w) per layer."""
+    roof = ceiling(load_profile(HardwareProfile, "gb10"), load_profile(ModelProfile, "kimi-k2"), 8)
+    lengths = [1.0, 1.8, 2.4, 2.85, 3.2]
+    union = [384 * (1 - (1 - 8 / 384) ** (k + 1)) for k in range(5)]
+    assert [round(u, 1) for u in union] == [8.0, 15.8, 23.5, 31.0, 38.4]
+    hop_part = 2 * 7 * 5e-6                                   # the ring's latency, per all-reduce
+    transfer = (2 * 7 / 8) * (7168 * 2) / 25e9                # one hidden state's bytes on the link
+    for k, length in enumerate(lengths):
+        step = roof.verify(k, length)
+        ratio = union[k] / 8
+        bytes_ratio = 0.34 + 0.66 * ratio                     # routed share 0.66 of the 18.0 GB
+        t_memory = 18.0e9 * bytes_ratio / (8 * 273e9)
+        t_network = 61 * 2 * (hop_part + (k + 1) * transfer)  # w hidden states per all-reduce
+        assert step.expert_ratio == pytest.approx(ratio)
+        assert step.bytes_ratio == pytest.approx(bytes_ratio)
+        assert step.t_memory_s == pytest.approx(t_memory) and step.t_network_s == pytest.approx(t_network)
+        assert step.ceiling_tok_s == pytest.approx(length / (t_memory + t_network))
+        assert step.ceiling_without_union_tok_s == pytest.approx(length * roof.ceiling_tok_s)
+    got = [round(roof.verify(k, a).ceiling_tok_s, 1) for k, a in enumerate(lengths)]
+    dense = [round(roof.verify(k, a).ceiling_without_union_tok_s, 1) for k, a in enumerate(lengths)]
+    assert got == [59.2, 80.5, 86.7, 86.6, 84.1]
+    assert dense == [59.2, 106.5, 142.0, 168.6, 189.3]
+    assert roof.verify(3, 2.85).bytes_ratio == pytest.approx(2.90, abs=0.01)  # 4 tokens: 2.9x the bytes
+    assert roof.percent(27.8, 2.4, depth=2) == pytest.approx(100 * 27.8 / 86.7, abs=0.05)
+
+
+def test_a_dense_profile_keeps_ceiling_times_acceptance_length():
+    dense = ModelProfile(active_params_b=8, layers=32, hidden_size=4096, bits_per_weight=4)
+    roof = ceiling(load_profile(HardwareProfile, "gb10"), dense, 1)
+    assert roof.verify(3, 2.5).ceiling_tok_s == pytest.approx(2.5 * roof.ceiling_tok_s)
+    assert roof.at_depth(0, 2.5) == pytest.approx(roof.ceiling_tok_s)  # depth 0: no acceptance
+
+
+def test_an_moe_profile_gives_its_expert_fields_together():
+    with pytest.raises(ValueError, match="together"):
+        ModelProfile(active_params_b=8, layers=32, bits_per_weight=4, experts=64)
 
 
 def test_single_node_has_no_network_term_and_pipeline_stages_do_not_help():

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Union
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from sparktriage.config.lab import Strict
 
@@ -35,6 +35,24 @@ class ModelProfile(Strict):
     hidden_size: int | None = Field(None, ge=1, description="Hidden size (bytes per all-reduce = hidden × 2).")
     bits_per_weight: float = Field(gt=0, le=32, description="Bits per stored weight (FP4: 4).")
     scale_overhead: float = Field(0.0, ge=0, le=1, description="Extra bytes for block scales, as a fraction of the weight bytes.")
+    experts: int | None = Field(None, ge=1, description="Routed experts per MoE layer (absent: a dense model).")
+    experts_per_token: int | None = Field(None, ge=1, description="Routed experts each token goes to (top-k).")
+    shared_experts: int = Field(0, ge=0, description="Experts every token uses (counted in the dense bytes).")
+    routed_share: float | None = Field(None, ge=0, lt=1, description="Share of the active bytes per token that are routed experts.")
+    routing_correlation: float = Field(0.0, ge=0, lt=1, description="Share of a further token's routed experts that repeat the previous token's (0: independent routing, the upper bound on the union).")
+
+    @model_validator(mode="after")
+    def _moe_fields_together(self) -> "ModelProfile":
+        given = [self.experts is not None, self.experts_per_token is not None, self.routed_share is not None]
+        if any(given) and not all(given):
+            raise ValueError("an MoE profile gives experts, experts_per_token and routed_share together")
+        if self.experts is not None and self.experts_per_token > self.experts:
+            raise ValueError("experts_per_token must not exceed experts")
+        return self
+
+    @property
+    def is_moe(self) -> bool:
+        return self.experts is not None
 
 
 class RooflineSpec(Strict):

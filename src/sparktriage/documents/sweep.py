@@ -17,15 +17,57 @@ class SweepLaunch(OpenPart):
     acceptance_length: float | None = None
 
 
+class SweepGate(OpenPart):
+    state: Literal["pass", "fail", "unchecked"]
+    reason: str
+    source: Literal["greedy requests", "protocol streams"] | None = None
+
+
 class SweepDepth(OpenPart):
     depth: int
     launches: list[SweepLaunch]
+    gate: SweepGate | None = None
+
+
+class ModelCheck(OpenPart):
+    name: str
+    passed: bool | None
+    reason: str
+
+
+class ModelPrediction(OpenPart):
+    depth: int
+    tok_s: float
+    ci95_low: float | None
+    ci95_high: float | None
+    acceptance_length: float
+    acceptance_ci95: list[float]
+    tokens_per_step: float
+    step_ratio: float
+    measured_launches: int
+    measured_mean_tok_s: float | None
+
+
+class SweepModel(OpenPart):
+    """The depth model (docs/sweep.md "The depth model"): null with --no-model."""
+
+    state: Literal["used", "rejected", "not-enough-data"]
+    reason: str
+    inputs: dict[str, Any]
+    parameters: dict[str, Any] | None
+    predicted: list[ModelPrediction]
+    fit_test: ModelCheck | None
+    checks: list[ModelCheck]
+    decided: bool
+    summary: str
 
 
 class Decision(OpenPart):
     depth: int | None
     reason: str
     state: Literal["best", "tied", "insufficient"] | None = None
+    rule: Literal["model", "black-box"] | None = None
+    gate_note: str | None = None
     candidates: list[int] | None = None
     provisional: bool | None = None
     basis: Literal["decode", "e2e"] | None = None
@@ -59,3 +101,4 @@ class SweepDocument(Document):
     wall_s: float | None = None
     margin: float | None = None
     roofline: dict[str, Any] | None = None
+    model: SweepModel | None = None

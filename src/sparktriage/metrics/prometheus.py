@@ -165,6 +165,7 @@ def spec_window(before: Scrape, after: Scrape) -> dict | None:
         "mean_acceptance_length": round(1 + accepted / drafts, 4) if drafts else None,
         "acceptance_rate": round(accepted / drafted, 4) if drafted else None,
         "per_position": [round(a / drafts, 4) for a in per_pos] if drafts else [],
+        "accepted_per_position": per_pos,
     }
 
 

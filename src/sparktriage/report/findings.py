@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from statistics import median
 
+from sparktriage.report.roofline import ceiling_at
 from sparktriage.report.readable import count, duration, p_value, percent, rate, signed_rate
 from sparktriage.report.values import as_dict, as_list, integer, text
 from sparktriage.stats.compare import welch
@@ -111,6 +112,22 @@ def configured_depth(deployment: dict | None) -> int | None:
     return 0
 
 
+def unchecked_gate(sections: dict) -> list[Finding]:
+    """The recommended depth's greedy output was never compared with depth 0's while another
+    depth's was: said on page one (docs/sweep.md, "Correctness gate")."""
+    sw = sections["sweep"]
+    note = sw.get("gate_note") if sw["status"] == "present" else None
+    if not note:
+        return []
+    depth = sw["decision"]["depth"]
+    return [Finding("correctness", f"Depth {depth} is recommended with its greedy output unchecked",
+                    note, [note], "sweep/gate-unchecked",
+                    f"check depth {depth}'s greedy output before relying on it: rerun the sweep with "
+                    "the gate's requests allowed through (non-streaming, logprobs), or keep the "
+                    "protocol's streamed requests greedy so the gate can compare them",
+                    Gain("none", "no speed gain: a correctness check not made"), "medium")]
+
+
 def sweep(sections: dict, configured: int | None) -> tuple[list[Finding], list[str]]:
     """The sweep's best depth against the configured one: a finding, or a healthy line."""
     sw = sections["sweep"]
@@ -148,15 +165,16 @@ def sweep(sections: dict, configured: int | None) -> tuple[list[Finding], list[s
     gain = Gain("measured", f"{signed_rate(diff)} ({'+' if relative >= 0 else '−'}{percent(abs(relative))}) "
                             f"delivered decode, depth {chosen} against the configured depth {configured}; {sig}")
     roof = sections["roofline"]
-    ceiling = roof.get("ceiling_tok_s") if roof["status"] == "present" else None
 
-    def share(mean: float) -> str:
-        return f" ({percent(mean / ceiling)} of the roofline ceiling)" if ceiling else ""
+    def share(mean: float, depth: int | None) -> str:
+        ceiling = ceiling_at(roof, depth)
+        return f" ({percent(mean / ceiling)} of the roofline ceiling of its depth)" if ceiling else ""
 
     # the sweep's own launches (a session's protocol launch is another launch of depth 0)
-    observed = (f"in the sweep's launches, configured depth {configured}: {rate(base['mean'])}{share(base['mean'])} over "
+    observed = (f"in the sweep's launches, configured depth {configured}: {rate(base['mean'])}"
+                f"{share(base['mean'], configured)} over "
                 f"{count(base['n'], 'launch', 'launches')}; depth {chosen}: {rate(best['mean'])}"
-                f"{share(best['mean'])} over {count(best['n'], 'launch', 'launches')}"
+                f"{share(best['mean'], chosen)} over {count(best['n'], 'launch', 'launches')}"
                 + ("; the decision is provisional" if provisional else ""))
     if test.p_value is not None and not test.significant:
         return [], [f"speculative depth: depth {chosen} is not significantly faster than the configured "

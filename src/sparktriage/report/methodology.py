@@ -100,14 +100,22 @@ def paragraphs(inputs: RunInputs, sections: dict, anonymized: bool) -> list[dict
                     "text": "Single-stream decode is bound by memory bandwidth: each token needs every "
                             "node to stream its share of the active weights. The ceiling is 1 / "
                             "(active parameter bytes per token per node ÷ memory bandwidth + the "
-                            "interconnect's latency floor per token), from the numbers the deployment "
-                            "gives (see the Roofline section)."})
+                            "interconnect's latency floor per token), from the hardware and model "
+                            "profiles the deployment names (see the Roofline section). With "
+                            "speculative decoding a verify step of k + 1 tokens reads the dense "
+                            "weights once and the union of the routed experts its tokens pick, so the "
+                            "ceiling at depth k is the mean acceptance length over that step's time, "
+                            "not the plain ceiling times the acceptance length."})
     if sections["sweep"]["status"] == "present":
         out.append({"title": "Speculative-depth sweep",
                     "text": "Each depth was launched one or more times; the delivered rate of a depth "
                             "is the mean over its launches with a t-interval over launches. The chosen "
                             "depth is compared with depth 0 and with the runner-up by Welch's t-test "
-                            "on launch means."})
+                            "on launch means. While it holds, a depth model decides: the tokens per "
+                            "step of every depth from vLLM's acceptance counts, and a step cost "
+                            "fitted to every launch's step time, so that all launches inform every "
+                            "depth; it is checked against the launches and rejected (the launches "
+                            "then decide depth by depth) when they disagree with it."})
     out.append({"title": "Redaction",
                 "text": "Before anything was derived, rendered, copied or signed, every document was "
                         "scrubbed of secrets (API keys and tokens of known shapes, bearer credentials, "

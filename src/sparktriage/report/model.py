@@ -123,14 +123,13 @@ def build_document(inputs: RunInputs, context: Context) -> dict:
         "protocol": _protocol(inputs, launches),
         "reconciliation": reconciliation_section(inputs, launches),
         "sweep": sweep_section(inputs),
-        "roofline": roofline.compute(inputs.doc("deployment.yaml")),
     }
+    sections["roofline"] = roofline.compute(inputs.doc("deployment.yaml"), sections["protocol"],
+                                            sections["sweep"])
     _keep_provisional(sections["sweep"], inputs.doc("sweep.json"))
     series = _series(inputs)
     if sections["reconciliation"]["status"] != "missing" or series:
         sections["reconciliation"]["series"] = series
-    if sections["roofline"]["status"] == "present":
-        roofline.attach_fractions(sections["roofline"], sections["protocol"], sections["sweep"])
     command = run.get("command")
     document = {
         "schema_version": SCHEMA_VERSION,

@@ -68,7 +68,7 @@ def headline(sections: dict) -> list[dict]:
         rows.append({"label": "Share of the bandwidth roofline",
                      "value": f"{best['fraction'] * 100:.0f}%",
                      "detail": f"{best['what']}: {number(best['delivered_tok_s'])} of "
-                               f"{number(roof['ceiling_tok_s'])} tok/s ceiling"})
+                               f"{number(best['ceiling_tok_s'])} tok/s ceiling"})
     sweep = sections["sweep"]
     if sweep["status"] == "present" and sweep["decision"]["depth"] is not None:
         point = next((p for p in sweep["points"] if p["depth"] == sweep["decision"]["depth"]), None)

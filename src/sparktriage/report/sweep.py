@@ -112,7 +112,33 @@ def sweep_section(inputs: RunInputs) -> dict:
             "launches_used": integer(doc.get("launches_used")), "basis": basis,
             "rates": BASIS_TEXT[basis],
             "best_measured_depth": ranked[0]["depth"] if ranked else None,
-            "comparisons": comparisons, "warnings": warnings}
+            "comparisons": comparisons, "warnings": warnings,
+            "rule": text(decision.get("rule")) or "black-box",
+            "gate_note": text(decision.get("gate_note")),
+            "model": model_part(doc.get("model"), by_depth)}
+
+
+def model_part(model, by_depth: dict[int, dict]) -> dict | None:
+    """The depth model as the report states it: state, why, one sentence, and per depth its
+    prediction beside the launches' mean (None with --no-model or an older sweep.json)."""
+    model = as_dict(model)
+    if not model.get("state"):
+        return None
+    rows = []
+    for p in as_list(model.get("predicted")):
+        if not isinstance(p, dict) or integer(p.get("depth")) is None:
+            continue
+        measured = by_depth.get(p["depth"], {})
+        rows.append({"depth": p["depth"], "predicted": num(p.get("tok_s")),
+                     "ci95_low": num(p.get("ci95_low")), "ci95_high": num(p.get("ci95_high")),
+                     "acceptance_length": num(p.get("acceptance_length")),
+                     "tokens_per_step": num(p.get("tokens_per_step")),
+                     "step_ratio": num(p.get("step_ratio")),
+                     "measured": measured.get("mean"), "measured_low": measured.get("ci95_low"),
+                     "measured_high": measured.get("ci95_high"), "n": measured.get("n") or 0})
+    return {"state": text(model.get("state")), "reason": text(model.get("reason")),
+            "summary": text(model.get("summary")), "decided": bool(model.get("decided")),
+            "rows": rows}
 
 
 def _statement(depth: int, other: int, test) -> str:
@@ -146,12 +172,41 @@ def sweep_rows(section: dict) -> list[list[str]]:
     return rows
 
 
+MODEL_HEADERS = ["depth", "predicted tok/s", "95% interval", "launches' mean tok/s",
+                 "95% CI over launches", "launches", "tokens per step", "step cost"]
+
+
+def model_rows(section: dict) -> list[list[str]]:
+    """The depth model's prediction per depth beside what its launches measured."""
+    out = []
+    for r in (section.get("model") or {}).get("rows") or []:
+        interval = "–" if r["ci95_low"] is None else f"{r['ci95_low']:.2f}–{r['ci95_high']:.2f}"
+        measured = "–" if r["measured_low"] is None else f"{r['measured_low']:.2f}–{r['measured_high']:.2f}"
+        out.append([str(r["depth"]), _fmt(r["predicted"]), interval, _fmt(r["measured"]), measured,
+                    str(r["n"]), _fmt(r["tokens_per_step"]),
+                    "–" if r["step_ratio"] is None else f"{r['step_ratio']:.2f}×"])
+    return out
+
+
+def model_lines(section: dict) -> list[str]:
+    """The depth model in sentences: what it made of the launches and whether it decided."""
+    model = section.get("model")
+    if not model:
+        return []
+    how = ("it decided" if model["decided"] else
+           "the black-box rule decided, over every launch" if model["state"] == "rejected" else
+           "it did not decide")
+    return [f"Depth model: {model['state']} ({how}): {model['reason']}", model["summary"]]
+
+
 def sweep_lines(section: dict) -> list[str]:
     """The decision and why, gate failures, stability warnings, comparisons, as sentences."""
     d = section["decision"]
     state = f" ({d['state']})" if d.get("state") else ""
     cands = d.get("candidates") or []
     lines = [f"Decision: depth {d['depth']}{state}. {d['reason'] or ''}".rstrip()]
+    if section.get("gate_note"):
+        lines.append(f"Note: {section['gate_note']}.")
     if len(cands) > 1:
         lines.append("Depths the data cannot separate from it: " + ", ".join(map(str, cands)) + ".")
     for p in section["points"]:

@@ -22,6 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sparktriage.errors import InputError
+from sparktriage.sim.speculation import Drafts, StepCost, draw_steps
 from sparktriage.yamldoc import load_yaml, parse_yaml
 
 SCHEMA_VERSION = 1
@@ -53,6 +54,14 @@ class Decode(_Strict):
     spread_cv: float = Field(0.0, ge=0, le=0.5,
                              description="launch-to-launch rate spread: rate x (1 + cv x N(0,1))")
     pattern_length: int = Field(4096, ge=8, le=65536, description="chunks drawn per launch")
+    step: StepCost | None = Field(None, description="each chunk one engine step at this cost (sim/speculation.py)")
+    drafts: Drafts = Field(default_factory=Drafts, description="what the drafter proposes per step")
+    acceptance_by_depth: dict[int, tuple[float, ...]] = Field(
+        default_factory=dict, description="depth -> its own per-position acceptance (the drafter depends on k)")
+
+    @property
+    def stepped(self) -> bool:
+        return self.step is not None or self.drafts != Drafts() or bool(self.acceptance_by_depth)
 
     @field_validator("acceptance")
     @classmethod
@@ -61,6 +70,14 @@ class Decode(_Strict):
             raise ValueError("acceptance rates must lie in [0, 1]")
         if any(b > a for a, b in zip(value, value[1:])):
             raise ValueError("acceptance rates must not grow with the position")
+        return value
+
+    @field_validator("acceptance_by_depth")
+    @classmethod
+    def _by_depth(cls, value):
+        for depth, rates in value.items():
+            if depth < 1 or any(not 0 <= a <= 1 for a in rates) or any(b > a for a, b in zip(rates, rates[1:])):
+                raise ValueError("acceptance_by_depth: depths >= 1, rates in [0, 1] not growing with the position")
         return value
 
     @field_validator("rates")
@@ -200,10 +217,29 @@ class LaunchDraw:
     rate_tok_s: float  # this launch's decode rate
     mean_rate_tok_s: float  # the scenario's mean for this depth
     pattern: tuple[int, ...]  # tokens per chunk: first the prefill token, then decode steps
+    gaps: tuple[float, ...] | None = None  # with a step model: the time before each later chunk (s)
+    drafts: tuple[int, ...] | None = None  # with a step model: draft length of each step
+
+
+def _stepped(scenario: EngineScenario, depth: int, index: int, factor: float) -> LaunchDraw:
+    """A launch with one chunk per engine step (sim/speculation.py)."""
+    decode = scenario.decode
+    acceptance = decode.acceptance_by_depth.get(depth, decode.acceptance)
+    steps = draw_steps(scenario.seed + 7919 * depth, depth, acceptance, decode.drafts, decode.step,
+                       decode.pattern_length)
+    base = 1.0 / (decode.rate_tok_s * factor)
+    gaps = tuple(base * c for c in steps.costs[1:])
+    rate = sum(steps.sizes[1:]) / sum(gaps)
+    mean = rate * factor
+    return LaunchDraw(index, scenario.seed + index, depth, round(rate, 6), mean, steps.sizes, gaps,
+                      steps.drafts)
 
 
 def draw_launch(scenario: EngineScenario, depth: int, index: int) -> LaunchDraw:
     """Draw the rate and the chunk sizes of launch `index` at speculative depth `depth`.
+
+    With a step model (`decode.step`, `drafts` or `acceptance_by_depth` set) each chunk is one
+    engine step and waits its step time (sim/speculation.py); otherwise:
 
     Each decode step drafts `depth` tokens; position i is accepted when every earlier one was
     and a draw falls under acceptance[i] / acceptance[i-1] (so the unconditional share of
@@ -213,6 +249,8 @@ def draw_launch(scenario: EngineScenario, depth: int, index: int) -> LaunchDraw:
     rng = random.Random(seed)
     mean = scenario.rate_for(depth)
     factor = 1.0 + scenario.decode.spread_cv * max(-3.0, min(3.0, rng.gauss(0.0, 1.0)))
+    if scenario.decode.stepped:
+        return _stepped(scenario, depth, index, max(0.05, factor))
     rate = max(mean * 0.05, mean * factor)
     accept = list(scenario.decode.acceptance[:depth])
     accept += [accept[-1] if accept else 0.0] * (depth - len(accept))

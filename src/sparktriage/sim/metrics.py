@@ -2,7 +2,8 @@
 
 Counters are fed from what the server really sent (the trace entry of each finished request),
 so `/metrics` agrees exactly with the client's counts: a speculative decode step that sent a
-chunk of c tokens is one draft of `depth` tokens with c - 1 accepted, positions 0..c-2.
+chunk of c tokens is one draft of `depth` tokens (with a step model, of the step's own draft
+length; a step that proposed nothing is no draft) with c - 1 accepted, positions 0..c-2.
 `prometheus()` renders the text exposition format with vLLM 0.32's metric names and labels
 (tests/fixtures/metrics); `stats_lines()` renders the `loggers.py` and `SpecDecoding metrics`
 log messages of the last interval, as vLLM prints them every 10 s while there is traffic.
@@ -52,8 +53,9 @@ class Histogram:
 class EngineMetrics:
     """Counters of one simulated engine (thread-safe: the stats logger reads them)."""
 
-    def __init__(self, model_name: str, depth: int) -> None:
+    def __init__(self, model_name: str, depth: int, drafts: tuple[int, ...] | None = None) -> None:
         self.model_name, self.depth = model_name, depth
+        self.draft_pattern = drafts  # draft length per step (sim/speculation.py), else `depth`
         self.lock = threading.Lock()
         self.running = 0
         self.prompt_tokens = 0
@@ -69,7 +71,7 @@ class EngineMetrics:
         self.tpot = Histogram(LATENCY_BUCKETS)
         self.gen_tokens = Histogram(TOKEN_BUCKETS)
         self.prompt_hist = Histogram(TOKEN_BUCKETS)
-        self._last = (0, 0, 0, 0, [0] * depth)  # at the previous stats line
+        self._last = (0, 0, 0, 0, [0] * depth, 0)  # at the previous stats line
 
     def begin(self) -> None:
         with self.lock:
@@ -96,9 +98,13 @@ class EngineMetrics:
             elif entry.get("status") == 200:
                 self.success["error"] += 1
             if self.depth:
-                for count in counts[1:]:
+                pattern = self.draft_pattern
+                for step, count in enumerate(counts[1:], start=1):
+                    length = pattern[step % len(pattern)] if pattern else self.depth
+                    if not length:  # the drafter proposed nothing: a plain step
+                        continue
                     self.drafts += 1
-                    self.draft_tokens += self.depth
+                    self.draft_tokens += length
                     self.accepted += count - 1
                     for position in range(min(count - 1, self.depth)):
                         self.per_pos[position] += 1
@@ -159,12 +165,13 @@ class EngineMetrics:
     def stats_lines(self, interval_s: float) -> list[str]:
         """The log messages of the interval since the last call (none when nothing happened)."""
         with self.lock:
-            prompt, gen, drafts, accepted, per_pos = self._last
+            prompt, gen, drafts, accepted, per_pos, drafted_before = self._last
             d_prompt, d_gen = self.prompt_tokens - prompt, self.generation_tokens - gen
             d_drafts, d_acc = self.drafts - drafts, self.accepted - accepted
             d_pos = [a - b for a, b in zip(self.per_pos, per_pos)]
+            drafted = self.draft_tokens - drafted_before
             self._last = (self.prompt_tokens, self.generation_tokens, self.drafts, self.accepted,
-                          list(self.per_pos))
+                          list(self.per_pos), self.draft_tokens)
             running = self.running
         if not (d_prompt or d_gen or running):
             return []
@@ -172,7 +179,6 @@ class EngineMetrics:
                  f"throughput: {d_gen / interval_s:.1f} tokens/s, Running: {running} reqs, Waiting: 0 reqs, "
                  f"GPU KV cache usage: {min(100.0, running / 2.56):.1f}%, Prefix cache hit rate: 0.0%"]
         if self.depth and d_drafts:
-            drafted = d_drafts * self.depth
             rates = ", ".join(f"{n / d_drafts:.3f}" for n in d_pos)
             lines.append(f"SpecDecoding metrics: Mean acceptance length: {1 + d_acc / d_drafts:.2f}, "
                          f"Accepted throughput: {d_acc / interval_s:.2f} tokens/s, Drafted throughput: "

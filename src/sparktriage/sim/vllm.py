@@ -110,6 +110,8 @@ def sim_config(scenario: EngineScenario, args: ServeArgs, draw: LaunchDraw) -> S
     """The HTTP simulator's configuration for this launch: one served model."""
     stream = {"ttft_s": scenario.decode.ttft_s, "gap_s": 1.0 / draw.rate_tok_s, "gap_per": "token",
               "tokens_per_chunk": draw.pattern, "seed": 0, **scenario.stream}
+    if draw.gaps is not None:  # one chunk per engine step, each after its own step time
+        stream.update(gap_s=draw.gaps, gap_per="chunk")
     change = scenario.faults.greedy_change
     if change is not None and change.depth == args.depth:
         stream["diverge_at"] = change.at
@@ -125,7 +127,7 @@ class EngineServer(SimServer):
                  log: Log) -> None:
         super().__init__(config, args.host, args.port)
         self.args, self.draw, self.scenario, self.log = args, draw, scenario, log
-        self.metrics = EngineMetrics(args.served_name, args.depth)
+        self.metrics = EngineMetrics(args.served_name, args.depth, draw.drafts)
         self.completed = 0
 
     async def _dispatch(self, request: http.Request, writer) -> bool:

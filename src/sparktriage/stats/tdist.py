@@ -1,4 +1,4 @@
-"""Student's t distribution: CDF and quantile, from the regularized incomplete beta function.
+"""Student's t (CDF, quantile) and Fisher's F (upper tail), from the regularized incomplete beta.
 
 Written here (not taken from scipy) so that the runtime does not need scipy; the tests check
 these values against scipy.stats.t on many degrees of freedom and probabilities.
@@ -86,3 +86,12 @@ def t_ppf(p: float, df: float) -> float:
         if hi - lo <= 1e-13 * max(1.0, hi):
             break
     return 0.5 * (lo + hi)
+
+
+def f_sf(f: float, df1: float, df2: float) -> float:
+    """P(F > f) for Fisher's F with (`df1`, `df2`) degrees of freedom (a lack-of-fit p-value)."""
+    if df1 <= 0 or df2 <= 0:
+        raise ValueError("degrees of freedom must be positive")
+    if f <= 0.0:
+        return 1.0
+    return betainc(df2 / 2.0, df1 / 2.0, df2 / (df2 + df1 * f))

@@ -21,28 +21,40 @@ from sparktriage.store.rundir import LaunchDir
 TOLERANCE = 0.10
 
 
+def _counts(part: dict, width: int) -> list[float]:
+    """Accepted drafts per position of one window: the exact counts when the window has them,
+    else its rates weighted back into counts."""
+    exact = part.get("accepted_per_position")
+    if isinstance(exact, list) and exact:
+        values = [float(x or 0.0) for x in exact]
+    else:
+        values = [float(x) * (part.get("drafts") or 0.0) for x in part.get("per_position") or []]
+    return values + [0.0] * (width - len(values))
+
+
 def _summed(parts: list[dict], source: str) -> dict | None:
     drafts = sum(p.get("drafts") or 0.0 for p in parts)
     if not drafts:
         return None
     drafted = sum(p.get("draft_tokens") or 0.0 for p in parts)
     accepted = sum(p.get("accepted_tokens") or 0.0 for p in parts)
-    width = max((len(p.get("per_position") or []) for p in parts), default=0)
-    per_pos = []
-    for i in range(width):  # rates weighted back into counts, then over all drafts
-        count = sum((p.get("per_position") or [0.0] * width)[i] * (p.get("drafts") or 0.0)
-                    for p in parts if len(p.get("per_position") or []) > i)
-        per_pos.append(round(count / drafts, 4))
+    width = max((max(len(p.get("per_position") or []), len(p.get("accepted_per_position") or []))
+                 for p in parts), default=0)
+    counts = [sum(column) for column in zip(*[_counts(p, width) for p in parts])] if width else []
+    generated = [p.get("generation_tokens") for p in parts]
     return {"source": source, "drafts": drafts, "draft_tokens": drafted, "accepted_tokens": accepted,
             "mean_acceptance_length": round(1.0 + accepted / drafts, 4),
             "acceptance_rate": round(accepted / drafted, 4) if drafted else None,
-            "per_position": per_pos}
+            "per_position": [round(c / drafts, 4) for c in counts],
+            "accepted_per_position": [round(c, 3) for c in counts],
+            "generation_tokens": (sum(generated) if all(isinstance(g, (int, float)) for g in generated)
+                                  else None)}
 
 
 def from_metrics(launch: LaunchDir, workloads: set[str] | None = None) -> dict | None:
     """Acceptance from the /metrics deltas of the launch's protocol windows."""
     windows = metric_windows(launch) or []
-    parts = [w["spec_decode"] for w in windows
+    parts = [{**w["spec_decode"], "generation_tokens": w.get("generation_tokens")} for w in windows
              if w.get("spec_decode") and (workloads is None or w.get("workload") in workloads)]
     return _summed(parts, "metrics")
 
@@ -93,13 +105,26 @@ def cross_check(acceptance: dict | None, per_chunk: float | None) -> dict:
                                           "a proxy, or counters from another window)"))}
 
 
+def repeats(bench: dict | None, workload: str, greedy: bool) -> int:
+    """How many identical requests the counts of `workload`'s window sum over: every request of a
+    greedy workload (warm-ups included) drafts the same tokens; sampled requests are each new."""
+    if not greedy:
+        return 1
+    for w in (bench or {}).get("workloads") or []:
+        if w.get("name") == workload:
+            return max(1, len(w.get("requests") or []))
+    return 1
+
+
 def acceptance(launch: LaunchDir, logs: dict | None, bench: dict | None, workload: str,
-               workloads: set[str] | None = None) -> dict | None:
-    """The launch's acceptance (metrics first, then the log) with its chunk cross-check."""
+               workloads: set[str] | None = None, greedy: bool = True) -> dict | None:
+    """The launch's acceptance (metrics first, then the log) with its chunk cross-check and the
+    number of identical greedy requests behind its counts (`repeats`, sweep.counts)."""
     found = from_metrics(launch, workloads) or from_log(logs)
     if found is None:
         return None
-    return {**found, "check": cross_check(found, tokens_per_chunk(bench, workload))}
+    return {**found, "repeats": repeats(bench, workload, greedy),
+            "check": cross_check(found, tokens_per_chunk(bench, workload))}
 
 
 def combine(parts: list[dict]) -> dict | None:

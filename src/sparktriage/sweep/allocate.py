@@ -55,13 +55,14 @@ class Decision:
     df: int = 0
     p_values: dict = field(default_factory=dict)  # depth -> one-sided p of "best beats it"
     within_margin: tuple[int, ...] = ()  # depths shown within the margin of the best (tied)
+    rule: str = "black-box"  # black-box | model (sweep.rule)
 
     def as_dict(self) -> dict:
         return {"state": self.state, "depth": self.depth, "candidates": list(self.candidates),
                 "reason": self.reason, "provisional": self.provisional, "basis": "decode",
                 "pooled_cv": self.cv, "pooled_df": self.df,
                 "p_values": {str(k): v for k, v in self.p_values.items()},
-                "within_margin": list(self.within_margin)}
+                "within_margin": list(self.within_margin), "rule": self.rule}
 
 
 def _mean(values: list[float]) -> float:

@@ -4,7 +4,9 @@ Built from the launch records of `sweep-state.json` and the launch folders alone
 rebuilt at any time (after every launch, after a resume). The fields the issue fixes are pinned by
 `SweepJson` (a pydantic model; tests/sweep/test_contract.py): the rest is documented in
 docs/formats.md. The launch is the unit of replication: per depth the mean of launch means with
-a t-interval over launches; the decision comes from sweep.allocate.
+a t-interval over launches; the decision comes from sweep.rule (the depth model while it holds,
+the black-box rule of sweep.allocate otherwise), and `model` says what the depth model made of
+the launches (sweep.model_entry).
 """
 
 from __future__ import annotations
@@ -18,12 +20,17 @@ from pydantic import BaseModel, ConfigDict
 from sparktriage.roofline.ceiling import deployment_ceiling
 from sparktriage.stats.compare import welch
 from sparktriage.store.rundir import SCHEMA_VERSION
-from sparktriage.sweep import allocate
 from sparktriage.sweep.acceptance import combine
 from sparktriage.sweep.gate import GreedyOutput, gate
+from sparktriage.sweep.model_entry import model_entry
+from sparktriage.sweep.model_inputs import situation, step_shape
 from sparktriage.sweep.outlook import outlook, sentence
 from sparktriage.sweep.plan import SweepPlan
+from sparktriage.sweep.rule import decide, model_of
 from sparktriage.sweep.stats import DepthStats, LaunchObservation, depth_stats
+from sparktriage.sweep.stepfit import StepShape
+from sparktriage.sweep.stream_gate import protocol_outputs
+from sparktriage.sweep.stream_gate import unit as stream_unit
 
 
 # ---- the JSON contract (issue 11): other fields are allowed --------------------------------
@@ -106,12 +113,6 @@ def per_depth(plan: SweepPlan, records: list[dict]) -> tuple[str, dict[int, Dept
     return which, {d: depth_stats(d, [o for o in obs if o.depth == d], ref) for d in plan.depths}
 
 
-def launch_means(run_path: Path, records: list[dict], plan: SweepPlan) -> dict[int, list[float]]:
-    """Pooled launch means per depth (what the allocation and the decision see)."""
-    _, stats = per_depth(plan, records)
-    return {d: list(s.launch_means) for d, s in stats.items() if s.launch_means}
-
-
 def _outputs(run_path: Path, label: str) -> list[GreedyOutput] | None:
     try:
         doc = json.loads((run_path / "launches" / label / "gate.json").read_text(encoding="utf-8"))
@@ -127,8 +128,34 @@ def _probe(run_path: Path, label: str) -> dict | None:
         return None
 
 
+def _first_ok(records: list[dict], depth: int) -> str | None:
+    return next((r["label"] for r in records if r.get("depth") == depth and r.get("status") == "ok"),
+                None)
+
+
+def _streamed(run_path: Path, records: list[dict], plan: SweepPlan, d: int, probe: dict | None) -> dict | None:
+    """The gate of depth d from the protocol's greedy streams (sweep.stream_gate), or None."""
+    zero, here = _first_ok(records, 0), _first_ok(records, d)
+    if zero is None or here is None:
+        return None
+    workloads = plan.load_workloads()
+    reference = protocol_outputs(run_path / "launches" / zero, workloads, plan.gate_tokens)
+    outputs = protocol_outputs(run_path / "launches" / here, workloads, plan.gate_tokens)
+    if not reference or not outputs:
+        return None
+    result = gate(reference, outputs, probe, near_ties=False)
+    if result["state"] == "unchecked":
+        return None
+    what = stream_unit(run_path / "launches" / here, workloads)
+    result["reason"] = (f"from the protocol's greedy streams ({what}, the first "
+                        f"{plan.gate_tokens} tokens; the gate's own requests gave no output): "
+                        + result["reason"])
+    return {**result, "launch": here, "source": "protocol streams"}
+
+
 def gate_by_depth(run_path: Path, records: list[dict], plan: SweepPlan) -> dict[int, dict]:
-    """The gate of every depth from the greedy outputs kept in the launch folders."""
+    """The gate of every depth: the greedy outputs kept in the launch folders, else (when the
+    gate's requests gave none) the protocol's greedy streams; `source` says which."""
     collected = {}
     for r in records:
         if r.get("gate_collected") and r.get("status") == "ok" and r.get("depth") not in collected:
@@ -144,41 +171,55 @@ def gate_by_depth(run_path: Path, records: list[dict], plan: SweepPlan) -> dict[
                 "probe": None}
             if reference:
                 out[0]["reason"] = "depth 0 is the gate's reference"
-            out[0]["launch"] = label
+            out[0].update(launch=label, source="greedy requests" if reference else None)
             continue
         if label is None:
-            out[d] = {"state": "unchecked", "reason": "no launch at this depth measured its greedy "
-                      "outputs", "prompts": [], "probe": None, "launch": None}
-            continue
-        out[d] = {**gate(reference, _outputs(run_path, label), probe), "launch": label}
+            entry = {"state": "unchecked", "reason": "no launch at this depth measured its greedy "
+                     "outputs", "prompts": [], "probe": None, "launch": None, "source": None}
+        else:
+            entry = {**gate(reference, _outputs(run_path, label), probe), "launch": label,
+                     "source": "greedy requests"}
+        if entry["state"] == "unchecked":
+            entry = _streamed(run_path, records, plan, d, probe) or {**entry, "source": None}
+        out[d] = entry
     return out
 
 
-def build_document(plan: SweepPlan, state, run_path: Path, stop_reason: str,
-                   deployment=None) -> dict:
-    """`sweep.json` (see module doc)."""
-    records = state.launches
-    which, stats = per_depth(plan, records)
-    gates = gate_by_depth(run_path, records, plan)
-    failed = {d for d in plan.depths if _consecutive_failures(records, d) > plan.retries}
-    ceiling = None
-    roof_error = None
-    if deployment is not None:
-        try:
-            ceiling = deployment_ceiling(deployment)
-        except Exception as exc:  # a bad profile must not lose the sweep  # noqa: BLE001
-            roof_error = str(exc).splitlines()[0][:200]
-    eligible = [d for d in plan.depths if d not in failed and gates[d]["state"] != "fail"]
-    means = {d: list(stats[d].launch_means) for d in eligible if stats[d].launch_means}
+def _ceiling(deployment):
+    """The deployment's roofline (None and why when it has none or its profile is bad)."""
+    if deployment is None:
+        return None, None
+    try:
+        return deployment_ceiling(deployment), None
+    except Exception as exc:  # a bad profile must not lose the sweep  # noqa: BLE001
+        return None, str(exc).splitlines()[0][:200]
+
+
+def _gate_note(decision: dict, gates: dict[int, dict], eligible: list[int]) -> str | None:
+    """Said on page one when the recommended depth's greedy output was never checked while another
+    depth's was."""
+    depth = decision.get("depth")
+    if depth is None or gates.get(depth, {}).get("state") != "unchecked":
+        return None
+    checked = [d for d in eligible if d != depth and d != 0 and gates[d]["state"] == "pass"]
+    if not checked and depth == 0:
+        return None
+    return (f"depth {depth} is recommended with its greedy output unchecked against depth 0 "
+            f"({gates[depth]['reason']})" + (f"; depth(s) {', '.join(map(str, checked))} passed the "
+                                             "gate" if checked else ""))
+
+
+def _decision(plan: SweepPlan, verdict, stats, gates, failed, eligible, means, which,
+              stop_reason: str) -> dict:
     final = stop_reason not in ("running",)
-    decision = allocate.decide(means, margin=plan.margin, final=final).as_dict()
+    decision = verdict.as_dict()
     decision["basis"] = which
     decision["stop_reason"] = stop_reason
     decision["excluded"] = {str(d): ("failed twice" if d in failed else "gate failed: "
                                      + gates[d]["reason"])
                             for d in plan.depths if d not in eligible}
     view = None
-    if decision["state"] == "insufficient" and final:
+    if decision["state"] == "insufficient" and final and decision["rule"] == "black-box":
         view = outlook(means, decision["pooled_cv"], decision["pooled_df"], plan.margin,
                        plan.max_launches)
         if view is not None:
@@ -187,13 +228,13 @@ def build_document(plan: SweepPlan, state, run_path: Path, stop_reason: str,
     if which == "e2e" and decision["depth"] is not None:
         decision["reason"] += ("; rates are end-to-end tok/s because some launch delivered its "
                                "responses in bursts, with no decode interval")
-    accept_by_depth = {}
-    for d in plan.depths:
-        parts = [r.get("acceptance") for r in records if r.get("depth") == d and
-                 r.get("status") == "ok" and r["label"] in stats[d].labels]
-        accept_by_depth[d] = combine([p for p in parts if p]) if d else None
-    launches = []
+    decision["gate_note"] = _gate_note(decision, gates, eligible)
+    return decision
+
+
+def _launch_entries(records: list[dict], which: str, ceiling) -> list[dict]:
     key = "request_decode_tok_s" if which == "decode" else "request_e2e_tok_s"
+    launches = []
     for r in records:
         rate = r.get("delivered_tok_s", _mean(r.get("request_decode_tok_s")))
         acc = (r.get("acceptance") or {}).get("mean_acceptance_length")
@@ -206,42 +247,70 @@ def build_document(plan: SweepPlan, state, run_path: Path, stop_reason: str,
             "ready_s": r.get("ready_s"), "wall_s": r.get("wall_s"),
             "requests": len(r.get(key) or []),
             "acceptance": r.get("acceptance"),
-            "roofline_pct": ceiling.percent(rate, acc) if ceiling and rate is not None else None})
-    best_depth = decision["depth"]
-    depths = []
-    for d in plan.depths:
-        s = stats[d]
-        by_label = {l["label"]: l for l in launches}
-        acc = accept_by_depth[d]
-        length = (acc or {}).get("mean_acceptance_length")
-        versus = None
-        if best_depth is not None and d != best_depth and stats[best_depth].launch_means and s.launch_means:
-            test = welch(list(stats[best_depth].launch_means), list(s.launch_means))
-            versus = {"depth": best_depth, "difference": test.difference, "ci95_low": test.ci95_low,
-                      "ci95_high": test.ci95_high, "p_value": test.p_value,
-                      "significant": test.significant, "verdict": test.verdict}
-        status = ("failed" if d in failed else "measured" if s.launch_means
-                  else "not run" if not any(r.get("depth") == d for r in records) else "no rate")
-        depths.append({
-            "depth": d, "status": status,
-            "launches": [{"label": l, "delivered_tok_s": by_label[l]["delivered_tok_s"],
-                          "e2e_tok_s": by_label[l]["e2e_tok_s"],
-                          "acceptance_length": by_label[l]["acceptance_length"]} for l in s.labels],
-            "n": s.across.n, "mean_tok_s": s.across.mean, "ci95_low": s.across.ci95_low,
-            "ci95_high": s.across.ci95_high, "stdev_launches": s.across.stdev,
-            "within_variance": s.within_variance, "between_variance": s.between_variance,
-            "stable": s.stable, "stability_reasons": list(s.reasons), "notes": list(s.notes),
-            "excluded": list(s.excluded),
-            "failures": sum(1 for r in records if r.get("depth") == d and r["status"] == "failed"
-                            and not r.get("interrupted")),
-            "acceptance_length": length if d else None,
-            "per_position": (acc or {}).get("per_position") or [] if d else [],
-            "acceptance_source": (acc or {}).get("source") if d else None,
-            "gate": {k: v for k, v in gates[d].items()},
-            "ceiling_tok_s": ceiling.with_acceptance(length) if ceiling else None,
-            "roofline_pct": ceiling.percent(s.across.mean, length) if ceiling and s.across.mean else None,
-            "versus_decision": versus,
-        })
+            "roofline_pct": (ceiling.percent(rate, acc, r.get("depth"))
+                             if ceiling and rate is not None else None)})
+    return launches
+
+
+def _versus(stats, best_depth, d):
+    s = stats[d]
+    if best_depth is None or d == best_depth or not stats[best_depth].launch_means or not s.launch_means:
+        return None
+    test = welch(list(stats[best_depth].launch_means), list(s.launch_means))
+    return {"depth": best_depth, "difference": test.difference, "ci95_low": test.ci95_low,
+            "ci95_high": test.ci95_high, "p_value": test.p_value,
+            "significant": test.significant, "verdict": test.verdict}
+
+
+def _depth_entry(d: int, s: DepthStats, records: list[dict], failed: set[int], gate_entry: dict,
+                 acc: dict | None, ceiling, versus: dict | None, launches: list[dict]) -> dict:
+    by_label = {l["label"]: l for l in launches}
+    length = (acc or {}).get("mean_acceptance_length")
+    status = ("failed" if d in failed else "measured" if s.launch_means
+              else "not run" if not any(r.get("depth") == d for r in records) else "no rate")
+    return {
+        "depth": d, "status": status,
+        "launches": [{"label": l, "delivered_tok_s": by_label[l]["delivered_tok_s"],
+                      "e2e_tok_s": by_label[l]["e2e_tok_s"],
+                      "acceptance_length": by_label[l]["acceptance_length"]} for l in s.labels],
+        "n": s.across.n, "mean_tok_s": s.across.mean, "ci95_low": s.across.ci95_low,
+        "ci95_high": s.across.ci95_high, "stdev_launches": s.across.stdev,
+        "within_variance": s.within_variance, "between_variance": s.between_variance,
+        "stable": s.stable, "stability_reasons": list(s.reasons), "notes": list(s.notes),
+        "excluded": list(s.excluded),
+        "failures": sum(1 for r in records if r.get("depth") == d and r["status"] == "failed"
+                        and not r.get("interrupted")),
+        "acceptance_length": length if d else None,
+        "per_position": (acc or {}).get("per_position") or [] if d else [],
+        "acceptance_source": (acc or {}).get("source") if d else None,
+        "gate": dict(gate_entry),
+        "ceiling_tok_s": ceiling.at_depth(d, length) if ceiling else None,
+        "roofline_pct": ceiling.percent(s.across.mean, length, d) if ceiling and s.across.mean else None,
+        "versus_decision": versus,
+    }
+
+
+def build_document(plan: SweepPlan, state, run_path: Path, stop_reason: str,
+                   deployment=None) -> dict:
+    """`sweep.json` (see module doc)."""
+    records = state.launches
+    which, stats = per_depth(plan, records)
+    gates = gate_by_depth(run_path, records, plan)
+    failed = {d for d in plan.depths if _consecutive_failures(records, d) > plan.retries}
+    ceiling, roof_error = _ceiling(deployment)
+    eligible = [d for d in plan.depths if d not in failed and gates[d]["state"] != "fail"]
+    shape = step_shape(deployment) if deployment is not None else StepShape()
+    where = situation(plan, records, stats, eligible, shape, which)
+    model = model_of(where)
+    verdict = decide(where, final=stop_reason not in ("running",), model=model)
+    decision = _decision(plan, verdict, stats, gates, failed, eligible, where.means, which,
+                         stop_reason)
+    accept = {d: (combine([r.get("acceptance") for r in records if r.get("depth") == d and
+                           r.get("status") == "ok" and r["label"] in stats[d].labels
+                           and r.get("acceptance")]) if d else None) for d in plan.depths}
+    launches = _launch_entries(records, which, ceiling)
+    depths = [_depth_entry(d, stats[d], records, failed, gates[d], accept[d], ceiling,
+                           _versus(stats, decision["depth"], d), launches) for d in plan.depths]
     return {
         "schema_version": SCHEMA_VERSION, "kind": "sweep", "method": plan.method,
         "workload": plan.deciding_workload, "depths_requested": list(plan.depths_requested),
@@ -249,7 +318,11 @@ def build_document(plan: SweepPlan, state, run_path: Path, stop_reason: str,
         "max_launches": plan.max_launches, "budget_minutes": plan.budget_minutes,
         "wall_s": round(sum(r.get("wall_s") or 0.0 for r in records), 3),
         "margin": plan.margin, "launches": launches, "depths": depths, "decision": decision,
-        "roofline": ({**ceiling.as_dict(), "status": "present"} if ceiling else
+        "model": model_entry(model, decision, plan.model),
+        "roofline": ({**ceiling.as_dict(), "status": "present",
+                      "per_depth": [ceiling.verify(d, accept[d] and accept[d].get(
+                          "mean_acceptance_length")).as_dict() for d in plan.depths]}
+                     if ceiling else
                      {"status": "missing", "reason": roof_error or "the deployment has no "
                       "roofline: block (docs/roofline.md)"}),
     }

@@ -34,10 +34,11 @@ from sparktriage.progress import Observer, prefixed, quiet
 from sparktriage.store.documents import write_document, write_yaml_document
 from sparktriage.store.rundir import LaunchDir, RunDir
 from sparktriage.store.typed import check
-from sparktriage.sweep import allocate
+from sparktriage.sweep import rule
 from sparktriage.sweep.acceptance import acceptance
 from sparktriage.sweep.decide import workload_rate
-from sparktriage.sweep.document import build_document, gate_by_depth, launch_means
+from sparktriage.sweep.document import build_document, gate_by_depth, per_depth
+from sparktriage.sweep.model_inputs import situation, step_shape
 from sparktriage.sweep.gate import greedy_outputs
 from sparktriage.sweep.plan import SweepPlan, deployment_hash, plan_sweep
 from sparktriage.sweep.state import SweepState, open_state
@@ -102,6 +103,8 @@ class _Sweep:
         self.deployment = plan.load_deployment()
         self.decide_name = plan.deciding_workload
         self.hash = deployment_hash(self.deployment)
+        self.shape = step_shape(self.deployment)
+        self.greedy = plan.load_workloads()[0].temperature == 0
 
     # ---- bookkeeping -------------------------------------------------------------------
     def started(self) -> int:
@@ -140,15 +143,18 @@ class _Sweep:
         for d in eligible:  # a failed launch is retried once, before anything else
             if 0 < self.consecutive_failures(d) <= self.plan.retries:
                 return d, "retry of a failed launch"
-        means = launch_means(self.run.path, self.state.launches, self.plan)
-        means = {d: v for d, v in means.items() if d in eligible}
-        depth = allocate.next_depth(means, eligible, self.plan.min_launches_per_depth,
-                                    self.plan.margin)
+        which, stats = per_depth(self.plan, self.state.launches)
+        where = situation(self.plan, self.state.launches, stats, eligible, self.shape, which)
+        model = rule.model_of(where)
+        depth = rule.next_depth(where, model)
+        means = where.means
         if depth is None:
             return None, ("settled" if len([d for d in eligible if means.get(d)]) >= 1
                           else "no eligible depth")
         minimum = len(means.get(depth) or []) < self.plan.min_launches_per_depth
-        return depth, ("minimum launches per depth" if minimum
+        leads = rule.model_leads(model)
+        return depth, ("minimum launches per depth" if minimum and not leads
+                       else rule.why(model, depth, where) if leads
                        else "most reduces the uncertainty about the best depth")
 
     # ---- one launch --------------------------------------------------------------------
@@ -232,7 +238,7 @@ class _Sweep:
                       "deployment_hash": self.hash,
                       "nodes": [n.host for n in launch_plan.nodes]},
             acceptance=acceptance(launch, _read(launch.path / "logs.json"), bench, self.decide_name,
-                                  {self.decide_name}) if depth else None)
+                                  {self.decide_name}, self.greedy) if depth else None)
         if failure is not None:
             record.pop("gate_collected", None)
         return record

@@ -91,8 +91,9 @@ def _near_tie(a: str, b: str, top_ref: dict, top_cand: dict) -> bool:
     return True
 
 
-def compare_one(ref: GreedyOutput, cand: GreedyOutput) -> dict:
-    """One prompt: {state: pass|fail|unchecked, position, reason}."""
+def compare_one(ref: GreedyOutput, cand: GreedyOutput, near_ties: bool = True) -> dict:
+    """One prompt: {state: pass|fail|unchecked, position, reason}. `near_ties` False: outputs
+    without logprobs (the protocol's streams), where no difference can be told from a near-tie."""
     if ref.error or cand.error or not ref.tokens or not cand.tokens:
         return {"prompt": ref.prompt, "state": "unchecked", "position": None,
                 "reason": f"no greedy output to compare ({ref.error or cand.error or 'empty'})"}
@@ -106,11 +107,12 @@ def compare_one(ref: GreedyOutput, cand: GreedyOutput) -> dict:
                     "reason": f"diverged at token {i} at a near-tie ({a!r} vs {b!r}, logprobs within "
                               f"{TIE_NATS} nats in both runs); later tokens not compared"}
         lo = max(0, i - CONTEXT_TOKENS)
+        why = "not a near-tie" if near_ties else "no logprobs to tell a near-tie"
         return {"prompt": ref.prompt, "state": "fail", "position": i,
                 "expected": "".join(ref.tokens[lo:i + CONTEXT_TOKENS]),
                 "got": "".join(cand.tokens[lo:i + CONTEXT_TOKENS]),
                 "reason": f"greedy output differs at token {i}: depth 0 has {a!r}, this depth "
-                          f"{b!r} (not a near-tie); depth 0 ...{''.join(ref.tokens[lo:i + 4])!r}, "
+                          f"{b!r} ({why}); depth 0 ...{''.join(ref.tokens[lo:i + 4])!r}, "
                           f"this depth ...{''.join(cand.tokens[lo:i + 4])!r}"}
     if len(ref.tokens) != len(cand.tokens):
         i = min(len(ref.tokens), len(cand.tokens))
@@ -122,7 +124,7 @@ def compare_one(ref: GreedyOutput, cand: GreedyOutput) -> dict:
 
 
 def gate(reference: list[GreedyOutput] | None, outputs: list[GreedyOutput] | None,
-         probe: dict | None = None) -> dict:
+         probe: dict | None = None, near_ties: bool = True) -> dict:
     """The gate of one depth: {state: pass|fail|unchecked, reason, prompts, probe}."""
     probe_part = None
     if probe is not None:
@@ -133,8 +135,8 @@ def gate(reference: list[GreedyOutput] | None, outputs: list[GreedyOutput] | Non
         state, reason, prompts = "unchecked", "no depth-0 reference or no output at this depth", []
     else:
         by_name = {o.prompt: o for o in outputs}
-        prompts = [compare_one(r, by_name.get(r.prompt, GreedyOutput(r.prompt, (), (), "missing")))
-                   for r in reference]
+        prompts = [compare_one(r, by_name.get(r.prompt, GreedyOutput(r.prompt, (), (), "missing")),
+                               near_ties) for r in reference]
         failed = [p for p in prompts if p["state"] == "fail"]
         checked = [p for p in prompts if p["state"] == "pass"]
         if failed:

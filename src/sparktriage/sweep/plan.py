@@ -53,6 +53,7 @@ class SweepPlan(BaseModel):
     margin: float = Field(DEFAULT_MARGIN, gt=0, lt=1)
     gate_tokens: int = Field(64, ge=1, description="Greedy tokens compared per prompt by the gate.")
     retries: int = Field(1, ge=0, description="Retries of a failed launch before its depth is failed.")
+    model: bool = Field(True, description="Decide with the depth model while it holds (sweep.rule); False: the black-box rule only.")
 
     @property
     def deciding_workload(self) -> str:
@@ -95,7 +96,7 @@ def plan_sweep(deployment_path: Path, *, lab: Path | None = None, depths: tuple[
                min_launches_per_depth: int = 1, budget_minutes: float | None = None,
                requests: int = 15, max_tokens: int = 256, workloads: tuple[str, ...] = ("code",),
                first_launch_workloads: tuple[str, ...] = (), baseline: Path | None = None,
-               margin: float = DEFAULT_MARGIN, gate_tokens: int = 64) -> SweepPlan:
+               margin: float = DEFAULT_MARGIN, gate_tokens: int = 64, model: bool = True) -> SweepPlan:
     """Validate the deployment and options; return the declared plan (nothing is started)."""
     deployment = load_deployment(deployment_path, lab)  # ConfigError (exit 2) when invalid
     spec = deployment.speculative
@@ -121,7 +122,7 @@ def plan_sweep(deployment_path: Path, *, lab: Path | None = None, depths: tuple[
         workloads=tuple(_spec(n) for n in names) if names else ("code",),
         first_launch_workloads=tuple(first_launch_workloads),
         baseline=os.path.abspath(baseline) if baseline else None, margin=margin,
-        gate_tokens=min(gate_tokens, max_tokens))
+        gate_tokens=min(gate_tokens, max_tokens), model=model)
 
 
 def _spec(name: str) -> str:

@@ -1,4 +1,4 @@
-"""The sweep document as plain lines (the CLI prints them; the demo reuses them)."""
+"""The sweep document as a View of plain lines (the CLI prints them; the demo reuses them)."""
 
 from __future__ import annotations
 
@@ -57,9 +57,32 @@ def render_lines(doc: dict) -> View:
                  + (f" (candidates {', '.join(map(str, decision['candidates']))})"
                     if len(decision["candidates"]) > 1 else "")
                  + f": {decision['reason']}")
+    if decision.get("gate_note"):
+        lines.append(f"  note: {decision['gate_note']}")
+    lines += model_lines(doc.get("model"))
     roof = doc.get("roofline") or {}
     if roof.get("status") == "present":
+        per_depth = ", ".join(f"depth {d['depth']} {d['ceiling_tok_s']:.1f}"
+                              for d in roof.get("per_depth") or [])
         lines.append(f"roofline: {roof['ceiling_tok_s']:.1f} tok/s per stream at depth 0 "
                      f"({roof['hardware']} × {roof['nodes']}, {roof['model']}); with speculation "
-                     "the ceiling × the measured acceptance length")
+                     "the verify step's bytes over its acceptance length"
+                     + (f": {per_depth}" if per_depth else ""))
     return View.of_lines(lines)
+
+
+def model_lines(model: dict | None) -> list[str]:
+    """The depth model: its state and why, each depth's prediction beside its launches."""
+    if not model:
+        return []
+    lines = [f"depth model: {model['state']}: {model['reason']}"]
+    for p in model.get("predicted") or []:
+        ci = ("" if p.get("ci95_low") is None else
+              f" (95% CI {p['ci95_low']:.2f}-{p['ci95_high']:.2f})")
+        measured = ("not launched" if not p["measured_launches"] else
+                    f"measured {p['measured_mean_tok_s']:.2f} over {p['measured_launches']} launch(es)")
+        lines.append(f"  depth {p['depth']}: predicted {p['tok_s']:.2f} tok/s{ci}, "
+                     f"{p['tokens_per_step']:.2f} tokens per step at {p['step_ratio']:.2f}x a plain "
+                     f"step; {measured}")
+    lines.append(f"  {model['summary']}")
+    return lines

@@ -283,9 +283,8 @@ def make_run(root: Path, spec: SyntheticSpec = SyntheticSpec()) -> Path:
     deployment = {"schema_version": 1, "synthetic": True, "name": "synthetic-moe-fp4",
                   "model": {"path": "/models/synthetic-moe-fp4", "quantization": "nvfp4",
                             "active_params": 32e9, "bytes_per_param": 0.5625},
-                  "parallelism": {"tensor_parallel_size": spec.nodes},
-                  "hardware": {"memory_bandwidth_gbs": 273,
-                               "interconnect_latency_per_layer_us": 12, "num_layers": 61},
+                  "parallelism": {"tp": spec.nodes},
+                  "roofline": {"hardware": "gb10", "model": "kimi-k2"},
                   "nodes": [{"host": _host(spec, i), "role": "head" if i == 0 else "worker"}
                             for i in range(spec.nodes)]}
     if spec.plant:

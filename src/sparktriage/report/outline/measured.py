@@ -12,7 +12,8 @@ from sparktriage.report.format import (delivered_label, interval, number, percen
                                        stability_words, with_provisional)
 from sparktriage.report.outline.blocks import (Block, Bullets, Heading, Paragraph, data, figure,
                                                missing, strong, table, words)
-from sparktriage.report.sweep import HEADERS as SWEEP_HEADERS, sweep_lines, sweep_rows
+from sparktriage.report.sweep import (HEADERS as SWEEP_HEADERS, MODEL_HEADERS, model_lines, model_rows,
+                                     sweep_lines, sweep_rows)
 from sparktriage.report.values import fixed
 
 
@@ -73,6 +74,12 @@ def sweep(doc: dict, section: dict) -> list[Block]:
             Paragraph(words(strong(with_provisional(first, section["decision"]), False)))]
     if rest:
         out.append(Bullets(tuple(words(data(line)) for line in rest), note=True))
+    said = model_lines(section)
+    if said:
+        out.append(Paragraph(words(data(said[0]))))
+        if model_rows(section):
+            out.append(table(MODEL_HEADERS, model_rows(section)))
+        out.append(Paragraph(words(data(said[1]))))
     return out + figure(doc, "sweep.png")
 
 
@@ -89,9 +96,14 @@ def roofline(doc: dict, section: dict) -> list[Block]:
                  f"{fixed(r['interconnect_floor_s'] * 1e3, 4)} ms ({r['floor_derivation']})"],
                 ["time per token (floor)", f"{fixed(r['t_token_s'] * 1e3, 4)} ms"],
                 ["ceiling", f"{fixed(r['ceiling_tok_s'], 4)} tok/s"]], (0.45, 0.55)),
-            table(["configuration", "delivered tok/s", "share of ceiling"],
-                  [[f["what"], number(f["delivered_tok_s"]), percent(f["fraction"])]
-                   for f in r.get("fractions", [])])]
+            table(["depth", "verify step bytes (× a plain step's)", "experts read (× a plain step's)",
+                   "acceptance length", "ceiling tok/s"],
+                  [[str(d["depth"]), f"{d['bytes_ratio']:.2f}", f"{d['expert_ratio']:.2f}",
+                    f"{d['tokens_per_step']:.2f}", number(d["ceiling_tok_s"])]
+                   for d in r.get("per_depth") or []]),
+            table(["configuration", "delivered tok/s", "ceiling tok/s", "share of ceiling"],
+                  [[f["what"], number(f["delivered_tok_s"]), number(f.get("ceiling_tok_s")),
+                    percent(f["fraction"])] for f in r.get("fractions", [])])]
     if section.get("note"):
         out.append(Paragraph(words(data(section["note"])), note=True))
     return out

@@ -1,0 +1,102 @@
+"""The depth-model section of bench_sweep.py: the rule with the model, the black-box rule, the
+grid and the bound, on scenarios given as physics (sweep_physics.py). Each arm uses the engine's
+own functions (sweep.rule: next_depth, advance, decide; sweep.allocate for the black box) on the
+same simulated prompt (`SweepDraw`: one acceptance sample per depth) and, sweep i of every arm,
+the same launch-noise seed. A decision is right when it names a depth within the 2% margin of the
+best of that prompt's realized rates, wrong when it settles on another; `insufficient` decides
+nothing."""
+
+from __future__ import annotations
+
+import random
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from sparktriage.stats.launch_bound import launch_bound  # noqa: E402
+from sparktriage.sweep import allocate, rule  # noqa: E402
+from sparktriage.sweep.allocate import MARGIN  # noqa: E402
+from sparktriage.sweep.model import ModelLaunch  # noqa: E402
+from sweep_physics import HOLDS, SHAPE, WRONG, Physics, SweepDraw  # noqa: E402
+
+ARMS = ("model", "adaptive", "grid")
+
+
+def _verdict(decision, truth: dict[int, float]) -> str:
+    if decision.state == "insufficient" or decision.depth is None:
+        return "insufficient"
+    return "right" if truth[decision.depth] >= (1 - MARGIN) * max(truth.values()) else "wrong"
+
+
+def model_arm(draw: SweepDraw, rng: random.Random, cap: int):
+    """The sweep's rule with the depth model (falling back to the black box when rejected)."""
+    depths = list(draw.physics.depths)
+    history: list[ModelLaunch] = []
+    means: dict[int, list[float]] = {}
+    model = None
+    while len(history) < cap:
+        where = rule.Situation(history, means, depths, SHAPE)
+        depth = rule.next_depth(where, model if history else None)
+        if depth is None:
+            break
+        value, counts = draw.launch(rng, depth)
+        history.append(ModelLaunch(f"L{len(history) + 1:03d}", depth, value, counts))
+        means.setdefault(depth, []).append(value)
+        model = rule.advance(model, history, rule.Situation(history, means, depths, SHAPE))
+    decision = rule.decide(rule.Situation(history, means, depths, SHAPE), True, model)
+    return decision, len(history), model.state if model is not None else "not-enough-data"
+
+
+def adaptive_arm(draw: SweepDraw, rng: random.Random, cap: int):
+    """The black-box rule alone (`--no-model`)."""
+    means: dict[int, list[float]] = {}
+    depths = list(draw.physics.depths)
+    while sum(len(v) for v in means.values()) < cap:
+        d = allocate.next_depth(means, depths, 1)
+        if d is None:
+            break
+        means.setdefault(d, []).append(draw.launch(rng, d)[0])
+    return allocate.decide(means), sum(len(v) for v in means.values()), None
+
+
+def grid_arm(draw: SweepDraw, rng: random.Random, cap: int, per_depth: int = 3):
+    means = {d: [draw.launch(rng, d)[0] for _ in range(per_depth)] for d in draw.physics.depths}
+    return allocate.decide(means), per_depth * len(means), None
+
+
+def run(name: str, physics: Physics, sweeps: int, seed: int, cap: int) -> dict:
+    """Every arm over `sweeps` sweeps of one scenario: rows (verdict, launches, model state)."""
+    rows: dict[str, list[tuple]] = {arm: [] for arm in ARMS}
+    for i in range(sweeps):
+        draw = SweepDraw(physics, seed * 100003 + i)
+        truth = draw.truth()
+        for arm, fn in (("model", model_arm), ("adaptive", adaptive_arm), ("grid", grid_arm)):
+            decision, launches, state = fn(draw, random.Random(seed * 1000 + i), cap)
+            rows[arm].append((_verdict(decision, truth), launches, state))
+    return {"name": name, "rows": rows}
+
+
+def bound(physics: Physics) -> dict:
+    """The black-box bound of the scenario's expected rates (stats/launch_bound.py), spread
+    unknown, never under one launch per depth."""
+    truth = physics.truth()
+    sds = {d: physics.launch_sd(d) for d in truth}
+    found = launch_bound(truth, sds, MARGIN, unknown_scale=True)
+    return {"spread_unknown": found.launches, "floor_with_one_launch_per_depth":
+            max(found.launches, float(len(truth))), "good_depths": list(found.good)}
+
+
+def scenarios() -> list[tuple[str, Physics, bool]]:
+    return [(n, p, True) for n, p in HOLDS.items()] + [(n, p, False) for n, p in WRONG.items()]
+
+
+def states(rows: list[tuple]) -> dict[str, float]:
+    n = len(rows)
+    return {s: sum(1 for r in rows if r[2] == s) / n for s in ("used", "rejected", "not-enough-data")}
+
+
+def mean_launches(rows: list[tuple]) -> float:
+    return statistics.fmean(r[1] for r in rows)

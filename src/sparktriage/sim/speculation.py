@@ -1,0 +1,126 @@
+"""Speculative decoding in the stand-in, step by step: what the depth model of the sweep reads.
+
+With a `step` cost in the scenario's `decode:` block every chunk of a response is one engine step
+(one stream), and the gap before it is that step's time:
+
+    plain step (width 1)       base = 1 / rate_tok_s
+    verify step of width w     base × (1 + per_token · (w − 1) + routed_share · (r(w) − 1))
+
+with r(w) the expert-union ratio of a mixture-of-experts target (roofline.experts: `experts`,
+`experts_per_token`, `correlation`; r(w) = w without them, so routed_share then acts like a
+second per-token term). Switches that make the sweep's depth model wrong on purpose:
+
+* `jump: {depth, factor}`: every verify step of a draft at least `depth` long costs `factor`
+  times more (a kernel path or graph-capture bucket switch);
+* `factors: {depth: factor}`: verify steps of exactly that draft length cost `factor` times
+  more (one slow or fast path: the step time can fall with depth);
+* `drafts.short_share` / `short_length`: that share of drafts propose only `short_length`
+  tokens (ngram found a shorter continuation), so vLLM's draft tokens per draft fall below k;
+* `drafts.match`: the share of steps that propose at all (ngram found no match: a plain step);
+* `acceptance_by_depth: {k: [...]}` in `decode:`: the per-position acceptance at depth k differs
+  from the deepest depth's (the drafter's guesses depend on k).
+
+Acceptance is drawn as a chain: position i is accepted when every earlier one was and a draw falls
+under a_i / a_(i−1), so the unconditional share of drafts with position i accepted is a_i, as
+vLLM's per-position rate reports. The draws follow the scenario's seed, not the launch: like a
+greedy prompt, every launch at a depth gets the same drafts; only the launch spread differs.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from sparktriage.roofline import experts as expert_union
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Jump(_Strict):
+    """Verify steps of drafts at least `depth` long cost `factor` times more."""
+
+    depth: int = Field(ge=1, le=64)
+    factor: float = Field(gt=0, le=10)
+
+
+class StepCost(_Strict):
+    """The cost of an engine step by the width it verifies (see module doc)."""
+
+    per_token: float = Field(0.0, ge=0, le=10, description="cost per extra verified token, share of a plain step")
+    routed_share: float = Field(0.0, ge=0, lt=1, description="share of a plain step that reads routed experts")
+    experts: int | None = Field(None, ge=1, description="routed experts per layer (MoE target)")
+    experts_per_token: int | None = Field(None, ge=1, description="routed experts per token (top-k)")
+    correlation: float = Field(0.0, ge=0, lt=1, description="routing correlation between adjacent tokens")
+    jump: Jump | None = None
+    factors: dict[int, float] = Field(default_factory=dict, description="draft length -> cost factor")
+
+    @model_validator(mode="after")
+    def _experts(self) -> "StepCost":
+        if (self.experts is None) != (self.experts_per_token is None):
+            raise ValueError("give experts and experts_per_token together")
+        if self.experts is not None and self.experts_per_token > self.experts:
+            raise ValueError("experts_per_token must not exceed experts")
+        if any(k < 1 or not 0 < v <= 10 for k, v in self.factors.items()):
+            raise ValueError("factors: draft lengths >= 1, factors in (0, 10]")
+        return self
+
+    def ratio(self, width: int) -> float:
+        if self.experts and self.experts_per_token:
+            return expert_union.ratio(self.experts, self.experts_per_token, width, self.correlation)
+        return float(width)
+
+    def cost(self, length: int) -> float:
+        """A step verifying a draft of `length` tokens, relative to a plain step."""
+        if length <= 0:
+            return 1.0
+        width = length + 1
+        value = 1.0 + self.per_token * length + self.routed_share * (self.ratio(width) - 1.0)
+        if self.jump is not None and length >= self.jump.depth:
+            value *= self.jump.factor
+        return value * self.factors.get(length, 1.0)
+
+
+class Drafts(_Strict):
+    """What the drafter proposes per step."""
+
+    match: float = Field(1.0, ge=0, le=1, description="share of steps that propose a draft")
+    short_share: float = Field(0.0, ge=0, le=1, description="share of drafts that come short")
+    short_length: int = Field(1, ge=1, le=64, description="tokens a short draft proposes")
+
+
+@dataclass(frozen=True)
+class Steps:
+    """One launch's engine steps: tokens per chunk, draft length per step, the step costs."""
+
+    sizes: tuple[int, ...]  # first the prefill token, then one entry per decode step
+    drafts: tuple[int, ...]  # draft length of each step (0: the step proposed nothing)
+    costs: tuple[float, ...]  # relative cost of each step (the prefill entry is 0)
+
+
+def draw_steps(seed: int, depth: int, acceptance: tuple[float, ...], drafts: Drafts,
+               step: StepCost | None, count: int) -> Steps:
+    """Draw `count` chunks (the prefill token first) at speculative depth `depth`."""
+    rng = random.Random(seed)
+    accept = list(acceptance[:depth])
+    accept += [accept[-1] if accept else 0.0] * (depth - len(accept))
+    sizes, lengths, costs = [1], [0], [0.0]
+    for _ in range(count - 1):
+        length = 0
+        if depth and rng.random() < drafts.match:
+            length = depth
+            if drafts.short_length < depth and rng.random() < drafts.short_share:
+                length = drafts.short_length
+        accepted, previous = 0, 1.0
+        for a in accept[:length]:
+            if previous <= 0 or rng.random() >= a / previous:
+                break
+            accepted += 1
+            previous = a
+        sizes.append(1 + accepted)
+        lengths.append(length)
+        costs.append(step.cost(length) if step is not None else 1.0)
+    return Steps(tuple(sizes), tuple(lengths), tuple(costs))

@@ -1,0 +1,215 @@
+"""The depth model: delivered rate at every depth from acceptance counts and a fitted step cost.
+
+    throughput(k) = TPS(k) / step(k)
+
+TPS(k), tokens per engine step, comes from counts (sweep.acceptance_model: one launch at the
+deepest depth gives every shallower depth); step(k) is a two-parameter curve fitted to the step
+times of every launch (sweep.stepfit). A parametric curve pools every launch into two numbers
+instead of one mean per depth, so fewer launches decide (the rule: sweep.model_rule).
+
+`build(launches, depths, shape)` returns a `DepthModel` in one of three states:
+* `used`: every planned depth is predicted and no check failed;
+* `rejected`: a check failed (lack of fit, drafter depends on k, short drafts, step time not
+  monotone): the black-box rule decides, with every launch already made;
+* `not-enough-data`: a depth-0 launch, a launch at the deepest depth with acceptance counts, or
+  a second depth is still missing (or, with `available` false, will never come: rates compared
+  end to end, no acceptance counts).
+Pure: the same launches give the same model (docs/sweep.md, "The depth model").
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+from sparktriage.stats.tdist import t_ppf
+from sparktriage.sweep import acceptance_model, fitchecks, stepfit
+from sparktriage.sweep.acceptance_model import AcceptanceModel, Check
+from sparktriage.sweep.counts import Counts, pooled
+from sparktriage.sweep.stepfit import StepFit, StepPoint, StepShape
+
+
+EARLY_ALPHA = 0.01  # per check, spent over the looks before the model would settle
+GATE_ALPHA = 0.04  # the step-curve checks together, once, when the model would settle (docs/sweep.md)
+GATE_CHECKS = 4  # lack_of_fit, jump, monotone (here) and contender (sweep.model_rule)
+
+
+@dataclass(frozen=True)
+class ModelLaunch:
+    """One ok, pooled launch as the model reads it."""
+
+    label: str
+    depth: int
+    rate: float  # delivered decode rate of the deciding workload, tok/s (the launch mean)
+    counts: Counts | None = None
+
+    @property
+    def step_s(self) -> float | None:
+        """Tokens per engine step over the delivered rate (None without counts at depth ≥ 1)."""
+        if self.rate <= 0:
+            return None
+        if self.depth == 0:
+            return 1.0 / self.rate
+        return None if self.counts is None else self.counts.tokens_per_step / self.rate
+
+
+@dataclass(frozen=True)
+class DepthModel:
+    """The model after some launches (see module doc)."""
+
+    state: str  # used | rejected | not-enough-data
+    reason: str
+    available: bool
+    shape: StepShape
+    depths: tuple[int, ...]
+    launches: tuple[ModelLaunch, ...] = ()
+    acceptance: AcceptanceModel | None = None
+    steps: StepFit | None = None
+    checks: tuple[Check, ...] = ()
+    excluded: tuple[dict, ...] = ()
+    rejected_after: str | None = None  # the launch after which a check first failed
+    looks: dict = field(default_factory=dict)  # check name -> times it has run (level spending)
+    gated: bool = False  # the checks are the gate's (run when the model would settle)
+    rejected_by: str | None = None  # the check that rejected the model (it stands afterwards)
+
+    @property
+    def usable(self) -> bool:
+        return self.state == "used"
+
+    def predicts(self, depth: int) -> bool:
+        if self.steps is None:
+            return False
+        return depth == 0 or (self.acceptance is not None and self.acceptance.covers(depth))
+
+    def log_rate(self, depth: int, slope: float | None = None) -> float:
+        """log predicted rate at `depth` (at the fitted slope, or another), t0 included."""
+        assert self.steps is not None
+        tps = 1.0 if depth == 0 else self.acceptance.tokens_per_step(depth)  # type: ignore[union-attr]
+        return math.log(tps) - self.steps.log_t0 - self.steps.log_h(depth, slope)
+
+    def log_sd(self, depth: int) -> float:
+        """Counting sd of log TPS(depth)."""
+        return 0.0 if depth == 0 or self.acceptance is None else self.acceptance.log_sd(depth)
+
+    def prediction(self, depth: int) -> dict:
+        """Predicted rate with its 95% interval (launch spread and counting error), and its terms."""
+        assert self.steps is not None
+        rate = math.exp(self.log_rate(depth))
+        step_sd = self.steps.log_step_sd(depth)
+        low = high = None
+        if step_sd is not None and self.steps.df >= 1:
+            half = t_ppf(0.975, self.steps.df) * math.hypot(step_sd, self.log_sd(depth))
+            low, high = rate * math.exp(-half), rate * math.exp(half)
+        acc = self.acceptance
+        al = 1.0 if depth == 0 or acc is None else acc.acceptance_length(depth)
+        al_low, al_high = (al, al) if depth == 0 or acc is None else acc.acceptance_interval(depth)
+        measured = [l.rate for l in self.launches if l.depth == depth]
+        return {"depth": depth, "tok_s": rate, "ci95_low": low, "ci95_high": high,
+                "acceptance_length": al, "acceptance_ci95": [al_low, al_high],
+                "tokens_per_step": 1.0 if depth == 0 or acc is None else acc.tokens_per_step(depth),
+                "acceptance_source": (acc.source(depth) if acc is not None
+                                      else "none (no speculation)"),
+                "step_ms": self.steps.step_s(depth) * 1e3,
+                "step_ratio": math.exp(self.steps.log_h(depth)),
+                "expert_ratio": (self.shape.g(depth) + 1.0 if self.shape.kind == "expert-union"
+                                 else None),
+                "measured_launches": len(measured),
+                "measured_mean_tok_s": sum(measured) / len(measured) if measured else None}
+
+    def as_dict(self) -> dict:
+        predicted = ([self.prediction(d) for d in self.depths if self.predicts(d)]
+                     if self.steps is not None else [])
+        checks = [c.as_dict() for c in self.checks]
+        return {
+            "state": self.state, "reason": self.reason, "available": self.available,
+            "rejected_after": self.rejected_after, "rejected_by": self.rejected_by,
+            "inputs": {"launches": [l.label for l in self.launches],
+                       "excluded": list(self.excluded), "step_shape": self.shape.as_dict(),
+                       "acceptance_from": (None if self.acceptance is None else
+                                           f"depth {self.acceptance.reference.depth}'s counts "
+                                           f"({self.acceptance.reference.source})"),
+                       "step_times": "tokens per engine step (counts) ÷ delivered decode rate"},
+            "parameters": None if self.steps is None else self.steps.as_dict(),
+            "predicted": predicted,
+            "fit_test": next((c for c in checks if c["name"] == "lack_of_fit"), None),
+            "checks": checks, "looks": dict(self.looks), "gated": self.gated}
+
+
+def _inputs(launches: list[ModelLaunch]) -> tuple[list[ModelLaunch], list[dict]]:
+    used, excluded = [], []
+    for launch in launches:
+        if launch.step_s is None:
+            excluded.append({"label": launch.label, "reason": "no acceptance counts (no /metrics "
+                             "counters for this launch)" if launch.depth else "no rate"})
+        else:
+            used.append(launch)
+    return used, excluded
+
+
+def level(name: str, looks: dict, gate: bool = False) -> float:
+    """The level of a check's next look. After every launch a check may reject the model only
+    on strong evidence: EARLY_ALPHA · 6 / (π² j²) at its j-th look, so that those looks sum to
+    EARLY_ALPHA at most however many launches the sweep makes. When the model would settle (the
+    gate, run once: it either settles or rejects), each check runs at GATE_ALPHA."""
+    if gate:
+        return GATE_ALPHA
+    j = looks.get(name, 0) + 1
+    return EARLY_ALPHA * 6.0 / (math.pi ** 2 * j * j)
+
+
+def _looked(looks: dict, checks: list[Check]) -> dict:
+    out = dict(looks)
+    for c in checks:
+        if c.passed is not None and c.name != "short_drafts":
+            out[c.name] = out.get(c.name, 0) + 1
+    return out
+
+
+def build(launches: list[ModelLaunch], depths: tuple[int, ...], shape: StepShape,
+          basis: str = "decode", looks: dict | None = None, gate: bool = False) -> DepthModel:
+    """The model of these launches (ok, pooled, of eligible depths; see module doc). `looks`:
+    how many times each check has already run in this sweep (its level is spent over them);
+    `gate`: the checks at the level of the look before the model settles (`level`)."""
+    looks = dict(looks or {})
+    base = dict(shape=shape, depths=tuple(sorted(depths)))
+    if basis != "decode":
+        return DepthModel("not-enough-data", "the sweep compares end-to-end rates (some launch "
+                          "delivered its responses in bursts), and a step cost needs decode "
+                          "rates", False, **base)
+    used, excluded = _inputs(launches)
+    spec = [l for l in launches if l.depth > 0]
+    if spec and not any(l.counts for l in spec):
+        return DepthModel("not-enough-data", "no launch has acceptance counts (the model reads "
+                          "vLLM's /metrics spec-decode counters)", False, launches=tuple(used),
+                          excluded=tuple(excluded), **base)
+    acc = acceptance_model.build({d: c for d in {l.depth for l in used if l.depth}
+                                  if (c := pooled([l.counts for l in used
+                                                   if l.depth == d and l.counts])) is not None})
+    fitted = stepfit.fit([StepPoint(l.label, l.depth, l.step_s) for l in used], shape)  # type: ignore[arg-type]
+    common = dict(launches=tuple(used), acceptance=acc, steps=fitted, excluded=tuple(excluded),
+                  looks=looks, **base)
+    if not any(l.depth == 0 for l in used) or acc is None:
+        return DepthModel("not-enough-data", "needs a launch at depth 0 and one at the deepest "
+                          "depth with acceptance counts", True, **common)
+    # the drafter check only ever guards depths read off the reference, and none is at the
+    # gate (every depth is measured itself by then): it keeps its small early level there
+    checks = [acceptance_model.short_draft_check(acc),
+              acceptance_model.drafter_check(acc, level("drafter", looks, False))]
+    if fitted is not None:
+        checks += [fitchecks.lack_of_fit(fitted, level("lack_of_fit", looks, gate)),
+                   fitchecks.jump_test(fitted, level("jump", looks, gate)),
+                   fitchecks.monotone_check(fitted, level("monotone", looks, gate))]
+    common["looks"] = looks if gate else _looked(looks, checks)
+    common["gated"] = gate
+    failed = next((c for c in checks if c.passed is False), None)
+    if failed is not None:
+        return DepthModel("rejected", failed.reason, True, checks=tuple(checks),
+                          rejected_by=failed.name + (" (gate)" if gate else ""), **common)
+    missing = [d for d in depths if d > acc.reference.depth]
+    if fitted is None or fitted.df < 1 or missing:
+        why = (f"depth(s) {', '.join(map(str, missing))} are deeper than any launch with counts"
+               if missing else "needs a third launch (two parameters, and a spread to estimate)")
+        return DepthModel("not-enough-data", why, True, checks=tuple(checks), **common)
+    return DepthModel("used", f"{len(used)} launches at {len({l.depth for l in used})} depths fit "
+                      f"the curve (spread {fitted.sigma * 100:.1f}%, {fitted.df} df)", True,
+                      checks=tuple(checks), **common)

@@ -1,0 +1,129 @@
+"""Which rule decides the sweep: the depth model while it holds, the black-box rule otherwise.
+
+The depth model (sweep.model, sweep.model_rule) allocates and decides while its state is `used`
+or, on the way there, `not-enough-data` with its inputs still to come. Once a check rejects it
+(a rejection stands: sweep.model.over_launches), or when its inputs cannot come (rates compared
+end to end, no acceptance counts), or with `--no-model`, the black-box rule of sweep.allocate
+allocates and decides, over every launch already made: a rejected model costs launches, never
+correctness. The model's own verdict and why are kept in `sweep.json` (`model`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from sparktriage.sweep import allocate, model_rule
+from sparktriage.sweep.allocate import Decision
+from sparktriage.sweep.model import GATE_ALPHA, GATE_CHECKS, DepthModel, ModelLaunch, build
+from sparktriage.sweep.stepfit import StepShape
+
+
+@dataclass(frozen=True)
+class Situation:
+    """What the rule looks at after some launches."""
+
+    history: list[ModelLaunch]  # ok, pooled launches of eligible depths, in launch order
+    means: dict[int, list[float]]  # eligible depth -> its launch means (the black-box view)
+    eligible: list[int]
+    shape: StepShape
+    basis: str = "decode"
+    use_model: bool = True
+    margin: float = allocate.MARGIN
+    min_per_depth: int = 1
+
+    @property
+    def measured(self) -> dict[int, int]:
+        return {d: len(v) for d, v in self.means.items()}
+
+
+def _counted(history: list[ModelLaunch]) -> dict[int, int]:
+    out: dict[int, int] = {}
+    for launch in history:
+        out[launch.depth] = out.get(launch.depth, 0) + 1
+    return out
+
+
+def advance(previous: DepthModel | None, history: list[ModelLaunch], situation: Situation) -> DepthModel:
+    """The model after one more launch (the last of `history`), given the model before it.
+
+    A rejection stands (a later launch cannot un-reject it). When the model would settle, its
+    checks run once more at the gate's level (sweep.model.level): it settles only if they pass,
+    and is rejected otherwise."""
+    depths, shape, basis = tuple(situation.eligible), situation.shape, situation.basis
+    looks = previous.looks if previous is not None else None
+    model = build(history, depths, shape, basis, looks)
+    last = history[-1].label if history else None
+    if previous is not None and previous.state == "rejected":
+        return replace(model, state="rejected", reason=previous.reason,
+                       rejected_after=previous.rejected_after, rejected_by=previous.rejected_by)
+    if model.state == "rejected":
+        return replace(model, rejected_after=last)
+    counted = _counted(history)
+    pending = (model_rule.decide(model, situation.eligible, counted, situation.margin)
+               if model.usable else None)
+    if pending is not None:
+        gated = build(history, depths, shape, basis, looks, gate=True)
+        if gated.state == "rejected":
+            return replace(gated, rejected_after=last)
+        aimed = model_rule.contender_check(gated, pending.depth, GATE_ALPHA / GATE_CHECKS,  # type: ignore[arg-type]
+                                           situation.margin)
+        gated = replace(gated, checks=gated.checks + (aimed,))
+        if aimed.passed is False:
+            return replace(gated, state="rejected", reason=aimed.reason, rejected_after=last,
+                           rejected_by="contender (gate)")
+        return gated
+    return model
+
+
+def model_of(situation: Situation) -> DepthModel | None:
+    """The model after the situation's launches: `advance` over every prefix of the history."""
+    if not situation.use_model or not situation.eligible:
+        return None
+    model = None
+    for n in range(1, len(situation.history) + 1):
+        model = advance(model, situation.history[:n], situation)
+    if model is None:
+        model = build([], tuple(situation.eligible), situation.shape, situation.basis)
+    return model
+
+
+def model_leads(model: DepthModel | None) -> bool:
+    """Whether the depth model allocates and decides (not rejected, its inputs can come)."""
+    return model is not None and model.available and model.state != "rejected"
+
+
+def why(model: DepthModel | None, depth: int, situation: Situation) -> str:
+    """Why the depth model asks for a launch at `depth` (the launch record's `why`)."""
+    if model is None or model.steps is None:
+        return "the depth model's first launches: depth 0 and the deepest depth pin its step cost"
+    measured = situation.measured
+    if measured.get(depth, 0) < situation.min_per_depth:
+        return ("the depth model: every depth is launched once (a depth never launched could "
+                "hide a step-cost jump)")
+    reason = model_rule.ready(model, measured, situation.eligible)
+    return f"the depth model: {reason}" if reason else ("the depth model: most narrows the step "
+                                                         "cost's slope where the decision hangs")
+
+
+def decide(situation: Situation, final: bool = True, model: DepthModel | None = None) -> Decision:
+    """The sweep's decision (the model's while it leads and can speak, else the black box's)."""
+    model = model if model is not None else model_of(situation)
+    if model_leads(model) and model.usable:  # type: ignore[union-attr]
+        settled = (model_rule.decide(model, situation.eligible, situation.measured, situation.margin)  # type: ignore[arg-type]
+                   if model.gated else None)  # type: ignore[union-attr]
+        if settled is not None:
+            return settled
+        why = model_rule.ready(model, situation.measured, situation.eligible) or "the slope's confidence set still " \
+            "leaves more than one depth possibly best"  # type: ignore[arg-type]
+        return model_rule.provisional(model, situation.eligible, final, why)  # type: ignore[arg-type]
+    return allocate.decide(situation.means, margin=situation.margin, final=final)
+
+
+def next_depth(situation: Situation, model: DepthModel | None = None) -> int | None:
+    """The depth of the next launch, or None when the decision is settled."""
+    model = model if model is not None else model_of(situation)
+    if model_leads(model):
+        return model_rule.next_depth(model, situation.eligible, situation.measured,  # type: ignore[arg-type]
+                                     situation.min_per_depth, situation.margin)
+    return allocate.next_depth(situation.means, situation.eligible, situation.min_per_depth,
+                               situation.margin)

@@ -1,0 +1,190 @@
+"""The cost of an engine step at depth k, fitted to every launch's measured step time.
+
+A launch's step time is its tokens per engine step (its counts, sweep.counts; 1 at depth 0)
+over its delivered decode rate: the mean time between two engine steps as the client sees it
+(with one stream each step sends one chunk). The curve has two parameters:
+
+    step(k) = t0 · (1 + s · g(k))
+
+t0 the plain decode step, s the cost of the extra verified tokens relative to it. The shape g is
+fixed by the model profile (`StepShape`): for a mixture-of-experts target the verify step of
+k + 1 tokens reads the union of their routed experts, g(k) = r(k + 1) − 1 with r the expert-union
+ratio (roofline.experts, routing correlation from the profile); for a dense target or without
+a profile g(k) = k (a fixed cost per verified token). On log step times the launch-to-launch
+spread is one relative error σ at every depth: log step_j = log t0 + log(1 + s·g(k_j)) + ε_j.
+
+Fit: least squares over s ∈ [0, S_MAX] (log t0 profiled out); σ² = RSS / (n − 2). The 95%
+confidence set of s is {s : RSS(s) ≤ RSS_min · (1 + t²_{n−2} / (n − 2))} (the profile
+likelihood's F form), found by bisection on each side of the minimum.
+
+The tests of the curve against the launches are in sweep.fitchecks.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
+
+from sparktriage.roofline import experts as expert_union
+from sparktriage.stats.tdist import t_ppf
+
+S_MAX = 20.0
+ALPHA = 0.05
+_GRID = (0.0,) + tuple(0.002 * 1.3 ** i for i in range(36))  # 0.002 .. ~20
+
+
+@dataclass(frozen=True)
+class StepShape:
+    """g(k): how the verify step's cost grows with depth (linear, or the expert union)."""
+
+    kind: str = "linear"  # linear | expert-union
+    experts: int | None = None
+    experts_per_token: int | None = None
+    correlation: float = 0.0
+    profile: str | None = None
+
+    def g(self, depth: int) -> float:
+        if self.kind == "expert-union" and self.experts and self.experts_per_token:
+            return _union_g(self.experts, self.experts_per_token, self.correlation, depth)
+        return float(depth)
+
+    def as_dict(self) -> dict:
+        return {"kind": self.kind, "profile": self.profile, "experts": self.experts,
+                "experts_per_token": self.experts_per_token, "routing_correlation": self.correlation}
+
+
+@lru_cache(maxsize=1024)
+def _union_g(experts: int, per_token: int, correlation: float, depth: int) -> float:
+    return expert_union.ratio(experts, per_token, depth + 1, correlation) - 1.0
+
+
+@dataclass(frozen=True)
+class StepPoint:
+    """One launch's step time (seconds) at its depth."""
+
+    label: str
+    depth: int
+    step_s: float
+
+    @cached_property
+    def y(self) -> float:
+        return math.log(self.step_s)
+
+
+@dataclass(frozen=True)
+class StepFit:
+    """The fitted curve, its spread and the confidence set of its slope."""
+
+    shape: StepShape
+    points: tuple[StepPoint, ...]
+    slope: float
+    log_t0: float
+    rss: float
+    slope_low: float | None
+    slope_high: float | None
+
+    @property
+    def n(self) -> int:
+        return len(self.points)
+
+    @property
+    def df(self) -> int:
+        return self.n - 2
+
+    @property
+    def sigma(self) -> float | None:
+        return math.sqrt(self.rss / self.df) if self.df > 0 else None
+
+    def log_h(self, depth: int, slope: float | None = None) -> float:
+        return math.log1p((self.slope if slope is None else slope) * self.shape.g(depth))
+
+    def step_s(self, depth: int) -> float:
+        return math.exp(self.log_t0 + self.log_h(depth))
+
+    def log_step_sd(self, depth: int) -> float | None:
+        """Delta-method sd of the fitted log step time at `depth` (None without spread)."""
+        sigma = self.sigma
+        if sigma is None:
+            return None
+        rows = [(1.0, self.shape.g(p.depth) / (1.0 + self.slope * self.shape.g(p.depth)))
+                for p in self.points]
+        a = sum(1.0 for _ in rows)
+        b = sum(r[1] for r in rows)
+        c = sum(r[1] * r[1] for r in rows)
+        det = a * c - b * b
+        g = self.shape.g(depth) / (1.0 + self.slope * self.shape.g(depth))
+        if det <= 1e-12:  # slope not identified: the depths measured cannot tell it
+            return sigma * math.sqrt(1.0 / a) if depth == 0 else None
+        var = (c - 2.0 * b * g + a * g * g) / det  # [1 g] (JᵀJ)⁻¹ [1 g]ᵀ
+        return sigma * math.sqrt(max(0.0, var))
+
+    def as_dict(self) -> dict:
+        return {"shape": self.shape.as_dict(), "t0_s": math.exp(self.log_t0),
+                "slope": self.slope, "slope_ci95": ([self.slope_low, self.slope_high]
+                                                    if self.slope_low is not None else None),
+                "sigma": self.sigma, "df": self.df, "launches": self.n}
+
+
+def rss_at(points: tuple[StepPoint, ...], shape: StepShape, slope: float) -> tuple[float, float]:
+    """Residual sum of squares and log t0 at a given slope (log t0 profiled out)."""
+    residuals = [p.y - math.log1p(slope * shape.g(p.depth)) for p in points]
+    log_t0 = sum(residuals) / len(residuals)
+    return sum((r - log_t0) ** 2 for r in residuals), log_t0
+
+
+def _minimise(points, shape) -> float:
+    values = [rss_at(points, shape, s)[0] for s in _GRID]
+    i = min(range(len(_GRID)), key=values.__getitem__)
+    lo, hi = _GRID[max(0, i - 1)], _GRID[min(len(_GRID) - 1, i + 1)]
+    ratio = (math.sqrt(5.0) - 1.0) / 2.0
+    a, b = lo, hi
+    for _ in range(48):
+        c, d = b - ratio * (b - a), a + ratio * (b - a)
+        if rss_at(points, shape, c)[0] <= rss_at(points, shape, d)[0]:
+            b = d
+        else:
+            a = c
+    best = 0.5 * (a + b)
+    return best if rss_at(points, shape, best)[0] <= values[i] else _GRID[i]
+
+
+def _edge(points, shape, inside: float, outside: float, limit: float) -> float:
+    if rss_at(points, shape, outside)[0] <= limit:
+        return outside
+    for _ in range(40):
+        mid = 0.5 * (inside + outside)
+        if rss_at(points, shape, mid)[0] <= limit:
+            inside = mid
+        else:
+            outside = mid
+    return inside
+
+
+def fit(points: list[StepPoint], shape: StepShape) -> StepFit | None:
+    """Fit the curve to the launches' step times (None with fewer than two depths)."""
+    pts = tuple(points)
+    if len({p.depth for p in pts}) < 2:
+        return None
+    slope = _minimise(pts, shape)
+    rss, log_t0 = rss_at(pts, shape, slope)
+    low = high = None
+    df = len(pts) - 2
+    if df >= 1:
+        limit = rss * (1.0 + t_ppf(1.0 - ALPHA / 2.0, df) ** 2 / df)
+        low, high = _edge(pts, shape, slope, 0.0, limit), _edge(pts, shape, slope, S_MAX, limit)
+    return StepFit(shape, pts, slope, log_t0, rss, low, high)
+
+
+def with_point(fitted: StepFit, depth: int) -> StepFit:
+    """The fit as it would be after one more launch at `depth` landing on the curve (the
+    allocation's look-ahead: same slope and RSS, one more degree of freedom, more leverage)."""
+    extra = StepPoint("next", depth, fitted.step_s(depth))
+    pts = fitted.points + (extra,)
+    low = high = None
+    df = len(pts) - 2
+    if df >= 1:
+        limit = fitted.rss * (1.0 + t_ppf(1.0 - ALPHA / 2.0, df) ** 2 / df)
+        low = _edge(pts, fitted.shape, fitted.slope, 0.0, limit)
+        high = _edge(pts, fitted.shape, fitted.slope, S_MAX, limit)
+    return StepFit(fitted.shape, pts, fitted.slope, fitted.log_t0, fitted.rss, low, high)

@@ -1,0 +1,93 @@
+"""The report's sweep section with the depth model (docs/report.md): the predicted curve beside
+the launches' means, the model's terms in one sentence, a rejection and its reason, and an
+unchecked gate said on page one; built from a synthetic run whose sweep.json carries a `model`
+made by the sweep's own code (sweep.model, sweep.model_entry)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import pytest
+
+from sparktriage.sweep.counts import Counts
+from sparktriage.sweep.model import ModelLaunch, build
+from sparktriage.sweep.model_entry import model_entry
+from sparktriage.sweep.stepfit import StepShape
+
+KIMI = StepShape("expert-union", 384, 8, 0.0, "kimi-k2")
+
+
+def _counts(depth: int) -> Counts:
+    rates = (0.8, 0.6, 0.3, 0.1)[:depth]
+    per = tuple(4000.0 * r for r in rates)
+    return Counts(depth, 4000.0, 4000.0 * depth, sum(per), per, 4000.0 + sum(per))
+
+
+def _model_doc(state: str) -> dict:
+    slope, launches = 0.3, []
+    for i, d in enumerate([0, 2, 1, 0, 2, 1]):
+        tps = 1 + sum((0.8, 0.6)[:d])
+        rate = 30.0 * tps / (1 + slope * KIMI.g(d)) * (1 + 0.01 * (-1) ** i)
+        launches.append(ModelLaunch(f"L{i + 1:03d}", d, rate, _counts(d) if d else None))
+    model = build(launches, (0, 1, 2), KIMI)
+    assert model.state == "used"
+    decision = {"depth": 1, "rule": "model"}
+    doc = model_entry(model, decision, True)
+    if state == "rejected":
+        doc.update(state="rejected", decided=False,
+                   reason="the step time jumps: a free factor on jump from depth 2 (×1.40)",
+                   summary="The depth model was rejected (the step time jumps); the black-box rule "
+                           "decided over every launch made.")
+    return doc
+
+
+@pytest.fixture
+def model_run(report_run, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(report_run, run)
+    return run
+
+
+def _with_model(run, state: str, gate_note: str | None = None) -> None:
+    path = run / "sweep.json"
+    doc = json.loads(path.read_text())
+    doc["model"] = _model_doc(state)
+    doc["decision"]["rule"] = "model" if state == "used" else "black-box"
+    if gate_note:
+        doc["decision"]["gate_note"] = gate_note
+    path.write_text(json.dumps(doc))
+
+
+def test_the_report_shows_the_predicted_curve_beside_the_launches_and_the_models_terms(model_run, tmp_path,
+                                                                                     report_build):
+    _with_model(model_run, "used")
+    out = tmp_path / "report"
+    report_build(model_run, out, anonymize=False)
+    md = (out / "report.md").read_text()
+    assert "Depth model: used (it decided)" in md
+    assert "| depth | predicted tok/s | 95% interval | launches' mean tok/s |" in md
+    model = json.loads((model_run / "sweep.json").read_text())["model"]
+    for p in model["predicted"]:  # every depth's prediction is in the table, to 2 decimals
+        assert f"| {p['depth']} | {p['tok_s']:.2f} |" in md
+    assert model["summary"] in md and "expert weights of a plain step" in model["summary"]
+    pdf = subprocess.run(["pdftotext", "-layout", str(out / "report.pdf"), "-"], capture_output=True,
+                         text=True, check=True).stdout
+    assert "Depth model: used" in " ".join(pdf.split())
+
+
+def test_a_rejected_model_is_said_with_its_reason_and_an_unchecked_gate_reaches_page_one(model_run, tmp_path,
+                                                                                        report_build):
+    note = ("depth 1 is recommended with its greedy output unchecked against depth 0 (no launch at "
+            "this depth measured its greedy outputs); depth(s) 2 passed the gate")
+    _with_model(model_run, "rejected", gate_note=note)
+    out = tmp_path / "report"
+    report_build(model_run, out, anonymize=False)
+    md = (out / "report.md").read_text()
+    assert "Depth model: rejected (the black-box rule decided, over every launch)" in md
+    assert "the step time jumps: a free factor on jump from depth 2" in md
+    page_one = json.loads((out / "report.json").read_text())["page_one"]
+    titles = [f["title"] for f in page_one["findings"]]
+    assert any("recommended with its greedy output unchecked" in t for t in titles)
+    assert note in md

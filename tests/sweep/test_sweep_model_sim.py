@@ -1,0 +1,113 @@
+"""The depth model in the sweep engine, on the simulator as `vllm serve` with a step cost
+(sim/speculation.py): where the model holds it decides with the model and names the scripted
+best depth, its acceptance lengths and slope match the scripted ones; a kernel-path jump gets the
+model rejected and the black-box rule decides with every launch; short ngram drafts reject it
+right after the deepest launch (docs/sweep.md "The depth model")."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from sparktriage.documents.sweep import SweepDocument
+from sparktriage.roofline import experts
+from sparktriage.store.typed import check
+from sparktriage.sweep.engine import plan_sweep, run_sweep
+from sparktriage.testbed.server import free_port
+
+pytestmark = [pytest.mark.slow]
+SIM = [sys.executable, "-m", "sparktriage.sim.vllm"]
+ACCEPT = (0.95, 0.85, 0.2)
+ROUTED = 0.4
+
+
+def _deployment(tmp: Path, scenario: dict) -> Path:
+    (tmp / "scenario.json").write_text(json.dumps(scenario))
+    doc = {"schema_version": 1, "name": "sim-moe", "lab": {"nodes": [{"name": "local", "host": "127.0.0.1"}]},
+           "model": {"path": "/models/tiny", "name": "tiny"}, "engine": {"vllm": SIM},
+           "serve": {"host": "127.0.0.1", "port": free_port()},
+           "env": {"SPARKTRIAGE_SIM": str(tmp / "scenario.json")},
+           "timeouts": {"startup_s": 60, "teardown_grace_s": 3},
+           "collect": {"interval_s": 0.5, "stacks_interval_s": None},
+           "roofline": {"hardware": "gb10", "model": "kimi-k2"},
+           "speculative": {"method": "ngram", "num_speculative_tokens": 2}}
+    path = tmp / "deploy.yaml"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def _scenario(**step) -> dict:
+    return {"seed": 5, "startup_s": {}, "stats_interval_s": 1.0,
+            "decode": {"ttft_s": 0.005, "rate_tok_s": 300.0, "acceptance": list(ACCEPT),
+                       "spread_cv": 0.03, "pattern_length": 512,
+                       "step": {"routed_share": ROUTED, "experts": 384, "experts_per_token": 8,
+                                **step.pop("cost", {})},
+                       **step}}
+
+
+def _truth(jump: tuple[int, float] | None = None) -> dict[int, float]:
+    out = {}
+    for k in range(4):
+        h = 1 + ROUTED * (experts.ratio(384, 8, k + 1) - 1)
+        if jump and k >= jump[0]:
+            h *= jump[1]
+        out[k] = 300.0 * (1 + sum(ACCEPT[:k])) / h
+    return out
+
+
+def _sweep(tmp: Path, scenario: dict, max_launches: int) -> dict:
+    plan = plan_sweep(_deployment(tmp, scenario), depths=(0, 1, 2, 3), max_launches=max_launches,
+                      requests=5, max_tokens=120)
+    doc = run_sweep(plan, tmp / "run").document
+    check(SweepDocument, doc)  # the typed document, `model` included
+    return doc
+
+
+def test_where_the_model_holds_it_decides_with_fewer_launches_and_matches_the_script(tmp_path):
+    truth = _truth()
+    best = max(truth, key=truth.get)
+    assert best == 2 and truth[2] > 1.08 * max(v for k, v in truth.items() if k != 2)
+    doc = _sweep(tmp_path, _scenario(), max_launches=12)
+    model, decision = doc["model"], doc["decision"]
+    assert model["state"] == "used" and model["decided"] is True
+    assert decision["rule"] == "model" and decision["state"] in ("best", "tied")
+    assert decision["depth"] == best
+    assert [l["depth"] for l in doc["launches"][:2]] == [0, 3]  # depth 0 and the deepest first
+    assert doc["launches_used"] < 12
+    predicted = {p["depth"]: p for p in model["predicted"]}
+    for k in range(4):  # AL(k) from the counts of depth 3: the scripted 1 + Σ a_i within its interval
+        low, high = predicted[k]["acceptance_ci95"]
+        assert low - 0.03 <= 1 + sum(ACCEPT[:k]) <= high + 0.03, (k, predicted[k])
+        assert predicted[k]["tok_s"] == pytest.approx(truth[k], rel=0.08)
+    low, high = model["parameters"]["slope_ci95"]
+    assert low - 0.05 <= ROUTED <= high + 0.05  # the fitted slope is the scripted routed share
+    assert model["fit_test"]["passed"] is True
+    assert "verify step" in model["summary"] and "expert weights" in model["summary"]
+    assert all(d["gate"]["source"] == "greedy requests" for d in doc["depths"])
+
+
+def test_a_kernel_path_jump_rejects_the_model_and_the_black_box_rule_decides(tmp_path):
+    truth = _truth(jump=(2, 1.7))
+    doc = _sweep(tmp_path, _scenario(cost={"jump": {"depth": 2, "factor": 1.7}}), max_launches=10)
+    model, decision = doc["model"], doc["decision"]
+    assert model["state"] == "rejected" and model["rejected_after"] is not None
+    assert model["decided"] is False and decision["rule"] == "black-box"
+    assert "rejected" in model["summary"]
+    failed = [c["name"] for c in model["checks"] if c["passed"] is False]
+    assert set(failed) & {"lack_of_fit", "jump", "monotone", "contender"} or "jump" in model["reason"]
+    if decision["state"] != "insufficient":
+        assert truth[decision["depth"]] >= 0.98 * max(truth.values())
+
+
+def test_short_ngram_drafts_reject_the_model_after_the_deepest_launch(tmp_path):
+    doc = _sweep(tmp_path, _scenario(drafts={"short_share": 0.5, "short_length": 1}), max_launches=4)
+    model = doc["model"]
+    assert model["state"] == "rejected" and model["rejected_after"] == "L002"
+    assert "drafts come short" in model["reason"]
+    lengths = {c["name"]: c for c in model["checks"]}["short_drafts"]["figures"]["mean_draft_length"]
+    # half the drafts propose one token (drawn: the share of 42 drafts per request, sd 0.08)
+    assert lengths["3"] == pytest.approx(0.5 * 3 + 0.5 * 1, abs=0.35)
+    assert doc["decision"]["rule"] == "black-box"
