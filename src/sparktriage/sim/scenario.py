@@ -147,6 +147,7 @@ class SimConfig(_Strict):
     api_key: str | None = Field(None, description="require `Authorization: Bearer <key>` on /v1/*")
     models_endpoint: Literal["ok", "404", "html"] = Field("ok", description="how GET /v1/models answers")
     completions_endpoint: Literal["ok", "404", "html"] = Field("ok", description="how the completion APIs answer")
+    stream_only: bool = Field(False, description="answer non-streaming completion requests with 400 (a gateway that refuses them)")
     vocab_size: int = Field(2048, ge=16, description="token ids lie in [first_token_id, vocab_size)")
     first_token_id: int = Field(3, ge=0, description="lowest id used (skips special tokens)")
     scenarios: dict[str, Scenario] = Field(

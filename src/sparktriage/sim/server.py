@@ -277,6 +277,10 @@ class SimServer:
             message = " ".join(str(exc).split())[:500]
             return await self._json(writer, request, 400, error_document(400, message))
         entry.update(model=spec.model, stream=spec.stream, request=_request_facts(spec))
+        if self.config.stream_only and not spec.stream:  # a gateway that refuses whole replies
+            entry.update(status=400, outcome="http_error")
+            return await self._json(writer, request, 400, error_document(
+                400, "this gateway serves streaming requests only (\"stream\": true)"))
         faults = scenario.faults
         if faults.http_status is not None:
             entry.update(status=faults.http_status, outcome="http_error")
