@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from sparktriage.stats.compare import check_poolable
-from sparktriage.stats.summary import Summary, aggregate_launches, summarize
+from sparktriage.stats.summary import LaunchAggregate, Summary, aggregate_launches, summarize
 
 # what must agree for two launches to be pooled (the speculative config is the swept factor)
 CHECKED_METADATA = ("model", "server_version", "deployment_hash", "nodes")
@@ -40,18 +40,41 @@ class LaunchObservation:
 
 @dataclass(frozen=True)
 class DepthStats:
-    """One depth over its launches."""
+    """One depth over its pooled launches: their labels and means, the launch-level aggregate
+    (stats.summary.LaunchAggregate: interval over launches, variance split, stability), and the
+    launches not pooled."""
 
     depth: int
     labels: tuple[str, ...]
     launch_means: tuple[float, ...]
-    across: Summary
-    within_variance: float | None
-    between_variance: float | None
-    stable: bool
-    reasons: tuple[str, ...]
-    notes: tuple[str, ...]
+    aggregate: LaunchAggregate
     excluded: tuple[dict, ...]
+
+    @property
+    def across(self) -> Summary:
+        return self.aggregate.across
+
+    @property
+    def within_variance(self) -> float | None:
+        return self.aggregate.within_variance
+
+    @property
+    def between_variance(self) -> float | None:
+        return self.aggregate.between_variance
+
+    @property
+    def stable(self) -> bool:
+        return self.aggregate.stable
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        return self.aggregate.reasons
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        extra = ((f"{len(self.excluded)} launch(es) not pooled: their checked metadata differ",)
+                 if self.excluded else ())
+        return self.aggregate.notes + extra
 
     def as_dict(self) -> dict:
         return {"depth": self.depth, "labels": list(self.labels),
@@ -78,10 +101,6 @@ def depth_stats(depth: int, launches: list[LaunchObservation], reference: dict |
             excluded.append({"label": launch.label, "reasons": reasons})
         else:
             used.append(launch)
-    agg = aggregate_launches([list(l.request_rates) for l in used])
-    notes = list(agg.notes)
-    if excluded:
-        notes.append(f"{len(excluded)} launch(es) not pooled: their checked metadata differ")
+    aggregate = aggregate_launches([list(l.request_rates) for l in used])
     return DepthStats(depth, tuple(l.label for l in used), tuple(l.mean for l in used),  # type: ignore[misc]
-                      agg.across, agg.within_variance, agg.between_variance, agg.stable,
-                      agg.reasons, tuple(notes), tuple(excluded))
+                      aggregate, tuple(excluded))
