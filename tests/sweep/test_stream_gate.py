@@ -5,7 +5,6 @@ the engine on the simulator behind a gateway that refuses non-streaming requests
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,8 @@ from sparktriage.bench.workload import load_workloads
 from sparktriage.sweep.engine import plan_sweep, run_sweep
 from sparktriage.sweep.gate import gate
 from sparktriage.sweep.stream_gate import protocol_outputs
-from sparktriage.testbed.server import free_port
+
+from simkit import sim_deployment
 
 
 def _records(folder: Path, ids: list[int] | None, text: str = "", warm: list[int] | None = None) -> Path:
@@ -44,24 +44,13 @@ def test_streams_are_compared_by_token_ids_else_by_text_and_no_difference_is_a_n
     assert protocol_outputs(tmp_path / "a", tuple(sampled), 64) is None  # not greedy: not compared
 
 
-SIM = [sys.executable, "-m", "sparktriage.sim.vllm"]
-
-
 @pytest.mark.slow
 def test_behind_a_gateway_without_whole_replies_the_gate_reads_the_streams(tmp_path):
     scenario = {"seed": 3, "startup_s": {}, "stats_interval_s": 1.0,
                 "decode": {"ttft_s": 0.005, "rate_tok_s": 400.0, "acceptance": [0.9, 0.7],
                            "spread_cv": 0.02},
                 "faults": {"greedy_change": {"depth": 2, "at": 5}}, "server": {"stream_only": True}}
-    (tmp_path / "scenario.json").write_text(json.dumps(scenario))
-    doc = {"schema_version": 1, "name": "sim", "lab": {"nodes": [{"name": "local", "host": "127.0.0.1"}]},
-           "model": {"path": "/models/tiny", "name": "tiny"}, "engine": {"vllm": SIM},
-           "serve": {"host": "127.0.0.1", "port": free_port()},
-           "env": {"SPARKTRIAGE_SIM": str(tmp_path / "scenario.json")},
-           "timeouts": {"startup_s": 60, "teardown_grace_s": 3},
-           "collect": {"interval_s": 0.5, "stacks_interval_s": None}}
-    (tmp_path / "deploy.yaml").write_text(json.dumps(doc))
-    plan = plan_sweep(tmp_path / "deploy.yaml", depths=(0, 1, 2), max_launches=3, requests=2,
+    plan = plan_sweep(sim_deployment(tmp_path, scenario), depths=(0, 1, 2), max_launches=3, requests=2,
                       max_tokens=40)
     result = run_sweep(plan, tmp_path / "run").document
     gates = {d["depth"]: d["gate"] for d in result["depths"]}
