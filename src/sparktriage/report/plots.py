@@ -304,7 +304,8 @@ SWEEP_CAPTION = (
     "What to read: left, the delivered decode rate per speculative depth (mean of launch means, "
     "bar: 95% interval over launches; dots: single launches) against the roofline ceiling of "
     "plain decode (grey line, when the deployment gives it); the dashed green line is the depth "
-    "the sweep chose. Overlapping bars mean the depths are not separated by the data. Right, "
+    "the sweep chose; the orange line and band, when there are, are the depth model's predicted "
+    "rate and its 95% interval. Overlapping bars mean the depths are not separated by the data. Right, "
     "the acceptance rate at each draft position per depth: where it falls off, deeper drafts "
     "only cost time.")
 
@@ -319,6 +320,9 @@ def sweep_values(sweep: dict, roofline: dict | None = None) -> dict:
             "high": [p["ci95_high"] if p["ci95_high"] is not None else p["mean"] for p in points],
             "rates": [p["rates"] for p in points], "ceiling_tok_s": ceiling,
             "chosen": sweep.get("decision", {}).get("depth"),
+            "predicted": [(r["depth"], r["predicted"], r["ci95_low"], r["ci95_high"])
+                          for r in (sweep.get("model") or {}).get("rows") or []
+                          if r.get("predicted") is not None],
             "per_position": {p["depth"]: p.get("per_position") or [] for p in points
                              if p.get("per_position")}}
 
@@ -341,6 +345,14 @@ def sweep_figure(sweep: dict, roofline: dict | None = None):
                   fmt="-o", capsize=3, color=_COLORS[0], label="mean of launches, 95% over launches")
     for depth, rates in zip(depths, v["rates"]):
         axes.plot([depth] * len(rates), rates, ".", color=_COLORS[0], alpha=0.4)
+    if v["predicted"]:
+        xs = [p[0] for p in v["predicted"]]
+        axes.plot(xs, [p[1] for p in v["predicted"]], "-", color="#ff7f0e", linewidth=1.2,
+                  gid="model", label="depth model, predicted")
+        banded = [p for p in v["predicted"] if p[2] is not None]
+        if banded:
+            axes.fill_between([p[0] for p in banded], [p[2] for p in banded], [p[3] for p in banded],
+                              color="#ff7f0e", alpha=0.15, linewidth=0)
     if v["ceiling_tok_s"] is not None:
         axes.axhline(v["ceiling_tok_s"], color="#7f7f7f", linewidth=1.2, gid="ceiling",
                      label=f"roofline ceiling {v['ceiling_tok_s']:.0f} tok/s")
