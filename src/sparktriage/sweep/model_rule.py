@@ -1,9 +1,10 @@
-"""Deciding and allocating with the depth model (docs/sweep.md, "Deciding with the model").
+"""Deciding and allocating with the depth model (docs/sweep.md, "The depth model").
 
 Under the model the rate at depth k is TPS(k) / (t0 · (1 + s·g(k))): the ranking of the depths
 depends on the slope s alone (t0 cancels) and on the counted TPS(k). The slope's 95% confidence
 set S (sweep.stepfit) therefore carries everything the launches say; TPS(k) carries its counting
-error (one-sided z at α per pair of depths, their two errors in quadrature). With
+error where a depth is read off another's counts (one-sided z at α over the other depths, the
+two depths' errors in quadrature). With
 ℓ_k(s) = log TPS(k) − log(1 + s·g(k)):
 
 * `best`: one depth b beats every other for every s in S, by more than the counting error;
@@ -16,12 +17,14 @@ If the true slope lies in S (95%) and the counts are right, a settled decision n
 within the margin of the best: the guarantee of the black-box rule. Before the model may settle
 it needs: the state `used` (every check passed), every eligible depth measured (a depth never
 launched could hide a step-cost jump that no curve fitted elsewhere can see), one depth measured
-twice (so the lack-of-fit test has run), df ≥ MIN_DF; the recommended depth is then measured. The repeated looks are not corrected for; the benchmark
-measures the error rate that results (docs/benchmarks.md).
+twice (so the lack-of-fit test has run), df ≥ MIN_DF, and no `surprises` left; the recommended
+depth is then measured. Its checks run once more when it would settle (sweep.rule.advance, with
+`contender_check` aimed at the decision). The repeated looks are not corrected for; the
+benchmark measures the error rate that results (docs/benchmarks.md).
 
 Allocation: depth 0 and the deepest depth first (they pin the slope), then the depth best at the
-fitted slope, then its closest rivals until every depth has a launch, then the depth whose next
-launch (landing on the curve: `stepfit.with_point`) most shrinks what keeps
+fitted slope, then its closest rivals until every depth has a launch, then the surprises, then
+the depth whose next launch (landing on the curve: `stepfit.with_point`) most shrinks what keeps
 the decision open, ties to fewer launches and the lower depth.
 """
 

@@ -2,7 +2,7 @@
 
 The depth model (sweep.model, sweep.model_rule) allocates and decides while its state is `used`
 or, on the way there, `not-enough-data` with its inputs still to come. Once a check rejects it
-(a rejection stands: sweep.model.over_launches), or when its inputs cannot come (rates compared
+(a rejection stands: `advance`), or when its inputs cannot come (rates compared
 end to end, no acceptance counts), or with `--no-model`, the black-box rule of sweep.allocate
 allocates and decides, over every launch already made: a rejected model costs launches, never
 correctness. The model's own verdict and why are kept in `sweep.json` (`model`).
@@ -113,9 +113,9 @@ def decide(situation: Situation, final: bool = True, model: DepthModel | None = 
                    if model.gated else None)  # type: ignore[union-attr]
         if settled is not None:
             return settled
-        why = model_rule.ready(model, situation.measured, situation.eligible) or "the slope's confidence set still " \
-            "leaves more than one depth possibly best"  # type: ignore[arg-type]
-        return model_rule.provisional(model, situation.eligible, final, why)  # type: ignore[arg-type]
+        open_ = (model_rule.ready(model, situation.measured, situation.eligible)  # type: ignore[arg-type]
+                 or "the slope's confidence set still leaves more than one depth possibly best")
+        return model_rule.provisional(model, situation.eligible, final, open_)  # type: ignore[arg-type]
     return allocate.decide(situation.means, margin=situation.margin, final=final)
 
 
