@@ -30,8 +30,8 @@ from sparktriage.sweep.stepfit import StepFit, StepPoint, StepShape
 
 
 EARLY_ALPHA = 0.01  # per check, spent over the looks before the model would settle
-GATE_ALPHA = 0.04  # the step-curve checks together, once, when the model would settle (docs/sweep.md)
-GATE_CHECKS = 4  # lack_of_fit, jump, monotone (here) and contender (sweep.model_rule)
+GATE_ALPHA = 0.04  # each step-curve check (lack_of_fit, jump, monotone) when the model would settle
+CONTENDER_ALPHA = 0.01  # the contender check then (sweep.model_rule.contender_check)
 
 
 @dataclass(frozen=True)
@@ -150,7 +150,9 @@ def level(name: str, looks: dict, gate: bool = False) -> float:
     """The level of a check's next look. After every launch a check may reject the model only
     on strong evidence: EARLY_ALPHA · 6 / (π² j²) at its j-th look, so that those looks sum to
     EARLY_ALPHA at most however many launches the sweep makes. When the model would settle (the
-    gate, run once: it either settles or rejects), each check runs at GATE_ALPHA."""
+    gate, run once: it either settles or rejects), each step-curve check runs at GATE_ALPHA
+    (docs/sweep.md: the levels were chosen with bench_sweep.py, trading a false rejection, which
+    costs launches, against a missed jump, which costs a wrong depth)."""
     if gate:
         return GATE_ALPHA
     j = looks.get(name, 0) + 1

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 from sparktriage.sweep import allocate, model_rule
 from sparktriage.sweep.allocate import Decision
-from sparktriage.sweep.model import GATE_ALPHA, GATE_CHECKS, DepthModel, ModelLaunch, build
+from sparktriage.sweep.model import CONTENDER_ALPHA, DepthModel, ModelLaunch, build
 from sparktriage.sweep.stepfit import StepShape
 
 
@@ -65,7 +65,7 @@ def advance(previous: DepthModel | None, history: list[ModelLaunch], situation: 
         gated = build(history, depths, shape, basis, looks, gate=True)
         if gated.state == "rejected":
             return replace(gated, rejected_after=last)
-        aimed = model_rule.contender_check(gated, pending.depth, GATE_ALPHA / GATE_CHECKS,  # type: ignore[arg-type]
+        aimed = model_rule.contender_check(gated, pending.depth, CONTENDER_ALPHA,  # type: ignore[arg-type]
                                            situation.margin)
         gated = replace(gated, checks=gated.checks + (aimed,))
         if aimed.passed is False:
