@@ -1,7 +1,8 @@
 """`sparktriage sweep` end to end on the real CPU vLLM: ngram over depths 0, 2 and 4, five
 launches of the bundled tiny MoE through the launch path (one folder each), acceptance read from
 the /metrics counter deltas of each protocol window, the gate passing at every depth, the decision
-printed with its intervals, the roofline percentage from user profiles; then `--resume` of a copy
+printed with its intervals, the roofline percentage from user profiles, the depth model's AL(2) read
+off depth 4's counts against depth 2's own (recomputed from the raw /metrics pages); then `--resume` of a copy
 whose last launch lost its record keeps the finished launches and repeats none.
 
 All launches are shared by this module (one sweep); run it under the vLLM lock."""
@@ -9,6 +10,7 @@ All launches are shared by this module (one sweep); run it under the vLLM lock."
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import subprocess
 import sys
@@ -53,7 +55,8 @@ def test_sweep_runs_five_launches_and_prints_the_decision_with_intervals(sweep_r
     assert doc == json.loads((run / "sweep.json").read_text())
     assert doc["method"] == "ngram" and doc["depths_requested"] == [0, 2, 4]
     assert doc["launches_used"] == 5 and all(l["status"] == "ok" for l in doc["launches"])
-    assert [l["depth"] for l in doc["launches"][:3]] == [0, 2, 4]  # the minimum, depth 0 first
+    # the depth model's order: depth 0, the deepest (its acceptance reference), then every other
+    assert [l["depth"] for l in doc["launches"][:3]] == [0, 4, 2]
     assert sorted(p.name for p in (run / "launches").iterdir()) == ["L001", "L002", "L003", "L004", "L005"]
     for launch in doc["launches"]:  # each launch's rate is its bench document's
         bench = json.loads((run / "launches" / launch["label"] / "bench.json").read_text())
@@ -136,3 +139,78 @@ def test_resume_keeps_finished_launches_and_records_the_interrupted_one(sweep_ru
     assert sorted(p.name for p in (copy / "launches").iterdir()) == ["L001", "L002", "L003", "L004", "L005"]
     assert {p: p.stat().st_mtime_ns for p in (copy / "launches").rglob("bench.json")} == before
     assert f"interrupted {lost['label']} not reused" in result.stderr
+
+
+def _counter_deltas(launch_dir) -> dict[str, float]:
+    """The spec-decode counters' growth over the launch's protocol windows, read from the raw
+    Prometheus pages the launch kept (metrics/NNN-before-W.prom, NNN-after-W.prom)."""
+    pages = {p.name.split("-", 1)[1]: p for p in sorted((launch_dir / "metrics").glob("*.prom"))}
+    total: dict[str, float] = {}
+    for name, before in pages.items():
+        if not name.startswith("before-"):
+            continue
+        after = pages["after-" + name.removeprefix("before-")]
+        for sign, page in ((-1.0, before), (1.0, after)):
+            for line in page.read_text().splitlines():
+                if not line.startswith("vllm:spec_decode_num_") or "_total" not in line:
+                    continue
+                name, value = line.rsplit(" ", 1)
+                key = name.split("{")[0].removeprefix("vllm:spec_decode_num_").removesuffix("_total")
+                if 'position="' in name:
+                    key += "@" + name.split('position="')[1].split('"')[0]
+                total[key] = total.get(key, 0.0) + sign * float(value)
+    return total
+
+
+def test_depth_model_reads_depth_2_off_depth_4_as_the_counts_say(sweep_run):
+    """The issue's must-show: AL(2) read off the deepest launch (depth 4's per-position counts)
+    against AL(2) measured at depth 2's own launches. Recomputed here from the raw /metrics pages:
+    the drafter check passes exactly when every position's rates agree within its counting error
+    (two-proportion z, the check's Bonferroni level), and otherwise the model is rejected for it."""
+    _, run, result = sweep_run
+    doc = json.loads((run / "sweep.json").read_text())
+    model = doc["model"]
+    used = set(model["inputs"]["launches"])
+    counts: dict[int, dict] = {}
+    for launch in doc["launches"]:
+        if launch["label"] not in used or not launch["depth"]:
+            continue
+        raw = _counter_deltas(run / "launches" / launch["label"])
+        acc = launch["acceptance"]
+        # the launch record's counts are the raw counters' growth
+        assert acc["drafts"] == pytest.approx(raw["drafts"])
+        per_pos = [raw.get(f"accepted_tokens_per_pos@{i}", 0.0) for i in range(launch["depth"])]
+        assert acc["accepted_per_position"] == pytest.approx(per_pos)
+        pooled = counts.setdefault(launch["depth"], {"drafts": 0.0, "per_pos": [0.0] * launch["depth"],
+                                                     "repeats": 0.0})
+        pooled["drafts"] += raw["drafts"]
+        pooled["per_pos"] = [a + b for a, b in zip(pooled["per_pos"], per_pos)]
+        pooled["repeats"] += acc["repeats"]
+    assert set(counts) == {2, 4}, "one launch at depth 4 and at least one at depth 2 are in the model"
+    ref, own = counts[4], counts[2]
+    from_reference = 1 + sum(ref["per_pos"][:2]) / ref["drafts"]
+    measured = 1 + sum(own["per_pos"]) / own["drafts"]
+    drafter = next(c for c in model["checks"] if c["name"] == "drafter")
+    figures = drafter["figures"]
+    assert figures["reference_depth"] == 4
+    assert figures["acceptance_length"]["2"] == {"measured": round(measured, 4),
+                                                 "from_reference": round(from_reference, 4)}
+    zs = []
+    for i in range(2):
+        a, b = own["per_pos"][i] / own["drafts"], ref["per_pos"][i] / ref["drafts"]
+        p = (own["per_pos"][i] + ref["per_pos"][i]) / (own["drafts"] + ref["drafts"])
+        se = math.sqrt(max(p * (1 - p), 1e-12)
+                       * (own["repeats"] / own["drafts"] + ref["repeats"] / ref["drafts"]))
+        zs.append((a - b) / se)
+    assert [r["z"] for r in figures["positions"]] == pytest.approx(zs, abs=1e-3)
+    agree = max(abs(z) for z in zs) <= figures["critical_z"]
+    print(f"AL(2) from depth 4's counts {from_reference:.3f} ({ref['drafts']:.0f} drafts), measured at "
+          f"depth 2 {measured:.3f} ({own['drafts']:.0f} drafts); z per position "
+          f"{[round(z, 2) for z in zs]} against {figures['critical_z']}: "
+          f"{'agree' if agree else 'differ'}; model {model['state']}")
+    assert drafter["passed"] is agree
+    if agree:  # the model reads AL(k) off depth 4 where a depth has no launch, and says so
+        assert model["inputs"]["acceptance_from"].startswith("depth 4's counts")
+    else:
+        assert model["state"] == "rejected" and model["rejected_by"].startswith("drafter")
+        assert "the drafter depends on k" in model["reason"]
