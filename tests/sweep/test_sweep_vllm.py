@@ -1,4 +1,4 @@
-"""`sparktriage sweep` end to end on the real CPU vLLM: ngram over depths 0, 2 and 4, five
+"""`sparktriage sweep` end to end on the real CPU vLLM: ngram over depths 0, 2 and 4, four
 launches of the bundled tiny MoE through the launch path (one folder each), acceptance read from
 the /metrics counter deltas of each protocol window, the gate passing at every depth, the decision
 printed with its intervals, the roofline percentage from user profiles, the depth model's AL(2) read
@@ -41,23 +41,23 @@ def sweep_run(testbed, tmp_path_factory):
     (root / "deploy.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
     run = root / "run"
     result = subprocess.run([sys.executable, "-m", "sparktriage", "sweep", str(root / "deploy.yaml"),
-                             "--depths", "0,2,4", "--max-launches", "5", "--requests", "2",
+                             "--depths", "0,2,4", "--max-launches", "4", "--requests", "2",
                              "--max-tokens", str(TOKENS), "--out", str(run), "--json", "-"],
                             capture_output=True, text=True, timeout=1500)
     return root, run, result
 
 
-def test_sweep_runs_five_launches_and_prints_the_decision_with_intervals(sweep_run):
+def test_sweep_runs_four_launches_and_prints_the_decision_with_intervals(sweep_run):
     _, run, result = sweep_run
     assert result.returncode == 0, result.stderr[-3000:]
     doc = json.loads(result.stdout)
     SweepJson.model_validate(doc)  # the issue's JSON contract
     assert doc == json.loads((run / "sweep.json").read_text())
     assert doc["method"] == "ngram" and doc["depths_requested"] == [0, 2, 4]
-    assert doc["launches_used"] == 5 and all(l["status"] == "ok" for l in doc["launches"])
+    assert doc["launches_used"] == 4 and all(l["status"] == "ok" for l in doc["launches"])
     # the depth model's order: depth 0, the deepest (its acceptance reference), then every other
     assert [l["depth"] for l in doc["launches"][:3]] == [0, 4, 2]
-    assert sorted(p.name for p in (run / "launches").iterdir()) == ["L001", "L002", "L003", "L004", "L005"]
+    assert sorted(p.name for p in (run / "launches").iterdir()) == ["L001", "L002", "L003", "L004"]
     for launch in doc["launches"]:  # each launch's rate is its bench document's
         bench = json.loads((run / "launches" / launch["label"] / "bench.json").read_text())
         assert launch["delivered_tok_s"] == workload_rate(bench, "code")
@@ -71,7 +71,7 @@ def test_sweep_runs_five_launches_and_prints_the_decision_with_intervals(sweep_r
     text = result.stderr  # --json -: the human lines go to stderr
     assert f"decision: {decision['state']}, depth {decision['depth']}" in text
     with_ci = [d for d in doc["depths"] if d["n"] >= 2]
-    assert with_ci, "two of the five launches share a depth"
+    assert with_ci, "two of the four launches share a depth"
     for d in with_ci:
         assert d["ci95_low"] < d["mean_tok_s"] < d["ci95_high"]
         assert f"(95% CI over launches {d['ci95_low']:.2f}-{d['ci95_high']:.2f})" in text
@@ -133,10 +133,10 @@ def test_resume_keeps_finished_launches_and_records_the_interrupted_one(sweep_ru
                              "--json", "-"], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     doc = json.loads(result.stdout)
-    # the launch budget (5) is spent with the interrupted launch: nothing is relaunched
-    assert doc["launches_used"] == 5 and doc["decision"]["stop_reason"] == "launch budget spent"
+    # the launch budget (4) is spent with the interrupted launch: nothing is relaunched
+    assert doc["launches_used"] == 4 and doc["decision"]["stop_reason"] == "launch budget spent"
     assert doc["launches"][-1]["label"] == lost["label"] and doc["launches"][-1]["interrupted"] is True
-    assert sorted(p.name for p in (copy / "launches").iterdir()) == ["L001", "L002", "L003", "L004", "L005"]
+    assert sorted(p.name for p in (copy / "launches").iterdir()) == ["L001", "L002", "L003", "L004"]
     assert {p: p.stat().st_mtime_ns for p in (copy / "launches").rglob("bench.json")} == before
     assert f"interrupted {lost['label']} not reused" in result.stderr
 
