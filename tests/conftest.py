@@ -191,3 +191,18 @@ def start_sim(tmp_path):
     yield start
     for process in started:
         process.stop()
+
+
+# The suite runs on two workers in CI (scripts/test.sh: pytest-xdist, `--dist loadgroup`). Every
+# module is one group, so a module's shared servers (module-scoped fixtures) start once, on one
+# worker; the modules that build the namespace lab (fixed names: bridge st-br0, namespaces
+# st-nodeK, 10.250.0.0/24) share one group and so never run at the same time.
+LAB_MODULES = frozenset({"tests/launch/test_netns_ray.py", "tests/launch/test_netns_vllm.py",
+                         "tests/testbed/test_lab.py", "tests/redact/test_conformance.py"})
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        module = item.nodeid.split("::", 1)[0]
+        group = "namespace-lab" if module in LAB_MODULES else module
+        item.add_marker(pytest.mark.xdist_group(group))

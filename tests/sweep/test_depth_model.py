@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import random
+import statistics
 
 import pytest
 
@@ -172,15 +173,24 @@ def _sweep(slope: float, seed: int, jump=None, sd: float = 0.065, cap: int = 40)
 
 
 def test_the_rule_decides_with_the_model_after_the_ends_and_every_depth_is_measured():
+    """Twenty noisy sweeps (6.5% launch spread) of one smooth curve: each starts at depth 0 and
+    the deepest, measures every depth before it decides and recommends a measured depth within
+    the margin; most are decided by the model, in far fewer launches than the 3-per-depth grid
+    (a surprising depth is launched again, so a few sweeps run longer)."""
     truth = {d: rate(d, 0.2) for d in range(5)}
     best = max(truth, key=truth.get)
-    decision, history, model = _sweep(0.2, seed=3)
-    assert [l.depth for l in history[:2]] == [0, 4]  # depth 0 and the deepest first
-    assert {l.depth for l in history} == {0, 1, 2, 3, 4}  # every depth before it decides
-    assert decision.rule == "model" and decision.state in ("best", "tied") and model.usable
-    assert truth[decision.depth] >= 0.98 * truth[best]
-    assert any(l.depth == decision.depth for l in history)  # the recommendation was measured
-    assert len(history) < 15  # fewer than the 3-per-depth grid
+    lengths, by_model = [], 0
+    for seed in range(20):
+        decision, history, model = _sweep(0.2, seed=seed)
+        assert [l.depth for l in history[:2]] == [0, 4]  # depth 0 and the deepest first
+        assert {l.depth for l in history} == {0, 1, 2, 3, 4}  # every depth before it decides
+        assert decision.state in ("best", "tied")
+        assert truth[decision.depth] >= 0.98 * truth[best]
+        assert any(l.depth == decision.depth for l in history)  # the recommendation was measured
+        by_model += decision.rule == "model" and model.usable
+        lengths.append(len(history))
+    assert by_model >= 17
+    assert statistics.median(lengths) <= 8  # the grid: 15
 
 
 def test_a_jump_rejects_the_model_and_the_black_box_rule_decides_with_every_launch():

@@ -87,7 +87,7 @@ def test_where_the_model_holds_it_decides_with_fewer_launches_and_matches_the_sc
 
 def test_a_kernel_path_jump_rejects_the_model_and_the_black_box_rule_decides(tmp_path):
     truth = _truth(jump=(2, 1.7))
-    doc = _sweep(tmp_path, _scenario(cost={"jump": {"depth": 2, "factor": 1.7}}), max_launches=10)
+    doc = _sweep(tmp_path, _scenario(cost={"jump": {"depth": 2, "factor": 1.7}}), max_launches=16)
     model, decision = doc["model"], doc["decision"]
     assert model["state"] == "rejected" and model["rejected_after"] is not None
     assert model["decided"] is False and decision["rule"] == "black-box"

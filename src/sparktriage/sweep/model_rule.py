@@ -43,7 +43,7 @@ MIN_DF = 3
 GRID = 24
 SURPRISE_Z = 2.0  # a depth whose launches sit this far from the curve is launched again ...
 CHALLENGER_Z = 1.0  # ... or that compare with the fastest better than the curve says by this z
-SURPRISE_MAX = 3  # ... until it has this many launches
+SURPRISE_MAX = 8  # ... until it has this many launches (benchmark: 3 left a 1.3x step-cost jump wrong in 24% of sweeps, 8 in 13%; docs/sweep.md)
 REACH_Z = 1.0  # the contender test takes depths within this many standard errors of reaching r
 
 
