@@ -6,9 +6,12 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 import shutil
 import subprocess
+import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -85,6 +88,46 @@ def vllm_ngram_server(testbed, tmp_path_factory):
     spec = ServeSpec(model=testbed.model(), speculative_config=NGRAM_SPEC)
     with served(testbed, spec, tmp_path_factory.mktemp("vllm-ngram")) as server:
         yield server
+
+
+@dataclass(frozen=True)
+class DemoSession:
+    """One finished `sparktriage demo` run (read-only: its tests only look)."""
+
+    work: Path  # its working folder: every byte the command wrote lies under it
+    run: Path  # its run directory (work/run)
+    result: subprocess.CompletedProcess  # stdout and stderr as bytes
+    tokens: int  # --max-tokens
+    temp_left: frozenset[str]  # what vLLM left in the machine's temporary folder
+
+
+DEMO_TOKENS = 96
+
+
+def vllm_temp_files() -> set[str]:
+    """What vLLM leaves in the machine's temporary folder when it runs there: rendezvous files
+    and IPC sockets (UUID-named)."""
+    uuid = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+    return {p.name for p in Path(tempfile.gettempdir()).iterdir()
+            if p.name.startswith("vllm_dist_") or uuid.match(p.name)}
+
+
+@pytest.fixture(scope="session")
+def demo_session(testbed, tmp_path_factory) -> DemoSession:
+    """The session's one real `sparktriage demo` (three launches of the tiny MoE, probe,
+    protocol, sweep, signed md+pdf report), shared by tests/cli/test_demo.py, which checks what
+    it did, and the redaction conformance test (tests/redact/test_conformance.py), which greps
+    everything it wrote for the secrets planted in its environment (the conformance test's
+    `_env()`: OPENAI_API_KEY, HF_TOKEN, AWS keys). It runs from its own working folder."""
+    from redact.test_conformance import _env
+
+    work = tmp_path_factory.mktemp("demo")
+    run = work / "run"
+    before = vllm_temp_files()
+    result = subprocess.run([sys.executable, "-m", "sparktriage", "demo", "--requests", "3",
+                             "--max-tokens", str(DEMO_TOKENS), "--out", str(run), "--json", "-"],
+                            capture_output=True, env=_env(), cwd=work, timeout=1200)
+    return DemoSession(work, run, result, DEMO_TOKENS, frozenset(vllm_temp_files() - before))
 
 
 @pytest.fixture

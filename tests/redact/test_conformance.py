@@ -8,7 +8,9 @@ greps every byte it produced: stdout, stderr, every file under the case's folder
 of every archive (.tar.gz, .zip) and the text of every PDF (pdftotext). Zero hits.
 
 Servers are the simulator (src/sparktriage/sim, in its own process); `demo` is the one command
-that runs the real CPU vLLM (marked `vllm`: run it under the shared lock). The test is
+that runs the real CPU vLLM (marked `vllm`): its case greps the session's one demo run
+(tests/conftest.py `demo_session`, run with the same planted environment; tests/cli/test_demo.py
+checks what that run did). The test is
 parametrized over the commands the program registers: a command without a case fails, so a new
 command cannot ship without being checked (add its case to CASES).
 """
@@ -149,6 +151,7 @@ class Case:
     argv: Callable[[Ctx], list[str]]
     timeout_s: float = 180
     vllm: bool = False  # runs the real CPU vLLM (under the shared lock)
+    shared: str | None = None  # a session fixture that already ran the command (DemoSession)
     ok: tuple[int, ...] = (0, 1)  # exit codes that mean "it ran" (1: findings)
 
 
@@ -303,10 +306,9 @@ CASES: dict[str, list[Case]] = {
     "testbed": [Case("lab-up-down", _lab_up_down)],
     "schema": [Case("check-planted", _schema_check, ok=(2,))],
     "rules": [Case("check", _rules_file, ok=(0, 1, 2))],
-    "demo": [Case("real-vllm", lambda c: [
-        "demo", "--out", str(c.tmp / "run"), "--requests", "1", "--max-tokens", "8",
-        "--depths", "0", "--launches", "1", "--no-probe", "--format", "pdf", "--json", "-"],
-        timeout_s=900, vllm=True)],
+    # the session's one demo run (tests/conftest.py `demo_session`, also checked by
+    # tests/cli/test_demo.py): run with _env()'s planted secrets from its own working folder
+    "demo": [Case("real-vllm", lambda c: [], vllm=True, shared="demo_session")],
 }
 
 
@@ -350,8 +352,11 @@ def test_no_planted_secret_in_anything_a_command_writes(command, case, tmp_path,
     ctx = Ctx(tmp_path / "work", inputs, write_planted_log(inputs / "planted.log"), request)
     ctx.tmp.mkdir()
     try:
-        argv = case.argv(ctx)
-        result = run(ctx, argv, case.timeout_s)
+        if case.shared:  # already run, with the same environment (_env) and its own folder
+            done = request.getfixturevalue(case.shared)
+            ctx.tmp, result = done.work, done.result
+        else:
+            result = run(ctx, case.argv(ctx), case.timeout_s)
     finally:
         for proc in ctx.background:
             if proc.poll() is None:
