@@ -22,6 +22,7 @@ from sparktriage.testbed.paths import locate
 from sparktriage.testbed.server import ServeSpec, served
 from sparktriage.testbed.synthetic_run import SyntheticSpec, make_run
 
+REPO = Path(__file__).resolve().parents[1]
 NGRAM_SPEC = json.dumps({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4,
                          "prompt_lookup_min": 2})
 
@@ -128,6 +129,48 @@ def demo_session(testbed, tmp_path_factory) -> DemoSession:
                              "--max-tokens", str(DEMO_TOKENS), "--out", str(run), "--json", "-"],
                             capture_output=True, env=_env(), cwd=work, timeout=1200)
     return DemoSession(work, run, result, DEMO_TOKENS, frozenset(vllm_temp_files() - before))
+
+
+@dataclass(frozen=True)
+class ColdStart:
+    """One recorded cold-storage start, watched live as it ran (read-only)."""
+
+    bundle: Path  # the evidence bundle `collect` wrote
+    result: dict  # collect's result
+    live: list[dict]  # the live watcher's verdicts, as it reported them
+    live_path: Path  # the watcher's own record of them (JSON lines)
+
+
+@pytest.fixture(scope="session")
+def cold_storage_start(testbed, tmp_path_factory) -> ColdStart:
+    """The cold-storage fault, started once for the session: a 280 MB checkpoint (4 shards) on a
+    cold loop volume read through a blkio limit of 8 MB/s, served by the real CPU vLLM under the
+    real collectors, with the session's live stall watcher (session.live.StallWatcher) on the
+    bundle as it is written, as `session run` watches a launch. Read by
+    tests/stalls/test_reproductions.py::test_cold_storage (the recorded bundle's classification)
+    and tests/session/test_live_stall.py (the live verdicts). Needs root, as CI has."""
+    from sparktriage.session.live import StallWatcher
+    from sparktriage.testbed.faults import LoopVolume, ReadThrottle
+    from sparktriage.testbed.repro import ServeRun, record
+
+    if os.geteuid() != 0:
+        pytest.fail("the stall reproductions need root (cgroup v1 and loop devices), as CI has")
+    root = tmp_path_factory.mktemp("cold-storage")
+    model = root / "big"
+    subprocess.run([str(testbed.python), str(REPO / "provision" / "make_big_model.py"),
+                    str(testbed.model()), str(model), "--mb", "280", "--shards", "4"],
+                   check=True, capture_output=True, timeout=300)
+    bundle, live_path = root / "bundle", root / "live-stalls.jsonl"
+    seen: list[dict] = []
+    with LoopVolume(root, 450) as volume:
+        shutil.copytree(model, volume.mount / "model")
+        volume.make_cold()  # remount: nothing of the checkpoint is cached any more
+        with ReadThrottle(volume.device, 8_000_000) as throttle:  # 8 MB/s, like a slow share
+            run = ServeRun(str(volume.mount / "model"), root / "scratch", wrap=throttle.wrap,
+                           max_s=480)
+            with StallWatcher(bundle, live_path, lambda event, details: seen.append(details)):
+                _, result = record(testbed, run, bundle)
+    return ColdStart(bundle, result, seen, live_path)
 
 
 @pytest.fixture

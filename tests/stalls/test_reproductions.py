@@ -26,7 +26,7 @@ import pytest
 
 from sparktriage.stalls.analyze import analyze
 from sparktriage.stalls.detect import DetectParams
-from sparktriage.testbed.faults import LoopVolume, MemoryLimit, ReadThrottle
+from sparktriage.testbed.faults import MemoryLimit
 from sparktriage.testbed.repro import ServeRun, record
 from sparktriage.testbed.ports import free_port
 
@@ -77,18 +77,10 @@ def test_healthy_start_has_no_stall(baseline, rules):
     assert [p["name"] for p in document["phases"]][-1] == "ready"
 
 
-def test_cold_storage(testbed, rules, tmp_path):
-    model = tmp_path / "big"
-    subprocess.run([str(testbed.python), str(REPO / "provision" / "make_big_model.py"),
-                    str(testbed.model()), str(model), "--mb", "280", "--shards", "4"],
-                   check=True, capture_output=True, timeout=300)
-    with LoopVolume(tmp_path, 450) as volume:
-        shutil.copytree(model, volume.mount / "model")
-        volume.make_cold()  # remount: nothing of the checkpoint is cached any more
-        with ReadThrottle(volume.device, 8_000_000) as throttle:  # 8 MB/s, like a slow share
-            run = ServeRun(str(volume.mount / "model"), tmp_path / "scratch", wrap=throttle.wrap,
-                           max_s=480)
-            bundle, result = record(testbed, run, tmp_path / "bundle")
+def test_cold_storage(cold_storage_start, rules):
+    # the session's one cold-storage start (tests/conftest.py), also read by
+    # tests/session/test_live_stall.py for the live watcher's verdicts
+    bundle, result = cold_storage_start.bundle, cold_storage_start.result
     assert result["outcome"] == "ready", result
     document = _classify(bundle, rules)
     (finding,) = _findings(document, "cold-storage")
