@@ -27,6 +27,68 @@ NGRAM_SPEC = json.dumps({"method": "ngram", "num_speculative_tokens": 3, "prompt
                          "prompt_lookup_min": 2})
 
 
+# --- the fast tier: `bash scripts/test.sh -m "not slow"` (docs/testbed.md) -------------------
+
+ALWAYS_SLOW = ("vllm", "netns", "fuzz")  # a real vLLM, a namespace lab, the bounded fuzz job
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test of the real test bed (marked vllm, or using the `testbed` fixture), every
+    namespace-lab test and the fuzz job are also `slow`, so `-m "not slow"` leaves them all
+    out; a test that uses the real test bed without its `vllm` mark is a collection error."""
+    unmarked = []
+    for item in items:
+        marks = {m.name for m in item.iter_markers()}
+        if "testbed" in getattr(item, "fixturenames", ()) and "vllm" not in marks:
+            unmarked.append(item.nodeid)
+        if marks & set(ALWAYS_SLOW) and "slow" not in marks:
+            item.add_marker(pytest.mark.slow)
+    if unmarked:
+        raise pytest.UsageError("tests use the real vLLM test bed without @pytest.mark.vllm: "
+                                + ", ".join(unmarked))
+
+
+def _real_vllm() -> Path | None:
+    """The installed test bed's `vllm` (None without one)."""
+    try:
+        return locate().vllm.resolve()
+    except Exception:  # noqa: BLE001 - no test bed here: nothing real to start
+        return None
+
+
+@pytest.fixture(autouse=True)
+def _fast_tier_starts_no_vllm(request, monkeypatch):
+    """A test outside `slow` whose server start (testbed.server.served, testbed.repro.record)
+    would run the installed test bed's real `vllm` fails at once, before starting it: the fast
+    tier stays fast and honest. Fake beds and the simulator as engine pass."""
+    if request.node.get_closest_marker("slow") is not None:
+        return
+    import sparktriage.testbed.repro as repro
+    import sparktriage.testbed.server as server
+
+    def refuse_real(argv) -> None:
+        real = _real_vllm()
+        named = [str(a) for a in argv if "=" not in str(a) and "vllm" in Path(str(a)).name]
+        if real is not None and any(Path(a).resolve() == real for a in named):
+            pytest.fail(f"{request.node.nodeid} starts the test bed's real vLLM but is not "
+                        "marked slow: mark it vllm", pytrace=False)
+
+    def deployment(*args, **kwargs):
+        doc = server_deployment(*args, **kwargs)
+        engine = doc["engine"]["vllm"]
+        refuse_real([engine] if isinstance(engine, str) else engine)
+        return doc
+
+    def serve_argv(*args, **kwargs):
+        argv = repro_serve_argv(*args, **kwargs)
+        refuse_real(argv)
+        return argv
+
+    server_deployment, repro_serve_argv = server.deployment, repro.serve_argv
+    monkeypatch.setattr(server, "deployment", deployment)
+    monkeypatch.setattr(repro, "serve_argv", serve_argv)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def vllm_ipc_folder():
     """vLLM leaves its ZMQ IPC sockets (one file per engine channel, named by a UUID) in the
