@@ -152,6 +152,8 @@ class Case:
     timeout_s: float = 180
     vllm: bool = False  # runs the real CPU vLLM (under the shared lock)
     shared: str | None = None  # a session fixture that already ran the command (DemoSession)
+    slow: bool = False  # over a few seconds on CI's 2 cores: left out of the fast tier
+    netns: bool = False  # builds the namespace lab (root)
     ok: tuple[int, ...] = (0, 1)  # exit codes that mean "it ran" (1: findings)
 
 
@@ -272,7 +274,7 @@ def _reproduce(ctx: Ctx) -> list[str]:
 
 
 CASES: dict[str, list[Case]] = {
-    "reproduce": [Case("client-inputs", _reproduce)],
+    "reproduce": [Case("client-inputs", _reproduce, slow=True)],
     "logs": [Case("file", lambda c: ["logs", str(c.log), "--json", str(c.tmp / "logs.json")]),
              Case("stdout", lambda c: ["logs", str(c.log), "--json", "-"])],
     "stalls": [Case("file", lambda c: ["stalls", str(c.log), "--json", str(c.tmp / "stalls.json")])],
@@ -287,23 +289,23 @@ CASES: dict[str, list[Case]] = {
     "selfcheck": [Case("sim", lambda c: [
         "selfcheck", "--endpoint", c.sim_url_with_credentials(), "--api-key", FLAG_KEY,
         "--model", "sim", "--quick", "--workload", "code", "--no-probe", "--log", str(c.log),
-        "--format", "md", "--out", str(c.tmp / "run"), "--json", "-"], timeout_s=300)],
+        "--format", "md", "--out", str(c.tmp / "run"), "--json", "-"], timeout_s=300, slow=True)],
     "collect": [Case("cmd", _collect)],
     "launch": [Case("planted-engine", lambda c: [
         "launch", str(_deployment(c)), "--out", str(c.tmp / "run"), "--hold", "1",
-        "--json", "-"], ok=(0, 1, 3))],
-    "report": [Case("planted-run", _report)],
+        "--json", "-"], ok=(0, 1, 3), slow=True)],
+    "report": [Case("planted-run", _report, slow=True)],
     "verify": [Case("report", _verify)],
     "simulate": [Case("served", _simulate)],
     "sweep": [Case("planted-engine", lambda c: [
         "sweep", str(_deployment(c)), "--depths", "0,1", "--max-launches", "2", "--requests", "1",
         "--max-tokens", "8", "--workload", "code", "--out", str(c.tmp / "sweep"), "--json", "-"],
-        timeout_s=300)],
+        timeout_s=300, slow=True)],
     "session": [Case("planted-engine", lambda c: [
         "session", "run", str(_deployment(c)), "--out", str(c.tmp / "session"), "--launches", "1",
         "--depths", "0", "--requests", "1", "--max-tokens", "8", "--workload", "code",
-        "--no-probe", "--format", "md", "--json", "-"], timeout_s=300)],
-    "testbed": [Case("lab-up-down", _lab_up_down)],
+        "--no-probe", "--format", "md", "--json", "-"], timeout_s=300, slow=True)],
+    "testbed": [Case("lab-up-down", _lab_up_down, netns=True)],
     "schema": [Case("check-planted", _schema_check, ok=(2,))],
     "rules": [Case("check", _rules_file, ok=(0, 1, 2))],
     # the session's one demo run (tests/conftest.py `demo_session`, also checked by
@@ -339,7 +341,8 @@ def _params():
             yield pytest.param(command, None, id=f"{command}-NO-CASE")
             continue
         for case in cases:
-            marks = [pytest.mark.vllm] if case.vllm else []
+            marks = ([pytest.mark.vllm] if case.vllm else []) + (
+                [pytest.mark.slow] if case.slow else []) + ([pytest.mark.netns] if case.netns else [])
             yield pytest.param(command, case, id=f"{command}-{case.name}", marks=marks)
 
 
