@@ -6,9 +6,12 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 import shutil
 import subprocess
+import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -19,8 +22,71 @@ from sparktriage.testbed.paths import locate
 from sparktriage.testbed.server import ServeSpec, served
 from sparktriage.testbed.synthetic_run import SyntheticSpec, make_run
 
+REPO = Path(__file__).resolve().parents[1]
 NGRAM_SPEC = json.dumps({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4,
                          "prompt_lookup_min": 2})
+
+
+# --- the fast tier: `bash scripts/test.sh -m "not slow"` (docs/testbed.md) -------------------
+
+ALWAYS_SLOW = ("vllm", "netns", "fuzz")  # a real vLLM, a namespace lab, the bounded fuzz job
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test of the real test bed (marked vllm, or using the `testbed` fixture), every
+    namespace-lab test and the fuzz job are also `slow`, so `-m "not slow"` leaves them all
+    out; a test that uses the real test bed without its `vllm` mark is a collection error."""
+    unmarked = []
+    for item in items:
+        marks = {m.name for m in item.iter_markers()}
+        if "testbed" in getattr(item, "fixturenames", ()) and "vllm" not in marks:
+            unmarked.append(item.nodeid)
+        if marks & set(ALWAYS_SLOW) and "slow" not in marks:
+            item.add_marker(pytest.mark.slow)
+    if unmarked:
+        raise pytest.UsageError("tests use the real vLLM test bed without @pytest.mark.vllm: "
+                                + ", ".join(unmarked))
+
+
+def _real_vllm() -> Path | None:
+    """The installed test bed's `vllm` (None without one)."""
+    try:
+        return locate().vllm.resolve()
+    except Exception:  # noqa: BLE001 - no test bed here: nothing real to start
+        return None
+
+
+@pytest.fixture(autouse=True)
+def _fast_tier_starts_no_vllm(request, monkeypatch):
+    """A test outside `slow` whose server start (testbed.server.served, testbed.repro.record)
+    would run the installed test bed's real `vllm` fails at once, before starting it: the fast
+    tier stays fast and honest. Fake beds and the simulator as engine pass."""
+    if request.node.get_closest_marker("slow") is not None:
+        return
+    import sparktriage.testbed.repro as repro
+    import sparktriage.testbed.server as server
+
+    def refuse_real(argv) -> None:
+        real = _real_vllm()
+        named = [str(a) for a in argv if "=" not in str(a) and "vllm" in Path(str(a)).name]
+        if real is not None and any(Path(a).resolve() == real for a in named):
+            pytest.fail(f"{request.node.nodeid} starts the test bed's real vLLM but is not "
+                        "marked slow: mark it vllm", pytrace=False)
+
+    def deployment(*args, **kwargs):
+        doc = server_deployment(*args, **kwargs)
+        engine = doc["engine"]["vllm"]
+        refuse_real([engine] if isinstance(engine, str) else engine)
+        return doc
+
+    def serve_argv(*args, **kwargs):
+        argv = repro_serve_argv(*args, **kwargs)
+        refuse_real(argv)
+        return argv
+
+    server_deployment, repro_serve_argv = server.deployment, repro.serve_argv
+    monkeypatch.setattr(server, "deployment", deployment)
+    monkeypatch.setattr(repro, "serve_argv", serve_argv)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -85,6 +151,88 @@ def vllm_ngram_server(testbed, tmp_path_factory):
     spec = ServeSpec(model=testbed.model(), speculative_config=NGRAM_SPEC)
     with served(testbed, spec, tmp_path_factory.mktemp("vllm-ngram")) as server:
         yield server
+
+
+@dataclass(frozen=True)
+class DemoSession:
+    """One finished `sparktriage demo` run (read-only: its tests only look)."""
+
+    work: Path  # its working folder: every byte the command wrote lies under it
+    run: Path  # its run directory (work/run)
+    result: subprocess.CompletedProcess  # stdout and stderr as bytes
+    tokens: int  # --max-tokens
+    temp_left: frozenset[str]  # what vLLM left in the machine's temporary folder
+
+
+DEMO_TOKENS = 96
+
+
+def vllm_temp_files() -> set[str]:
+    """What vLLM leaves in the machine's temporary folder when it runs there: rendezvous files
+    and IPC sockets (UUID-named)."""
+    uuid = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+    return {p.name for p in Path(tempfile.gettempdir()).iterdir()
+            if p.name.startswith("vllm_dist_") or uuid.match(p.name)}
+
+
+@pytest.fixture(scope="session")
+def demo_session(testbed, tmp_path_factory) -> DemoSession:
+    """The session's one real `sparktriage demo` (three launches of the tiny MoE, probe,
+    protocol, sweep, signed md+pdf report), shared by tests/cli/test_demo.py, which checks what
+    it did, and the redaction conformance test (tests/redact/test_conformance.py), which greps
+    everything it wrote for the secrets planted in its environment (the conformance test's
+    `_env()`: OPENAI_API_KEY, HF_TOKEN, AWS keys). It runs from its own working folder."""
+    from redact.test_conformance import _env
+
+    work = tmp_path_factory.mktemp("demo")
+    run = work / "run"
+    before = vllm_temp_files()
+    result = subprocess.run([sys.executable, "-m", "sparktriage", "demo", "--requests", "3",
+                             "--max-tokens", str(DEMO_TOKENS), "--out", str(run), "--json", "-"],
+                            capture_output=True, env=_env(), cwd=work, timeout=1200)
+    return DemoSession(work, run, result, DEMO_TOKENS, frozenset(vllm_temp_files() - before))
+
+
+@dataclass(frozen=True)
+class ColdStart:
+    """One recorded cold-storage start, watched live as it ran (read-only)."""
+
+    bundle: Path  # the evidence bundle `collect` wrote
+    result: dict  # collect's result
+    live: list[dict]  # the live watcher's verdicts, as it reported them
+    live_path: Path  # the watcher's own record of them (JSON lines)
+
+
+@pytest.fixture(scope="session")
+def cold_storage_start(testbed, tmp_path_factory) -> ColdStart:
+    """The cold-storage fault, started once for the session: a 280 MB checkpoint (4 shards) on a
+    cold loop volume read through a blkio limit of 8 MB/s, served by the real CPU vLLM under the
+    real collectors, with the session's live stall watcher (session.live.StallWatcher) on the
+    bundle as it is written, as `session run` watches a launch. Read by
+    tests/stalls/test_reproductions.py::test_cold_storage (the recorded bundle's classification)
+    and tests/session/test_live_stall.py (the live verdicts). Needs root, as CI has."""
+    from sparktriage.session.live import StallWatcher
+    from sparktriage.testbed.faults import LoopVolume, ReadThrottle
+    from sparktriage.testbed.repro import ServeRun, record
+
+    if os.geteuid() != 0:
+        pytest.fail("the stall reproductions need root (cgroup v1 and loop devices), as CI has")
+    root = tmp_path_factory.mktemp("cold-storage")
+    model = root / "big"
+    subprocess.run([str(testbed.python), str(REPO / "provision" / "make_big_model.py"),
+                    str(testbed.model()), str(model), "--mb", "280", "--shards", "4"],
+                   check=True, capture_output=True, timeout=300)
+    bundle, live_path = root / "bundle", root / "live-stalls.jsonl"
+    seen: list[dict] = []
+    with LoopVolume(root, 450) as volume:
+        shutil.copytree(model, volume.mount / "model")
+        volume.make_cold()  # remount: nothing of the checkpoint is cached any more
+        with ReadThrottle(volume.device, 8_000_000) as throttle:  # 8 MB/s, like a slow share
+            run = ServeRun(str(volume.mount / "model"), root / "scratch", wrap=throttle.wrap,
+                           max_s=480)
+            with StallWatcher(bundle, live_path, lambda event, details: seen.append(details)):
+                _, result = record(testbed, run, bundle)
+    return ColdStart(bundle, result, seen, live_path)
 
 
 @pytest.fixture

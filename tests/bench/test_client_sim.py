@@ -52,6 +52,7 @@ def token_counts(entry: dict) -> list[int]:
 
 
 @pytest.mark.parametrize("rate", [50, 500, 2000])
+@pytest.mark.slow
 def test_decode_rate_within_0_3_percent_of_ground_truth(sim, rate):
     # Streams of three seconds: a scheduler hiccup of a few ms on a busy 2-core machine stays
     # well below 0.3% (9 ms); the median of three requests is what must be that close.

@@ -90,6 +90,7 @@ def test_malformed_sse_mid_run_is_recorded_and_exits_1(sim, tmp_path):
     assert not [line for line in result.stderr.splitlines() if line.startswith("error:")]
 
 
+@pytest.mark.slow
 def test_bad_workload_file_exits_2_with_file_and_line(tmp_path):
     path = tmp_path / "bad.yaml"
     path.write_text("name: bad\napi: completions\nprompt: hi\nmax_tokens: -3\n")

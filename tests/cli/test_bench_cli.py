@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from bench_contract import check_bench_document
 
 
@@ -67,6 +69,7 @@ def test_a_killed_bench_keeps_what_it_measured_and_can_be_rebuilt(sim, tmp_path)
     assert (run / "launches" / "L001" / "bench.json").exists()
 
 
+@pytest.mark.slow
 def test_api_key_from_the_environment_and_never_written(start_sim, tmp_path):
     keyed = start_sim({"api_key": "s3cret-value"})
     env = dict(os.environ, OPENAI_API_KEY="s3cret-value")

@@ -11,6 +11,7 @@ import tarfile
 from pathlib import Path
 
 import psutil
+
 import pytest
 
 from sparktriage.bundle.reader import Bundle
@@ -59,6 +60,7 @@ def test_collect_around_a_real_vllm_server_by_pid(vllm_server, tmp_path):
         assert all(name.split("/")[0] == "bundle" for name in tar.getnames())
 
 
+@pytest.mark.slow
 def test_collect_runs_a_command_until_ready_and_stops_it(tmp_path):
     port = str(_free_port())
     out = tmp_path / "bundle"

@@ -6,11 +6,9 @@ the sweep decision and a signed report checked with the stock ssh-keygen and sha
 from __future__ import annotations
 
 import json
-import re
 import socket
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -26,28 +24,14 @@ pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 TOKENS = 96
 
 
-def _vllm_temp_files() -> set[str]:
-    """What vLLM leaves in the machine's temporary folder when it runs there: rendezvous files
-    and IPC sockets (UUID-named); the demo's servers must leave none."""
-    uuid = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-    return {p.name for p in Path(tempfile.gettempdir()).iterdir()
-            if p.name.startswith("vllm_dist_") or uuid.match(p.name)}
-
-
 @pytest.fixture(scope="module")
-def demo_run(testbed, tmp_path_factory, demo_temp):
-    run = tmp_path_factory.mktemp("demo") / "run"
-    before = _vllm_temp_files()
-    result = subprocess.run([sys.executable, "-m", "sparktriage", "demo", "--requests", "3",
-                             "--max-tokens", str(TOKENS), "--out", str(run), "--json", "-"],
-                            capture_output=True, text=True, timeout=1200)
-    demo_temp.update(_vllm_temp_files() - before)
-    return run, result
-
-
-@pytest.fixture(scope="module")
-def demo_temp() -> set[str]:
-    return set()
+def demo_run(demo_session):
+    """The session's one demo run (tests/conftest.py `demo_session`: also the redaction
+    conformance test's demo case), as (run directory, result with text output)."""
+    assert demo_session.tokens == TOKENS
+    result = demo_session.result
+    return demo_session.run, subprocess.CompletedProcess(
+        result.args, result.returncode, result.stdout.decode(), result.stderr.decode())
 
 
 def _folder(run, label: str):
@@ -76,7 +60,7 @@ def test_demo_session_succeeds_and_summarises(demo_run):
             assert s.connect_ex(("127.0.0.1", spec["serve"]["port"])) != 0
 
 
-def test_the_demo_leaves_nothing_in_the_temporary_folder(demo_run, demo_temp):
+def test_the_demo_leaves_nothing_in_the_temporary_folder(demo_run, demo_session):
     """Its servers' temporary folder is the demo's own scratch folder (named by the run
     directory, so a resume finds it), removed at the end with what vLLM left there."""
     run, result = demo_run
@@ -84,7 +68,7 @@ def test_the_demo_leaves_nothing_in_the_temporary_folder(demo_run, demo_temp):
     temp = yaml.safe_load((run / "deployment.yaml").read_text())["env"]["TMPDIR"]
     assert Path(temp).parent == scratch_folder(RunDir(run)) and not Path(temp).parent.exists()
     assert len(temp) + 1 + 36 < 107  # room for vLLM's socket names (UUIDs)
-    assert demo_temp == set()
+    assert demo_session.temp_left == frozenset()
 
 
 def test_every_document_the_demo_wrote_validates_against_its_model(demo_run):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+
 import pytest
 
 from sparktriage.sim.thread import toy_server
@@ -40,6 +41,7 @@ def test_healthy_json_contract_and_raw_records(tmp_path, capsys):
     assert json.loads((launch / "probe.json").read_text())["verdict"] == doc["verdict"]
 
 
+@pytest.mark.slow
 def test_garbage_and_suspect_exit_1(tmp_path, capsys):
     with toy_server(ToyConfig(garbage="!")) as server:
         code, out, _ = run_cli(["--endpoint", server.url, "--out", str(tmp_path / "a")], capsys)
@@ -49,6 +51,7 @@ def test_garbage_and_suspect_exit_1(tmp_path, capsys):
     assert code == 1 and "verdict: SUSPECT" in out
 
 
+@pytest.mark.slow
 def test_save_baseline_then_compare(tmp_path, capsys):
     fp = tmp_path / "fp.json"
     with toy_server() as server:

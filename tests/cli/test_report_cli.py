@@ -15,6 +15,7 @@ def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
                           text=True, env=env, timeout=300)
 
 
+@pytest.mark.slow
 def test_report_then_verify_end_to_end(report_run, report_keys, tmp_path):
     out = tmp_path / "rep"
     done = run("report", str(report_run), "--out", str(out), "--sign", str(report_keys["main"]),
@@ -50,6 +51,7 @@ def test_report_then_verify_end_to_end(report_run, report_keys, tmp_path):
     assert result["modified"] == ["data/run.json"] and not result["ok"]
 
 
+@pytest.mark.slow
 def test_default_report_folder_is_inside_the_run(report_run, tmp_path):
     run_copy = tmp_path / "run"
     shutil.copytree(report_run, run_copy)

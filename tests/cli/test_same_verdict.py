@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 
 def _run(*argv: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "sparktriage", *argv], capture_output=True,
@@ -21,6 +23,7 @@ def test_a_file_that_is_not_a_vllm_log_is_refused_alike_by_logs_and_stalls(tmp_p
     assert logs.stdout == ""
 
 
+@pytest.mark.slow
 def test_logs_states_gaps_as_facts_and_leaves_the_stall_verdict_to_stalls(tmp_path):
     """A 70 s gap in weight loading: `logs` lists it under `silences` without a finding; only
     `stalls` judges it (here: a stall, with the same length)."""

@@ -7,12 +7,15 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 
 def _cli(*argv: str, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "sparktriage", *argv], capture_output=True,
                           text=True, timeout=timeout)
 
 
+@pytest.mark.slow
 def test_bench_then_probe_record_into_one_launch(sim, tmp_path):
     run = tmp_path / "run"
     bench = _cli("bench", "--endpoint", sim.base_url, "--model", "sim", "--requests", "2",

@@ -91,6 +91,7 @@ def test_file_tail_backfills_follows_and_survives_rotation(tmp_path):
     assert seen[0][1] == pytest.approx(began, abs=0.3) and seen[2][1] > seen[0][1]
 
 
+@pytest.mark.vllm  # reads the installed test bed's venv (no server is started)
 def test_environment_of_a_real_vllm_venv_process(testbed):
     """Versions are read from the server's own venv (the real vLLM CPU build), without imports."""
     proc = subprocess.Popen([str(testbed.python), "-c", "import time; time.sleep(60)"],

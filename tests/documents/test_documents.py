@@ -66,6 +66,7 @@ def test_every_document_of_a_synthetic_run_validates(synthetic):
                     "sweep": 1}
 
 
+@pytest.mark.slow
 def test_report_json_written_by_the_report_validates(synthetic, tmp_path, capsys):
     code, _, err = _cli(capsys, "report", str(synthetic), "--out", str(tmp_path / "r"),
                         "--format", "md")

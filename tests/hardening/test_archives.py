@@ -44,6 +44,7 @@ def test_stalls_of_an_archive_with_a_stall(stall_archive):
     (hostile.file_then_member, "lies under 'b/nodes', which is a file"),
     (hostile.dir_over_bundle_json, "member 'b/bundle.json' is a folder, not a file"),
 ])
+@pytest.mark.slow
 def test_odd_trees_exit_2(tmp_path, make, message):
     path = make(tmp_path / "odd.tar.gz")
     result = cli("stalls", str(path))  # before: exit 70
@@ -75,6 +76,7 @@ def test_truncated_archive_is_exit_2_naming_the_member(stall_archive, tmp_path):
         assert "truncated or corrupt archive" in line and "member 'bundle/" in line, line
 
 
+@pytest.mark.slow
 def test_many_members_are_indexed_once(tmp_path):
     # before: `logs` reopened and rescanned the tar for every member and never finished
     path = hostile.many_members(tmp_path / "many.tar.gz", 2000)

@@ -116,6 +116,7 @@ http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
 """
 
 
+@pytest.mark.slow
 def test_collect_until_ready_waits_on_the_commands_port(tmp_path):
     # before: it polled 127.0.0.1:8000 whatever the command's --port, and never stopped
     script = tmp_path / "server.py"

@@ -53,6 +53,7 @@ def _launch(tmp_path, mark, lab, hold_s=0.0, while_ready=None, **kwargs):
     return plan, launch_once(plan, run.next_launch(), None, hold_s, while_ready)
 
 
+@pytest.mark.slow
 def test_three_nodes_ready_per_node_plan_and_env_diff(tmp_path, mark, lab):
     seen = {}
 
@@ -95,6 +96,7 @@ def test_three_nodes_ready_per_node_plan_and_env_diff(tmp_path, mark, lab):
     assert f"port {lab.nodes[2].port}" in lab.nodes[0].log.read_text()
 
 
+@pytest.mark.slow
 def test_one_node_dying_tears_down_every_node(tmp_path, mark, lab):
     plan, result = _launch(tmp_path, mark, lab, hold_s=30.0,
                            node_env={"n2": sim_env(faults={"exit_after_s": 4, "exit_code": 9})})
@@ -111,6 +113,7 @@ def test_one_node_dying_tears_down_every_node(tmp_path, mark, lab):
         assert bundle.info.outcome == "failed-after-ready"
 
 
+@pytest.mark.slow
 def test_cut_link_tears_down_every_node(tmp_path, mark, lab):
     node2 = lab.nodes[1]
 
@@ -146,6 +149,7 @@ HOSTILE = [
 ]
 
 
+@pytest.mark.slow
 def test_hostile_values_arrive_literally_and_never_run(tmp_path, mark, lab):
     canary = tmp_path / "canary"
     values = [h.format(canary=canary) for h in HOSTILE]

@@ -17,6 +17,7 @@ import time
 from dataclasses import replace
 
 import psutil
+
 import pytest
 
 from launchkit import sim_deployment, processes_with, wait_gone
@@ -39,6 +40,7 @@ def _launch(tmp_path, mark, hold_s=0.0, **kwargs):
     return plan, result, events
 
 
+@pytest.mark.slow
 def test_ready_then_teardown_leaves_nothing(tmp_path, mark):
     plan, result, events = _launch(tmp_path, mark, hold_s=2.5,
                                    env={"NCCL_SOCKET_IFNAME": "lo", "HF_TOKEN": "hf_secret123"})
@@ -100,6 +102,7 @@ def test_exit_before_ready_is_a_failure(tmp_path, mark):
         assert any(e["event"] == "process-exited" and e["rc"] == 17 for e in bundle.events())
 
 
+@pytest.mark.slow
 def test_startup_deadline_takes_stacks_and_tears_down(tmp_path, mark):
     _, result, _ = _launch(tmp_path, mark, scenario={"faults": {"never_ready": True}},
                            timeouts={"startup_s": 4},
@@ -112,6 +115,7 @@ def test_startup_deadline_takes_stacks_and_tears_down(tmp_path, mark):
         assert any(f.function == "main" for s in stacks for t in s.threads for f in t.frames)
 
 
+@pytest.mark.slow
 def test_sigterm_ignored_and_child_outside_group_still_killed(tmp_path, mark):
     _, result, _ = _launch(tmp_path, mark, hold_s=1.5,
                            scenario={"child": "setsid", "faults": {"ignore_sigterm": True}},
@@ -121,6 +125,7 @@ def test_sigterm_ignored_and_child_outside_group_still_killed(tmp_path, mark):
     assert wait_gone(mark, 2) == []
 
 
+@pytest.mark.slow
 def test_relaunch_gives_one_bundle_per_replicate(tmp_path, mark):
     plan = build_plan(load_deployment(sim_deployment(tmp_path / "d.yaml", mark)))
     run = RunDir.create(tmp_path / "run", ["test"])
@@ -135,6 +140,7 @@ def test_relaunch_gives_one_bundle_per_replicate(tmp_path, mark):
     assert wait_gone(mark, 2) == []
 
 
+@pytest.mark.slow
 def test_lost_local_agent_is_reaped(tmp_path, mark):
     plan = build_plan(load_deployment(sim_deployment(tmp_path / "d.yaml", mark)))
     run = RunDir.create(tmp_path / "run", ["test"])
@@ -169,6 +175,7 @@ def _default_interrupts() -> None:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+@pytest.mark.slow
 def test_ctrl_c_tears_down_and_exits_130(tmp_path, mark, sig):
     deployment = sim_deployment(tmp_path / "d.yaml", mark)
     plan = build_plan(load_deployment(deployment))
@@ -189,6 +196,7 @@ def test_ctrl_c_tears_down_and_exits_130(tmp_path, mark, sig):
     assert not psutil.pid_exists(cli.pid) or psutil.Process(cli.pid).status() == "zombie"
 
 
+@pytest.mark.slow
 def test_a_ctrl_c_during_teardown_is_held_until_the_teardown_is_done(tmp_path, mark):
     """The plan's last teardown command sends this process SIGINT: the teardown is not cut
     short (the launch ends completed, nothing left), and the Ctrl-C is not lost: it interrupts

@@ -7,6 +7,7 @@ import io
 import json
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -62,6 +63,7 @@ def test_random_bytes_parse_and_analyse(data):
     json.dumps(doc, allow_nan=False)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(st.data())
 def test_mutated_real_lines_never_crash_and_both_paths_agree(data):

@@ -58,6 +58,7 @@ def test_gross_patterns_are_garbage(config, pattern, deciding):
     assert doc["advice"], "a garbage verdict says what to try next"
 
 
+@pytest.mark.slow
 def test_fluent_but_wrong_is_suspect_then_garbage_against_a_baseline(tmp_path):
     with toy_server() as good:
         outcome = asyncio.run(run_probe(ProbeSettings(good.url, seed=3), lambda *_: None, lambda _: None))
@@ -122,6 +123,7 @@ def test_live_reference_endpoint_is_compared():
     assert doc["reference_tokens_spent"] > 0
 
 
+@pytest.mark.slow
 def test_a_weak_model_is_judged_against_its_own_baseline(tmp_path):
     """A model that always fails some absolute guards (a tiny model) is not flagged on every
     launch once a baseline of it exists: only the change counts (calibrate.py)."""

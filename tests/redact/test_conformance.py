@@ -8,7 +8,9 @@ greps every byte it produced: stdout, stderr, every file under the case's folder
 of every archive (.tar.gz, .zip) and the text of every PDF (pdftotext). Zero hits.
 
 Servers are the simulator (src/sparktriage/sim, in its own process); `demo` is the one command
-that runs the real CPU vLLM (marked `vllm`: run it under the shared lock). The test is
+that runs the real CPU vLLM (marked `vllm`): its case greps the session's one demo run
+(tests/conftest.py `demo_session`, run with the same planted environment; tests/cli/test_demo.py
+checks what that run did). The test is
 parametrized over the commands the program registers: a command without a case fails, so a new
 command cannot ship without being checked (add its case to CASES).
 """
@@ -149,6 +151,9 @@ class Case:
     argv: Callable[[Ctx], list[str]]
     timeout_s: float = 180
     vllm: bool = False  # runs the real CPU vLLM (under the shared lock)
+    shared: str | None = None  # a session fixture that already ran the command (DemoSession)
+    slow: bool = False  # over a few seconds on CI's 2 cores: left out of the fast tier
+    netns: bool = False  # builds the namespace lab (root)
     ok: tuple[int, ...] = (0, 1)  # exit codes that mean "it ran" (1: findings)
 
 
@@ -269,7 +274,7 @@ def _reproduce(ctx: Ctx) -> list[str]:
 
 
 CASES: dict[str, list[Case]] = {
-    "reproduce": [Case("client-inputs", _reproduce)],
+    "reproduce": [Case("client-inputs", _reproduce, slow=True)],
     "logs": [Case("file", lambda c: ["logs", str(c.log), "--json", str(c.tmp / "logs.json")]),
              Case("stdout", lambda c: ["logs", str(c.log), "--json", "-"])],
     "stalls": [Case("file", lambda c: ["stalls", str(c.log), "--json", str(c.tmp / "stalls.json")])],
@@ -284,29 +289,28 @@ CASES: dict[str, list[Case]] = {
     "selfcheck": [Case("sim", lambda c: [
         "selfcheck", "--endpoint", c.sim_url_with_credentials(), "--api-key", FLAG_KEY,
         "--model", "sim", "--quick", "--workload", "code", "--no-probe", "--log", str(c.log),
-        "--format", "md", "--out", str(c.tmp / "run"), "--json", "-"], timeout_s=300)],
+        "--format", "md", "--out", str(c.tmp / "run"), "--json", "-"], timeout_s=300, slow=True)],
     "collect": [Case("cmd", _collect)],
     "launch": [Case("planted-engine", lambda c: [
         "launch", str(_deployment(c)), "--out", str(c.tmp / "run"), "--hold", "1",
-        "--json", "-"], ok=(0, 1, 3))],
-    "report": [Case("planted-run", _report)],
+        "--json", "-"], ok=(0, 1, 3), slow=True)],
+    "report": [Case("planted-run", _report, slow=True)],
     "verify": [Case("report", _verify)],
     "simulate": [Case("served", _simulate)],
     "sweep": [Case("planted-engine", lambda c: [
         "sweep", str(_deployment(c)), "--depths", "0,1", "--max-launches", "2", "--requests", "1",
         "--max-tokens", "8", "--workload", "code", "--out", str(c.tmp / "sweep"), "--json", "-"],
-        timeout_s=300)],
+        timeout_s=300, slow=True)],
     "session": [Case("planted-engine", lambda c: [
         "session", "run", str(_deployment(c)), "--out", str(c.tmp / "session"), "--launches", "1",
         "--depths", "0", "--requests", "1", "--max-tokens", "8", "--workload", "code",
-        "--no-probe", "--format", "md", "--json", "-"], timeout_s=300)],
-    "testbed": [Case("lab-up-down", _lab_up_down)],
+        "--no-probe", "--format", "md", "--json", "-"], timeout_s=300, slow=True)],
+    "testbed": [Case("lab-up-down", _lab_up_down, netns=True)],
     "schema": [Case("check-planted", _schema_check, ok=(2,))],
     "rules": [Case("check", _rules_file, ok=(0, 1, 2))],
-    "demo": [Case("real-vllm", lambda c: [
-        "demo", "--out", str(c.tmp / "run"), "--requests", "1", "--max-tokens", "8",
-        "--depths", "0", "--launches", "1", "--no-probe", "--format", "pdf", "--json", "-"],
-        timeout_s=900, vllm=True)],
+    # the session's one demo run (tests/conftest.py `demo_session`, also checked by
+    # tests/cli/test_demo.py): run with _env()'s planted secrets from its own working folder
+    "demo": [Case("real-vllm", lambda c: [], vllm=True, shared="demo_session")],
 }
 
 
@@ -337,7 +341,8 @@ def _params():
             yield pytest.param(command, None, id=f"{command}-NO-CASE")
             continue
         for case in cases:
-            marks = [pytest.mark.vllm] if case.vllm else []
+            marks = ([pytest.mark.vllm] if case.vllm else []) + (
+                [pytest.mark.slow] if case.slow else []) + ([pytest.mark.netns] if case.netns else [])
             yield pytest.param(command, case, id=f"{command}-{case.name}", marks=marks)
 
 
@@ -350,8 +355,11 @@ def test_no_planted_secret_in_anything_a_command_writes(command, case, tmp_path,
     ctx = Ctx(tmp_path / "work", inputs, write_planted_log(inputs / "planted.log"), request)
     ctx.tmp.mkdir()
     try:
-        argv = case.argv(ctx)
-        result = run(ctx, argv, case.timeout_s)
+        if case.shared:  # already run, with the same environment (_env) and its own folder
+            done = request.getfixturevalue(case.shared)
+            ctx.tmp, result = done.work, done.result
+        else:
+            result = run(ctx, case.argv(ctx), case.timeout_s)
     finally:
         for proc in ctx.background:
             if proc.poll() is None:

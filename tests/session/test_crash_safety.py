@@ -14,8 +14,12 @@ import signal
 import subprocess
 import time
 
+import pytest
+
 from conftest import (complete_lines, engine_pids, read_state, request_records, running_step,
                       run_to_end, session_argv, wait_gone, write_deployment)
+
+pytestmark = pytest.mark.slow  # the simulator as vLLM, but minutes of relaunches
 
 OPTIONS = ["--launches", "2", "--depths", "0,2", "--requests", "2", "--max-tokens", "16",
            "--no-probe", "--format", "md"]

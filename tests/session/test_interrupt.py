@@ -9,7 +9,11 @@ import json
 import signal
 import subprocess
 
+import pytest
+
 from conftest import engine_pids, read_state, running_step, run_to_end, session_argv, wait_for
+
+pytestmark = pytest.mark.slow  # the simulator as vLLM, but minutes of relaunches
 
 OPTIONS = ["--launches", "1", "--depths", "0,2", "--requests", "2", "--max-tokens", "16",
            "--no-probe", "--format", "md"]

@@ -83,6 +83,7 @@ def tmux(tmp_path):
     subprocess.run([*session.base, "kill-server"], capture_output=True)
 
 
+@pytest.mark.slow
 def test_live_view_golden_screens(tmp_path, tmux):
     # six quiet seconds after the weights are loaded, 20 tok/s (the simulator as vllm serve
     # reads SPARKTRIAGE_SIM, the interim stand-in simserve.py the SIMSERVE_* knobs)
@@ -110,6 +111,7 @@ def test_live_view_golden_screens(tmp_path, tmux):
     assert engine_pids(str(tmp_path / "model-under-test")) == []
 
 
+@pytest.mark.slow
 def test_plain_lines_when_not_a_terminal(tmp_path):
     deploy = write_deployment(tmp_path)
     result = run_to_end(session_argv("run", str(deploy), "--out", str(tmp_path / "run"), *OPTIONS))

@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from conftest import write_deployment
 
 from sparktriage.session import nodestate
@@ -44,6 +46,7 @@ def test_dry_run_prints_the_plan_and_writes_nothing(tmp_path):
     assert plan["worst_case_s"] == round(plan["estimate_s"] + 7 * 63, 1)
 
 
+@pytest.mark.slow
 def test_bad_input_one_line_exit_2(tmp_path):
     result = cli("session", "resume", str(tmp_path))
     assert result.returncode == 2 and result.stderr.strip().startswith("error:")

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import httpx
+
 import pytest
 
 from sparktriage.config.deployment import load_deployment
@@ -144,6 +145,7 @@ def test_acceptance_and_rate_per_depth_with_launch_spread():
     assert draw_launch(scenario, 2, 5) == draw_launch(scenario, 2, 5)  # reproducible
 
 
+@pytest.mark.slow
 def test_launch_counter_and_seed_give_each_launch_its_draw(sims, tmp_path):
     scenario = {"decode": {"rate_tok_s": 300, "spread_cv": 0.2}, "launch_counter": str(tmp_path / "n")}
     draws = []
@@ -203,6 +205,7 @@ def _deployment(tmp_path: Path, scenario: dict, port: int) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_launched_by_the_supervisor_the_log_parser_sees_every_phase_and_a_stall(tmp_path):
     scenario = {"startup_s": {"weight_read": 0.6, "cuda_graphs": 0.3},
                 "faults": {"stall": {"phase": "compile", "seconds": 2.5}}}

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 LOGS = REPO / "tests" / "fixtures" / "logs"
 
@@ -32,6 +34,7 @@ def test_failure_log_exits_one_with_cause():
     assert "fix:" in result.stdout
 
 
+@pytest.mark.slow
 def test_bad_inputs_are_one_line_errors(tmp_path):
     (tmp_path / "garbage.log").write_bytes(b"\x00\xff" * 100)
     (tmp_path / "bundle").mkdir()
@@ -43,6 +46,7 @@ def test_bad_inputs_are_one_line_errors(tmp_path):
         assert "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_rules_check_passes_and_runs_fixtures():
     result = _run("rules", "check", "--json", "-")
     assert result.returncode == 0, result.stdout + result.stderr

@@ -46,6 +46,7 @@ def test_positive_cases_pin_a_quiet_or_other_time_too():
         assert others, f"{case.path}: pin a time or cause where it must not fire"
 
 
+@pytest.mark.slow
 def test_run_all_reports_nothing_wrong(rules):
     results, problems = fixture_layer.run_all(FIXTURES, rules)
     assert not problems, [str(p) for p in problems]

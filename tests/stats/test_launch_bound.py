@@ -153,6 +153,7 @@ def _anytime_rule(rng: random.Random, mu: tuple[float, float], sd: float,
             return 2 * t, int(z > 0)
 
 
+@pytest.mark.slow
 def test_a_rule_correct_on_every_instance_spends_at_least_the_bound():
     rng, mu, sd = random.Random(7), (10.0, 11.0), 1.0
     runs = [_anytime_rule(rng, mu, sd, 0.05) for _ in range(2000)]

@@ -22,6 +22,7 @@ import pytest
 
 from sparktriage.testbed.paths import locate
 
+pytestmark = pytest.mark.slow  # a pip install into a fresh venv
 REPO = Path(__file__).resolve().parents[2]
 
 
