@@ -12,7 +12,7 @@ import pytest
 from sparktriage.errors import InputError
 from sparktriage.limits import LimitError
 from sparktriage.testbed.replay import exchanges
-from sparktriage.testbed.replay.exchanges import Exchange, Recording, canonical_body, differences
+from sparktriage.testbed.replay.exchanges import Exchange, Recording, canonical_body, differences, first_difference
 from sparktriage.testbed.replay.proxy import RecordingProxy
 from sparktriage.testbed.replay.server import LoopbackServer, ReplayServer
 
@@ -100,7 +100,7 @@ def test_differences_ignore_exactly_the_volatile_fields():
     ex = first.exchanges[1]
     changed = Exchange(ex.method, ex.path, ex.request, ex.status, ex.headers, ex.body.replace(b'"n": 0', b'"n": 1'))
     found = differences([changed] + first.exchanges[2:] + first.exchanges[:1], first.exchanges)
-    assert len(found) == 1 and found[0].endswith("(#1): body differ")
+    assert len(found) == 1 and found[0].endswith("(#1): body differ at $.n: 1 != 0")
     assert "asked 0 time(s), recorded 1" in differences(first.exchanges[1:], first.exchanges)[0]
 
 
@@ -147,3 +147,13 @@ def test_load_caps_and_checks_recording_files(tmp_path, monkeypatch):
     monkeypatch.setattr(exchanges, "FILE_MAX_BYTES", 10)
     with pytest.raises(LimitError, match="recording file"):
         exchanges.load(path)
+
+
+def test_first_difference_names_the_path_and_both_values():
+    assert first_difference({"a": [1, {"b": 2}]}, {"a": [1, {"b": 3}]}) == " at $.a[1].b: 2 != 3"
+    assert first_difference({"a": 1}, {"a": 1, "c": 0}) == " at $.c: only in committed"
+    assert first_difference([1], [1, 2]) == " at $: 1 items != 2"
+    assert first_difference({"a": [1]}, {"a": [1]}) == ""
+    assert first_difference([-0.4454679787158966], [-0.4454684257507324]) == ""  # the burst's jitter
+    assert first_difference([-0.4454], [-0.4455]) == " at $[0]: -0.4454 != -0.4455"
+    assert first_difference(["1"], [1]) == " at $[0]: 1 != 1" and first_difference([2], [3]) != ""

@@ -13,10 +13,14 @@ A recording file is LZMA-compressed JSON (`schema_version`, `kind`, free-form `m
 file, its decompressed size and its number of exchanges, and checks every field's type.
 
 `differences()` says where a fresh recording differs from a committed one after canonicalizing
-exactly what a server makes up per request or per start: the `id` and `created` of an OpenAI
-answer; in `/v1/models`, each card's `created`, `root` (the served folder) and its permissions'
-`id` and `created`; the `date`, `x-request-id` and `content-length` headers. Everything else,
-every logprob included, must be equal.
+exactly what a server makes up per request or per start: the `id`, `created` and
+`system_fingerprint` (vLLM's differs on every start) of an OpenAI answer; in `/v1/models`,
+each card's `created`, `root` (the served folder) and its permissions' `id` and `created`;
+the `date`, `x-request-id` and `content-length` headers. Everything else must be equal: status,
+headers, every string, token id and integer exactly, and every float within `FLOAT_RTOL`
+relative (at least absolute for |x| < 1): vLLM CPU's logprobs of the probe's burst (the same
+requests batched together) differ by a few float32 steps (about 5e-7) from run to run, as the
+batch's composition changes the summation order; tokens and texts do not change.
 """
 
 from __future__ import annotations
@@ -36,9 +40,11 @@ KIND = "sparktriage-http-recording"
 FILE_MAX_BYTES = 4 << 20  # one compressed recording
 DECOMPRESSED_MAX_BYTES = 64 << 20
 EXCHANGES_MAX = 10_000
+VOLATILE_FIELDS = frozenset({"id", "created", "system_fingerprint"})  # of an answer, top level
 VOLATILE_HEADERS = frozenset({"date", "x-request-id", "content-length"})
 HOP_HEADERS = frozenset({"connection", "keep-alive", "transfer-encoding", "content-length", "date"})
 SHOWN = 8  # differences listed at most
+FLOAT_RTOL = 1e-5  # about 100 float32 steps; the burst's run-to-run jitter is about 4
 
 Key = tuple[str, str, str]
 
@@ -178,7 +184,7 @@ def _canonical_doc(path: str, doc: object) -> object:
     """`doc` with the fields a server makes up per request or per start blanked (module doc)."""
     if not isinstance(doc, dict):
         return doc
-    doc = {k: ("<volatile>" if k in ("id", "created") else v) for k, v in doc.items()}
+    doc = {k: ("<volatile>" if k in VOLATILE_FIELDS else v) for k, v in doc.items()}
     if path.startswith("/v1/models") and isinstance(doc.get("data"), list):
         cards = []
         for card in doc["data"]:
@@ -211,10 +217,36 @@ def differences(fresh: list[Exchange], committed: list[Exchange]) -> list[str]:
             found.append(f"{describe(key)}: asked {len(a)} time(s), recorded {len(b)}")
         for i, (x, y) in enumerate(zip(a, b)):
             cx, cy = canonical_response(x), canonical_response(y)
-            if cx != cy:
-                what = [name for name, u, v in zip(("status", "headers", "body"), cx, cy) if u != v]
-                found.append(f"{describe(key)} (#{i + 1}): {', '.join(what)} differ")
+            body = first_difference(cx[2], cy[2])
+            what = [name for name, u, v in zip(("status", "headers"), cx, cy) if u != v] + (["body"] if body else [])
+            if what:
+                found.append(f"{describe(key)} (#{i + 1}): {', '.join(what)} differ{body}")
     return found
+
+
+def first_difference(a: object, b: object, where: str = "$") -> str:
+    """Where two canonical bodies first differ, as ` at PATH: A != B` ('' when equal; floats
+    within FLOAT_RTOL count as equal)."""
+    if isinstance(a, float) and isinstance(b, float):
+        close = abs(a - b) <= FLOAT_RTOL * max(1.0, abs(a), abs(b))
+        return "" if close else f" at {where}: {a} != {b}"
+    if type(a) is not type(b) or not isinstance(a, (dict, list)):
+        return "" if a == b else f" at {where}: {str(a)[:60]} != {str(b)[:60]}"
+    if isinstance(a, dict):
+        for k in sorted(set(a) | set(b)):
+            if k not in a or k not in b:
+                return f" at {where}.{k}: only in {'fresh' if k in a else 'committed'}"
+            found = first_difference(a[k], b[k], f"{where}.{k}")
+            if found:
+                return found
+        return ""
+    if len(a) != len(b):
+        return f" at {where}: {len(a)} items != {len(b)}"
+    for i, (x, y) in enumerate(zip(a, b)):
+        found = first_difference(x, y, f"{where}[{i}]")
+        if found:
+            return found
+    return ""
 
 
 def summary(found: list[str]) -> str:
