@@ -2,11 +2,13 @@
 
 Usage: .venv/bin/python provision/garbage/confusion.py
 
-The real-vLLM variant tests (tests/probe/test_vllm_variants.py) serve every catalogue variant
-of the tiny MoE model and probe it; with SPARKTRIAGE_CONFUSION_OUT set they also write their
-rows to that JSON file and rewrite the table in docs/garbage.md, and the fingerprint of the
-healthy model (the baseline `sparktriage demo` can probe against) to src/sparktriage/testbed/garbage/fingerprint.json. One code path for the tests
-and the published table: what the table shows is what the tests asserted.
+The variant tests (tests/probe/test_vllm_variants.py) probe every catalogue variant of the tiny
+MoE model from its recording of real vLLM (provision/garbage/record.py makes them) and four of
+them on real vLLM too; with SPARKTRIAGE_CONFUSION_OUT set they also write their rows to that
+JSON file and rewrite the table in docs/garbage.md, and the fingerprint of the healthy model
+(the baseline `sparktriage demo` can probe against) to
+src/sparktriage/testbed/garbage/fingerprint.json. One code path for the tests and the published
+table: what the table shows is what the tests asserted.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
-"""Serve one variant of the tiny MoE model with real vLLM and probe it (tests, scripts, bench).
+"""Probe one variant of the tiny MoE model and tabulate it (tests, scripts, bench).
 
-`run_variant()` writes the variant's checkpoint, starts `vllm serve` on it through the launch
-supervisor (eager, in-process engine core for a faster start), probes it against the baseline of its format when one is
-given, stops the server and returns one row of the confusion table: the verdict with the
-baseline, the verdict the same families give without it, the pattern and the deciding numbers.
+`serve_spec()` is how the test bed serves a variant (eager, in-process engine core for a
+faster start); `probe()` runs the product's probe against a URL (a real server, the recording
+proxy or the replay server: testbed/garbage/scenario.py); `row()` makes one row of the
+confusion table (the verdict with the baseline, the verdict the same families give without it,
+the pattern and the deciding numbers); `ConfusionRecorder` writes the table.
 """
 
 from __future__ import annotations
@@ -13,13 +14,10 @@ import json
 import time
 from pathlib import Path
 
-from sparktriage.probe import baseline as baseline_io
 from sparktriage.probe import verdict as verdict_rules
 from sparktriage.probe.runner import ProbeOutcome, ProbeSettings, run_probe
 from sparktriage.testbed.garbage.bugs import CATALOGUE, Variant
-from sparktriage.testbed.garbage.variants import build_variant
-from sparktriage.testbed.paths import Testbed
-from sparktriage.testbed.server import ServeSpec, served
+from sparktriage.testbed.server import ServeSpec
 
 MAX_MODEL_LEN = 512  # the tiny model was trained on 256-token windows
 ORDER = [v.name for v in CATALOGUE]
@@ -27,10 +25,12 @@ FAST_START = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
 
 
 def serve_spec(model_dir: Path) -> ServeSpec:
+    """How the test bed serves a variant's checkpoint."""
     return ServeSpec(model=model_dir, max_model_len=MAX_MODEL_LEN, env=dict(FAST_START))
 
 
 def probe(url: str, seed: int, baseline: Path | None = None) -> ProbeOutcome:
+    """The product's probe of `url` with `seed`, against `baseline` when given."""
     return asyncio.run(run_probe(ProbeSettings(url, seed=seed, baseline=baseline), lambda *_: None, lambda _: None))
 
 
@@ -79,17 +79,6 @@ def expectation_met(r: dict) -> bool:
     if r["severity"] == "gross":
         return r["verdict"] == "garbage" and r["verdict_without_baseline"] in ("suspect", "garbage")
     return r["verdict"] in ("suspect", "garbage")
-
-
-def run_variant(bed: Testbed, variant: Variant, workdir: Path, seed: int,
-                baseline: Path | None = None, save_baseline: Path | None = None) -> tuple[dict, dict]:
-    """Serve `variant`, probe it; return (row, probe document). Optionally save its fingerprint."""
-    model_dir = build_variant(variant, workdir / variant.name / "model")
-    with served(bed, serve_spec(model_dir), workdir / variant.name / "serve") as server:
-        outcome = probe(server.base_url, seed, baseline)
-        if save_baseline is not None and outcome.fingerprint is not None:
-            baseline_io.save(outcome.fingerprint, save_baseline, server.base_url, outcome.server_version)
-    return row(variant, outcome.document), outcome.document
 
 
 START, END = "<!-- confusion:start -->", "<!-- confusion:end -->"
