@@ -1,8 +1,17 @@
 #!/usr/bin/env bash
 # README command 2: set up (first run: about 3 minutes) and run the whole test suite, real vLLM
-# included. Extra arguments go to pytest.
+# included, on two workers (pytest-xdist; SPARKTRIAGE_TEST_WORKERS=0 runs it in one process).
+# Extra arguments go to pytest.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bash "$root/provision/setup.sh"
 cd "$root"
-exec .venv/bin/python -m pytest "$@"
+workers=${SPARKTRIAGE_TEST_WORKERS:-2}
+if [[ ! $workers =~ ^[0-9]+$ ]]; then
+    echo "test.sh: SPARKTRIAGE_TEST_WORKERS must be a whole number (got '$workers')" >&2
+    exit 2
+fi
+if [[ $workers == 0 ]]; then
+    exec .venv/bin/python -m pytest "$@"
+fi
+exec .venv/bin/python -m pytest -n "$workers" --dist loadgroup "$@"

@@ -27,6 +27,29 @@ NGRAM_SPEC = json.dumps({"method": "ngram", "num_speculative_tokens": 3, "prompt
                          "prompt_lookup_min": 2})
 
 
+# --- two workers (scripts/test.sh): each has its own temporary folder ----------------------
+
+def pytest_configure(config):
+    """Under pytest-xdist every worker, and every process it starts, writes temporary files to
+    its own folder (TMPDIR), so a test that checks what vLLM left in the temporary folder
+    (tests/cli/test_demo.py) never sees the other worker's servers. Removed at the end."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:
+        folder = tempfile.mkdtemp(prefix=f"st-{worker}-")
+        os.environ["TMPDIR"] = folder
+        tempfile.tempdir = None  # gettempdir() reads TMPDIR again
+        config.stash[_WORKER_TMP] = folder
+
+
+def pytest_unconfigure(config):
+    folder = config.stash.get(_WORKER_TMP, None)
+    if folder:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+_WORKER_TMP = pytest.StashKey[str]()
+
+
 # --- the fast tier: `bash scripts/test.sh -m "not slow"` (docs/testbed.md) -------------------
 
 ALWAYS_SLOW = ("vllm", "netns", "fuzz")  # a real vLLM, a namespace lab, the bounded fuzz job
@@ -35,7 +58,15 @@ ALWAYS_SLOW = ("vllm", "netns", "fuzz")  # a real vLLM, a namespace lab, the bou
 def pytest_collection_modifyitems(config, items):
     """Every test of the real test bed (marked vllm, or using the `testbed` fixture), every
     namespace-lab test and the fuzz job are also `slow`, so `-m "not slow"` leaves them all
-    out; a test that uses the real test bed without its `vllm` mark is a collection error."""
+    out; a test that uses the real test bed without its `vllm` mark is a collection error.
+    Every test joins its worker group (`xdist_groups`)."""
+    _mark_slow(items)
+    groups = xdist_groups(items)
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(groups[_module(item)]))
+
+
+def _mark_slow(items) -> None:
     unmarked = []
     for item in items:
         marks = {m.name for m in item.iter_markers()}
@@ -46,6 +77,49 @@ def pytest_collection_modifyitems(config, items):
     if unmarked:
         raise pytest.UsageError("tests use the real vLLM test bed without @pytest.mark.vllm: "
                                 + ", ".join(unmarked))
+
+
+# The suite runs on two workers (scripts/test.sh: pytest-xdist, `--dist loadgroup`); a group's
+# tests all run on one worker. Every module is in one group, so its module-scoped servers start
+# once. Modules that build the namespace lab (fixed names: bridge st-br0, namespaces st-nodeK,
+# 10.250.0.0/24) share a group, so two labs never exist at once; so do modules that read one of
+# the session's costly recordings (ONCE_PER_SESSION: minutes each; a test that asks for one
+# through request.getfixturevalue says so with @pytest.mark.shares(name)), so each is made once.
+LAB_MODULES = frozenset({"tests/launch/test_netns_ray.py", "tests/launch/test_netns_vllm.py",
+                         "tests/testbed/test_lab.py", "tests/redact/test_conformance.py"})
+ONCE_PER_SESSION = frozenset({"demo_session", "cold_storage_start"})
+
+
+def _module(item) -> str:
+    return item.nodeid.split("::", 1)[0]
+
+
+def xdist_groups(items) -> dict[str, str]:
+    """Each test module's worker group: modules are joined when both build the namespace lab or
+    both use one fixture of ONCE_PER_SESSION (transitively); a group is named after its first
+    module in sorted order."""
+    parent: dict[str, str] = {}
+
+    def find(module: str) -> str:
+        while parent.setdefault(module, module) != module:
+            module = parent[module]
+        return module
+
+    def join(a: str, b: str) -> None:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+
+    first_user: dict[str, str] = {}
+    for item in items:
+        module = find(_module(item))
+        keys = set(getattr(item, "fixturenames", ())) & ONCE_PER_SESSION
+        keys |= {mark.args[0] for mark in item.iter_markers("shares")}  # getfixturevalue users
+        if _module(item) in LAB_MODULES:
+            keys.add("namespace-lab")
+        for key in keys:
+            join(first_user.setdefault(key, module), module)
+    return {_module(item): find(_module(item)) for item in items}
 
 
 def _real_vllm() -> Path | None:
@@ -339,18 +413,3 @@ def start_sim(tmp_path):
     yield start
     for process in started:
         process.stop()
-
-
-# The suite runs on two workers in CI (scripts/test.sh: pytest-xdist, `--dist loadgroup`). Every
-# module is one group, so a module's shared servers (module-scoped fixtures) start once, on one
-# worker; the modules that build the namespace lab (fixed names: bridge st-br0, namespaces
-# st-nodeK, 10.250.0.0/24) share one group and so never run at the same time.
-LAB_MODULES = frozenset({"tests/launch/test_netns_ray.py", "tests/launch/test_netns_vllm.py",
-                         "tests/testbed/test_lab.py", "tests/redact/test_conformance.py"})
-
-
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        module = item.nodeid.split("::", 1)[0]
-        group = "namespace-lab" if module in LAB_MODULES else module
-        item.add_marker(pytest.mark.xdist_group(group))

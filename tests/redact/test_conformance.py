@@ -342,7 +342,8 @@ def _params():
             continue
         for case in cases:
             marks = ([pytest.mark.vllm] if case.vllm else []) + (
-                [pytest.mark.slow] if case.slow else []) + ([pytest.mark.netns] if case.netns else [])
+                [pytest.mark.slow] if case.slow else []) + ([pytest.mark.netns] if case.netns else []) + (
+                [pytest.mark.shares(case.shared)] if case.shared else [])
             yield pytest.param(command, case, id=f"{command}-{case.name}", marks=marks)
 
 
