@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # README command 2: set up (first run: about 3 minutes) and run the whole test suite, real vLLM
-# included, on two workers (pytest-xdist; SPARKTRIAGE_TEST_WORKERS=0 runs it in one process).
+# included, in one process (SPARKTRIAGE_TEST_WORKERS=2: on two pytest-xdist workers, `--dist loadgroup`).
 # Extra arguments go to pytest.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bash "$root/provision/setup.sh"
 cd "$root"
-workers=${SPARKTRIAGE_TEST_WORKERS:-2}
+workers=${SPARKTRIAGE_TEST_WORKERS:-0}
 if [[ ! $workers =~ ^[0-9]+$ ]]; then
     echo "test.sh: SPARKTRIAGE_TEST_WORKERS must be a whole number (got '$workers')" >&2
     exit 2

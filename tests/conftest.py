@@ -79,7 +79,8 @@ def _mark_slow(items) -> None:
                                 + ", ".join(unmarked))
 
 
-# The suite runs on two workers (scripts/test.sh: pytest-xdist, `--dist loadgroup`); a group's
+# With SPARKTRIAGE_TEST_WORKERS=2 the suite runs on two workers (scripts/test.sh: pytest-xdist,
+# `--dist loadgroup`); a group's
 # tests all run on one worker. Every module is in one group, so its module-scoped servers start
 # once. Modules that build the namespace lab (fixed names: bridge st-br0, namespaces st-nodeK,
 # 10.250.0.0/24) share a group, so two labs never exist at once; so do modules that read one of
