@@ -29,6 +29,9 @@ NGRAM_SPEC = json.dumps({"method": "ngram", "num_speculative_tokens": 3, "prompt
 
 # --- two workers (scripts/test.sh): each has its own temporary folder ----------------------
 
+_WORKER_TMP = pytest.StashKey[str]()  # the worker's folder, removed at the end
+
+
 def pytest_configure(config):
     """Under pytest-xdist every worker, and every process it starts, writes temporary files to
     its own folder (TMPDIR), so a test that checks what vLLM left in the temporary folder
@@ -45,9 +48,6 @@ def pytest_unconfigure(config):
     folder = config.stash.get(_WORKER_TMP, None)
     if folder:
         shutil.rmtree(folder, ignore_errors=True)
-
-
-_WORKER_TMP = pytest.StashKey[str]()
 
 
 # --- the fast tier: `bash scripts/test.sh -m "not slow"` (docs/testbed.md) -------------------
@@ -80,8 +80,7 @@ def _mark_slow(items) -> None:
 
 
 # With SPARKTRIAGE_TEST_WORKERS=2 the suite runs on two workers (scripts/test.sh: pytest-xdist,
-# `--dist loadgroup`); a group's
-# tests all run on one worker. Every module is in one group, so its module-scoped servers start
+# `--dist loadgroup`); a group's tests all run on one worker. Every module is in one group, so its module-scoped servers start
 # once. Modules that build the namespace lab (fixed names: bridge st-br0, namespaces st-nodeK,
 # 10.250.0.0/24) share a group, so two labs never exist at once; so do modules that read one of
 # the session's costly recordings (ONCE_PER_SESSION: minutes each; a test that asks for one
