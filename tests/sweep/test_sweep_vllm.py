@@ -65,9 +65,13 @@ def test_sweep_runs_four_launches_and_prints_the_decision_with_intervals(sweep_r
     decision = doc["decision"]
     assert decision["state"] in ("best", "tied", "insufficient")
     assert decision["depth"] in decision["candidates"]
-    best = max((d for d in doc["depths"] if d["mean_tok_s"] is not None), key=lambda d: d["mean_tok_s"])
-    if decision["state"] == "insufficient":
-        assert decision["depth"] == best["depth"]
+    if decision["state"] == "insufficient":  # provisional: the rule's own best guess
+        if decision["rule"] == "model":  # the highest predicted rate (the lower depth on a tie)
+            rates = [(p["tok_s"], -p["depth"]) for p in doc["model"]["predicted"]]
+            assert decision["depth"] == -max(rates)[1]
+        else:  # black box: the highest measured mean
+            measured = [d for d in doc["depths"] if d["mean_tok_s"] is not None]
+            assert decision["depth"] == max(measured, key=lambda d: d["mean_tok_s"])["depth"]
     text = result.stderr  # --json -: the human lines go to stderr
     assert f"decision: {decision['state']}, depth {decision['depth']}" in text
     with_ci = [d for d in doc["depths"] if d["n"] >= 2]
