@@ -8,6 +8,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -21,6 +22,7 @@ from sparktriage.signing.signing import SignSpec
 from sparktriage.testbed.paths import locate
 from sparktriage.testbed.server import ServeSpec, served
 from sparktriage.testbed.synthetic_run import SyntheticSpec, make_run
+from workergroups import scope_of, undeclared_groups, worker_groups
 
 REPO = Path(__file__).resolve().parents[1]
 NGRAM_SPEC = json.dumps({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4,
@@ -35,9 +37,14 @@ _WORKER_TMP = pytest.StashKey[str]()  # the worker's folder, removed at the end
 def pytest_configure(config):
     """Under pytest-xdist every worker, and every process it starts, writes temporary files to
     its own folder (TMPDIR), so a test that checks what vLLM left in the temporary folder
-    (tests/cli/test_demo.py) never sees the other worker's servers. Removed at the end."""
+    (tests/cli/test_demo.py) never sees the other worker's servers. Removed at the end.
+
+    An xdist worker ignores SIGINT (SIG_IGN), and an ignored signal stays ignored in every
+    process it starts: a test's Ctrl-C to a launch or a session would then be lost. A worker
+    takes Python's own handler back, as a one-process run has it."""
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if worker:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         folder = tempfile.mkdtemp(prefix=f"st-{worker}-")
         os.environ["TMPDIR"] = folder
         tempfile.tempdir = None  # gettempdir() reads TMPDIR again
@@ -58,12 +65,14 @@ ALWAYS_SLOW = ("vllm", "netns", "fuzz")  # a real vLLM, a namespace lab, the bou
 def pytest_collection_modifyitems(config, items):
     """Every test of the real test bed (marked vllm, or using the `testbed` fixture), every
     namespace-lab test and the fuzz job are also `slow`, so `-m "not slow"` leaves them all
-    out; a test that uses the real test bed without its `vllm` mark is a collection error.
-    Every test joins its worker group (`xdist_groups`)."""
+    out; a test that uses the real test bed without its `vllm` mark is a collection error. So
+    are modules that must share a worker (`worker_groups`) but are not declared in JOINED."""
     _mark_slow(items)
-    groups = xdist_groups(items)
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(groups[_module(item)]))
+    undeclared = undeclared_groups(worker_groups(items))
+    if undeclared:
+        raise pytest.UsageError(
+            "tests/workergroups.py JOINED: these modules build the namespace lab or read one "
+            f"session recording and must share a worker: {', '.join(undeclared)}")
 
 
 def _mark_slow(items) -> None:
@@ -79,47 +88,18 @@ def _mark_slow(items) -> None:
                                 + ", ".join(unmarked))
 
 
-# With SPARKTRIAGE_TEST_WORKERS=2 the suite runs on two workers (scripts/test.sh: pytest-xdist,
-# `--dist loadgroup`); a group's tests all run on one worker. Every module is in one group, so its module-scoped servers start
-# once. Modules that build the namespace lab (fixed names: bridge st-br0, namespaces st-nodeK,
-# 10.250.0.0/24) share a group, so two labs never exist at once; so do modules that read one of
-# the session's costly recordings (ONCE_PER_SESSION: minutes each; a test that asks for one
-# through request.getfixturevalue says so with @pytest.mark.shares(name)), so each is made once.
-LAB_MODULES = frozenset({"tests/launch/test_netns_ray.py", "tests/launch/test_netns_vllm.py",
-                         "tests/testbed/test_lab.py", "tests/redact/test_conformance.py"})
-ONCE_PER_SESSION = frozenset({"demo_session", "cold_storage_start"})
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Under xdist (not `--dist each`), work goes out a `scope_of` at a time (tests/workergroups.py)."""
+    if config.getvalue("dist") == "each":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
 
+    class ModuleGroups(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return scope_of(nodeid)
 
-def _module(item) -> str:
-    return item.nodeid.split("::", 1)[0]
-
-
-def xdist_groups(items) -> dict[str, str]:
-    """Each test module's worker group: modules are joined when both build the namespace lab or
-    both use one fixture of ONCE_PER_SESSION (transitively); a group is named after its first
-    module in sorted order."""
-    parent: dict[str, str] = {}
-
-    def find(module: str) -> str:
-        while parent.setdefault(module, module) != module:
-            module = parent[module]
-        return module
-
-    def join(a: str, b: str) -> None:
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
-
-    first_user: dict[str, str] = {}
-    for item in items:
-        module = find(_module(item))
-        keys = set(getattr(item, "fixturenames", ())) & ONCE_PER_SESSION
-        keys |= {mark.args[0] for mark in item.iter_markers("shares")}  # getfixturevalue users
-        if _module(item) in LAB_MODULES:
-            keys.add("namespace-lab")
-        for key in keys:
-            join(first_user.setdefault(key, module), module)
-    return {_module(item): find(_module(item)) for item in items}
+    return ModuleGroups(config, log)
 
 
 def _real_vllm() -> Path | None:
