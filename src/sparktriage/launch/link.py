@@ -67,10 +67,12 @@ class AgentLink:
         except OSError as exc:
             self._lose(f"cannot start the agent: {exc.strerror or exc}")
             return
-        for target in (self._read_stdout, self._read_stderr, self._ping_loop):
-            thread = threading.Thread(target=target, daemon=True)
+        # every reader is in the list before any runs: the stdout reader waits for the stderr
+        # reader (ssh's last words) and may end at once when the agent cannot start
+        self._threads = [threading.Thread(target=target, daemon=True)
+                         for target in (self._read_stderr, self._read_stdout, self._ping_loop)]
+        for thread in self._threads:
             thread.start()
-            self._threads.append(thread)
         try:
             assert self.popen.stdin is not None
             self.popen.stdin.write(shipping.preamble())
@@ -156,8 +158,7 @@ class AgentLink:
                 self.writer.event("bad-agent-message", self.node, kind=str(kind)[:40],
                                   error=str(exc)[:200])
         rc = self.popen.wait()
-        if self._threads:
-            self._threads[1].join(timeout=5)  # the stderr reader: ssh's last words
+        self._threads[0].join(timeout=5)  # the stderr reader: ssh's last words
         if not bye:
             tail = next((line for line in reversed(self.stderr_tail) if line), "")
             self._lose(f"agent exited with status {rc} without saying goodbye"
