@@ -22,7 +22,7 @@ from sparktriage.signing.signing import SignSpec
 from sparktriage.testbed.paths import locate
 from sparktriage.testbed.server import ServeSpec, served
 from sparktriage.testbed.synthetic_run import SyntheticSpec, make_run
-from workergroups import scope_of, undeclared_groups, worker_groups
+from workergroups import longest_first, scope_of, undeclared_groups, worker_groups
 
 REPO = Path(__file__).resolve().parents[1]
 NGRAM_SPEC = json.dumps({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4,
@@ -98,6 +98,11 @@ def pytest_xdist_make_scheduler(config, log):
     class ModuleGroups(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return scope_of(nodeid)
+
+        def _assign_work_unit(self, node) -> None:
+            for scope in longest_first(list(self.workqueue)):  # the longest unit goes out next
+                self.workqueue.move_to_end(scope)
+            super()._assign_work_unit(node)
 
     return ModuleGroups(config, log)
 

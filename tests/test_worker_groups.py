@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from workergroups import JOINED, LAB_MODULES, scope_of, undeclared_groups, worker_groups
+from workergroups import (COST_S, JOINED, LAB_MODULES, longest_first, scope_of, undeclared_groups,
+                          worker_groups)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -51,6 +52,16 @@ def test_recording_users_and_lab_modules_are_found_and_checked_against_the_decla
     assert undeclared_groups(groups) == ["tests/a/test_one.py", "tests/b/test_two.py"]
     declared = JOINED + (frozenset({"tests/a/test_one.py", "tests/b/test_two.py"}),)
     assert undeclared_groups(groups, declared) == []
+
+
+def test_the_longest_units_go_out_first_and_every_listed_unit_exists():
+    order = longest_first(["tests/a/test_x.py", "tests/sweep/test_sweep_vllm.py", "tests/b/test_y.py",
+                           "tests/cli/test_demo.py"])
+    assert order == ["tests/cli/test_demo.py", "tests/sweep/test_sweep_vllm.py", "tests/a/test_x.py",
+                     "tests/b/test_y.py"]
+    for scope in COST_S:  # a renamed module would silently lose its place
+        assert (REPO / scope).is_file(), scope
+        assert scope_of(f"{scope}::t") == scope
 
 
 @pytest.mark.slow
