@@ -47,6 +47,7 @@ SURPRISE_Z = 2.0  # a depth whose launches sit this far from the curve is launch
 # 0.5 in 4.8%, for 1.2 launches more where the model holds; docs/sweep.md)
 CHALLENGER_Z = 0.5
 SURPRISE_MAX = 8  # ... until it has this many launches (benchmark: 3 left a 1.3x step-cost jump wrong in 24% of sweeps, 8 in 13%; docs/sweep.md)
+CONTEST_LAUNCHES = 2  # the fastest depth and its closest measured rival need this many launches
 REACH_Z = 1.0  # the contender test takes depths within this many standard errors of reaching r
 
 
@@ -102,8 +103,9 @@ def ready(model: DepthModel, measured: dict[int, int], eligible: list[int]) -> s
                 "launched could hide a step-cost jump the curve cannot see)")
     odd = surprises(model)
     if odd:
-        return (f"depth(s) {', '.join(map(str, odd))} sit far from the curve or above it near the "
-                "top: launched again before the model decides")
+        return (f"depth(s) {', '.join(map(str, odd))} sit far from the curve, above it near the "
+                "top, or are the contest at the top with one launch: launched again before the "
+                "model decides")
     if lof is None or lof.passed is not True:
         return "the model's lack-of-fit test has not run yet (a depth measured twice is needed)"
     if model.steps.df < MIN_DF:
@@ -117,7 +119,9 @@ def surprises(model: DepthModel, margin: float = MARGIN) -> list[int]:
     until it has SURPRISE_MAX launches): those whose mean sits more than SURPRISE_Z standard
     errors from the curve, and those that compare with the depth predicted fastest better than
     the curve says by more than CHALLENGER_Z (`_contrasts`): a step-cost jump the curve smooths
-    over shows there first."""
+    over shows there first. Last, the contest: the depth predicted fastest and the measured
+    depth within its reach whose launches come closest to it, until each has CONTEST_LAUNCHES
+    (one launch of each is the pair a jump between them hides behind most easily)."""
     fit = model.steps
     if fit is None or not fit.sigma:
         return []
@@ -135,7 +139,23 @@ def surprises(model: DepthModel, margin: float = MARGIN) -> list[int]:
             target = d if len(groups.get(d, [])) <= len(groups.get(best, [])) else best
             if len(groups.get(target, [])) < SURPRISE_MAX:
                 picked[target] = max(picked.get(target, 0.0), z)
+    for d in _contest(model, best, margin):
+        if len(groups.get(d, [])) < CONTEST_LAUNCHES:
+            picked.setdefault(d, 0.0)
     return sorted(picked, key=lambda d: -picked[d])
+
+
+def _contest(model: DepthModel, best: int, margin: float) -> list[int]:
+    """The depth predicted fastest and, of the measured depths within its reach, the one whose
+    launches' mean log rate is highest."""
+    rivals = _contrasts(model, best, margin)
+    if not rivals:
+        return [best]
+    means: dict[int, list[float]] = {}
+    for launch in model.launches:
+        means.setdefault(launch.depth, []).append(math.log(launch.rate))
+    closest = max(rivals, key=lambda d: (sum(means[d]) / len(means[d]), -d))
+    return [best, closest]
 
 
 def _contrasts(model: DepthModel, r: int, margin: float) -> dict[int, tuple[float, float]]:
