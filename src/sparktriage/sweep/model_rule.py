@@ -42,9 +42,9 @@ from sparktriage.sweep.stepfit import StepFit, with_point
 MIN_DF = 3
 GRID = 24
 SURPRISE_Z = 2.0  # a depth whose launches sit this far from the curve is launched again ...
-# ... or that compare with the fastest better than the curve says by this z (benchmark, 400
-# sweeps: at 1.0 a 1.3x step-cost jump was named wrong in 12.5% of sweeps, at 0.75 in 8.5%, at
-# 0.5 in 4.8%, for 1.2 launches more where the model holds; docs/sweep.md)
+# ... or that compare with the fastest better than the curve says by this z (benchmark, 1000
+# sweeps: at 1.0 a 1.3x step-cost jump was named wrong in 16.4% of sweeps, at 0.5 in 7.0%, and
+# with the contest below in 4.6%, for 2.2 launches more where the model holds; docs/sweep.md)
 CHALLENGER_Z = 0.5
 SURPRISE_MAX = 8  # ... until it has this many launches (benchmark: 3 left a 1.3x step-cost jump wrong in 24% of sweeps, 8 in 13%; docs/sweep.md)
 CONTEST_LAUNCHES = 2  # the fastest depth and its closest measured rival need this many launches
