@@ -151,11 +151,17 @@ def _contest(model: DepthModel, best: int, margin: float) -> list[int]:
     rivals = _contrasts(model, best, margin)
     if not rivals:
         return [best]
-    means: dict[int, list[float]] = {}
-    for launch in model.launches:
-        means.setdefault(launch.depth, []).append(math.log(launch.rate))
-    closest = max(rivals, key=lambda d: (sum(means[d]) / len(means[d]), -d))
+    mean = {d: sum(v) / len(v) for d, v in _launch_logs(model).items()}
+    closest = max(rivals, key=lambda d: (mean[d], -d))
     return [best, closest]
+
+
+def _launch_logs(model: DepthModel) -> dict[int, list[float]]:
+    """Each measured depth's launches as log rates."""
+    logs: dict[int, list[float]] = {}
+    for launch in model.launches:
+        logs.setdefault(launch.depth, []).append(math.log(launch.rate))
+    return logs
 
 
 def _contrasts(model: DepthModel, r: int, margin: float) -> dict[int, tuple[float, float]]:
@@ -166,9 +172,7 @@ def _contrasts(model: DepthModel, r: int, margin: float) -> dict[int, tuple[floa
     fit = model.steps
     if fit is None or not fit.sigma:
         return {}
-    logs: dict[int, list[float]] = {}
-    for launch in model.launches:
-        logs.setdefault(launch.depth, []).append(math.log(launch.rate))
+    logs = _launch_logs(model)
     if r not in logs:
         return {}
     mean = {d: sum(v) / len(v) for d, v in logs.items()}
