@@ -54,13 +54,24 @@ def _sweep(tmp: Path, scenario: dict, max_launches: int) -> dict:
     return doc
 
 
+def _why(doc: dict) -> str:
+    """What a failed assertion on the model's state prints: its verdict, the check that decided
+    it and every launch's rates (a host hiccup in one launch shows there)."""
+    model = doc["model"]
+    checks = {c["name"]: (c["passed"], c.get("figures")) for c in model.get("checks") or []}
+    launches = [(l["label"], l["depth"], l.get("status"), l.get("delivered_tok_s"))
+                for l in doc["launches"]]
+    return (f"{model['state']} by {model.get('rejected_by')} after {model.get('rejected_after')}: "
+            f"{model['reason']}; checks {checks}; launches {launches}")
+
+
 def test_where_the_model_holds_it_decides_with_fewer_launches_and_matches_the_script(tmp_path):
     truth = _truth()
     best = max(truth, key=truth.get)
     assert best == 2 and truth[2] > 1.08 * max(v for k, v in truth.items() if k != 2)
     doc = _sweep(tmp_path, _scenario(), max_launches=12)
     model, decision = doc["model"], doc["decision"]
-    assert model["state"] == "used" and model["decided"] is True
+    assert model["state"] == "used" and model["decided"] is True, _why(doc)
     assert decision["rule"] == "model" and decision["state"] in ("best", "tied")
     assert decision["depth"] == best
     assert [l["depth"] for l in doc["launches"][:2]] == [0, 3]  # depth 0 and the deepest first

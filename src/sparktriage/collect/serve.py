@@ -1,7 +1,8 @@
 """Processes the node agent starts and stops: the server (or `ray start`), with its output.
 
 Each process gets its own session (so its process group is its own), stdin from /dev/null and
-its stdout/stderr read line by line into line records stamped with the node's receive time.
+its stdout/stderr read line by line, in write order as far as two pipes tell (collect/pipes.py),
+into line records stamped with the node's receive time.
 The argv and environment arrive as JSON and go to `subprocess.Popen` as a list: no shell ever
 sees them. Teardown signals the whole group (SIGTERM, then SIGKILL after the grace period),
 then kills by pid every descendant ever observed that left the group, and reports whatever
@@ -17,7 +18,7 @@ import threading
 import time
 from typing import Callable
 
-from sparktriage.collect import procfs
+from sparktriage.collect import pipes, procfs
 
 MAX_LINE = 65536
 
@@ -119,19 +120,12 @@ class NodeProcess:
             self.starttime = procfs.proc_stat(self.popen.pid).starttime
         except (OSError, ValueError, IndexError):
             self.starttime = None
-        for stream_name, stream in (("stdout", self.popen.stdout), ("stderr", self.popen.stderr)):
-            thread = threading.Thread(target=self._pump, args=(stream_name, stream), daemon=True)
-            thread.start()
-            self._pumps.append(thread)
+        streams = (("stdout", self.popen.stdout), ("stderr", self.popen.stderr))
+        thread = threading.Thread(target=pipes.pump, args=(streams, self._emit_line, MAX_LINE),
+                                  daemon=True)
+        thread.start()
+        self._pumps.append(thread)
         threading.Thread(target=self._watch, daemon=True).start()
-
-    def _pump(self, stream_name: str, stream) -> None:
-        for raw in iter(lambda: stream.readline(MAX_LINE), b""):
-            received = time.time()
-            text = raw.decode("utf-8", "replace")
-            if text.endswith("\n"):
-                text = text[:-1]
-            self._emit_line(stream_name, text, received)
 
     def _watch(self) -> None:
         assert self.popen is not None
