@@ -1,7 +1,7 @@
 """A started process's stdout and stderr come out as lines in write order (collect/pipes.py):
 a stderr line never ahead of stdout written before it, even when handling a stdout line is slow
 (two reader threads let the stderr line through first, and the startup timeline then skipped
-the phases those stdout lines anchor: a red CI of stop 27). Long lines come out in pieces, a
+the phases those stdout lines anchor: the red CI of stop 26). Long lines come out in pieces, a
 last line without a newline at end of file, bytes that are not UTF-8 replaced."""
 
 from __future__ import annotations
