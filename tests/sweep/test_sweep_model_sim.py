@@ -59,8 +59,8 @@ def _why(doc: dict) -> str:
     it and every launch's rates (a host hiccup in one launch shows there)."""
     model = doc["model"]
     checks = {c["name"]: (c["passed"], c.get("figures")) for c in model.get("checks") or []}
-    launches = [(l["label"], l["depth"], l.get("status"), l.get("delivered_tok_s"))
-                for l in doc["launches"]]
+    launches = [(l["label"], l["depth"], l.get("status"), l.get("delivered_tok_s"),
+                 (l.get("acceptance") or {}).get("source")) for l in doc["launches"]]
     return (f"{model['state']} by {model.get('rejected_by')} after {model.get('rejected_after')}: "
             f"{model['reason']}; checks {checks}; launches {launches}")
 
