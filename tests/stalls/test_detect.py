@@ -142,6 +142,24 @@ def test_waiting_lines_are_not_progress_and_hang_is_open_ended(classify):
     assert stall["end"] - stall["start"] == 400 - 40  # until the last sample, not the last line
 
 
+def test_lines_ray_forwards_from_its_own_processes_are_not_progress(classify):
+    """A vLLM driver under Ray prints its raylet's and GCS's complaints (colour codes and all)
+    while it waits for a placement group; they must not hide the wait (CI of stop 27: the last
+    one came 29 s before the stop and the head's hang went unseen)."""
+    exporter = "main.cc:1100: Failed to establish connection to the metrics exporter agent."
+    log = HEAD + [[41, "EngineCore", "No current placement group found. Creating a new placement group."],
+                  [45, f"\x1b[36m(pid=gcs_server)\x1b[0m [2026-12-04 09:57:50,113 E 1 1] (gcs_server) {exporter}"],
+                  [50, f"\x1b[33m(raylet)\x1b[0m [2026-12-04 09:57:54,415 E 2 2] (raylet) {exporter}"],
+                  [80, f"(raylet, ip=10.250.0.2) [2026-12-04 09:57:59,506 E 3 3] (raylet) {exporter}"],
+                  [61, "EngineCore", "Waiting for creating a placement group of specs for 20 seconds. "
+                                     "specs=[{'GPU': 1.0}, {'GPU': 1.0}]."]]
+    log.sort(key=lambda entry: entry["at"] if isinstance(entry, dict) else entry[0])
+    doc, _ = classify(_spec(log, samples={"host": [{"from": 0, "to": 100, "profile": "host_calm"}]}))
+    (stall,) = doc["findings"]
+    assert stall["how"] == ["hang"] and stall["phase"] == "distributed_init"
+    assert stall["end"] - stall["start"] == 100 - 41  # from the placement group's creation
+
+
 def test_crawl_uses_the_checkpoint_size(classify):
     bars = [[41 + 10 * i, f"Loading safetensors checkpoint shards: {5 * i:3d}% Completed | {i}/20 [00:10<00:10,  10.00s/it]"]
             for i in range(1, 21)]
