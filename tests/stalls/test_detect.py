@@ -144,8 +144,8 @@ def test_waiting_lines_are_not_progress_and_hang_is_open_ended(classify):
 
 def test_lines_ray_forwards_from_its_own_processes_are_not_progress(classify):
     """A vLLM driver under Ray prints its raylet's and GCS's complaints (colour codes and all)
-    while it waits for a placement group; they must not hide the wait (CI of stop 27: the last
-    one came 29 s before the stop and the head's hang went unseen)."""
+    while it waits for a placement group; they must not hide the wait (a fresh-clone suite run of
+    stop 27: the last one came 29 s before the stop and the head's hang went unseen)."""
     exporter = "main.cc:1100: Failed to establish connection to the metrics exporter agent."
     log = HEAD + [[41, "EngineCore", "No current placement group found. Creating a new placement group."],
                   [45, f"\x1b[36m(pid=gcs_server)\x1b[0m [2026-12-04 09:57:50,113 E 1 1] (gcs_server) {exporter}"],

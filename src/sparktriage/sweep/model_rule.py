@@ -134,21 +134,21 @@ def surprises(model: DepthModel, margin: float = MARGIN) -> list[int]:
         if len(v) < SURPRISE_MAX and z > SURPRISE_Z:
             picked[d] = z
     best = _fitted_best(model, [d for d in model.depths if model.predicts(d)])
-    for d, (z, _) in _contrasts(model, best, margin).items():
+    rivals = _contrasts(model, best, margin)
+    for d, (z, _) in rivals.items():
         if z > CHALLENGER_Z:
             target = d if len(groups.get(d, [])) <= len(groups.get(best, [])) else best
             if len(groups.get(target, [])) < SURPRISE_MAX:
                 picked[target] = max(picked.get(target, 0.0), z)
-    for d in _contest(model, best, margin):
+    for d in _contest(model, best, rivals):
         if len(groups.get(d, [])) < CONTEST_LAUNCHES:
             picked.setdefault(d, 0.0)
     return sorted(picked, key=lambda d: -picked[d])
 
 
-def _contest(model: DepthModel, best: int, margin: float) -> list[int]:
-    """The depth predicted fastest and, of the measured depths within its reach, the one whose
-    launches' mean log rate is highest."""
-    rivals = _contrasts(model, best, margin)
+def _contest(model: DepthModel, best: int, rivals: dict[int, tuple[float, float]]) -> list[int]:
+    """The depth predicted fastest and, of the measured depths within its reach (`rivals`:
+    `_contrasts` against it), the one whose launches' mean log rate is highest."""
     if not rivals:
         return [best]
     mean = {d: sum(v) / len(v) for d, v in _launch_logs(model).items()}
