@@ -39,7 +39,7 @@ COST_S = {
     "tests/hardening/test_fuzz.py": 90,
     "tests/session/test_interrupt.py": 85,
     "tests/bench/test_vllm.py": 65,
-    "tests/sweep/test_sweep_model_sim.py": 60,
+    "tests/sweep/test_sweep_model_sim.py": 110,  # + the ngram sweep with step-time ratios (stop 28)
     "tests/cli/test_collect_cli.py": 55,
 }
 

@@ -6,6 +6,7 @@ made by the sweep's own code (sweep.model, sweep.model_entry)."""
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import subprocess
 
@@ -15,6 +16,7 @@ from sparktriage.sweep.counts import Counts
 from sparktriage.sweep.model import ModelLaunch, build
 from sparktriage.sweep.model_entry import model_entry
 from sparktriage.sweep.stepfit import StepShape
+from sparktriage.sweep.steptimes import StepRatio
 
 KIMI = StepShape("expert-union", 384, 8, 0.0, "kimi-k2")
 
@@ -25,12 +27,23 @@ def _counts(depth: int) -> Counts:
     return Counts(depth, 4000.0, 4000.0 * depth, sum(per), per, 4000.0 + sum(per))
 
 
-def _model_doc(state: str) -> dict:
-    slope, launches = 0.3, []
+def _ngram_counts(depth: int, q: float = 0.7) -> Counts:
+    """Counts of a launch whose steps draft at a share q (4000 drafts over 4000 / q steps)."""
+    found = _counts(depth)
+    return Counts(depth, found.drafts, found.draft_tokens, found.accepted, found.per_position,
+                  4000.0 / q + found.accepted)
+
+
+def _model_doc(state: str, inside: bool = False) -> dict:
+    slope, launches, q = 0.3, [], 0.7 if inside else 1.0
     for i, d in enumerate([0, 2, 1, 0, 2, 1]):
-        tps = 1 + sum((0.8, 0.6)[:d])
-        rate = 30.0 * tps / (1 + slope * KIMI.g(d)) * (1 + 0.01 * (-1) ** i)
-        launches.append(ModelLaunch(f"L{i + 1:03d}", d, rate, _counts(d) if d else None))
+        tps = 1 + q * sum((0.8, 0.6)[:d])
+        verify = 1 + slope * KIMI.g(d)
+        rate = 30.0 * tps / ((1 - q) + q * verify) * (1 + 0.01 * (-1) ** i)
+        counts = (_ngram_counts(d) if inside else _counts(d)) if d else None
+        ratio = (StepRatio(d, math.log(verify) + 0.005 * (-1) ** i, 0.02)
+                 if inside and d else None)
+        launches.append(ModelLaunch(f"L{i + 1:03d}", d, rate, counts, ratio))
     model = build(launches, (0, 1, 2), KIMI)
     assert model.state == "used"
     decision = {"depth": 1, "rule": "model"}
@@ -50,10 +63,10 @@ def model_run(report_run, tmp_path):
     return run
 
 
-def _with_model(run, state: str, gate_note: str | None = None) -> None:
+def _with_model(run, state: str, gate_note: str | None = None, inside: bool = False) -> None:
     path = run / "sweep.json"
     doc = json.loads(path.read_text())
-    doc["model"] = _model_doc(state)
+    doc["model"] = _model_doc(state, inside)
     doc["decision"]["rule"] = "model" if state == "used" else "black-box"
     if gate_note:
         doc["decision"]["gate_note"] = gate_note
@@ -91,3 +104,18 @@ def test_a_rejected_model_is_said_with_its_reason_and_an_unchecked_gate_reaches_
     titles = [f["title"] for f in page_one["findings"]]
     assert any("recommended with its greedy output unchecked" in t for t in titles)
     assert note in md
+
+
+def test_a_step_cost_measured_inside_the_launches_is_said_with_its_terms(model_run, tmp_path,
+                                                                          report_build):
+    _with_model(model_run, "used", inside=True)
+    model = json.loads((model_run / "sweep.json").read_text())["model"]
+    assert model["parameters"]["slope_from"].startswith("step times inside launches")
+    assert model["parameters"]["slope"] == pytest.approx(0.3, abs=0.02)
+    assert len(model["step_ratios"]["ratios"]) == 4
+    assert "(measured inside the launches)" in model["summary"]
+    out = tmp_path / "report"
+    report_build(model_run, out, anonymize=False)
+    md = (out / "report.md").read_text()
+    assert "The step cost was measured inside 4 launch(es)" in md
+    assert model["summary"] in md

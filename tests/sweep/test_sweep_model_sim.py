@@ -6,6 +6,7 @@ right after the deepest launch (docs/sweep.md "The depth model")."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -94,6 +95,36 @@ def test_where_the_model_holds_it_decides_with_fewer_launches_and_matches_the_sc
     assert model["fit_test"]["passed"] is True
     assert "verify step" in model["summary"] and "expert weights" in model["summary"]
     assert all(d["gate"]["source"] == "greedy requests" for d in doc["depths"])
+
+
+def test_with_plain_steps_inside_launches_the_slope_is_measured_there(tmp_path):
+    """ngram that finds a match at 60% of steps: every speculative launch also runs plain steps,
+    so its verify-to-plain step time ratio is measured from its chunk gaps (sweep.steptimes) and
+    the slope comes from those ratios, free of the launch spread."""
+    q = 0.6
+    h = {k: 1 + ROUTED * (experts.ratio(384, 8, k + 1) - 1) for k in range(4)}
+    truth = {k: (1 + q * sum(ACCEPT[:k])) / ((1 - q) + q * h[k]) if k else 1.0 for k in range(4)}
+    assert max(truth, key=truth.get) == 2 and truth[2] > 1.05 * max(truth[1], truth[3])
+    scenario = _scenario(drafts={"match": q})
+    scenario["decode"]["rate_tok_s"] = 60.0  # 17 ms plain steps: gaps well above timer noise
+    doc = _sweep(tmp_path, scenario, max_launches=12)
+    model, decision = doc["model"], doc["decision"]
+    assert model["state"] == "used" and model["decided"] is True, _why(doc)
+    assert decision["rule"] == "model" and decision["depth"] == 2
+    assert "inside launches" in model["parameters"]["slope_from"]
+    spec = [l for l in doc["launches"] if l["depth"]]
+    for launch in spec:
+        ratio = launch["step_ratio"]
+        assert ratio["measured"] is True, ratio
+        k = launch["depth"]
+        # the scripted verify step over a plain step; the server's timer adds a little to both
+        assert abs(math.log(ratio["ratio"]) - math.log(h[k])) <= 3 * ratio["log_sd"] + 0.04, (k, ratio, h[k])
+    assert len(model["step_ratios"]["ratios"]) == len(spec)
+    low, high = model["parameters"]["slope_ci95"]
+    assert low - 0.03 <= ROUTED <= high + 0.03
+    assert high - low < 0.25  # a few ratios pin the slope
+    steps = {c["name"]: c for c in model["checks"]}["step_ratios"]
+    assert steps["passed"] is True
 
 
 def test_a_kernel_path_jump_rejects_the_model_and_the_black_box_rule_decides(tmp_path):

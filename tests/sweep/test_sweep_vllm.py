@@ -23,7 +23,11 @@ import pytest
 import yaml
 
 from sparktriage.session.demo import deployment
+from sparktriage.sweep import acceptance_model
+from sparktriage.sweep.counts import from_acceptance
+from sparktriage.sweep.counts import pooled as pooled_counts
 from sparktriage.sweep.decide import workload_rate
+from sparktriage.sweep.model import level
 from sparktriage.sweep.document import SweepJson
 from sparktriage.testbed.garbage.variants import trained_model
 from sparktriage.testbed.server import free_port
@@ -188,7 +192,11 @@ def test_depth_model_reads_depth_2_off_depth_4_as_the_counts_say(sweep_run):
     _, run, result = sweep_run
     doc = json.loads((run / "sweep.json").read_text())
     model = doc["model"]
-    used = set(model["inputs"]["launches"])
+    if model["available"]:
+        used = set(model["inputs"]["launches"])
+    else:  # a starved machine merged chunks into bursts: rates end to end, no model (documented)
+        assert "end-to-end rates" in model["reason"], model["reason"]
+        used = {l["label"] for l in doc["launches"] if l["status"] == "ok"}
     counts: dict[int, dict] = {}
     for launch in doc["launches"]:
         if launch["label"] not in used or not launch["depth"]:
@@ -208,7 +216,15 @@ def test_depth_model_reads_depth_2_off_depth_4_as_the_counts_say(sweep_run):
     ref, own = counts[4], counts[2]
     from_reference = 1 + sum(ref["per_pos"][:2]) / ref["drafts"]
     measured = 1 + sum(own["per_pos"]) / own["drafts"]
-    drafter = next(c for c in model["checks"] if c["name"] == "drafter")
+    if model["available"]:
+        drafter = next(c for c in model["checks"] if c["name"] == "drafter")
+    else:  # the model's own check on the same counts, as the sweep would have run it
+        own_counts = {d: pooled_counts([from_acceptance(d, l["acceptance"]) for l in doc["launches"]
+                                        if l["label"] in used and l["depth"] == d])
+                      for d in (2, 4)}
+        found = acceptance_model.drafter_check(acceptance_model.build(own_counts),
+                                               level("drafter", {}))
+        drafter = {"passed": found.passed, "figures": found.figures}
     figures = drafter["figures"]
     assert figures["reference_depth"] == 4
     assert figures["acceptance_length"]["2"] == {"measured": round(measured, 4),
@@ -227,8 +243,54 @@ def test_depth_model_reads_depth_2_off_depth_4_as_the_counts_say(sweep_run):
           f"{[round(z, 2) for z in zs]} against {figures['critical_z']}: "
           f"{'agree' if agree else 'differ'}; model {model['state']}")
     assert drafter["passed"] is agree
+    if not model["available"]:
+        return
     if agree:  # the model reads AL(k) off depth 4 where a depth has no launch, and says so
         assert model["inputs"]["acceptance_from"].startswith("depth 4's counts")
     else:
         assert model["state"] == "rejected" and model["rejected_by"].startswith("drafter")
         assert "the drafter depends on k" in model["reason"]
+
+
+def test_step_ratios_inside_launches_are_measured_from_the_chunk_gaps_or_say_why_not(sweep_run):
+    """ngram on the tiny model finds no match at many steps, so each speculative launch also runs
+    plain steps: its verify-to-plain step time ratio comes from its own chunk gaps (counted here
+    from the raw requests.jsonl), or the record says why not (chunks read together on a busy
+    machine); measured ratios give the model's slope (docs/sweep.md "Step times inside a launch")."""
+    from sparktriage.bench.records import token_account
+
+    _, run, _ = sweep_run
+    doc = json.loads((run / "sweep.json").read_text())
+    measured = []
+    for launch in doc["launches"]:
+        ratio = launch.get("step_ratio")
+        if not launch["depth"]:
+            assert ratio is None
+            continue
+        acc = launch["acceptance"]
+        q = acc["drafts"] / (acc["generation_tokens"] - acc["accepted_tokens"])
+        assert q < 0.95, "ngram on the tiny model proposes nothing at some steps"
+        gaps = {"multi": 0, "single": 0, "zero": 0}
+        for line in (run / "launches" / launch["label"] / "requests.jsonl").read_text().splitlines():
+            record = json.loads(line)
+            if record.get("workload") != "code" or record.get("warmup") or record.get("status") != "ok":
+                continue
+            carrying = [(c["t"], n) for c, n in zip(record["chunks"], token_account(record).per_chunk) if n]
+            for (before, _), (t, n) in zip(carrying, carrying[1:]):
+                gaps["zero" if t <= before else "multi" if n >= 2 else "single"] += 1
+        total = sum(gaps.values())
+        if ratio["measured"]:
+            assert gaps["zero"] <= 0.05 * total
+            assert (ratio["verify_chunks"], ratio["one_token_chunks"]) == (gaps["multi"], gaps["single"])
+            assert ratio["ratio"] == pytest.approx(ratio["verify_step_ms"] / ratio["plain_step_ms"], rel=1e-3)
+            assert 0.5 < ratio["ratio"] < 5 and 0 < ratio["log_sd"] < 0.5
+            measured.append(launch["label"])
+        else:
+            print(f"{launch['label']}: {ratio['reason']}")
+            assert ratio["reason"]
+            if "same read" in ratio["reason"]:
+                assert gaps["zero"] > 0.05 * total
+    model = doc["model"]
+    if measured and model["available"] and model["parameters"]:
+        assert [r["label"] for r in model["step_ratios"]["ratios"]] == measured
+        assert model["parameters"]["slope_from"].startswith("step times inside launches")

@@ -60,6 +60,7 @@ class SweepModel(OpenPart):
     checks: list[ModelCheck]
     decided: bool
     summary: str
+    step_ratios: dict[str, Any] | None = None  # the slope from step times inside launches
 
 
 class Decision(OpenPart):
@@ -80,6 +81,7 @@ class LaunchEntry(OpenPart):
     status: Literal["ok", "failed"]
     delivered_tok_s: float | None
     acceptance_length: float | None
+    step_ratio: dict[str, Any] | None = None  # verify over plain step time inside the launch
 
 
 class SweepDocument(Document):

@@ -136,9 +136,10 @@ def model_part(model, by_depth: dict[int, dict]) -> dict | None:
                      "step_ratio": num(p.get("step_ratio")),
                      "measured": measured.get("mean"), "measured_low": measured.get("ci95_low"),
                      "measured_high": measured.get("ci95_high"), "n": measured.get("n") or 0})
+    ratios = as_list(as_dict(model.get("step_ratios")).get("ratios"))
     return {"state": text(model.get("state")), "reason": text(model.get("reason")),
             "summary": text(model.get("summary")), "decided": bool(model.get("decided")),
-            "rows": rows}
+            "rows": rows, "inside_launches": len([r for r in ratios if isinstance(r, dict)])}
 
 
 def _statement(depth: int, other: int, test) -> str:
@@ -196,7 +197,13 @@ def model_lines(section: dict) -> list[str]:
     how = ("it decided" if model["decided"] else
            "the black-box rule decided, over every launch" if model["state"] == "rejected" else
            "it did not decide")
-    return [f"Depth model: {model['state']} ({how}): {model['reason']}", model["summary"]]
+    lines = [f"Depth model: {model['state']} ({how}): {model['reason']}", model["summary"]]
+    if model.get("inside_launches"):
+        lines.append(f"The step cost was measured inside {model['inside_launches']} launch(es): each "
+                     "verify step's time against the plain steps of the same launch (steps where "
+                     "the drafter found nothing to propose), so the launch-to-launch spread "
+                     "cancels out of it.")
+    return lines
 
 
 def sweep_lines(section: dict) -> list[str]:

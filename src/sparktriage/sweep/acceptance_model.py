@@ -103,6 +103,10 @@ class AcceptanceModel:
         c = self.reference
         return 1.0 + c.drafted_share * sum(c.rate(i) for i in range(1, depth + 1))
 
+    def drafted_share(self, depth: int) -> float:
+        """q at `depth` (≥ 1): its own counts', else the reference's."""
+        return self._source(depth).drafted_share
+
     def log_sd(self, depth: int) -> float:
         """Counting sd of log TPS(depth)."""
         if depth == 0:

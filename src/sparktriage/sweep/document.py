@@ -247,6 +247,7 @@ def _launch_entries(records: list[dict], which: str, ceiling) -> list[dict]:
             "ready_s": r.get("ready_s"), "wall_s": r.get("wall_s"),
             "requests": len(r.get(key) or []),
             "acceptance": r.get("acceptance"),
+            "step_ratio": r.get("step_ratio"),
             "roofline_pct": (ceiling.percent(rate, acc, r.get("depth"))
                              if ceiling and rate is not None else None)})
     return launches

@@ -34,7 +34,7 @@ from sparktriage.progress import Observer, prefixed, quiet
 from sparktriage.store.documents import write_document, write_yaml_document
 from sparktriage.store.rundir import LaunchDir, RunDir
 from sparktriage.store.typed import check
-from sparktriage.sweep import rule
+from sparktriage.sweep import rule, steptimes
 from sparktriage.sweep.acceptance import acceptance
 from sparktriage.sweep.decide import workload_rate
 from sparktriage.sweep.document import build_document, gate_by_depth, per_depth
@@ -228,6 +228,9 @@ class _Sweep:
         e2e = _rates(bench, self.decide_name, "e2e_tok_s")
         if failure is None and not decode and not e2e:
             failure = "no measured request delivered a rate"
+        accepted = (acceptance(launch, _read(launch.path / "logs.json"), bench, self.decide_name,
+                               {self.decide_name}, self.greedy) if depth else None)
+        ratio = steptimes.from_launch(launch.path, depth, self.decide_name, accepted)
         record.update(
             status="ok" if failure is None else "failed", reason=failure, problems=problems,
             request_decode_tok_s=decode, request_e2e_tok_s=e2e,
@@ -237,8 +240,7 @@ class _Sweep:
                       "server_version": (bench or {}).get("server_version"),
                       "deployment_hash": self.hash,
                       "nodes": [n.host for n in launch_plan.nodes]},
-            acceptance=acceptance(launch, _read(launch.path / "logs.json"), bench, self.decide_name,
-                                  {self.decide_name}, self.greedy) if depth else None)
+            acceptance=accepted, step_ratio=None if ratio is None else ratio.as_dict())
         if failure is not None:
             record.pop("gate_collected", None)
         return record

@@ -21,7 +21,7 @@ import math
 
 from sparktriage.stats.tdist import f_sf, t_ppf
 from sparktriage.sweep.acceptance_model import Check
-from sparktriage.sweep.stepfit import _GRID, ALPHA, StepFit
+from sparktriage.sweep.stepfit import ALPHA, StepFit, minimise
 
 def _groups(points) -> dict[int, list[float]]:
     out: dict[int, list[float]] = {}
@@ -94,25 +94,14 @@ def monotone_check(fitted: StepFit, alpha: float = ALPHA) -> Check:
 def _rss_with_factor(fitted: StepFit, flags: list[bool], slope: float) -> float:
     groups: dict[bool, list[float]] = {False: [], True: []}
     for p, flag in zip(fitted.points, flags):
-        groups[flag].append(p.y - math.log1p(slope * fitted.shape.g(p.depth)))
+        groups[flag].append(p.y - math.log1p(slope * p.x(fitted.shape)))
     return sum(sum((r - sum(v) / len(v)) ** 2 for r in v) for v in groups.values() if v)
 
 
 def _best_rss(fitted: StepFit, flags: list[bool]) -> tuple[float, float]:
     """The alternative's smallest RSS and the slope at which it is reached."""
-    values = [_rss_with_factor(fitted, flags, s) for s in _GRID]
-    i = min(range(len(_GRID)), key=values.__getitem__)
-    a, b = _GRID[max(0, i - 1)], _GRID[min(len(_GRID) - 1, i + 1)]
-    ratio = (math.sqrt(5.0) - 1.0) / 2.0
-    for _ in range(24):
-        c, d = b - ratio * (b - a), a + ratio * (b - a)
-        if _rss_with_factor(fitted, flags, c) <= _rss_with_factor(fitted, flags, d):
-            b = d
-        else:
-            a = c
-    mid = 0.5 * (a + b)
-    at_mid = _rss_with_factor(fitted, flags, mid)
-    return (at_mid, mid) if at_mid <= values[i] else (values[i], _GRID[i])
+    slope = minimise(lambda s: _rss_with_factor(fitted, flags, s), rounds=24)
+    return _rss_with_factor(fitted, flags, slope), slope
 
 
 def jump_test(fitted: StepFit, alpha: float = ALPHA) -> Check:
@@ -154,8 +143,8 @@ def jump_test(fitted: StepFit, alpha: float = ALPHA) -> Check:
 
 def _factor(fitted: StepFit, members: set[int], slope: float) -> float | None:
     """The step-time factor of an alternative at its own best slope (for the reason)."""
-    inside = [p.y - math.log1p(slope * fitted.shape.g(p.depth)) for p in fitted.points if p.depth in members]
-    outside = [p.y - math.log1p(slope * fitted.shape.g(p.depth)) for p in fitted.points
+    inside = [p.y - math.log1p(slope * p.x(fitted.shape)) for p in fitted.points if p.depth in members]
+    outside = [p.y - math.log1p(slope * p.x(fitted.shape)) for p in fitted.points
                if p.depth not in members]
     if not inside or not outside:
         return None

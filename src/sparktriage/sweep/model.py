@@ -23,10 +23,12 @@ import math
 from dataclasses import dataclass, field, replace
 
 from sparktriage.stats.tdist import t_ppf
-from sparktriage.sweep import acceptance_model, fitchecks, stepfit
+from sparktriage.sweep import acceptance_model, fitchecks, ratiofit, stepfit
 from sparktriage.sweep.acceptance_model import AcceptanceModel, Check
 from sparktriage.sweep.counts import Counts, pooled
+from sparktriage.sweep.ratiofit import RatioFit, RatioPoint
 from sparktriage.sweep.stepfit import StepFit, StepPoint, StepShape
+from sparktriage.sweep.steptimes import StepRatio
 
 
 EARLY_ALPHA = 0.01  # per check, spent over the looks before the model would settle
@@ -42,6 +44,12 @@ class ModelLaunch:
     depth: int
     rate: float  # delivered decode rate of the deciding workload, tok/s (the launch mean)
     counts: Counts | None = None
+    ratio: StepRatio | None = None  # verify over plain step time inside the launch
+
+    @property
+    def share(self) -> float:
+        """q: the share of the launch's steps that drafted (1 at depth 0 or without counts)."""
+        return 1.0 if self.depth == 0 or self.counts is None else self.counts.drafted_share
 
     @property
     def step_s(self) -> float | None:
@@ -71,21 +79,66 @@ class DepthModel:
     looks: dict = field(default_factory=dict)  # check name -> times it has run (level spending)
     gated: bool = False  # the checks are the gate's (run when the model would settle)
     rejected_by: str | None = None  # the check that rejected the model (it stands afterwards)
+    ratios: RatioFit | None = None  # the slope from step times inside launches (steps is pinned to it)
 
     @property
     def usable(self) -> bool:
         return self.state == "used"
+
+    @property
+    def ratio_covered(self) -> bool:
+        """Every measured speculative depth has a step-time ratio measured inside a launch (a
+        verify step's cost cannot jump at a measured width unseen)."""
+        if self.ratios is None:
+            return False
+        seen = {p.depth for p in self.ratios.points}
+        return all(l.depth in seen for l in self.launches if l.depth > 0)
 
     def predicts(self, depth: int) -> bool:
         if self.steps is None:
             return False
         return depth == 0 or (self.acceptance is not None and self.acceptance.covers(depth))
 
+    def share(self, depth: int) -> float:
+        """q at `depth`: its own counts' drafted share, else the reference's (1 at depth 0)."""
+        if depth == 0 or self.acceptance is None:
+            return 1.0
+        return self.acceptance.drafted_share(depth)
+
+    def measured_ratio(self, depth: int) -> tuple[float, float] | None:
+        """log ρ at `depth` from its own launches' step-time ratios (inverse-variance mean) and
+        its sd; None when no launch of that depth measured one."""
+        points = [p for p in (self.ratios.points if self.ratios is not None else ()) if p.depth == depth]
+        if not points:
+            return None
+        weights = [1.0 / (p.sd * p.sd) for p in points]
+        return (sum(w * p.y for w, p in zip(weights, points)) / sum(weights),
+                1.0 / math.sqrt(sum(weights)))
+
+    def log_step(self, depth: int, slope: float | None = None) -> float:
+        """log mean step at `depth` over a plain step: from the depth's own ratio where a launch
+        measured one (a verify step's cost is then measured, not read off the curve), else from
+        the curve at the fitted slope (or another)."""
+        assert self.steps is not None
+        q = self.share(depth)
+        found = self.measured_ratio(depth) if depth else None
+        if found is not None:
+            return math.log1p(q * (math.exp(found[0]) - 1.0))
+        return self.steps.log_h(depth, slope, q)
+
+    def log_step_var(self, depth: int) -> float:
+        """Variance of `log_step` where it comes from measured ratios (0 on the curve)."""
+        found = self.measured_ratio(depth) if depth else None
+        if found is None:
+            return 0.0
+        q, rho = self.share(depth), math.exp(found[0])
+        return (q * rho / (1.0 + q * (rho - 1.0)) * found[1]) ** 2
+
     def log_rate(self, depth: int, slope: float | None = None) -> float:
         """log predicted rate at `depth` (at the fitted slope, or another), t0 included."""
         assert self.steps is not None
         tps = 1.0 if depth == 0 else self.acceptance.tokens_per_step(depth)  # type: ignore[union-attr]
-        return math.log(tps) - self.steps.log_t0 - self.steps.log_h(depth, slope)
+        return math.log(tps) - self.steps.log_t0 - self.log_step(depth, slope)
 
     def log_sd(self, depth: int) -> float:
         """Counting sd of log TPS(depth)."""
@@ -95,7 +148,9 @@ class DepthModel:
         """Predicted rate with its 95% interval (launch spread and counting error), and its terms."""
         assert self.steps is not None
         rate = math.exp(self.log_rate(depth))
-        step_sd = self.steps.log_step_sd(depth)
+        step_sd = self.steps.log_step_sd(depth, self.share(depth))
+        if step_sd is not None and self.measured_ratio(depth) is not None:
+            step_sd = math.sqrt(self.steps.sigma ** 2 / self.steps.n + self.log_step_var(depth))  # type: ignore[operator]
         low = high = None
         if step_sd is not None and self.steps.df >= 1:
             half = t_ppf(0.975, self.steps.df) * math.hypot(step_sd, self.log_sd(depth))
@@ -109,8 +164,14 @@ class DepthModel:
                 "tokens_per_step": 1.0 if depth == 0 or acc is None else acc.tokens_per_step(depth),
                 "acceptance_source": (acc.source(depth) if acc is not None
                                       else "none (no speculation)"),
-                "step_ms": self.steps.step_s(depth) * 1e3,
-                "step_ratio": math.exp(self.steps.log_h(depth)),
+                "step_ms": math.exp(self.steps.log_t0 + self.log_step(depth)) * 1e3,
+                "step_ratio": math.exp(self.log_step(depth)),
+                "verify_step_ratio": (math.exp(self.steps.log_h(depth)) if depth == 0 or
+                                      self.measured_ratio(depth) is None
+                                      else math.exp(self.measured_ratio(depth)[0])),  # type: ignore[index]
+                "step_source": ("none (no speculation)" if depth == 0 else "measured inside launches"
+                                if self.measured_ratio(depth) is not None else "the fitted curve"),
+                "drafted_share": self.share(depth),
                 "expert_ratio": (self.shape.g(depth) + 1.0 if self.shape.kind == "expert-union"
                                  else None),
                 "measured_launches": len(measured),
@@ -128,8 +189,12 @@ class DepthModel:
                        "acceptance_from": (None if self.acceptance is None else
                                            f"depth {self.acceptance.reference.depth}'s counts "
                                            f"({self.acceptance.reference.source})"),
-                       "step_times": "tokens per engine step (counts) ÷ delivered decode rate"},
+                       "step_times": "tokens per engine step (counts) ÷ delivered decode rate",
+                       "step_ratios": (None if self.ratios is None else
+                                       "verify ÷ plain step time inside launches "
+                                       f"({len(self.ratios.points)} launch(es))")},
             "parameters": None if self.steps is None else self.steps.as_dict(),
+            "step_ratios": None if self.ratios is None else self.ratios.as_dict(),
             "predicted": predicted,
             "fit_test": next((c for c in checks if c["name"] == "lack_of_fit"), None),
             "checks": checks, "looks": dict(self.looks), "gated": self.gated}
@@ -187,9 +252,14 @@ def build(launches: list[ModelLaunch], depths: tuple[int, ...], shape: StepShape
     acc = acceptance_model.build({d: c for d in {l.depth for l in used if l.depth}
                                   if (c := pooled([l.counts for l in used
                                                    if l.depth == d and l.counts])) is not None})
-    fitted = stepfit.fit([StepPoint(l.label, l.depth, l.step_s) for l in used], shape)  # type: ignore[arg-type]
+    free = stepfit.fit([StepPoint(l.label, l.depth, l.step_s, l.share) for l in used], shape)  # type: ignore[arg-type]
+    ratios = ratiofit.fit([RatioPoint(l.label, l.depth, l.ratio.log_ratio, l.ratio.log_sd)  # type: ignore[arg-type]
+                           for l in used if l.ratio is not None and l.ratio.measured], shape)
+    fitted = (stepfit.pinned(free.points, shape, ratios.slope, ratios.low, ratios.high)
+              if free is not None and ratios is not None else free)
     common = dict(launches=tuple(used), acceptance=acc, steps=fitted, excluded=tuple(excluded),
-                  looks=looks, **base)
+                  looks=looks, ratios=ratios if fitted is not None and fitted.pinned else None,
+                  **base)
     if not any(l.depth == 0 for l in used) or acc is None:
         return DepthModel("not-enough-data", "needs a launch at depth 0 and one at the deepest "
                           "depth with acceptance counts", True, **common)
@@ -197,10 +267,12 @@ def build(launches: list[ModelLaunch], depths: tuple[int, ...], shape: StepShape
     # gate (every depth is measured itself by then): it keeps its small early level there
     checks = [acceptance_model.short_draft_check(acc),
               acceptance_model.drafter_check(acc, level("drafter", looks, False))]
-    if fitted is not None:
-        checks += [fitchecks.lack_of_fit(fitted, level("lack_of_fit", looks, gate)),
-                   fitchecks.jump_test(fitted, level("jump", looks, gate)),
-                   fitchecks.monotone_check(fitted, level("monotone", looks, gate))]
+    if free is not None:
+        checks += [fitchecks.lack_of_fit(free, level("lack_of_fit", looks, gate)),
+                   fitchecks.jump_test(free, level("jump", looks, gate)),
+                   fitchecks.monotone_check(free, level("monotone", looks, gate))]
+    if common["ratios"] is not None:
+        checks.append(ratiofit.check(ratios, free, level("step_ratios", looks, gate)))  # type: ignore[arg-type]
     common["looks"] = looks if gate else _looked(looks, checks)
     common["gated"] = gate
     failed = next((c for c in checks if c.passed is False), None)

@@ -7,10 +7,13 @@ from sparktriage.sweep.model import DepthModel
 
 
 def _terms(p: dict, moe: bool) -> str:
+    ratio = p.get("verify_step_ratio") or p["step_ratio"]
+    where = (" (measured inside the launches)" if p.get("step_source") == "measured inside launches"
+             else "")
     if moe and p.get("expert_ratio") is not None:
         return (f"reads about {p['expert_ratio']:.1f}x the expert weights of a plain step and takes "
-                f"{p['step_ratio']:.1f}x its time")
-    return f"takes {p['step_ratio']:.2f}x the time of a plain step"
+                f"{ratio:.1f}x its time{where}")
+    return f"takes {ratio:.2f}x the time of a plain step{where}"
 
 
 def summary(model: DepthModel, decision: dict) -> str:

@@ -9,6 +9,7 @@ profile: the expert union of an MoE profile (roofline.experts), a linear cost ot
 
 from __future__ import annotations
 
+from sparktriage.sweep import steptimes
 from sparktriage.sweep.counts import from_acceptance
 from sparktriage.sweep.model import ModelLaunch
 from sparktriage.sweep.plan import SweepPlan
@@ -42,7 +43,8 @@ def history(records: list[dict], stats: dict[int, DepthStats], eligible: list[in
         depth, label = r.get("depth"), r.get("label")
         if depth not in eligible or label not in means:
             continue
-        out.append(ModelLaunch(label, depth, means[label], from_acceptance(depth, r.get("acceptance"))))
+        out.append(ModelLaunch(label, depth, means[label], from_acceptance(depth, r.get("acceptance")),
+                               steptimes.from_dict(r.get("step_ratio"))))
     return out
 
 

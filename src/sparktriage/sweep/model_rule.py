@@ -20,7 +20,11 @@ launched could hide a step-cost jump that no curve fitted elsewhere can see), on
 twice (so the lack-of-fit test has run), df ≥ MIN_DF, and no `surprises` left; the recommended
 depth is then measured. Its checks run once more when it would settle (sweep.rule.advance, with
 `contender_check` aimed at the decision). The repeated looks are not corrected for; the
-benchmark measures the error rate that results (docs/benchmarks.md).
+benchmark measures the error rate that results (docs/benchmarks.md). When every measured
+speculative depth has a step-time ratio measured inside a launch (sweep.steptimes, ratiofit), the
+slope's set comes from those ratios and a jump of the verify step's cost shows there, so the
+challenger and the contest of `surprises` (launch-level guards against a jump the curve smooths
+over) are not needed; depths far from the curve still are.
 
 Allocation: depth 0 and the deepest depth first (they pin the slope), then the depth best at the
 fitted slope, then its closest rivals until every depth has a launch, then the surprises, then
@@ -65,9 +69,9 @@ class _Table:
         self.slopes = _slopes(fit)
         acc = model.acceptance
         log_tps = {d: 0.0 if d == 0 else math.log(acc.tokens_per_step(d)) for d in depths}  # type: ignore[union-attr]
-        self.value = {d: [log_tps[d] - math.log1p(slope * fit.shape.g(d)) for slope in self.slopes]
+        self.value = {d: [log_tps[d] - model.log_step(d, slope) for slope in self.slopes]
                       for d in depths}
-        self.var = {d: model.log_sd(d) ** 2 for d in depths}
+        self.var = {d: model.log_sd(d) ** 2 + model.log_step_var(d) for d in depths}
         self.z = NormalDist().inv_cdf(1.0 - alpha / max(1, len(depths) - 1))
 
     def _slack(self, a: int, b: int) -> float:
@@ -127,12 +131,14 @@ def surprises(model: DepthModel, margin: float = MARGIN) -> list[int]:
         return []
     groups: dict[int, list[float]] = {}
     for p in fit.points:
-        groups.setdefault(p.depth, []).append(p.y - fit.log_t0 - fit.log_h(p.depth))
+        groups.setdefault(p.depth, []).append(p.y - fit.log_t0 - fit.log_h(p.depth, None, p.share))
     picked = {}
     for d, v in groups.items():
         z = abs(sum(v) / len(v)) / (fit.sigma / math.sqrt(len(v)))
         if len(v) < SURPRISE_MAX and z > SURPRISE_Z:
             picked[d] = z
+    if model.ratio_covered:  # a verify step's jump shows in the ratios (sweep.ratiofit)
+        return sorted(picked, key=lambda d: -picked[d])
     best = _fitted_best(model, [d for d in model.depths if model.predicts(d)])
     rivals = _contrasts(model, best, margin)
     for d, (z, _) in rivals.items():
@@ -300,6 +306,6 @@ def next_depth(model: DepthModel, eligible: list[int], measured: dict[int, int],
     options = [d for d in depths if measured.get(d)] if not replicated else depths
     scores = {}
     for d in options:
-        ahead = with_point(fit, d)
+        ahead = with_point(fit, d, model.share(d))
         scores[d] = _openness(model, ahead, depths, measured, d, margin, alpha)
     return min(scores, key=lambda d: (scores[d], measured.get(d, 0), d))

@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
+from typing import Callable
 
 from sparktriage.roofline import experts as expert_union
 from sparktriage.stats.tdist import t_ppf
@@ -66,10 +67,15 @@ class StepPoint:
     label: str
     depth: int
     step_s: float
+    share: float = 1.0  # q: the share of its steps that drafted (the rest are plain steps)
 
     @cached_property
     def y(self) -> float:
         return math.log(self.step_s)
+
+    def x(self, shape: "StepShape") -> float:
+        """q·g(k): the launch's mean step is t0·(1 + s·q·g(k)) (plain steps cost t0)."""
+        return self.share * shape.g(self.depth)
 
 
 @dataclass(frozen=True)
@@ -83,6 +89,7 @@ class StepFit:
     rss: float
     slope_low: float | None
     slope_high: float | None
+    pinned: bool = False  # the slope and its set come from the step times inside launches
 
     @property
     def n(self) -> int:
@@ -90,30 +97,35 @@ class StepFit:
 
     @property
     def df(self) -> int:
-        return self.n - 2
+        return self.n - (1 if self.pinned else 2)
 
     @property
     def sigma(self) -> float | None:
         return math.sqrt(self.rss / self.df) if self.df > 0 else None
 
-    def log_h(self, depth: int, slope: float | None = None) -> float:
-        return math.log1p((self.slope if slope is None else slope) * self.shape.g(depth))
+    def log_h(self, depth: int, slope: float | None = None, share: float = 1.0) -> float:
+        """log mean step at `depth` over a plain step, `share` of its steps drafting."""
+        return math.log1p((self.slope if slope is None else slope) * share * self.shape.g(depth))
 
-    def step_s(self, depth: int) -> float:
-        return math.exp(self.log_t0 + self.log_h(depth))
+    def step_s(self, depth: int, share: float = 1.0) -> float:
+        return math.exp(self.log_t0 + self.log_h(depth, None, share))
 
-    def log_step_sd(self, depth: int) -> float | None:
+    def log_step_sd(self, depth: int, share: float = 1.0) -> float | None:
         """Delta-method sd of the fitted log step time at `depth` (None without spread)."""
         sigma = self.sigma
         if sigma is None:
             return None
-        rows = [(1.0, self.shape.g(p.depth) / (1.0 + self.slope * self.shape.g(p.depth)))
-                for p in self.points]
+        x_d = share * self.shape.g(depth)
+        if self.pinned:  # log t0 from the launches, the slope's error from its set (≈ ±1.96 sd)
+            g = x_d / (1.0 + self.slope * x_d)
+            slope_sd = ((self.slope_high or self.slope) - (self.slope_low or self.slope)) / 3.92
+            return math.sqrt(sigma * sigma / self.n + (g * slope_sd) ** 2)
+        rows = [(1.0, p.x(self.shape) / (1.0 + self.slope * p.x(self.shape))) for p in self.points]
         a = sum(1.0 for _ in rows)
         b = sum(r[1] for r in rows)
         c = sum(r[1] * r[1] for r in rows)
         det = a * c - b * b
-        g = self.shape.g(depth) / (1.0 + self.slope * self.shape.g(depth))
+        g = x_d / (1.0 + self.slope * x_d)
         if det <= 1e-12:  # slope not identified: the depths measured cannot tell it
             return sigma * math.sqrt(1.0 / a) if depth == 0 else None
         var = (c - 2.0 * b * g + a * g * g) / det  # [1 g] (JᵀJ)⁻¹ [1 g]ᵀ
@@ -123,42 +135,54 @@ class StepFit:
         return {"shape": self.shape.as_dict(), "t0_s": math.exp(self.log_t0),
                 "slope": self.slope, "slope_ci95": ([self.slope_low, self.slope_high]
                                                     if self.slope_low is not None else None),
-                "sigma": self.sigma, "df": self.df, "launches": self.n}
+                "sigma": self.sigma, "df": self.df, "launches": self.n,
+                "slope_from": ("step times inside launches (sweep.steptimes)" if self.pinned
+                               else "launch step times")}
 
 
 def rss_at(points: tuple[StepPoint, ...], shape: StepShape, slope: float) -> tuple[float, float]:
     """Residual sum of squares and log t0 at a given slope (log t0 profiled out)."""
-    residuals = [p.y - math.log1p(slope * shape.g(p.depth)) for p in points]
+    residuals = [p.y - math.log1p(slope * p.x(shape)) for p in points]
     log_t0 = sum(residuals) / len(residuals)
     return sum((r - log_t0) ** 2 for r in residuals), log_t0
 
 
-def _minimise(points, shape) -> float:
-    values = [rss_at(points, shape, s)[0] for s in _GRID]
+def minimise(loss: Callable[[float], float], rounds: int = 48) -> float:
+    """The slope in [0, S_MAX] that minimises `loss`: the best point of a geometric grid, then a
+    golden-section search between its neighbours."""
+    values = [loss(s) for s in _GRID]
     i = min(range(len(_GRID)), key=values.__getitem__)
-    lo, hi = _GRID[max(0, i - 1)], _GRID[min(len(_GRID) - 1, i + 1)]
+    a, b = _GRID[max(0, i - 1)], _GRID[min(len(_GRID) - 1, i + 1)]
     ratio = (math.sqrt(5.0) - 1.0) / 2.0
-    a, b = lo, hi
-    for _ in range(48):
+    for _ in range(rounds):
         c, d = b - ratio * (b - a), a + ratio * (b - a)
-        if rss_at(points, shape, c)[0] <= rss_at(points, shape, d)[0]:
+        if loss(c) <= loss(d):
             b = d
         else:
             a = c
     best = 0.5 * (a + b)
-    return best if rss_at(points, shape, best)[0] <= values[i] else _GRID[i]
+    return best if loss(best) <= values[i] else _GRID[i]
 
 
-def _edge(points, shape, inside: float, outside: float, limit: float) -> float:
-    if rss_at(points, shape, outside)[0] <= limit:
+def edge(loss: Callable[[float], float], inside: float, outside: float, limit: float) -> float:
+    """The end of {s : loss(s) ≤ limit} between `inside` (in the set) and `outside`, by bisection."""
+    if loss(outside) <= limit:
         return outside
     for _ in range(40):
         mid = 0.5 * (inside + outside)
-        if rss_at(points, shape, mid)[0] <= limit:
+        if loss(mid) <= limit:
             inside = mid
         else:
             outside = mid
     return inside
+
+
+def _minimise(points, shape) -> float:
+    return minimise(lambda s: rss_at(points, shape, s)[0])
+
+
+def _edge(points, shape, inside: float, outside: float, limit: float) -> float:
+    return edge(lambda s: rss_at(points, shape, s)[0], inside, outside, limit)
 
 
 def fit(points: list[StepPoint], shape: StepShape) -> StepFit | None:
@@ -176,11 +200,22 @@ def fit(points: list[StepPoint], shape: StepShape) -> StepFit | None:
     return StepFit(shape, pts, slope, log_t0, rss, low, high)
 
 
-def with_point(fitted: StepFit, depth: int) -> StepFit:
+def pinned(points: tuple[StepPoint, ...], shape: StepShape, slope: float, low: float,
+           high: float) -> StepFit:
+    """The curve with its slope (and the slope's 95% set) measured inside launches
+    (sweep.ratiofit): log t0 and the launch spread fitted to the launches at that slope."""
+    rss, log_t0 = rss_at(points, shape, slope)
+    return StepFit(shape, points, slope, log_t0, rss, low, high, True)
+
+
+def with_point(fitted: StepFit, depth: int, share: float = 1.0) -> StepFit:
     """The fit as it would be after one more launch at `depth` landing on the curve (the
     allocation's look-ahead: same slope and RSS, one more degree of freedom, more leverage)."""
-    extra = StepPoint("next", depth, fitted.step_s(depth))
+    extra = StepPoint("next", depth, fitted.step_s(depth, share), share)
     pts = fitted.points + (extra,)
+    if fitted.pinned:  # the set is the inside-launch one; one more launch hardly moves it
+        return StepFit(fitted.shape, pts, fitted.slope, fitted.log_t0, fitted.rss,
+                       fitted.slope_low, fitted.slope_high, True)
     low = high = None
     df = len(pts) - 2
     if df >= 1:

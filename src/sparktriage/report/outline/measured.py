@@ -79,7 +79,7 @@ def sweep(doc: dict, section: dict) -> list[Block]:
         out.append(Paragraph(words(data(said[0]))))
         if model_rows(section):
             out.append(table(MODEL_HEADERS, model_rows(section)))
-        out.append(Paragraph(words(data(said[1]))))
+        out += [Paragraph(words(data(line))) for line in said[1:]]
     return out + figure(doc, "sweep.png")
 
 
