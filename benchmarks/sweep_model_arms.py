@@ -20,7 +20,7 @@ from sparktriage.stats.launch_bound import launch_bound  # noqa: E402
 from sparktriage.sweep import allocate, rule  # noqa: E402
 from sparktriage.sweep.allocate import MARGIN  # noqa: E402
 from sparktriage.sweep.model import ModelLaunch  # noqa: E402
-from sweep_physics import HOLDS, SHAPE, WRONG, Physics, SweepDraw  # noqa: E402
+from sweep_physics import HOLDS, SHAPE, WRONG, Physics, SweepDraw, as_ngram  # noqa: E402
 
 ARMS = ("model", "adaptive", "grid")
 
@@ -31,7 +31,7 @@ def _verdict(decision, truth: dict[int, float]) -> str:
     return "right" if truth[decision.depth] >= (1 - MARGIN) * max(truth.values()) else "wrong"
 
 
-def model_arm(draw: SweepDraw, rng: random.Random, cap: int):
+def model_arm(draw: SweepDraw, rng: random.Random, cap: int, ratios: bool = True):
     """The sweep's rule with the depth model (falling back to the black box when rejected)."""
     depths = list(draw.physics.depths)
     history: list[ModelLaunch] = []
@@ -43,7 +43,8 @@ def model_arm(draw: SweepDraw, rng: random.Random, cap: int):
         if depth is None:
             break
         value, counts = draw.launch(rng, depth)
-        history.append(ModelLaunch(f"L{len(history) + 1:03d}", depth, value, counts))
+        ratio = draw.ratio(rng, depth) if ratios else None
+        history.append(ModelLaunch(f"L{len(history) + 1:03d}", depth, value, counts, ratio))
         means.setdefault(depth, []).append(value)
         model = rule.advance(model, history, rule.Situation(history, means, depths, SHAPE))
     decision = rule.decide(rule.Situation(history, means, depths, SHAPE), True, model)
@@ -89,8 +90,16 @@ def bound(physics: Physics) -> dict:
             max(found.launches, float(len(truth))), "good_depths": list(found.good)}
 
 
+NGRAM = " · ngram drafts"
+
+
 def scenarios() -> list[tuple[str, Physics, bool]]:
-    return [(n, p, True) for n, p in HOLDS.items()] + [(n, p, False) for n, p in WRONG.items()]
+    """Every scenario twice: with a drafter that drafts at every step (MTP, EAGLE: no plain step
+    inside a launch) and with ngram drafts at 70% of steps (`as_ngram`: the same true rates,
+    plain steps inside every launch, so the step-time ratios of sweep.steptimes can be measured)."""
+    chain = [(n, p, True) for n, p in HOLDS.items()] + [(n, p, False) for n, p in WRONG.items()]
+    return chain + [(n + NGRAM + f" (q = {as_ngram(p).match:.2f})", as_ngram(p), holds)
+                    for n, p, holds in chain]
 
 
 def states(rows: list[tuple]) -> dict[str, float]:

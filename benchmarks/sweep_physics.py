@@ -17,17 +17,20 @@ from __future__ import annotations
 
 import math
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
+from sparktriage.sweep import steptimes  # noqa: E402
 from sparktriage.sweep.counts import Counts  # noqa: E402
+from sparktriage.sweep.steptimes import StepRatio  # noqa: E402
 from sparktriage.sweep.stepfit import StepShape  # noqa: E402
 
 CV = 0.065
+STEP_CV = 0.15
 WITHIN_SD = 1.5
 REQUESTS = 15
 TOKENS = 256
@@ -46,6 +49,8 @@ class Physics:
     shallow: float = 1.0  # rates at depth k are rates × shallow^(K − k)
     short_share: float = 0.0  # share of drafts that come short ...
     short_length: int = 1  # ... proposing this many tokens
+    match: float = 1.0  # q: share of steps that draft (ngram found a match); rates are per draft
+    step_cv: float = STEP_CV  # sd of one step's time inside a launch, relative
 
     @property
     def depths(self) -> tuple[int, ...]:
@@ -66,22 +71,26 @@ class Physics:
     def h(self, width_depth: int) -> float:
         return 1.0 + self.slope * SHAPE.g(width_depth)
 
-    def step(self, k: int) -> float:
-        """Mean step time at depth k relative to a plain step."""
+    def verify(self, k: int) -> float:
+        """Mean time of a verify step at depth k relative to a plain step."""
         if not k:
-            value = 1.0
-        else:
-            value = sum(share * self.h(length) for share, length in self.lengths(k))
+            return 1.0
+        value = sum(share * self.h(length) for share, length in self.lengths(k))
         if self.jump and k >= self.jump[0]:
             value *= self.jump[1]
         return value * self.step_factor.get(k, 1.0)
+
+    def step(self, k: int) -> float:
+        """Mean step time at depth k relative to a plain step (plain steps where ngram found
+        no match, verify steps otherwise)."""
+        return 1.0 if not k else (1.0 - self.match) + self.match * self.verify(k)
 
     def accepted_mean(self, k: int) -> float:
         s = self.rates_at(k)
         return sum(share * sum(s[:length]) for share, length in self.lengths(k))
 
     def tps(self, k: int) -> float:
-        return 1.0 + self.accepted_mean(k)
+        return 1.0 + self.match * self.accepted_mean(k)
 
     def truth(self) -> dict[int, float]:
         return {k: self.base * self.tps(k) / self.step(k) for k in self.depths}
@@ -114,7 +123,8 @@ class SweepDraw:
     def _draw(self, k: int) -> Counts:
         rng = np.random.default_rng([self.seed, k, 7919])
         p = self.physics
-        drafts = max(1, int(round(TOKENS / p.tps(k))))
+        steps = max(1, int(round(TOKENS / p.tps(k))))
+        drafts = steps if p.match >= 1.0 else max(1, int(rng.binomial(steps, p.match)))
         s = p.rates_at(k)
         per_pos = [0.0] * k
         draft_tokens, left = 0.0, drafts
@@ -132,22 +142,58 @@ class SweepDraw:
         r = float(REQUESTS + 1)
         accepted = sum(per_pos)
         return Counts(k, drafts * r, draft_tokens * r, accepted * r, tuple(x * r for x in per_pos),
-                      (drafts + accepted) * r, "simulated", r)
+                      (max(steps, drafts) + accepted) * r, "simulated", r)
 
     def tps(self, k: int) -> float:
         return 1.0 if k == 0 else self.counts(k).tokens_per_step
 
+    def step(self, k: int) -> float:
+        """This prompt's mean step at depth k: its own share of drafting steps."""
+        if not k:
+            return 1.0
+        q = self.counts(k).drafted_share
+        return (1.0 - q) + q * self.physics.verify(k)
+
     def truth(self) -> dict[int, float]:
         p = self.physics
-        return {k: p.base * self.tps(k) / p.step(k) for k in p.depths}
+        return {k: p.base * self.tps(k) / self.step(k) for k in p.depths}
 
     def launch(self, rng, k: int) -> tuple[float, Counts | None]:
         """One launch at depth k: its delivered rate (launch spread, request noise) and counts.
         `rng`: a random.Random of the arm's own sweep."""
         p = self.physics
-        mean = p.base * self.tps(k) / p.step(k)
+        mean = p.base * self.tps(k) / self.step(k)
         rate = mean * (1.0 + rng.gauss(0.0, CV)) + rng.gauss(0.0, WITHIN_SD / math.sqrt(REQUESTS))
         return rate, (self.counts(k) if k else None)
+
+    def ratio(self, rng, k: int) -> StepRatio | None:
+        """The launch's verify-to-plain step ratio as sweep.steptimes measures it from its
+        chunks: the two groups' mean gaps (multi-token chunks: verify steps that accepted
+        something; one-token chunks: plain steps and empty verify steps) over REQUESTS requests,
+        each step's time off by step_cv. The launch factor scales both groups and cancels."""
+        if not k:
+            return None
+        p, c = self.physics, self.counts(k)
+        if 1.0 - c.drafted_share < steptimes.MIN_PLAIN_SHARE:  # no plain step to compare with
+            return steptimes.from_groups(k, (p.verify(k), 0.0, 0), (1.0, 0.0, 0), c.drafted_share,
+                                         c.rate(1))
+        per_request = c.repeats
+        steps = (c.generation_tokens - c.accepted) / per_request  # type: ignore[operator]
+        q, a1 = c.drafted_share, c.rate(1)
+        n_v = int(round(c.per_position[0] / per_request * REQUESTS)) if c.per_position else 0
+        n_1 = int(round(steps * REQUESTS)) - n_v
+        t_v = p.verify(k)
+        plain, empty = 1.0 - q, q * (1.0 - a1)
+        if n_v < 2 or n_1 < 2 or plain + empty <= 0:
+            return steptimes.from_groups(k, (t_v, 0.0, n_v), (1.0, 0.0, max(0, n_1)), q, a1)
+        w = empty / (plain + empty)
+        m_1 = (1.0 - w) + w * t_v
+        var_v = (p.step_cv * t_v) ** 2
+        var_1 = (1.0 - w) * p.step_cv ** 2 + w * (p.step_cv * t_v) ** 2 + w * (1.0 - w) * (t_v - 1.0) ** 2
+        mean_v = t_v + rng.gauss(0.0, math.sqrt(var_v / n_v))
+        within_1 = (1.0 - w) * p.step_cv ** 2 + w * (p.step_cv * t_v) ** 2  # the mix is counted
+        mean_1 = m_1 + rng.gauss(0.0, math.sqrt(within_1 / n_1))
+        return steptimes.from_groups(k, (mean_v, var_v, n_v), (mean_1, var_1, n_1), q, a1)
 
 
 # The six scenarios of bench_sweep's black-box table, as physics: per-position acceptance and a
@@ -178,3 +224,15 @@ WRONG = {
     "short ngram drafts (40% propose 1 token)": Physics(26.4, (0.50, 0.45, 0.45, 0.43), 0.13,
                                                         short_share=0.4, short_length=1),
 }
+
+
+def as_ngram(physics: Physics, match: float = 0.7) -> Physics:
+    """The scenario with an ngram drafter that finds a match at a share `match` of steps and
+    keeps the same tokens per step and mean step time (its per-draft rates and its verify
+    step's slope divided by the share; where a rate would pass 0.99, the share rises until it
+    does not): the same true rates, with plain steps inside every speculative launch."""
+    q = max(match, max(physics.rates) / 0.99)
+    if q >= 1.0:
+        return physics
+    return replace(physics, rates=tuple(r / q for r in physics.rates), match=q,
+                   slope=physics.slope / q)
