@@ -122,8 +122,24 @@ def _interrupt_on_termination() -> None:
             signal.signal(sig, _raise_interrupt)
 
 
+def _exit_interrupted(own_process: bool) -> None:
+    """Exit 130. In the script's own process a further Ctrl-C is ignored from here on: the first
+    one's teardown is done, and a second (a user pressing twice, a signal that arrives while the
+    message prints or the interpreter shuts down) must not turn exit 130 into death by SIGINT."""
+    if own_process and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.exit(ExitCode.INTERRUPTED)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the `sparktriage` script: run a command and exit with its ExitCode."""
+    try:
+        _main(argv)
+    except KeyboardInterrupt:  # a second Ctrl-C while the first one's exit was being handled
+        _exit_interrupted(argv is None)
+
+
+def _main(argv: list[str] | None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     _state["debug"] = "--debug" in args
     console.set_argv(args)
@@ -143,8 +159,10 @@ def main(argv: list[str] | None = None) -> None:
                                  f"{exc.__cause__ or 'end of file'})", markup=False)
             sys.exit(ExitCode.USAGE)
         console.stderr.print("interrupted", markup=False)
-        sys.exit(ExitCode.INTERRUPTED)
+        _exit_interrupted(argv is None)
     except typer.Exit as exc:
+        if exc.exit_code == ExitCode.INTERRUPTED:
+            _exit_interrupted(argv is None)
         sys.exit(exc.exit_code)
     except typer.TyperException as exc:  # usage errors of the command-line parser
         if type(exc).__name__ == "NoArgsIsHelpError":  # bare `sparktriage`: show the help
@@ -156,8 +174,10 @@ def main(argv: list[str] | None = None) -> None:
         console.stderr.print(f"error: {message} (see {where} --help)", markup=False)
         sys.exit(ExitCode.USAGE)
     except KeyboardInterrupt:
+        if argv is None and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # see _exit_interrupted
         console.stderr.print("interrupted", markup=False)
-        sys.exit(ExitCode.INTERRUPTED)
+        _exit_interrupted(argv is None)
     except SparktriageError as exc:
         if _state["debug"]:
             console.stderr.print_exception()

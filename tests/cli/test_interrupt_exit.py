@@ -1,0 +1,37 @@
+"""A second Ctrl-C while the command is already exiting for the first one (its message printing,
+the interpreter shutting down) still exits 130, not by SIGINT (cli/app.py `_exit_interrupted`):
+the script's entry point run in a child process whose command raises KeyboardInterrupt and whose
+"interrupted" line sends the process a second SIGINT while it prints."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+SCRIPT = textwrap.dedent("""
+    import os, signal, sys, time
+    from sparktriage.cli import app
+
+    class Interrupted:
+        def main(self, **_):
+            raise KeyboardInterrupt
+
+    printed = app.console.stderr.print
+    def print_and_get_another(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGINT)  # the second Ctrl-C, while the first one's line prints
+        time.sleep(0.2)
+        return printed(*args, **kwargs)
+
+    app.console.stderr.print = print_and_get_another
+    app.typer.main.get_command = lambda _app: Interrupted()
+    sys.argv = ["sparktriage", "session", "run"]
+    app.main()
+""")
+
+
+def test_a_second_ctrl_c_during_the_exit_still_exits_130():
+    done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 130, (done.returncode, done.stderr[-2000:])
+    assert "interrupted" in done.stderr
+    assert "Traceback" not in done.stderr
