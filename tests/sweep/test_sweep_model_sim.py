@@ -70,7 +70,11 @@ def test_where_the_model_holds_it_decides_with_fewer_launches_and_matches_the_sc
     truth = _truth()
     best = max(truth, key=truth.get)
     assert best == 2 and truth[2] > 1.08 * max(v for k, v in truth.items() if k != 2)
-    doc = _sweep(tmp_path, _scenario(), max_launches=12)
+    # the simulator draws each launch's spread from the scenario's seed, so this test's launch
+    # rates are nearly the same in every run: seed 5's sat at the edge of the jump test's first
+    # look (F on 1 and 1 df, p 0.0027 against its 0.0061) and timing noise decided the model's
+    # state; seed 6's do not (a model rejected in 0 of 40 replays of its rates with 2% noise)
+    doc = _sweep(tmp_path, {**_scenario(), "seed": 6}, max_launches=12)
     model, decision = doc["model"], doc["decision"]
     assert model["state"] == "used" and model["decided"] is True, _why(doc)
     assert decision["rule"] == "model" and decision["state"] in ("best", "tied")
