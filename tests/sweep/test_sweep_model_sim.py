@@ -2,7 +2,8 @@
 (sim/speculation.py): where the model holds it decides with the model and names the scripted
 best depth, its acceptance lengths and slope match the scripted ones; a kernel-path jump gets the
 model rejected and the black-box rule decides with every launch; short ngram drafts reject it
-right after the deepest launch (docs/sweep.md "The depth model")."""
+right after the deepest launch; ngram drafts at 60% of steps give each launch its verify-to-plain
+step time ratio, and the slope comes from those (docs/sweep.md "The depth model")."""
 
 from __future__ import annotations
 
