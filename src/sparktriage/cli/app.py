@@ -122,12 +122,15 @@ def _interrupt_on_termination() -> None:
             signal.signal(sig, _raise_interrupt)
 
 
-def _exit_interrupted(own_process: bool) -> None:
-    """Exit 130. In the script's own process a further Ctrl-C is ignored from here on: the first
-    one's teardown is done, and a second (a user pressing twice, a signal that arrives while the
-    message prints or the interpreter shuts down) must not turn exit 130 into death by SIGINT."""
+def _exit_interrupted(own_process: bool, message: str | None = None) -> None:
+    """Exit 130 (saying `message` first). In the script's own process a further Ctrl-C is ignored
+    from here on: the first one's teardown is done, and a second (a user pressing twice, a signal
+    that arrives while the message prints or the interpreter shuts down) must not turn exit 130
+    into death by SIGINT."""
     if own_process and threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if message:
+        console.stderr.print(message, markup=False)
     sys.exit(ExitCode.INTERRUPTED)
 
 
@@ -158,8 +161,7 @@ def _main(argv: list[str] | None) -> None:
             console.stderr.print("error: input ended unexpectedly (truncated file or stream: "
                                  f"{exc.__cause__ or 'end of file'})", markup=False)
             sys.exit(ExitCode.USAGE)
-        console.stderr.print("interrupted", markup=False)
-        _exit_interrupted(argv is None)
+        _exit_interrupted(argv is None, "interrupted")
     except typer.Exit as exc:
         if exc.exit_code == ExitCode.INTERRUPTED:
             _exit_interrupted(argv is None)
@@ -174,10 +176,7 @@ def _main(argv: list[str] | None) -> None:
         console.stderr.print(f"error: {message} (see {where} --help)", markup=False)
         sys.exit(ExitCode.USAGE)
     except KeyboardInterrupt:
-        if argv is None and threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGINT, signal.SIG_IGN)  # see _exit_interrupted
-        console.stderr.print("interrupted", markup=False)
-        _exit_interrupted(argv is None)
+        _exit_interrupted(argv is None, "interrupted")
     except SparktriageError as exc:
         if _state["debug"]:
             console.stderr.print_exception()

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 from sparktriage.stats.tdist import t_ppf
 from sparktriage.sweep import acceptance_model, fitchecks, ratiofit, stepfit
@@ -105,15 +106,19 @@ class DepthModel:
             return 1.0
         return self.acceptance.drafted_share(depth)
 
+    @cached_property
+    def _measured_ratios(self) -> dict[int, tuple[float, float]]:
+        """Per depth, log ρ from its own launches' step-time ratios (inverse-variance mean) and
+        its sd (the ranking asks for it at every slope of its grid)."""
+        weights: dict[int, list[tuple[float, float]]] = {}
+        for p in self.ratios.points if self.ratios is not None else ():
+            weights.setdefault(p.depth, []).append((1.0 / (p.sd * p.sd), p.y))
+        return {d: (sum(w * y for w, y in v) / sum(w for w, _ in v),
+                    1.0 / math.sqrt(sum(w for w, _ in v))) for d, v in weights.items()}
+
     def measured_ratio(self, depth: int) -> tuple[float, float] | None:
-        """log ρ at `depth` from its own launches' step-time ratios (inverse-variance mean) and
-        its sd; None when no launch of that depth measured one."""
-        points = [p for p in (self.ratios.points if self.ratios is not None else ()) if p.depth == depth]
-        if not points:
-            return None
-        weights = [1.0 / (p.sd * p.sd) for p in points]
-        return (sum(w * p.y for w, p in zip(weights, points)) / sum(weights),
-                1.0 / math.sqrt(sum(weights)))
+        """log ρ at `depth` and its sd; None when no launch of that depth measured one."""
+        return self._measured_ratios.get(depth)
 
     def log_step(self, depth: int, slope: float | None = None) -> float:
         """log mean step at `depth` over a plain step: from the depth's own ratio where a launch
@@ -148,8 +153,9 @@ class DepthModel:
         """Predicted rate with its 95% interval (launch spread and counting error), and its terms."""
         assert self.steps is not None
         rate = math.exp(self.log_rate(depth))
+        found = self.measured_ratio(depth) if depth else None
         step_sd = self.steps.log_step_sd(depth, self.share(depth))
-        if step_sd is not None and self.measured_ratio(depth) is not None:
+        if step_sd is not None and found is not None:
             step_sd = math.sqrt(self.steps.sigma ** 2 / self.steps.n + self.log_step_var(depth))  # type: ignore[operator]
         low = high = None
         if step_sd is not None and self.steps.df >= 1:
@@ -166,11 +172,9 @@ class DepthModel:
                                       else "none (no speculation)"),
                 "step_ms": math.exp(self.steps.log_t0 + self.log_step(depth)) * 1e3,
                 "step_ratio": math.exp(self.log_step(depth)),
-                "verify_step_ratio": (math.exp(self.steps.log_h(depth)) if depth == 0 or
-                                      self.measured_ratio(depth) is None
-                                      else math.exp(self.measured_ratio(depth)[0])),  # type: ignore[index]
+                "verify_step_ratio": math.exp(self.steps.log_h(depth) if found is None else found[0]),
                 "step_source": ("none (no speculation)" if depth == 0 else "measured inside launches"
-                                if self.measured_ratio(depth) is not None else "the fitted curve"),
+                                if found is not None else "the fitted curve"),
                 "drafted_share": self.share(depth),
                 "expert_ratio": (self.shape.g(depth) + 1.0 if self.shape.kind == "expert-union"
                                  else None),
