@@ -196,3 +196,26 @@ def test_a_settled_sweep_has_no_outlook(tmp_path):
     rates = {0: [26.0, 26.1, 25.9], 2: [33.0, 33.1, 32.9], 4: [24.0, 24.2, 23.9]}
     doc = _undecided(tmp_path, rates, 9)
     assert doc["decision"]["state"] == "best" and doc["decision"]["outlook"] is None
+
+
+def test_a_left_out_schedule_is_in_sweep_json_and_the_report_says_so(tmp_path):
+    from sparktriage.report.sweep import sweep_lines, sweep_section
+    from sparktriage.documents.sweep import SweepDocument
+    run = tmp_path / "run"
+    records = [_record("L001", 0, [26.0, 26.2]), _record("L002", 2, [30.0, 30.4],
+                                                          acc=_acc(100, 150, [0.9, 0.6]))]
+    schedule = {"num_speculative_tokens_per_batch_size": [[1, 4, 3], [5, 64, 1]]}
+    plan = _plan(tmp_path, depths=(0, 2)).model_copy(update={
+        "speculative_source": "serve.flags.speculative-config", "speculative_left_out": schedule})
+    doc = build_document(plan, SweepState(run, plan, records), run, "settled")
+    assert doc["speculative"] == {"source": "serve.flags.speculative-config", "left_out": schedule}
+    SweepDocument.model_validate(doc)
+    lines = sweep_lines(sweep_section(_Inputs(doc)))
+    assert ("warning: the deployment's speculative config sets the depth by batch size "
+            "(num_speculative_tokens_per_batch_size); every launch of the sweep ran its own depth "
+            "at every batch size instead, so the recommendation is the depth for one stream, "
+            "not a schedule") in lines
+    plain = build_document(_plan(tmp_path, depths=(0, 2)), SweepState(run, plan, records), run,
+                           "settled")
+    assert plain["speculative"] == {"source": None, "left_out": {}}
+    assert not any("batch size" in l for l in sweep_lines(sweep_section(_Inputs(plain))))

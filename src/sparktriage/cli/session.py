@@ -98,7 +98,7 @@ def run(
     out: Path = typer.Option(..., "--out", help="Session directory (created; an existing one is resumed with the same options)."),
     launches: int = typer.Option(3, "--launches", min=1, help="Launches of the deployment as given (the protocol's replicates)."),
     depths: str = typer.Option("0,1,2,3,4", "--depths", help="Speculative depths to sweep, comma list; 0 = none."),
-    method: str = typer.Option("ngram", "--method", help="Speculative method for the sweep (ngram, eagle, mtp, ...)."),
+    method: Optional[str] = typer.Option(None, "--method", help="Speculative method for the sweep (ngram, eagle, mtp, ...). [default: the deployment's, else ngram]"),
     requests: int = typer.Option(15, "--requests", min=1, help="Measured requests per workload."),
     max_tokens: int = typer.Option(256, "--max-tokens", min=1, help="Output tokens per request."),
     workload: List[str] = typer.Option(["code,prose"], "--workload", help="Built-in workload names or YAML files (comma lists)."),
@@ -119,7 +119,13 @@ def run(
     from sparktriage.signing.signing import resolve as resolve_signer
     from sparktriage.session.plan import SessionOptions, parse_depths
     from sparktriage.session.runner import plan_steps
+    from sparktriage.config import speculative as spec_source
+    from sparktriage.errors import UsageError
     dep = load_deployment(deployment, lab)  # a bad file fails before anything runs
+    found = spec_source.find(dep)
+    if method is None and found.config is not None and found.method is None:
+        raise UsageError(f"the deployment's speculative config ({found.where}) names no method: "
+                         "give --method")
     parse_formats(formats)
     if baseline is not None:
         baseline_io.load(baseline)
@@ -128,11 +134,12 @@ def run(
     chosen = parse_depths(depths)
     options = SessionOptions(
         deployment=str(deployment.resolve()), lab=str(lab.resolve()) if lab else None,
-        launches=launches, depths=chosen, method=method, requests=requests, max_tokens=max_tokens,
+        launches=launches, depths=chosen, method=method or found.method or "ngram",
+        requests=requests, max_tokens=max_tokens,
         workloads=tuple(workload), baseline=str(baseline.resolve()) if baseline else None,
         sign=str(Path(sign).resolve()) if sign and sign != "agent" else sign, budget_min=budget,
         formats=formats, probe=not no_probe,
-        extra={"base_depth": dep.speculative.num_speculative_tokens if dep.speculative else 0})
+        extra={"base_depth": found.depth})
     if dry_run:
         steps, estimate = plan_steps(options)
         worst = sum(dep.timeouts.startup_s + dep.timeouts.teardown_grace_s for s in steps

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Literal, Union
+from typing import Any, Literal, Union
 
 from pydantic import Field, field_validator, model_validator
 
@@ -19,6 +19,7 @@ from sparktriage.config.lab import Lab, Strict, env_mapping
 from sparktriage.yamldoc import load_model, load_with_lines, merge_errors, validate
 from sparktriage.errors import ConfigError, SourceLocation
 from sparktriage.config.roofline import RooflineSpec
+from sparktriage.config.speculative_flag import places as speculative_places
 
 FLAG_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*\Z")
 Scalar = Union[str, int, float, bool, None]
@@ -83,7 +84,15 @@ class Speculative(Strict):
     method: str = Field(description="ngram, eagle, eagle3, mtp, draft_model, ...")
     num_speculative_tokens: int = Field(ge=1)
     model: str | None = None
-    extra: dict[str, Scalar] = Field(default_factory=dict, description="Other speculative-config keys.")
+    extra: dict[str, Any] = Field(default_factory=dict, description="Other speculative-config keys, as the JSON of --speculative-config has them.")
+
+    @field_validator("extra")
+    @classmethod
+    def _extra(cls, value: dict) -> dict:
+        named = sorted(set(value) & {"method", "model", "num_speculative_tokens"})
+        if named:
+            raise ValueError(f"{', '.join(named)} belong(s) in speculative itself, not in extra")
+        return value
 
 
 class Load(Strict):
@@ -139,6 +148,10 @@ class Deployment(Strict):
 
     @model_validator(mode="after")
     def _shape(self) -> "Deployment":
+        given = speculative_places(self.speculative, self.serve.flags, self.serve.extra_args)
+        if len(given) > 1:
+            raise ValueError(f"the speculative config is given {len(given)} times ({', '.join(given)}): "
+                             "vLLM keeps only the last --speculative-config; keep one")
         p = self.parallelism
         world = p.tp * p.pp * p.dp
         if isinstance(self.lab, Lab):

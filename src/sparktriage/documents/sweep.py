@@ -23,6 +23,11 @@ class SweepGate(OpenPart):
     source: Literal["greedy requests", "protocol streams"] | None = None
 
 
+class SweepSpeculative(OpenPart):
+    source: str | None = None
+    left_out: dict[str, Any] = {}
+
+
 class SweepDepth(OpenPart):
     depth: int
     launches: list[SweepLaunch]
@@ -104,3 +109,4 @@ class SweepDocument(Document):
     margin: float | None = None
     roofline: dict[str, Any] | None = None
     model: SweepModel | None = None
+    speculative: SweepSpeculative | None = None

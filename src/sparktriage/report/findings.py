@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from statistics import median
 
+from sparktriage.config import speculative_flag
 from sparktriage.report.roofline import ceiling_at
 from sparktriage.report.readable import count, duration, p_value, percent, rate, signed_rate
 from sparktriage.report.values import as_dict, as_list, integer, text
@@ -106,10 +107,7 @@ def configured_depth(deployment: dict | None) -> int | None:
     the run has no deployment.yaml."""
     if deployment is None:
         return None
-    spec = deployment.get("speculative")
-    if isinstance(spec, dict):
-        return integer(spec.get("num_speculative_tokens"))
-    return 0
+    return speculative_flag.one_stream_depth(speculative_flag.in_document(deployment))
 
 
 def unchecked_gate(sections: dict) -> list[Finding]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from statistics import median
 
+from sparktriage.config import speculative_flag
 from sparktriage.logs.startup_time import DEFINITION as STARTUP_DEFINITION
 from sparktriage.report import findings as F
 from sparktriage.report.inputs import RunInputs
@@ -59,7 +60,7 @@ def deployment(inputs: RunInputs, sections: dict) -> dict:
     image = text(as_dict(doc.get("engine")).get("image"))
     engine = (f"vLLM {version}" if version else "vLLM version not recorded") + (f" ({image})" if image else "")
     quant = text(model_doc.get("quantization")) or NOT_RECORDED
-    spec = doc.get("speculative")
+    spec = speculative_flag.in_document(doc)
     if isinstance(spec, dict):
         speculative = f"{text(spec.get('method')) or '?'}, {spec.get('num_speculative_tokens')} tokens"
     elif inputs.doc("deployment.yaml") is not None:

@@ -103,6 +103,12 @@ def sweep_section(inputs: RunInputs) -> dict:
                                 "statement": _statement(chosen, other["depth"], test)})
     elif chosen is not None:
         warnings.append(f"the decision names depth {chosen}, which the sweep did not measure")
+    left_out = sorted(str(k) for k in as_dict(as_dict(doc.get("speculative")).get("left_out")))
+    if left_out:
+        warnings.append(f"the deployment's speculative config sets the depth by batch size "
+                        f"({', '.join(left_out)}); every launch of the sweep ran its own depth at "
+                        "every batch size instead, so the recommendation is the depth for one "
+                        "stream, not a schedule")
     return {"status": "present", "source": "sweep.json", "method": text(doc.get("method")),
             "workload": workload, "points": points,
             "decision": {"depth": chosen, "reason": text(decision.get("reason")),

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Callable
 
 from sparktriage.bench.workload import load_workloads
+from sparktriage.config import speculative as spec_source
 from sparktriage.config.deployment import Deployment, Speculative, load_deployment
 from sparktriage.errors import SparktriageError, UsageError
 from sparktriage.bundle import layout
@@ -134,14 +135,25 @@ def _deployment(session: Session, depth: int) -> Deployment:
     options = session.options
     lab = Path(options.lab) if options.lab else None
     dep = load_deployment(Path(options.deployment), lab)
-    if depth == base_depth(options):
-        return dep
+    found = spec_source.find(dep)
+    if depth == base_depth(options) and not (depth and found.schedule):
+        return dep  # the deployment as given (its batch-size schedule too: the protocol's launches)
+    return spec_source.at_depth(dep, _speculative(options.method, found, depth)).deployment
+
+
+def _speculative(method: str, found: spec_source.Found, depth: int) -> Speculative | None:
+    """The speculative config of a launch at `depth` (none at 0): with the deployment's own
+    method its other keys are kept, with another method none are (ngram gets NGRAM_EXTRA)."""
     if depth == 0:
-        return dep.model_copy(update={"speculative": None})
-    extra = NGRAM_EXTRA if options.method == "ngram" else {}
-    spec = Speculative(method=options.method, num_speculative_tokens=depth,
-                       model=dep.speculative.model if dep.speculative else None, extra=extra)
-    return dep.model_copy(update={"speculative": spec})
+        return None
+    if method == found.method:
+        kept = {k: v for k, v in (found.config or {}).items()
+                if k not in ("method", "num_speculative_tokens")}
+        model = kept.pop("model", None)
+        return Speculative(method=method, num_speculative_tokens=depth,
+                           model=model if isinstance(model, str) else None, extra=kept)
+    return Speculative(method=method, num_speculative_tokens=depth,
+                       extra=NGRAM_EXTRA if method == "ngram" else {})
 
 
 def _launch_plan(session: Session, depth: int) -> LaunchPlan:

@@ -320,6 +320,8 @@ def build_document(plan: SweepPlan, state, run_path: Path, stop_reason: str,
         "wall_s": round(sum(r.get("wall_s") or 0.0 for r in records), 3),
         "margin": plan.margin, "launches": launches, "depths": depths, "decision": decision,
         "model": model_entry(model, decision, plan.model),
+        "speculative": {"source": plan.speculative_source,
+                        "left_out": dict(plan.speculative_left_out)},
         "roofline": ({**ceiling.as_dict(), "status": "present",
                       "per_depth": [ceiling.verify(d, accept[d] and accept[d].get(
                           "mean_acceptance_length")).as_dict() for d in plan.depths]}

@@ -6,8 +6,13 @@ The deployment is referred to by its file (absolute path), never copied with its
 so that no secret from `env:` is written; each launch folder gets the redacted deployment it ran.
 
 Depths: depth 0 (no speculative config at all) is always swept, as the gate's reference and the
-baseline of every gain. The method defaults to the deployment's `speculative.method`, else
-`ngram`; the deployment's other speculative keys (draft model, extra) are kept at every depth.
+baseline of every gain. The method defaults to the deployment's speculative method (from
+`speculative:`, or the JSON of a `--speculative-config` kept in `serve.flags` or
+`serve.extra_args`: config/speculative.py), else `ngram`; with the deployment's own method its
+other speculative keys (draft model, extra) are kept at every depth, with another method none
+are. Every launch runs exactly one speculative config, at its depth: a batch-size schedule of
+the depth (`num_speculative_tokens_per_batch_size`) is left out and recorded in the plan
+(`speculative_left_out`), since at one stream it would run its own depth for batch size 1.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import Optional
 from pydantic import BaseModel, ConfigDict, Field
 
 from sparktriage.bench.workload import Workload, load_workloads
+from sparktriage.config import speculative as spec_source
 from sparktriage.config.deployment import Deployment, Speculative, load_deployment
 from sparktriage.errors import UsageError
 from sparktriage.redact.detect import secret_name
@@ -42,6 +48,8 @@ class SweepPlan(BaseModel):
     method: str
     speculative_model: Optional[str] = None
     speculative_extra: dict = Field(default_factory=dict)
+    speculative_source: Optional[str] = Field(None, description="Where the deployment gives its speculative config (speculative, serve.flags.speculative-config, serve.extra_args); None: it has none.")
+    speculative_left_out: dict = Field(default_factory=dict, description="Keys of the deployment's speculative config that no launch of the sweep runs (a batch-size schedule of the depth).")
     max_launches: int = Field(ge=1)
     min_launches_per_depth: int = Field(1, ge=1)
     budget_minutes: Optional[float] = Field(None, gt=0)
@@ -77,7 +85,8 @@ class SweepPlan(BaseModel):
                            model=self.speculative_model, extra=dict(self.speculative_extra))
 
     def deployment_at(self, deployment: Deployment, depth: int) -> Deployment:
-        return deployment.model_copy(update={"speculative": self.speculative(depth)})
+        """The deployment a launch at `depth` runs: one speculative config, at that depth."""
+        return spec_source.at_depth(deployment, self.speculative(depth)).deployment
 
 
 def parse_depths(text: str) -> tuple[int, ...]:
@@ -99,7 +108,15 @@ def plan_sweep(deployment_path: Path, *, lab: Path | None = None, depths: tuple[
                margin: float = DEFAULT_MARGIN, gate_tokens: int = 64, model: bool = True) -> SweepPlan:
     """Validate the deployment and options; return the declared plan (nothing is started)."""
     deployment = load_deployment(deployment_path, lab)  # ConfigError (exit 2) when invalid
-    spec = deployment.speculative
+    found = spec_source.find(deployment)
+    if found.config is not None and found.method is None and method is None:
+        raise UsageError(f"the deployment's speculative config ({found.where}) names no method: "
+                         "give --method")
+    chosen = method or found.method or "ngram"
+    kept = dict(found.config or {}) if chosen == found.method else {}
+    model_name = kept.pop("model", None)
+    kept = {k: v for k, v in kept.items() if k not in ("method", "num_speculative_tokens")}
+    left_out = {k: kept.pop(k) for k in spec_source.SCHEDULE_KEYS if k in kept}
     swept = tuple(sorted(set(depths) | {0}))
     if max_launches is None:
         max_launches = 3 * len(swept)
@@ -114,9 +131,8 @@ def plan_sweep(deployment_path: Path, *, lab: Path | None = None, depths: tuple[
         deployment_path=os.path.abspath(deployment_path),
         lab_path=os.path.abspath(lab) if lab else None,
         depths_requested=tuple(sorted(set(depths))), depths=swept,
-        method=method or (spec.method if spec else "ngram"),
-        speculative_model=spec.model if spec else None,
-        speculative_extra=dict(spec.extra) if spec else {},
+        method=chosen, speculative_model=model_name if isinstance(model_name, str) else None,
+        speculative_extra=kept, speculative_source=found.where, speculative_left_out=left_out,
         max_launches=max_launches, min_launches_per_depth=min_launches_per_depth,
         budget_minutes=budget_minutes, requests=requests, max_tokens=max_tokens,
         workloads=tuple(_spec(n) for n in names) if names else ("code",),
@@ -147,6 +163,6 @@ def _hashable(deployment: Deployment) -> dict:
 
 def deployment_hash(deployment: Deployment) -> str:
     """Hash of what must not change between pooled launches: the deployment less its
-    speculative config (the swept factor)."""
-    doc = _hashable(deployment.model_copy(update={"speculative": None}))
+    speculative config (the swept factor), wherever the deployment gives it."""
+    doc = _hashable(spec_source.at_depth(deployment, None).deployment)
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
