@@ -171,3 +171,28 @@ def test_the_report_reads_the_config_from_a_written_deployment(doc, config, dept
     from sparktriage.report.findings import configured_depth
     assert in_document(doc) == config
     assert configured_depth(doc) == depth
+
+
+class _Run:
+    """The little of a run page one's deployment line reads: its deployment.yaml."""
+
+    launches: list = []
+
+    def __init__(self, deployment: dict) -> None:
+        self.deployment = deployment
+
+    def doc(self, rel: str):
+        return self.deployment if rel == "deployment.yaml" else None
+
+
+@pytest.mark.parametrize("doc, words", [
+    ({"serve": {"flags": {"speculative-config": json.dumps(EAGLE)}}},
+     "speculative eagle3, depth set by batch size (3 tokens at one stream)"),
+    ({"serve": {"extra_args": ["--speculative-config", json.dumps({"method": "mtp", "num_speculative_tokens": 2})]}},
+     "speculative mtp, 2 tokens"),
+    ({"serve": {}}, "speculative none configured"),
+])
+def test_page_one_names_the_config_wherever_the_deployment_gave_it(doc, words):
+    from sparktriage.report.page_one import deployment
+    line = deployment(_Run({"nodes": ["a"], **doc}), {"protocol": {}, "sweep": {"status": "missing"}})["line"]
+    assert line.endswith(words), line

@@ -20,11 +20,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from sparktriage.config.deployment import Deployment, Speculative
-from sparktriage.config.speculative_flag import FLAG, SCHEDULE, one_stream_depth, option_tail
+from sparktriage.config.speculative_flag import FLAG, MAX_JSON, SCHEDULE, one_stream_depth, option_tail
 from sparktriage.errors import ConfigError
 
 SCHEDULE_KEYS = (SCHEDULE,)
-MAX_JSON = 64 << 10  # characters of one speculative config
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,16 @@
-"""How vLLM's `--speculative-config` is spelled on a command line (config/speculative.py reads
-the config; config/deployment.py refuses a deployment that gives it twice)."""
+"""How vLLM's `--speculative-config` is spelled in a deployment, read without the deployment's
+model: config/deployment.py refuses a deployment that gives it twice (`places`), the report reads
+it from a deployment written in a run (`in_document`, `one_stream_depth`), and
+config/speculative.py reads it from a loaded deployment."""
 
 from __future__ import annotations
 
+import json
+
 FLAG = "speculative-config"
 SPELLINGS = ("--" + FLAG, "--speculative_config")
+SCHEDULE = "num_speculative_tokens_per_batch_size"  # vLLM's dynamic speculative decoding
+MAX_JSON = 64 << 10  # characters of one speculative config
 
 
 def option_tail(arg: str) -> str | None:
@@ -33,8 +39,6 @@ def in_document(doc: dict) -> dict | None:
     possibly from another version, read by the report): from `speculative`, else the JSON of
     `serve.flags.speculative-config`, else a JSON `--speculative-config` in `serve.extra_args`.
     None when there is none or it cannot be read (the report then says what it can)."""
-    import json
-
     spec = doc.get("speculative")
     if isinstance(spec, dict):
         out = {k: v for k, v in spec.items() if k != "extra"}
@@ -51,7 +55,7 @@ def in_document(doc: dict) -> dict | None:
         elif tail is not None and tail.startswith("="):
             texts.append(tail[1:])
     for text in texts:
-        if isinstance(text, str) and len(text) <= 64 << 10:
+        if isinstance(text, str) and len(text) <= MAX_JSON:
             try:
                 value = json.loads(text)
             except ValueError:
@@ -59,9 +63,6 @@ def in_document(doc: dict) -> dict | None:
             if isinstance(value, dict):
                 return value
     return None
-
-
-SCHEDULE = "num_speculative_tokens_per_batch_size"  # vLLM's dynamic speculative decoding
 
 
 def one_stream_depth(config: dict | None) -> int:

@@ -63,6 +63,9 @@ def deployment(inputs: RunInputs, sections: dict) -> dict:
     spec = speculative_flag.in_document(doc)
     if isinstance(spec, dict):
         speculative = f"{text(spec.get('method')) or '?'}, {spec.get('num_speculative_tokens')} tokens"
+        if speculative_flag.SCHEDULE in spec:
+            speculative = (f"{text(spec.get('method')) or '?'}, depth set by batch size "
+                           f"({speculative_flag.one_stream_depth(spec)} tokens at one stream)")
     elif inputs.doc("deployment.yaml") is not None:
         speculative = "none configured"
     else:
