@@ -29,4 +29,10 @@ def test_live_classifier_names_cold_storage_within_60_s(cold_storage_start):
     on_disk = [json.loads(l) for l in start.live_path.read_text().splitlines()]
     assert on_disk[:len(seen)] == seen  # every live verdict recorded with its time
     document, _ = analyze(start.bundle)  # the authoritative verdict agrees
-    assert [f["verdict"]["id"] for f in document["findings"]] == ["cold-storage"]
+    findings = document["findings"]
+    reading = [f for f in findings if f["phase"] == "weight_read"]
+    assert [f["verdict"]["id"] for f in reading] == ["cold-storage"], findings
+    # a loaded machine may make another phase stall too (a stop-27 CI run: an `unknown` one
+    # beside it); it must not be taken for the throttled read
+    others = [f for f in findings if f["phase"] != "weight_read"]
+    assert all(f["verdict"]["id"] != "cold-storage" for f in others), others
