@@ -196,3 +196,21 @@ def test_page_one_names_the_config_wherever_the_deployment_gave_it(doc, words):
     from sparktriage.report.page_one import deployment
     line = deployment(_Run({"nodes": ["a"], **doc}), {"protocol": {}, "sweep": {"status": "missing"}})["line"]
     assert line.endswith(words), line
+
+
+def test_a_reproduced_client_line_with_a_schedule_sweeps_the_clients_method(tmp_path):
+    """`reproduce` keeps a nested --speculative-config as JSON in serve.flags; the sweep plans
+    with the client's method and draft model and leaves the schedule out of its launches."""
+    line = tmp_path / "serve.sh"
+    line.write_text("vllm serve org/model --tensor-parallel-size 2 --speculative-config '"
+                    + json.dumps(EAGLE, separators=(",", ":")) + "'\n")
+    result = subprocess.run([sys.executable, "-m", "sparktriage", "reproduce", str(line), "--out",
+                             str(tmp_path / "out"), "--no-capture"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    plan = plan_sweep(tmp_path / "out" / "deployment.yaml", depths=(1, 2))
+    assert (plan.method, plan.speculative_model, plan.speculative_source) == (
+        "eagle3", "/draft", "serve.flags.speculative-config")
+    assert plan.speculative_left_out == {"num_speculative_tokens_per_batch_size": SCHEDULE}
+    dep = plan.load_deployment()
+    assert [len(_configs(plan.deployment_at(dep, d))) for d in (0, 1, 2)] == [0, 1, 1]
