@@ -215,7 +215,12 @@ def test_a_left_out_schedule_is_in_sweep_json_and_the_report_says_so(tmp_path):
             "(num_speculative_tokens_per_batch_size); every launch of the sweep ran its own depth "
             "at every batch size instead, so the recommendation is the depth for one stream, "
             "not a schedule") in lines
+    from sparktriage.sweep.render import render_lines
+    printed = render_lines(doc).text()
+    assert ("note: the deployment sets the depth by batch size "
+            "(num_speculative_tokens_per_batch_size)") in printed
     plain = build_document(_plan(tmp_path, depths=(0, 2)), SweepState(run, plan, records), run,
                            "settled")
+    assert "batch size" not in render_lines(plain).text()
     assert plain["speculative"] == {"source": None, "left_out": {}}
     assert not any("batch size" in l for l in sweep_lines(sweep_section(_Inputs(plain))))

@@ -59,6 +59,11 @@ def render_lines(doc: dict) -> View:
                  + f": {decision['reason']}")
     if decision.get("gate_note"):
         lines.append(f"  note: {decision['gate_note']}")
+    left_out = sorted((doc.get("speculative") or {}).get("left_out") or {})
+    if left_out:
+        lines.append(f"  note: the deployment sets the depth by batch size ({', '.join(left_out)}); "
+                     "every launch ran its own depth at every batch size instead: the "
+                     "recommendation is the depth for one stream")
     lines += model_lines(doc.get("model"))
     roof = doc.get("roofline") or {}
     if roof.get("status") == "present":
