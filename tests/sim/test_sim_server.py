@@ -136,7 +136,15 @@ def test_concurrent_streams_keep_their_pace(sim):
     entries = sim.trace(since)
     assert len(entries) == 4
     for entry in entries:
-        assert truth(entry).decode_tok_s == pytest.approx(500, rel=0.03)
+        tokens = [e for e in entry["events"] if e["kind"] == "tokens"]
+        span = tokens[-1]["at"] - tokens[0]["at"]  # 499 gaps of 2 ms as scheduled
+        last_late = tokens[-1]["t"] - (entry["received"] + tokens[-1]["at"])
+        # each stream ends on its own schedule (four streams served one after another would end
+        # seconds late) and never decodes slower than scripted; a first token delayed by a
+        # starved machine (a fresh-clone run: 35 ms) makes first-to-last read faster, as the
+        # sender catches up with the schedule, and is no sign of streams slowing each other
+        assert 0.0 <= last_late <= 0.03 * span, (last_late, span)
+        assert truth(entry).decode_tok_s >= 500 * 0.97
 
 
 @pytest.mark.parametrize("config, path, status, check", [
