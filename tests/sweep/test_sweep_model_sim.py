@@ -118,13 +118,18 @@ def test_with_plain_steps_inside_launches_the_slope_is_measured_there(tmp_path):
     assert decision["rule"] == "model" and decision["depth"] == 2
     assert "inside launches" in model["parameters"]["slope_from"]
     spec = [l for l in doc["launches"] if l["depth"]]
+    measured = []
     for launch in spec:
         ratio = launch["step_ratio"]
-        assert ratio["measured"] is True, ratio
+        if not ratio["measured"]:  # a starved client read several steps at once (a fresh-clone
+            # run of stop 29): the launch says so and measures no ratio; no other reason may come
+            assert "steps coalesced" in ratio["reason"], ratio
+            continue
+        measured.append(launch)
         k = launch["depth"]
         # the scripted verify step over a plain step; the server's timer adds a little to both
         assert abs(math.log(ratio["ratio"]) - math.log(h[k])) <= 3 * ratio["log_sd"] + 0.04, (k, ratio, h[k])
-    assert len(model["step_ratios"]["ratios"]) == len(spec)
+    assert len(model["step_ratios"]["ratios"]) == len(measured) >= 2
     low, high = model["parameters"]["slope_ci95"]
     assert low - 0.03 <= ROUTED <= high + 0.03
     assert high - low < 0.25  # a few ratios pin the slope
