@@ -120,12 +120,9 @@ def run(
     from sparktriage.session.plan import SessionOptions, parse_depths
     from sparktriage.session.runner import plan_steps
     from sparktriage.config import speculative as spec_source
-    from sparktriage.errors import UsageError
     dep = load_deployment(deployment, lab)  # a bad file fails before anything runs
     found = spec_source.find(dep)
-    if method is None and found.config is not None and found.method is None:
-        raise UsageError(f"the deployment's speculative config ({found.where}) names no method: "
-                         "give --method")
+    method = found.method_for(method)
     parse_formats(formats)
     if baseline is not None:
         baseline_io.load(baseline)
@@ -134,7 +131,7 @@ def run(
     chosen = parse_depths(depths)
     options = SessionOptions(
         deployment=str(deployment.resolve()), lab=str(lab.resolve()) if lab else None,
-        launches=launches, depths=chosen, method=method or found.method or "ngram",
+        launches=launches, depths=chosen, method=method,
         requests=requests, max_tokens=max_tokens,
         workloads=tuple(workload), baseline=str(baseline.resolve()) if baseline else None,
         sign=str(Path(sign).resolve()) if sign and sign != "agent" else sign, budget_min=budget,

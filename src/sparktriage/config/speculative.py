@@ -15,15 +15,13 @@ depth for batch size 1 whatever the sweep asked for. `at_depth` says what it lef
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from sparktriage.config.deployment import Deployment, Speculative
-from sparktriage.config.speculative_flag import FLAG, MAX_JSON, SCHEDULE, one_stream_depth, option_tail
-from sparktriage.errors import ConfigError
-
-SCHEDULE_KEYS = (SCHEDULE,)
+from sparktriage.config.speculative_flag import (FLAG, SCHEDULE, extra_args_config, json_object,
+                                                 one_stream_depth, split_schedule)
+from sparktriage.errors import ConfigError, UsageError
 
 
 @dataclass(frozen=True)
@@ -41,57 +39,30 @@ class Found:
     @property
     def schedule(self) -> bool:
         """Whether the config carries a batch-size schedule of the depth."""
-        return any(k in (self.config or {}) for k in SCHEDULE_KEYS)
+        return SCHEDULE in (self.config or {})
 
     @property
     def depth(self) -> int:
         """The depth it runs at one stream (speculative_flag.one_stream_depth)."""
         return one_stream_depth(self.config)
 
+    def method_for(self, method: str | None) -> str:
+        """The method to launch: `method`, else the config's, else ngram (UsageError when the
+        config names none and no method is given: vLLM would infer one from the draft model)."""
+        if method is None and self.config is not None and self.method is None:
+            raise UsageError(f"the deployment's speculative config ({self.where}) names no "
+                             "method: give --method")
+        return method or self.method or "ngram"
 
-def _json_object(text: str, where: str) -> dict[str, Any]:
-    if len(text) > MAX_JSON:
-        raise ConfigError(f"{where}: the speculative config is longer than {MAX_JSON} characters")
-    try:
-        value = json.loads(text)
-    except ValueError:
-        raise ConfigError(f"{where}: the speculative config is not valid JSON") from None
-    if not isinstance(value, dict):
-        raise ConfigError(f"{where}: the speculative config must be a JSON object")
-    return value
-
-
-def _scalar(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
-
-
-def extra_args_config(args: list[str]) -> tuple[dict[str, Any] | None, list[str]]:
-    """The speculative config given in `serve.extra_args` (None when absent), and the arguments
-    without it."""
-    config: dict[str, Any] | None = None
-    rest: list[str] = []
-    i = 0
-    while i < len(args):
-        tail = option_tail(args[i])
-        if tail is None:
-            rest.append(args[i])
-            i += 1
-            continue
-        key, _, inline = tail.partition("=")
-        has_inline = "=" in tail
-        if not has_inline and i + 1 >= len(args):
-            raise ConfigError(f"serve.extra_args: {args[i]} has no value")
-        value = inline if has_inline else args[i + 1]
-        i += 1 if has_inline else 2
-        config = config or {}
-        if key.startswith("."):  # --speculative-config.KEY VALUE
-            config[key[1:]] = _scalar(value)
-        else:
-            config.update(_json_object(value, "serve.extra_args"))
-    return config, rest
+    def keys_for(self, method: str) -> tuple[str | None, dict[str, Any]]:
+        """The draft model and other keys a launch with `method` keeps: the config's own with its
+        method, none with another."""
+        if method != self.method:
+            return None, {}
+        kept = {k: v for k, v in (self.config or {}).items()
+                if k not in ("method", "num_speculative_tokens")}
+        model = kept.pop("model", None)
+        return (model if isinstance(model, str) else None), kept
 
 
 def find(dep: Deployment) -> Found:
@@ -102,7 +73,7 @@ def find(dep: Deployment) -> Found:
     if flag not in (None, False):
         if not isinstance(flag, str):
             raise ConfigError(f"serve.flags.{FLAG}: give the speculative config as a JSON string")
-        return Found(_json_object(flag, f"serve.flags.{FLAG}"), f"serve.flags.{FLAG}")
+        return Found(json_object(flag, f"serve.flags.{FLAG}"), f"serve.flags.{FLAG}")
     config, _ = extra_args_config(list(dep.serve.extra_args))
     return Found(config, "serve.extra_args") if config is not None else Found(None, None)
 
@@ -132,8 +103,7 @@ def at_depth(dep: Deployment, spec: Speculative | None) -> AtDepth:
     _, args = extra_args_config(list(dep.serve.extra_args))
     left_out: dict[str, Any] = {}
     if spec is not None:
-        extra = dict(spec.extra)
-        left_out = {k: extra.pop(k) for k in SCHEDULE_KEYS if k in extra}
+        extra, left_out = split_schedule(spec.extra)
         spec = spec.model_copy(update={"extra": extra})
     serve = dep.serve.model_copy(update={"flags": flags, "extra_args": args})
     return AtDepth(dep.model_copy(update={"speculative": spec, "serve": serve}), left_out)

@@ -1,11 +1,15 @@
-"""How vLLM's `--speculative-config` is spelled in a deployment, read without the deployment's
-model: config/deployment.py refuses a deployment that gives it twice (`places`), the report reads
-it from a deployment written in a run (`in_document`, `one_stream_depth`), and
-config/speculative.py reads it from a loaded deployment."""
+"""vLLM's `--speculative-config` as a deployment spells it, read without the deployment's model:
+its spellings and where it can be (`places`: config/deployment.py refuses two), its bounded JSON
+and `serve.extra_args` forms (`json_object`, `extra_args_config`), its batch-size schedule
+(`split_schedule`, `one_stream_depth`), and the config of a deployment written in a run
+(`in_document`, for the report). config/speculative.py reads it from a loaded deployment."""
 
 from __future__ import annotations
 
 import json
+from typing import Any
+
+from sparktriage.errors import ConfigError
 
 FLAG = "speculative-config"
 SPELLINGS = ("--" + FLAG, "--speculative_config")
@@ -34,11 +38,63 @@ def places(speculative: object, flags: dict, extra_args: list[str]) -> list[str]
     return found
 
 
+def json_object(text: str, where: str) -> dict[str, Any]:
+    """One speculative config's JSON (bounded), as a mapping; ConfigError otherwise."""
+    if len(text) > MAX_JSON:
+        raise ConfigError(f"{where}: the speculative config is longer than {MAX_JSON} characters")
+    try:
+        value = json.loads(text)
+    except ValueError:
+        raise ConfigError(f"{where}: the speculative config is not valid JSON") from None
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: the speculative config must be a JSON object")
+    return value
+
+
+def _scalar(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def extra_args_config(args: list[str]) -> tuple[dict[str, Any] | None, list[str]]:
+    """The speculative config given in `serve.extra_args` (None when absent: `--speculative-config
+    JSON`, `=JSON` or `.KEY VALUE`), and the arguments without it."""
+    config: dict[str, Any] | None = None
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        tail = option_tail(args[i])
+        if tail is None:
+            rest.append(args[i])
+            i += 1
+            continue
+        key, _, inline = tail.partition("=")
+        has_inline = "=" in tail
+        if not has_inline and i + 1 >= len(args):
+            raise ConfigError(f"serve.extra_args: {args[i]} has no value")
+        value = inline if has_inline else args[i + 1]
+        i += 1 if has_inline else 2
+        config = config or {}
+        if key.startswith("."):  # --speculative-config.KEY VALUE
+            config[key[1:]] = _scalar(value)
+        else:
+            config.update(json_object(value, "serve.extra_args"))
+    return config, rest
+
+
+def split_schedule(extra: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A config's keys without its batch-size schedule of the depth, and the schedule's keys."""
+    return ({k: v for k, v in extra.items() if k != SCHEDULE},
+            {k: v for k, v in extra.items() if k == SCHEDULE})
+
+
 def in_document(doc: dict) -> dict | None:
     """The speculative config of a deployment document as written in a run (a plain mapping,
     possibly from another version, read by the report): from `speculative`, else the JSON of
-    `serve.flags.speculative-config`, else a JSON `--speculative-config` in `serve.extra_args`.
-    None when there is none or it cannot be read (the report then says what it can)."""
+    `serve.flags.speculative-config`, else `serve.extra_args`. None when there is none or it
+    cannot be read (the report then says what it can)."""
     spec = doc.get("speculative")
     if isinstance(spec, dict):
         out = {k: v for k, v in spec.items() if k != "extra"}
@@ -46,23 +102,13 @@ def in_document(doc: dict) -> dict | None:
         return {**out, **extra} if isinstance(extra, dict) else out
     serve = doc.get("serve") if isinstance(doc.get("serve"), dict) else {}
     flags = serve.get("flags") if isinstance(serve.get("flags"), dict) else {}
-    texts = [flags.get(FLAG)]
-    args = [a for a in serve.get("extra_args") or [] if isinstance(a, str)]
-    for i, arg in enumerate(args):
-        tail = option_tail(arg)
-        if tail == "" and i + 1 < len(args):
-            texts.append(args[i + 1])
-        elif tail is not None and tail.startswith("="):
-            texts.append(tail[1:])
-    for text in texts:
-        if isinstance(text, str) and len(text) <= MAX_JSON:
-            try:
-                value = json.loads(text)
-            except ValueError:
-                continue
-            if isinstance(value, dict):
-                return value
-    return None
+    args = serve.get("extra_args") if isinstance(serve.get("extra_args"), list) else []
+    try:
+        if isinstance(flags.get(FLAG), str):
+            return json_object(flags[FLAG], FLAG)
+        return extra_args_config([a for a in args if isinstance(a, str)])[0]
+    except ConfigError:
+        return None
 
 
 def one_stream_depth(config: dict | None) -> int:

@@ -28,6 +28,7 @@ import sys
 from dataclasses import asdict, dataclass
 
 from sparktriage.collect.plan import CollectPlan, default_plan
+from sparktriage.config.speculative import spec_dict
 from sparktriage.config.deployment import Deployment
 from sparktriage.config.lab import Lab, LabNode
 from sparktriage.launch import ray
@@ -139,12 +140,7 @@ def serve_argv(dep: Deployment) -> list[str]:
     if s.enforce_eager:
         argv.append("--enforce-eager")
     if dep.speculative is not None:
-        spec = {"method": dep.speculative.method}
-        if dep.speculative.model:
-            spec["model"] = dep.speculative.model
-        spec["num_speculative_tokens"] = dep.speculative.num_speculative_tokens
-        spec.update(dep.speculative.extra)
-        argv += ["--speculative-config", json.dumps(spec, separators=(",", ":"))]
+        argv += ["--speculative-config", json.dumps(spec_dict(dep.speculative), separators=(",", ":"))]
     return argv + _flag_args(s.flags) + list(s.extra_args)
 
 

@@ -147,11 +147,8 @@ def _speculative(method: str, found: spec_source.Found, depth: int) -> Speculati
     if depth == 0:
         return None
     if method == found.method:
-        kept = {k: v for k, v in (found.config or {}).items()
-                if k not in ("method", "num_speculative_tokens")}
-        model = kept.pop("model", None)
-        return Speculative(method=method, num_speculative_tokens=depth,
-                           model=model if isinstance(model, str) else None, extra=kept)
+        model, kept = found.keys_for(method)
+        return Speculative(method=method, num_speculative_tokens=depth, model=model, extra=kept)
     return Speculative(method=method, num_speculative_tokens=depth,
                        extra=NGRAM_EXTRA if method == "ngram" else {})
 

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from sparktriage.bench.workload import Workload, load_workloads
 from sparktriage.config import speculative as spec_source
+from sparktriage.config.speculative_flag import split_schedule
 from sparktriage.config.deployment import Deployment, Speculative, load_deployment
 from sparktriage.errors import UsageError
 from sparktriage.redact.detect import secret_name
@@ -109,14 +110,9 @@ def plan_sweep(deployment_path: Path, *, lab: Path | None = None, depths: tuple[
     """Validate the deployment and options; return the declared plan (nothing is started)."""
     deployment = load_deployment(deployment_path, lab)  # ConfigError (exit 2) when invalid
     found = spec_source.find(deployment)
-    if found.config is not None and found.method is None and method is None:
-        raise UsageError(f"the deployment's speculative config ({found.where}) names no method: "
-                         "give --method")
-    chosen = method or found.method or "ngram"
-    kept = dict(found.config or {}) if chosen == found.method else {}
-    model_name = kept.pop("model", None)
-    kept = {k: v for k, v in kept.items() if k not in ("method", "num_speculative_tokens")}
-    left_out = {k: kept.pop(k) for k in spec_source.SCHEDULE_KEYS if k in kept}
+    chosen = found.method_for(method)
+    model_name, keys = found.keys_for(chosen)
+    kept, left_out = split_schedule(keys)
     swept = tuple(sorted(set(depths) | {0}))
     if max_launches is None:
         max_launches = 3 * len(swept)
@@ -131,8 +127,7 @@ def plan_sweep(deployment_path: Path, *, lab: Path | None = None, depths: tuple[
         deployment_path=os.path.abspath(deployment_path),
         lab_path=os.path.abspath(lab) if lab else None,
         depths_requested=tuple(sorted(set(depths))), depths=swept,
-        method=chosen, speculative_model=model_name if isinstance(model_name, str) else None,
-        speculative_extra=kept, speculative_source=found.where, speculative_left_out=left_out,
+        method=chosen, speculative_model=model_name, speculative_extra=kept, speculative_source=found.where, speculative_left_out=left_out,
         max_launches=max_launches, min_launches_per_depth=min_launches_per_depth,
         budget_minutes=budget_minutes, requests=requests, max_tokens=max_tokens,
         workloads=tuple(_spec(n) for n in names) if names else ("code",),
