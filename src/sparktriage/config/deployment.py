@@ -19,6 +19,7 @@ from sparktriage.config.lab import Lab, Strict, env_mapping
 from sparktriage.yamldoc import load_model, load_with_lines, merge_errors, validate
 from sparktriage.errors import ConfigError, SourceLocation
 from sparktriage.config.roofline import RooflineSpec
+from sparktriage.config import speculative_legacy
 from sparktriage.config.speculative_flag import places as speculative_places
 
 FLAG_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*\Z")
@@ -152,6 +153,11 @@ class Deployment(Strict):
         if len(given) > 1:
             raise ValueError(f"the speculative config is given {len(given)} times ({', '.join(given)}): "
                              "vLLM keeps only the last --speculative-config; keep one")
+        legacy = speculative_legacy.named(self.serve.flags, self.serve.extra_args)
+        if legacy:
+            raise ValueError(f"{legacy[0]}: a speculative option of vLLM before 0.8, which vLLM "
+                             "0.32 refuses; give speculative: (method, num_speculative_tokens) "
+                             "instead (sparktriage reproduce translates a client's serve line)")
         p = self.parallelism
         world = p.tp * p.pp * p.dp
         if isinstance(self.lab, Lab):

@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from sparktriage.config import speculative_legacy
 from sparktriage.errors import InputError
 from sparktriage.reproduce import flags as F
 from sparktriage.reproduce.importers.common import Ctx
@@ -85,6 +86,7 @@ class _Seen:
     json_opts: dict[str, Any] = field(default_factory=dict)
     dotted: dict[str, dict] = field(default_factory=dict)  # --name.key=value trees, by name
     positional: list[str] = field(default_factory=list)
+    legacy: dict[str, tuple[str, str | None]] = field(default_factory=dict)  # vLLM < 0.8 options
 
 
 def parse_serve(prefix: list[str], form: str, args: list[str], ctx: Ctx) -> Serve:
@@ -137,7 +139,8 @@ def _option_value(word: str, args: list[str], i: int) -> tuple[str, str, str, st
             name, eq, inline = "compilation-config", "=", _o_level(option[2:])
     if eq:
         return option, name, eq, inline, i
-    if F.is_bool(name.split(".")[0]) and name not in F.JSON_VALUED and "." not in name:
+    if ((F.is_bool(name.split(".")[0]) or name in speculative_legacy.BOOLS)
+            and name not in F.JSON_VALUED and "." not in name):
         return option, name, eq, None, i
     if i < len(args) and (not args[i].startswith("-") or _is_number(args[i])):
         return option, name, eq, args[i], i + 1
@@ -178,6 +181,11 @@ def _option(option: str, name: str, value: str | None, args: list[str], i: int, 
         seen.json_opts[name] = _json_value(name, value, ctx)
     elif name in F.TYPED:
         return _typed_option(option, name, value, args, i, out, ctx)
+    elif (old := speculative_legacy.name_of(option if option in speculative_legacy.SHORT
+                                            else "--" + name)) is not None:
+        if value is None and i < len(args) and args[i].lower() in ("true", "false"):
+            value, i = args[i], i + 1  # a bool option of the old parser written with its value
+        seen.legacy[old] = (option, value)
     elif F.is_known(name):
         out.deployment["serve"]["flags"][name] = True if value is None else value
         ctx.mapped.append(f"{option} -> serve.flags.{name}")
@@ -222,6 +230,8 @@ def _json_options(seen: _Seen, out: Serve, ctx: Ctx) -> None:
         base = seen.json_opts.get(head)
         seen.json_opts[head] = deep_merge(base if isinstance(base, dict) else {}, tree)
         ctx.mapped.append(f"--{head}.* -> merged into --{head}")
+    if seen.legacy:
+        _legacy(seen, out, ctx)
     for name, parsed in seen.json_opts.items():
         if name == "speculative-config" and isinstance(parsed, dict):
             _speculative(parsed, out, ctx)
@@ -232,6 +242,26 @@ def _json_options(seen: _Seen, out: Serve, ctx: Ctx) -> None:
         else:
             out.deployment["serve"]["flags"][name] = json.dumps(parsed, separators=(",", ":"))
             ctx.mapped.append(f"--{name} -> serve.flags.{name} (JSON)")
+
+
+def _legacy(seen: _Seen, out: Serve, ctx: Ctx) -> None:
+    """vLLM < 0.8's speculative options as the `--speculative-config` they became (config/
+    speculative_legacy.py); those with no key in vLLM 0.32 are left out and flagged."""
+    written = ", ".join(option for option, _ in seen.legacy.values())
+    if "speculative-config" in seen.json_opts:
+        raise InputError(f"{ctx.source}: the speculative config is given twice: "
+                         f"--speculative-config and vLLM < 0.8's {written}; keep one")
+    config, dropped = speculative_legacy.translate({n: v for n, (_, v) in seen.legacy.items()})
+    for name in dropped:
+        option, value = seen.legacy[name]
+        ctx.flag_unknown(option if value is None else f"{option} {value}",
+                         "a speculative option of vLLM before 0.8 with no setting in vLLM 0.32's "
+                         "--speculative-config; left out")
+    if config:
+        kept = ", ".join(o for n, (o, _) in seen.legacy.items() if n not in dropped)
+        ctx.mapped.append(f"{kept} (vLLM < 0.8) -> --speculative-config "
+                          f"{json.dumps(config, separators=(',', ':'))}")
+        seen.json_opts["speculative-config"] = config
 
 
 def _positional(positional: list[str], out: Serve, ctx: Ctx) -> None:
