@@ -80,3 +80,15 @@ def test_every_plot_caption_says_what_to_read(sections):
     doc = json.loads(GOLDEN.read_text(encoding="utf-8"))
     assert {p["caption"] for p in doc["plots"]} <= set(captions)
     assert len(doc["plots"]) >= 5
+
+
+def test_a_launch_that_measured_nothing_draws_no_empty_legend(sections, recwarn):
+    """Every launch failed before a request: the figure draws no legend, and matplotlib says
+    nothing ("No artists with labels found") into the report command's output."""
+    protocol = {"launches": [{**l, "workloads": []} for l in sections["protocol"]["launches"][:2]],
+                "across": []}
+    figure = plots.per_launch_figure(protocol)
+    assert figure.axes[0].get_legend() is None
+    assert not [w for w in recwarn if "legend" in str(w.message)]
+    full = plots.per_launch_figure(sections["protocol"]).axes[0].get_legend()
+    assert full is not None and len(full.get_texts()) == 3  # 2 workloads and the launch band

@@ -93,6 +93,13 @@ def per_launch(protocol: dict) -> Plot | None:
                 "Delivered tok/s per launch", PER_LAUNCH_CAPTION)
 
 
+def _legend(axes, **options) -> None:
+    """A legend where the axes have labelled artists (none, e.g. every launch failed: no box,
+    and no matplotlib warning in the report's output)."""
+    if axes.get_legend_handles_labels()[0]:
+        axes.legend(**options)
+
+
 def per_launch_figure(protocol: dict):
     """The per-launch figure (dots with bars over requests, bands over launches)."""
     launches = protocol.get("launches", [])
@@ -118,7 +125,7 @@ def per_launch_figure(protocol: dict):
     axes.set_xticks(range(len(labels)), labels, rotation=45 if len(labels) > 8 else 0)
     axes.set_ylabel("delivered decode tok/s")
     axes.set_title("Delivered decode rate per launch: intervals over requests and over launches")
-    axes.legend(loc="best", frameon=False, fontsize=7)
+    _legend(axes, loc="best", frameon=False, fontsize=7)
     return figure
 
 
@@ -178,7 +185,7 @@ def delivered_vs_logged(series: list[dict]) -> Plot | None:
         if index % cols == 0:
             axes.set_ylabel("tok/s", fontsize=7)
         if index == 0:
-            axes.legend(loc="lower right", frameon=False, fontsize=6.5)
+            _legend(axes, loc="lower right", frameon=False, fontsize=6.5)
     figure.suptitle("Delivered vs logged: the log's windows and the requests on one time axis",
                     fontsize=9)
     return Plot("delivered_vs_logged.png", _png(figure), "Delivered vs logged over time",
@@ -362,7 +369,7 @@ def sweep_figure(sweep: dict, roofline: dict | None = None):
     axes.set_xlabel("speculative tokens (depth)")
     axes.set_ylabel("delivered decode tok/s")
     axes.set_xticks(depths)
-    axes.legend(loc="lower right", frameon=False, fontsize=6.5)
+    _legend(axes, loc="lower right", frameon=False, fontsize=6.5)
     axes.set_title("Rate per depth", fontsize=8.5)
     for k, (depth, rates) in enumerate(sorted(v["per_position"].items())):
         right.plot(range(1, len(rates) + 1), rates, "o-", markersize=3,
@@ -370,7 +377,7 @@ def sweep_figure(sweep: dict, roofline: dict | None = None):
     if v["per_position"]:
         right.set_xlabel("draft position")
         right.set_ylim(0, 1.05)
-        right.legend(loc="upper right", frameon=False, fontsize=6.5)
+        _legend(right, loc="upper right", frameon=False, fontsize=6.5)
     else:
         right.text(0.5, 0.5, "not measured: no per-position\nacceptance in the sweep",
                    ha="center", va="center", transform=right.transAxes, fontsize=7.5)
