@@ -89,6 +89,8 @@ def test_translate_reads_the_values_as_vllm_did():
     assert translate({"speculative-model": "org/7b-eagle", "speculative-max-model-len": "4096",
                       "spec-decoding-acceptance-method": "typical_acceptance_sampler"}) == (
         {"model": "org/7b-eagle", "max_model_len": 4096}, ["spec-decoding-acceptance-method"])
+    assert translate({"num-speculative-tokens": "1e999", "ngram-prompt-lookup-max": "nan"})[0] == {
+        "num_speculative_tokens": "1e999", "prompt_lookup_max": "nan"}  # no Infinity in the JSON
 
 
 @pytest.mark.parametrize("serve, where", [

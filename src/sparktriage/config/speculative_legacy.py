@@ -9,6 +9,7 @@ plain argument it would stop every launch at vLLM's argument parser, one launch 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 # old option (without dashes) -> key of --speculative-config in vLLM 0.32, or None where 0.32
@@ -60,10 +61,12 @@ def _value(text: str | None) -> Any:
         return True
     for kind in (int, float):
         try:
-            return kind(text)
+            value = kind(text)
         except ValueError:
-            pass
-    return text
+            continue
+        if math.isfinite(value):
+            return value
+    return text  # a word, or no finite number (`1e999`): kept as written
 
 
 def translate(given: dict[str, str | None]) -> tuple[dict[str, Any], list[str]]:
