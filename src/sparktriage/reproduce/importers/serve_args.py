@@ -259,8 +259,8 @@ def _legacy(seen: _Seen, out: Serve, ctx: Ctx) -> None:
                          "--speculative-config; left out")
     if config:
         kept = ", ".join(o for n, (o, _) in seen.legacy.items() if n not in dropped)
-        ctx.mapped.append(f"{kept} (vLLM < 0.8) -> --speculative-config "
-                          f"{json.dumps(config, separators=(',', ':'))}")
+        ctx.mapped.append(ctx.secrets.text(f"{kept} (vLLM < 0.8) -> --speculative-config "
+                                           f"{json.dumps(config, separators=(',', ':'))}"))
         seen.json_opts["speculative-config"] = config
 
 
