@@ -118,3 +118,32 @@ def test_other_arguments_are_not_old_speculative_options(tmp_path):
                            "'--speculative-config.num_speculative_tokens', '2', "
                            "'--num-scheduler-steps', '1']}\n")
     assert load_deployment(path).serve.extra_args[-2:] == ["--num-scheduler-steps", "1"]
+
+
+@pytest.mark.parametrize("config", [
+    {"model": "[ngram]", "num_speculative_tokens": 3, "prompt_lookup_max": 4},
+    {"model": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4},
+    {"method": "[ngram]", "num_speculative_tokens": 3, "prompt_lookup_max": 4},
+])
+def test_the_ngram_spellings_vllm_reads_as_ngram_sweep_as_ngram(tmp_path, config):
+    """the older `"model": "[ngram]"` (no method) and the method `[ngram]` are
+    the ngram drafter: the sweep keeps the deployment's keys and needs no --method."""
+    path = tmp_path / "d.yaml"
+    path.write_text(HEAD + "serve: {flags: {speculative-config: '"
+                    + json.dumps(config, separators=(",", ":")) + "'}}\n")
+    plan = plan_sweep(path, depths=(2,))
+    assert (plan.method, plan.speculative_model, plan.speculative_extra) == (
+        "ngram", None, {"prompt_lookup_max": 4})
+    launched = _argv(plan.deployment_at(plan.load_deployment(), 2))
+    assert launched.count("--speculative-config") == 1
+    assert json.loads(launched[launched.index("--speculative-config") + 1]) == {
+        "method": "ngram", "num_speculative_tokens": 2, "prompt_lookup_max": 4}
+    assert plan_sweep(path, method="ngram", depths=(2,)).speculative_extra == {"prompt_lookup_max": 4}
+
+
+def test_a_reproduced_ngram_model_config_is_the_ngram_method(tmp_path):
+    r = _reproduce(tmp_path, "vllm serve /m --speculative-config "
+                   "'{\"model\": \"[ngram]\", \"num_speculative_tokens\": 5}'")
+    assert r.deployment["speculative"] == {"method": "ngram", "num_speculative_tokens": 5,
+                                           "model": None, "extra": {}}
+    assert "ngram-structured-output" in {t.id for t in r.traps}

@@ -20,7 +20,7 @@ from typing import Any
 
 from sparktriage.config.deployment import Deployment, Speculative
 from sparktriage.config.speculative_flag import (FLAG, SCHEDULE, extra_args_config, json_object,
-                                                 one_stream_depth, split_schedule)
+                                                 ngram_read, one_stream_depth, split_schedule)
 from sparktriage.errors import ConfigError, UsageError
 
 
@@ -66,16 +66,18 @@ class Found:
 
 
 def find(dep: Deployment) -> Found:
-    """Where the deployment's speculative config is (ConfigError when it cannot be read)."""
+    """Where the deployment's speculative config is (ConfigError when it cannot be read), its
+    ngram spellings read as vLLM reads them (speculative_flag.ngram_read)."""
     if dep.speculative is not None:
-        return Found(spec_dict(dep.speculative), "speculative")
+        return Found(ngram_read(spec_dict(dep.speculative)), "speculative")
     flag = dep.serve.flags.get(FLAG)
     if flag not in (None, False):
         if not isinstance(flag, str):
             raise ConfigError(f"serve.flags.{FLAG}: give the speculative config as a JSON string")
-        return Found(json_object(flag, f"serve.flags.{FLAG}"), f"serve.flags.{FLAG}")
+        return Found(ngram_read(json_object(flag, f"serve.flags.{FLAG}")), f"serve.flags.{FLAG}")
     config, _ = extra_args_config(list(dep.serve.extra_args))
-    return Found(config, "serve.extra_args") if config is not None else Found(None, None)
+    return (Found(ngram_read(config), "serve.extra_args") if config is not None
+            else Found(None, None))
 
 
 def spec_dict(spec: Speculative) -> dict[str, Any]:

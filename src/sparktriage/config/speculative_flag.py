@@ -124,3 +124,20 @@ def one_stream_depth(config: dict | None) -> int:
             return max(0, entry[2])
     n = config.get("num_speculative_tokens")
     return n if isinstance(n, int) and not isinstance(n, bool) and n > 0 else 0
+
+
+NGRAM_SPELLINGS = ("ngram", "[ngram]")  # vLLM reads both as the ngram drafter
+
+
+def ngram_read(config: dict[str, Any]) -> dict[str, Any]:
+    """`config` as vLLM reads its ngram spellings: a method `[ngram]`, or no method with the
+    model `ngram` / `[ngram]` (the older form, from before `method` existed), is the method `ngram` with no
+    draft model. Any other config is returned as it is (vLLM 0.32 takes a config without a method
+    and with another model as a draft model, where older releases read the model's type: that
+    stays the consultant's call, `--method`)."""
+    method, model = config.get("method"), config.get("model")
+    ngram_model = isinstance(model, str) and model in NGRAM_SPELLINGS
+    if method not in NGRAM_SPELLINGS and not (method is None and ngram_model):
+        return config
+    return {"method": "ngram", **{k: v for k, v in config.items()
+                                  if k != "method" and not (k == "model" and ngram_model)}}

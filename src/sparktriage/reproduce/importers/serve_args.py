@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sparktriage.config import speculative_legacy
+from sparktriage.config.speculative_flag import ngram_read
 from sparktriage.errors import InputError
 from sparktriage.reproduce import flags as F
 from sparktriage.reproduce.importers.common import Ctx
@@ -64,6 +65,7 @@ def _scalar(value: str) -> Any:
 
 
 def _speculative(spec: dict, out: Serve, ctx: Ctx) -> None:
+    spec = ngram_read(spec)
     simple = all(isinstance(v, (str, int, float, bool)) or v is None for v in spec.values())
     n = spec.get("num_speculative_tokens")
     if simple and isinstance(spec.get("method"), str) and isinstance(n, int) and n >= 1:
