@@ -37,7 +37,8 @@ def _argv(dep) -> list[str]:
 
 
 def test_an_old_ngram_line_becomes_one_speculative_config(tmp_path):
-    r = _reproduce(tmp_path, "vllm serve /m --speculative-model '[ngram]' --num-speculative-tokens 5 "
+    r = _reproduce(tmp_path, "vllm serve /m --speculative-model '[ngram]' "
+                   "--num-speculative-tokens 5 "
                    "--ngram-prompt-lookup-max 4 --ngram_prompt_lookup_min 2 "
                    "--speculative-disable-by-batch-size 4 --disable-logprobs-during-spec-decoding "
                    "True --speculative-disable-mqa-scorer --max-model-len 8192")
@@ -96,7 +97,8 @@ def test_translate_reads_the_values_as_vllm_did():
 @pytest.mark.parametrize("serve, where", [
     ("serve: {extra_args: ['--num-speculative-tokens', '3']}\n",
      "serve.extra_args --num-speculative-tokens"),
-    ("serve: {extra_args: ['--speculative_model=[ngram]']}\n", "serve.extra_args --speculative_model"),
+    ("serve: {extra_args: ['--speculative_model=[ngram]']}\n",
+     "serve.extra_args --speculative_model"),
     ("serve: {flags: {speculative-model: '[ngram]'}}\n", "serve.flags.speculative-model"),
 ])
 def test_a_deployment_with_an_old_option_is_refused_on_load(tmp_path, serve, where):
@@ -126,7 +128,7 @@ def test_other_arguments_are_not_old_speculative_options(tmp_path):
     {"method": "[ngram]", "num_speculative_tokens": 3, "prompt_lookup_max": 4},
 ])
 def test_the_ngram_spellings_vllm_reads_as_ngram_sweep_as_ngram(tmp_path, config):
-    """the older `"model": "[ngram]"` (no method) and the method `[ngram]` are
+    """The older `"model": "[ngram]"` (no method) and the method `[ngram]` are
     the ngram drafter: the sweep keeps the deployment's keys and needs no --method."""
     path = tmp_path / "d.yaml"
     path.write_text(HEAD + "serve: {flags: {speculative-config: '"
@@ -138,7 +140,8 @@ def test_the_ngram_spellings_vllm_reads_as_ngram_sweep_as_ngram(tmp_path, config
     assert launched.count("--speculative-config") == 1
     assert json.loads(launched[launched.index("--speculative-config") + 1]) == {
         "method": "ngram", "num_speculative_tokens": 2, "prompt_lookup_max": 4}
-    assert plan_sweep(path, method="ngram", depths=(2,)).speculative_extra == {"prompt_lookup_max": 4}
+    given = plan_sweep(path, method="ngram", depths=(2,))
+    assert given.speculative_extra == {"prompt_lookup_max": 4}
 
 
 def test_a_reproduced_ngram_model_config_is_the_ngram_method(tmp_path):

@@ -131,10 +131,10 @@ NGRAM_SPELLINGS = ("ngram", "[ngram]")  # vLLM reads both as the ngram drafter
 
 def ngram_read(config: dict[str, Any]) -> dict[str, Any]:
     """`config` as vLLM reads its ngram spellings: a method `[ngram]`, or no method with the
-    model `ngram` / `[ngram]` (the older form, from before `method` existed), is the method `ngram` with no
-    draft model. Any other config is returned as it is (vLLM 0.32 takes a config without a method
-    and with another model as a draft model, where older releases read the model's type: that
-    stays the consultant's call, `--method`)."""
+    model `ngram` / `[ngram]` (the older form, from before `method` existed), is the method
+    `ngram` with no draft model. Any other config is returned as it is (vLLM 0.32 takes a config
+    without a method and with another model as a draft model, where older releases read the
+    model's type: that stays the consultant's call, `--method`)."""
     method, model = config.get("method"), config.get("model")
     ngram_model = isinstance(model, str) and model in NGRAM_SPELLINGS
     if method not in NGRAM_SPELLINGS and not (method is None and ngram_model):
