@@ -68,16 +68,21 @@ class Found:
 def find(dep: Deployment) -> Found:
     """Where the deployment's speculative config is (ConfigError when it cannot be read), its
     ngram spellings read as vLLM reads them (speculative_flag.ngram_read)."""
+    config, where = _given(dep)
+    return Found(None if config is None else ngram_read(config), where)
+
+
+def _given(dep: Deployment) -> tuple[dict[str, Any] | None, str | None]:
+    """The config as the deployment gives it, and where (None, None when it gives none)."""
     if dep.speculative is not None:
-        return Found(ngram_read(spec_dict(dep.speculative)), "speculative")
+        return spec_dict(dep.speculative), "speculative"
     flag = dep.serve.flags.get(FLAG)
     if flag not in (None, False):
         if not isinstance(flag, str):
             raise ConfigError(f"serve.flags.{FLAG}: give the speculative config as a JSON string")
-        return Found(ngram_read(json_object(flag, f"serve.flags.{FLAG}")), f"serve.flags.{FLAG}")
+        return json_object(flag, f"serve.flags.{FLAG}"), f"serve.flags.{FLAG}"
     config, _ = extra_args_config(list(dep.serve.extra_args))
-    return (Found(ngram_read(config), "serve.extra_args") if config is not None
-            else Found(None, None))
+    return (config, "serve.extra_args") if config is not None else (None, None)
 
 
 def spec_dict(spec: Speculative) -> dict[str, Any]:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from sparktriage.config.speculative_flag import NGRAM_SPELLINGS
+
 # old option (without dashes) -> key of --speculative-config in vLLM 0.32, or None where 0.32
 # has no such setting (the option is left out, and said)
 KEYS: dict[str, str | None] = {
@@ -33,7 +35,6 @@ KEYS: dict[str, str | None] = {
 BOOLS = {"speculative-disable-mqa-scorer", "disable-logprobs-during-spec-decoding"}  # bare, or
 # followed by true/false
 SHORT = {"-spec-draft-tp": "speculative-draft-tensor-parallel-size"}
-NGRAM_MODELS = ("[ngram]", "ngram")  # --speculative-model's value that meant the ngram drafter
 
 
 def name_of(option: str) -> str | None:
@@ -51,7 +52,7 @@ def name_of(option: str) -> str | None:
 def named(flags: dict, extra_args: list[str]) -> list[str]:
     """The old speculative options a deployment gives (`serve.flags` names, `serve.extra_args`
     options), as written."""
-    found = [f"serve.flags.{n}" for n in flags if n.replace("_", "-") in KEYS]
+    found = [f"serve.flags.{n}" for n in flags if n in KEYS]  # names are dashed (Serve._flags)
     found += [f"serve.extra_args {a.partition('=')[0]}" for a in extra_args if name_of(a)]
     return found
 
@@ -78,7 +79,7 @@ def translate(given: dict[str, str | None]) -> tuple[dict[str, Any], list[str]]:
         key = KEYS.get(name)
         if key is None:
             dropped.append(name)
-        elif key == "model" and isinstance(text, str) and text.strip().lower() in NGRAM_MODELS:
+        elif key == "model" and isinstance(text, str) and text.strip().lower() in NGRAM_SPELLINGS:
             config["method"] = "ngram"
         else:
             config[key] = text if key in ("model", "quantization", "revision") else _value(text)

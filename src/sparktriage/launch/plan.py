@@ -140,7 +140,8 @@ def serve_argv(dep: Deployment) -> list[str]:
     if s.enforce_eager:
         argv.append("--enforce-eager")
     if dep.speculative is not None:
-        argv += ["--speculative-config", json.dumps(spec_dict(dep.speculative), separators=(",", ":"))]
+        argv += ["--speculative-config",
+                 json.dumps(spec_dict(dep.speculative), separators=(",", ":"))]
     return argv + _flag_args(s.flags) + list(s.extra_args)
 
 
