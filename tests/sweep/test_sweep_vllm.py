@@ -73,8 +73,14 @@ def test_sweep_runs_four_launches_and_prints_the_decision_with_intervals(sweep_r
     assert doc == json.loads((run / "sweep.json").read_text())
     assert doc["method"] == "ngram" and doc["depths_requested"] == [0, 2, 4]
     assert doc["launches_used"] == 4 and all(l["status"] == "ok" for l in doc["launches"])
-    # the depth model's order: depth 0, the deepest (its acceptance reference), then every other
-    assert [l["depth"] for l in doc["launches"][:3]] == [0, 4, 2]
+    order = [l["depth"] for l in doc["launches"][:3]]
+    if "end-to-end rates" in (doc["model"]["reason"] or ""):
+        # a starved client read a launch's responses in bursts (a fresh-clone run of stop 30,
+        # beside a cold compile): no decode rate, so no step cost; the sweep says so, and the
+        # black-box rule allocates from there, every depth once in increasing order
+        assert doc["model"]["state"] == "not-enough-data" and order == [0, 2, 4], order
+    else:  # the depth model's order: depth 0, the deepest (its acceptance reference), the rest
+        assert order == [0, 4, 2]
     assert sorted(p.name for p in (run / "launches").iterdir()) == ["L001", "L002", "L003", "L004"]
     for launch in doc["launches"]:  # each launch's rate is its bench document's
         bench = json.loads((run / "launches" / launch["label"] / "bench.json").read_text())
