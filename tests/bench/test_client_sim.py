@@ -47,6 +47,17 @@ def fetch(sim, bodies: list[tuple[str, dict]], stall_s: float = 10.0) -> list[tu
     return list(zip(records, entries))
 
 
+# What a loaded 2-core machine may add to a client's read of a chunk (tens of ms were seen); the
+# rates' exactness on recorded times is tests/bench/test_records.py's, and the 0.3% test above
+# reads streams of three seconds so that this slack stays below it.
+SLACK_S = 0.05
+
+
+def decode_span_s(metrics, tokens_after_first: int) -> float:
+    """The first-to-last token time a decode rate stands for."""
+    return tokens_after_first / metrics.decode_tok_s
+
+
 def token_counts(entry: dict) -> list[int]:
     return [e["count"] for e in entry["events"] if e["kind"] == "tokens"]
 
@@ -123,8 +134,8 @@ def test_multi_token_first_chunk_and_empty_text_chunks(sim):
     assert sum(1 for c in record["chunks"] if c["text"] == "" and c["ids"]) >= 40
     assert m.output_tokens == 400 and token_counts(entry)[0] == 5
     real = truth(entry)
-    assert real.first_tokens == 5
-    assert m.decode_tok_s == pytest.approx(real.decode_tok_s, rel=0.01)  # exactness: test_records.py
+    assert real.first_tokens == 5 and _per_chunk(record)[0] == 5
+    assert decode_span_s(m, 395) == pytest.approx(decode_span_s(real, 395), abs=SLACK_S)
 
 
 def test_chat_role_chunk_is_not_a_token(sim):
@@ -175,8 +186,9 @@ def test_stall_within_the_timeout_is_kept_and_visible(sim):
     m = derive(record)
     assert record["status"] == "ok" and m.output_tokens == 40
     gaps = [b["t"] - a["t"] for a, b in zip(record["chunks"], record["chunks"][1:])]
-    assert max(gaps) == pytest.approx(0.4, abs=0.05)
-    assert m.decode_tok_s == pytest.approx(truth(entry).decode_tok_s, rel=0.01)
+    assert max(gaps) == pytest.approx(0.4, abs=SLACK_S)
+    # the stall is inside the decode span, not dropped from it
+    assert decode_span_s(m, 39) == pytest.approx(decode_span_s(truth(entry), 39), abs=SLACK_S)
     assert m.decode_tok_s < 39 / 0.4
 
 

@@ -170,15 +170,24 @@ def test_compile_jit_cold_against_warm(testbed, rules, tmp_path):
     assert finding["phase"] == "compile" and finding["verdict"]["state"] == "decided"
     seen = {e["condition"] for e in finding["verdict"]["evidence"]}
     assert "compilers" in seen  # g++ building Inductor kernels: the cache was cold
-    # the warm start compiles nothing and is shorter; if it is still slow, no compiler ran
+    # The warm start finds what the cold one saved: vLLM 0.32's CPU build fails to load its own
+    # AOT artifact ("Compiling model again due to a load failure from <path>") and compiles
+    # again, on Inductor's warm cache, so no compiler runs. How long either compile took is not
+    # compared: on a loaded 2-core machine Dynamo's tracing, which both do, outweighs the tiny
+    # model's Inductor build (a warm compile of 29.8 s against a cold one of 27.1 s was seen).
+    hit = rules.markers.compiled["compile_cache_hit"]
+    saved = [line.split(" to ", 1)[1] for line in _log_lines(cold)
+             if "saved AOT compiled function to " in line]
+    assert saved and not any(hit.search(line) for line in _log_lines(cold))
+    assert any(hit.search(line) or f"load failure from {saved[0]}," in line
+               for line in _log_lines(warm))
     for f in _findings(warm_doc, "compile-jit"):
         assert "compilers" not in {e["condition"] for e in f["verdict"]["evidence"]}
-        assert f["duration_s"] < finding["duration_s"]
 
-    def compile_s(doc):
-        return sum(p["duration_s"] for p in doc["nodes"]["local"]["phases"]
-                   if p["name"] == "compile")
-    assert compile_s(warm_doc) < compile_s(cold_doc)
+
+def _log_lines(bundle: Path) -> list[str]:
+    path = bundle / "nodes" / "local" / "logs" / "server.lines.jsonl"
+    return [str(json.loads(row).get("line", "")) for row in path.read_text().splitlines() if row]
 
 
 def test_download_or_lock(testbed, rules, tmp_path):
