@@ -66,6 +66,28 @@ def test_silent_cold_compile_is_an_observation_not_a_stall(classify):
     assert doc["findings"][0]["verdict"]["id"] == "compile-jit"
 
 
+def test_compile_cache_found_but_not_loaded_is_named(classify):
+    """vLLM found its AOT cache but could not load it and compiled again (the line vLLM 0.32's CPU
+    build writes on every warm start): cold, and persisting the cache is not the advice."""
+    failure = ("[backbone] Compiling model again due to a load failure from /cache/torch_compile_"
+               "cache/torch_aot_compile/92b6c4/rank_0_0/model, reason: 'function' object has no "
+               "attribute 'finalize_loading'")
+    log = HEAD + [{"segment": "load_begin", "at": 41}, {"segment": "load_end", "at": 56},
+                  [57, "Worker", "Warming up model for the compilation..."],
+                  [58, "Worker", failure],
+                  [158, "Worker", "torch.compile took 100.00 s in total"],
+                  {"segment": "ready", "at": 160}]
+    doc, _ = classify(_spec(log))
+    assert doc["findings"] == []
+    (seen,) = doc["observations"]
+    assert seen["phase"] == "compile" and seen["duration_s"] == 100.0
+    assert seen["text"] == (
+        "compile took 100 s: vLLM found its compile cache but could not load it ('function' "
+        "object has no attribute 'finalize_loading') and compiled again; persisting "
+        "VLLM_CACHE_ROOT does not help until the cache loads (it must come from the same vLLM "
+        "and torch build; VLLM_FORCE_AOT_LOAD=1 makes the failure an error)")
+
+
 def test_recorded_cold_compile_names_its_rule(rules):
     """A real vLLM 0.32 CPU start (tests/fixtures/logs): its 41 s cold compile is an
     observation, not a stall, and says which rule it belongs to."""

@@ -79,6 +79,7 @@ class Budget:
     compile_cold: bool | None  # None: no compile seen; True: no cache hit in the log
     arrivals: dict[str, float]  # node -> when it logged its distributed_init line
     nodes: int
+    cache_unusable: str | None = None  # why vLLM could not load the compile cache it found
 
     def allowed(self, phase: str, base: float, params: DetectParams,
                 checkpoint_bytes: float | None) -> tuple[float, str]:
@@ -114,13 +115,23 @@ def _budget(timeline: NodeTimeline, timelines: dict[str, NodeTimeline], markers:
     names = [set(m.markers) for m in timeline.marks]
     compiled = any("compile_start" in n or "compile_done" in n for n in names)
     hit = any("compile_cache_hit" in n for n in names)
+    failed = next((m.event.message for m in timeline.marks
+                   if "compile_cache_unusable" in m.markers), None)
     arrivals = {}
     for name, other in timelines.items():
         first = next((m.t for m in other.marks if "dist_init" in m.markers), None)
         if first is not None:
             arrivals[name] = first
     return Budget(_load_factor(node_evidence, timeline.start, timeline.settled, params),
-                  (not hit) if compiled else None, arrivals, len(timelines))
+                  (not hit) if compiled else None, arrivals, len(timelines),
+                  None if failed is None else _load_failure(failed))
+
+
+def _load_failure(message: str) -> str:
+    """The reason vLLM gives for not loading its compile cache, bounded to one short line."""
+    reason = message.partition("reason:")[2].strip() or "no reason given"
+    reason = " ".join(reason.split())
+    return reason if len(reason) <= 160 else reason[:157] + "..."
 
 
 def _waited_for_peers(timeline: NodeTimeline, budget: Budget, prev_t: float, next_t: float,
@@ -186,6 +197,16 @@ def _observe(observations: list[dict], timeline: NodeTimeline, prev: Mark, nxt_t
                          "duration_s": round(nxt_t - prev.t, 3), "text": text, "cause": cause})
 
 
+def _cold_compile_text(gap: float, unusable: str | None) -> str:
+    if unusable is None:
+        return (f"compile took {gap:.0f} s: cold cache, expected on a first boot; "
+                "persist the cache (VLLM_CACHE_ROOT) to skip it next time")
+    return (f"compile took {gap:.0f} s: vLLM found its compile cache but could not load it "
+            f"({unusable}) and compiled again; persisting VLLM_CACHE_ROOT does not help until "
+            "the cache loads (it must come from the same vLLM and torch build; "
+            "VLLM_FORCE_AOT_LOAD=1 makes the failure an error)")
+
+
 def _silences(timeline: NodeTimeline, progress: list[Mark], markers: MarkerSet,
               params: DetectParams, started: float | None, budget: Budget | None = None,
               observations: list[dict] | None = None) -> list[Period]:
@@ -212,9 +233,7 @@ def _silences(timeline: NodeTimeline, progress: list[Mark], markers: MarkerSet,
         elif gap < allowed:
             if phase == "compile" and budget.compile_cold:
                 _observe(observations, timeline, prev, nxt.t, phase,
-                         f"compile took {gap:.0f} s: cold cache, expected on a first boot; "
-                         f"persist the cache (VLLM_CACHE_ROOT) to skip it next time",
-                         COLD_COMPILE_CAUSE)
+                         _cold_compile_text(gap, budget.cache_unusable), COLD_COMPILE_CAUSE)
             elif gap >= base:
                 _observe(observations, timeline, prev, nxt.t, phase,
                          f"{gap:.0f} s without a line in {phase}, within the {allowed:.0f} s "
