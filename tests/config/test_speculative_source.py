@@ -120,6 +120,24 @@ def test_another_method_keeps_none_of_the_deployments_keys(tmp_path):
         {"method": "ngram", "num_speculative_tokens": 2}]
 
 
+
+@pytest.mark.parametrize("given, asked", [("deepseek_mtp", "mtp"), ("mtp", "glm4_moe_mtp"),
+                                          ("qwen3_next_mtp", "deepseek_mtp")])
+def test_an_mtp_alias_is_the_same_method(tmp_path, given, asked):
+    # vLLM 0.32 runs every `*_mtp` method as `mtp`: asking for either keeps the deployment's keys
+    config = {"method": given, "num_speculative_tokens": 1, "draft_tensor_parallel_size": 1,
+              "rejection_sample_method": "strict"}
+    plan = plan_sweep(_in_flags(tmp_path, config), depths=(2,), method=asked)
+    assert plan.speculative_extra == {"draft_tensor_parallel_size": 1,
+                                      "rejection_sample_method": "strict"}
+    assert _configs(plan.deployment_at(plan.load_deployment(), 2)) == [
+        {"method": asked, "num_speculative_tokens": 2, "draft_tensor_parallel_size": 1,
+         "rejection_sample_method": "strict"}]
+    found = spec_source.find(load_deployment(_in_flags(tmp_path, config)))
+    assert _speculative(asked, found, 3).extra == plan.speculative_extra
+    # a name that merely contains "mtp" is not an alias
+    assert plan_sweep(_in_flags(tmp_path, config), depths=(2,), method="mtpx").speculative_extra == {}
+
 def test_a_config_without_a_method_needs_one_from_the_command_line(tmp_path):
     path = _in_flags(tmp_path, {"model": "/draft", "num_speculative_tokens": 3})
     with pytest.raises(UsageError, match="names no method: give --method"):

@@ -20,7 +20,8 @@ from typing import Any
 
 from sparktriage.config.deployment import Deployment, Speculative
 from sparktriage.config.speculative_flag import (FLAG, SCHEDULE, extra_args_config, json_object,
-                                                 ngram_read, one_stream_depth, split_schedule)
+                                                 ngram_read, one_stream_depth, same_method,
+                                                 split_schedule)
 from sparktriage.errors import ConfigError, UsageError
 
 
@@ -56,8 +57,8 @@ class Found:
 
     def keys_for(self, method: str) -> tuple[str | None, dict[str, Any]]:
         """The draft model and other keys a launch with `method` keeps: the config's own with its
-        method, none with another."""
-        if method != self.method:
+        method (an MTP alias of it too: speculative_flag.same_method), none with another."""
+        if not same_method(method, self.method):
             return None, {}
         kept = {k: v for k, v in (self.config or {}).items()
                 if k not in ("method", "num_speculative_tokens")}

@@ -129,6 +129,18 @@ def one_stream_depth(config: dict | None) -> int:
 NGRAM_SPELLINGS = ("ngram", "[ngram]")  # vLLM reads both as the ngram drafter
 
 
+def same_method(a: str | None, b: str | None) -> bool:
+    """Whether vLLM runs the two method names as one drafter: every MTP alias it knows
+    (`deepseek_mtp`, `glm4_moe_mtp`, `qwen3_next_mtp`, ...: each ends in `_mtp`) is `mtp` in
+    vLLM 0.32, which maps them so with a deprecation warning; names are otherwise compared as
+    they are."""
+    return a == b or (a is not None and b is not None and _mtp_read(a) == _mtp_read(b))
+
+
+def _mtp_read(method: str) -> str:
+    return "mtp" if method.endswith("_mtp") else method
+
+
 def ngram_read(config: dict[str, Any]) -> dict[str, Any]:
     """`config` as vLLM reads its ngram spellings: a method `[ngram]`, or no method with the
     model `ngram` / `[ngram]` (the older form, from before `method` existed), is the method

@@ -30,6 +30,7 @@ from typing import Callable
 from sparktriage.bench.workload import load_workloads
 from sparktriage.config import speculative as spec_source
 from sparktriage.config.deployment import Deployment, Speculative, load_deployment
+from sparktriage.config.speculative_flag import same_method
 from sparktriage.errors import SparktriageError, UsageError
 from sparktriage.bundle import layout
 from sparktriage.launch.plan import LaunchPlan, build_plan
@@ -146,7 +147,7 @@ def _speculative(method: str, found: spec_source.Found, depth: int) -> Speculati
     method its other keys are kept, with another method none are (ngram gets NGRAM_EXTRA)."""
     if depth == 0:
         return None
-    if method == found.method:
+    if same_method(method, found.method):
         model, kept = found.keys_for(method)
         return Speculative(method=method, num_speculative_tokens=depth, model=model, extra=kept)
     return Speculative(method=method, num_speculative_tokens=depth,
