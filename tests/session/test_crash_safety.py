@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import (complete_lines, engine_pids, read_state, request_records, running_step,
+from session_helpers import (complete_lines, engine_pids, read_state, request_records, running_step,
                       run_to_end, session_argv, wait_gone, write_deployment)
 
 pytestmark = pytest.mark.slow  # the simulator as vLLM, but minutes of relaunches

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from conftest import engine_pids, read_state, running_step, run_to_end, session_argv, wait_for
+from session_helpers import engine_pids, read_state, running_step, run_to_end, session_argv, wait_for
 
 pytestmark = pytest.mark.slow  # the simulator as vLLM, but minutes of relaunches
 

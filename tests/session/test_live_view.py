@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import engine_pids, run_to_end, session_argv, sim_engine, write_deployment
+from session_helpers import engine_pids, run_to_end, session_argv, sim_engine, write_deployment
 
 GOLDEN = Path(__file__).parent / "golden"
 OPTIONS = ["--launches", "1", "--depths", "0", "--requests", "3", "--max-tokens", "16",

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import write_deployment
+from session_helpers import write_deployment
 
 from sparktriage.session import nodestate
 from sparktriage.session.plan import SessionOptions, build_steps, LabAssumptions, estimate_s
