@@ -13,8 +13,10 @@ python=${PYTHON:-python3.11}
 
 # The real vLLM's environment installs beside the rest (it needs only $python): on two cores the
 # two pip installs overlap, about a minute off a fresh set-up.
-PYTHON="$python" bash provision/setup-vllm.sh 2> >(grep --line-buffered -v "is ignored" >&2) &
+# It runs in its own process group, stopped with everything it started if this script fails first.
+PYTHON="$python" setsid bash provision/setup-vllm.sh 2> >(grep --line-buffered -v "is ignored" >&2) &
 vllm_setup=$!
+trap 'kill -- -"$vllm_setup" 2>/dev/null || true' EXIT
 
 need=()
 command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || need+=(openssh-server)
@@ -61,6 +63,7 @@ if [ ! -x .venv/bin/sparktriage ] || [ pyproject.toml -nt .venv/.sparktriage-ins
 fi
 
 wait "$vllm_setup" || { echo "setup: the vLLM test bed did not install (its lines above)" >&2; exit 1; }
+trap - EXIT
 bash provision/setup-ray.sh 2> >(grep --line-buffered -v "is ignored" >&2)  # Ray + the test-bed shim (docs/testbed.md)
 
 for kind in main draft; do
