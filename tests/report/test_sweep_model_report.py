@@ -34,7 +34,7 @@ def _ngram_counts(depth: int, q: float = 0.7) -> Counts:
                   4000.0 / q + found.accepted)
 
 
-def _model_doc(state: str, inside: bool = False) -> dict:
+def _model_doc(state: str, inside: bool = False, pairs: bool = False) -> dict:
     slope, launches, q = 0.3, [], 0.7 if inside else 1.0
     for i, d in enumerate([0, 2, 1, 0, 2, 1]):
         tps = 1 + q * sum((0.8, 0.6)[:d])
@@ -43,7 +43,9 @@ def _model_doc(state: str, inside: bool = False) -> dict:
         counts = (_ngram_counts(d) if inside else _counts(d)) if d else None
         ratio = (StepRatio(d, math.log(verify) + 0.005 * (-1) ** i, 0.02)
                  if inside and d else None)
-        launches.append(ModelLaunch(f"L{i + 1:03d}", d, rate, counts, ratio))
+        pair = (StepRatio(d, math.log((1 + slope * KIMI.g(d, 2)) / verify) + 0.005 * (-1) ** i, 0.02)
+                if pairs else None)
+        launches.append(ModelLaunch(f"L{i + 1:03d}", d, rate, counts, ratio, pair))
     model = build(launches, (0, 1, 2), KIMI)
     assert model.state == "used"
     decision = {"depth": 1, "rule": "model"}
@@ -63,10 +65,11 @@ def model_run(report_run, tmp_path):
     return run
 
 
-def _with_model(run, state: str, gate_note: str | None = None, inside: bool = False) -> None:
+def _with_model(run, state: str, gate_note: str | None = None, inside: bool = False,
+                pairs: bool = False) -> None:
     path = run / "sweep.json"
     doc = json.loads(path.read_text())
-    doc["model"] = _model_doc(state, inside)
+    doc["model"] = _model_doc(state, inside, pairs)
     doc["decision"]["rule"] = "model" if state == "used" else "black-box"
     if gate_note:
         doc["decision"]["gate_note"] = gate_note
@@ -119,3 +122,17 @@ def test_a_step_cost_measured_inside_the_launches_is_said_with_its_terms(model_r
     md = (out / "report.md").read_text()
     assert "The step cost was measured inside 4 launch(es)" in md
     assert model["summary"] in md
+
+
+def test_a_step_cost_from_two_streams_is_said_so(model_run, tmp_path, report_build):
+    _with_model(model_run, "used", pairs=True)
+    model = json.loads((model_run / "sweep.json").read_text())["model"]
+    assert {r["kind"] for r in model["step_ratios"]["ratios"]} == {"pair"}
+    assert len(model["step_ratios"]["ratios"]) == 6  # depth 0's launches measure one too
+    assert model["parameters"]["slope"] == pytest.approx(0.3, abs=0.03)
+    out = tmp_path / "report"
+    report_build(model_run, out, anonymize=False)
+    md = " ".join((out / "report.md").read_text().split())
+    assert ("The step cost was measured inside 6 launch(es): the time of a step serving two "
+            "requests at once against a step serving one") in md
+    assert "plain steps of the same launch" not in md

@@ -3,7 +3,8 @@
 best depth, its acceptance lengths and slope match the scripted ones; a kernel-path jump gets the
 model rejected and the black-box rule decides with every launch; short ngram drafts reject it
 right after the deepest launch; ngram drafts at 60% of steps give each launch its verify-to-plain
-step time ratio, and the slope comes from those (docs/sweep.md "The depth model")."""
+step time ratio, and the slope comes from those; a drafter that drafts at every step gives each
+launch its two-stream ratio instead (docs/sweep.md "The depth model")."""
 
 from __future__ import annotations
 
@@ -98,6 +99,22 @@ def test_where_the_model_holds_it_decides_with_fewer_launches_and_matches_the_sc
     low, high = model["parameters"]["slope_ci95"]
     assert low - 0.05 <= ROUTED <= high + 0.05  # the fitted slope is the scripted routed share
     assert model["fit_test"]["passed"] is True
+    # every launch's two-stream phase: a step of both sequences over one's, the union of two
+    # independent routings (sim/speculation.py), measured inside the launch; the slope comes
+    # from those (this drafter drafts at every step: no verify ratio)
+    pairs = 0
+    for launch in doc["launches"]:
+        k, pair = launch["depth"], launch["pair_ratio"]
+        assert launch["step_ratio"] is None or not launch["step_ratio"]["measured"]
+        if not pair["measured"]:  # a starved client read several steps at once
+            assert "steps coalesced" in pair["reason"], pair
+            continue
+        pairs += 1
+        scripted = ((1 + ROUTED * (experts.ratio(384, 8, k + 1, 0.0, 2) - 1))
+                    / (1 + ROUTED * (experts.ratio(384, 8, k + 1) - 1)))
+        assert abs(math.log(pair["ratio"] / scripted)) <= 3 * pair["log_sd"] + 0.02, (k, pair, scripted)
+    assert pairs >= 3 and model["parameters"]["slope_from"].startswith("step times inside")
+    assert {r["kind"] for r in model["step_ratios"]["ratios"]} == {"pair"}
     assert "verify step" in model["summary"] and "expert weights" in model["summary"]
     assert all(d["gate"]["source"] == "greedy requests" for d in doc["depths"])
 

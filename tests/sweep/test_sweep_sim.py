@@ -211,3 +211,27 @@ def test_a_probe_baseline_joins_the_gate_and_a_failing_probe_keeps_the_fastest_d
     assert doc["decision"]["depth"] != 4 and 4 not in doc["decision"]["candidates"]  # ... never chosen
     assert doc["decision"]["excluded"]["4"].startswith("gate failed")
     assert [l["depth"] for l in doc["launches"]].count(4) == 1  # no launch after the failed gate
+
+
+def test_no_two_stream_phase_with_pairs_0_or_one_sequence_at_a_time(tmp_path):
+    """`--pairs 0` runs no two-stream phase; a deployment that serves one sequence at a time
+    (max_num_seqs 1) runs none either and says why in every launch's pair ratio."""
+    scenario = _scenario({0: 300.0, 2: 450.0})
+    off = plan_sweep(_deployment(tmp_path, scenario), depths=(0, 2), max_launches=2, requests=2,
+                     max_tokens=40, pairs=0)
+    assert off.pairs == 0
+    doc = run_sweep(off, tmp_path / "off").document
+    assert [l["pair_ratio"] for l in doc["launches"]] == [None, None]
+    assert not list((tmp_path / "off").glob("launches/*/pairs.jsonl"))
+    one = tmp_path / "one"
+    one.mkdir()
+    path = _deployment(one, scenario)
+    deployment = json.loads(path.read_text())
+    deployment["serve"]["max_num_seqs"] = 1
+    path.write_text(json.dumps(deployment))
+    doc = run_sweep(plan_sweep(path, depths=(0, 2), max_launches=2, requests=2, max_tokens=40),
+                    one / "run").document
+    for launch in doc["launches"]:
+        assert launch["status"] == "ok" and not launch["pair_ratio"]["measured"]
+        assert launch["pair_ratio"]["reason"] == ("the two-stream phase did not run: the deployment "
+                                                  "serves one sequence at a time (max_num_seqs 1)")

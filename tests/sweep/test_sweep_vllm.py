@@ -300,3 +300,34 @@ def test_step_ratios_inside_launches_are_measured_from_the_chunk_gaps_or_say_why
     if measured and model["available"] and model["parameters"]:
         assert [r["label"] for r in model["step_ratios"]["ratios"]] == measured
         assert model["parameters"]["slope_from"].startswith("step times inside launches")
+
+
+def test_the_two_stream_phase_measures_depth_0_and_leaves_ngram_launches_to_their_verify_ratio(sweep_run):
+    """After each launch's protocol two pairs of concurrent requests run (sweep.pair_phase).
+    At depth 0 their step over the one-stream step is measured inside the launch; at depths 2
+    and 4 ngram left plain steps, so the launch's verify ratio measures it and the pair ratio
+    says why it is not taken; the model reads verify ratios only."""
+    root, run, result = sweep_run
+    assert result.returncode == 0, result.stderr[-2000:]
+    doc = json.loads(result.stdout)
+    for launch in doc["launches"]:
+        assert (run / "launches" / launch["label"] / "pairs.jsonl").is_file()
+        pair = launch["pair_ratio"]
+        assert pair is not None and pair["depth"] == launch["depth"]
+        records = [json.loads(line) for line in
+                   (run / "launches" / launch["label"] / "pairs.jsonl").read_text().splitlines()]
+        assert sorted((r["pair"], r["stream"]) for r in records) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+        assert all(r["status"] == "ok" and r["phase"] == "pair" for r in records)
+        if launch["depth"] == 0:
+            if not pair["measured"]:  # a starved client reads several steps at once
+                assert "coalesced" in pair["reason"], pair
+                continue
+            # a step of two sequences is not cheaper than a step of one, and not dearer than two
+            assert 0.9 < pair["ratio"] < 2.5, pair
+            assert pair["two_stream_steps"] >= 30 and 0.01 <= pair["log_sd"] < 0.2, pair
+            assert pair["ratio"] == pytest.approx(pair["two_stream_step_ms"] / pair["one_stream_step_ms"],
+                                                  rel=1e-3)
+        else:
+            assert not pair["measured"] and "verify ratio measures this launch" in pair["reason"], pair
+    ratios = (doc["model"].get("step_ratios") or {}).get("ratios") or []
+    assert all(r["kind"] == "verify" for r in ratios), ratios

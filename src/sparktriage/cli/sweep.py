@@ -28,6 +28,7 @@ def sweep(
     resume: Optional[Path] = typer.Option(None, "--resume", metavar="DIR", help="Continue the sweep in this run directory."),
     baseline: Optional[Path] = typer.Option(None, "--baseline", help="Probe baseline: the probe's differential verdict joins the gate."),
     no_model: bool = typer.Option(False, "--no-model", help="Decide with the black-box rule alone, without the depth model (docs/sweep.md)."),
+    pairs: int = typer.Option(2, "--pairs", min=0, max=64, help="Pairs of concurrent requests after each launch's protocol, for the step cost with two streams; 0: none (docs/sweep.md)."),
     json_out: Optional[str] = typer.Option(None, "--json", metavar="PATH|-", help="Write the sweep document to PATH, or - for stdout."),
 ) -> None:
     """Relaunch a deployment per speculative depth, measure delivered tokens with intervals over
@@ -51,7 +52,7 @@ def sweep(
                           max_launches=max_launches, min_launches_per_depth=min_launches,
                           budget_minutes=budget, requests=requests, max_tokens=max_tokens,
                           workloads=tuple(w for w in workload.split(",") if w.strip()),
-                          baseline=baseline, model=not no_model)
+                          baseline=baseline, model=not no_model, pairs=pairs)
         where = out
     console.info(f"run directory: {where}")
     result = run_sweep(plan, where, sweep_progress, command=["sparktriage", *console.invoked_argv()])

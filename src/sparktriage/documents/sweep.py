@@ -87,6 +87,7 @@ class LaunchEntry(OpenPart):
     delivered_tok_s: float | None
     acceptance_length: float | None
     step_ratio: dict[str, Any] | None = None  # verify over plain step time inside the launch
+    pair_ratio: dict[str, Any] | None = None  # two streams' step over one stream's, inside the launch
 
 
 class SweepDocument(Document):

@@ -145,7 +145,8 @@ def model_part(model, by_depth: dict[int, dict]) -> dict | None:
     ratios = as_list(as_dict(model.get("step_ratios")).get("ratios"))
     return {"state": text(model.get("state")), "reason": text(model.get("reason")),
             "summary": text(model.get("summary")), "decided": bool(model.get("decided")),
-            "rows": rows, "inside_launches": len([r for r in ratios if isinstance(r, dict)])}
+            "rows": rows, "inside_launches": len([r for r in ratios if isinstance(r, dict)]),
+            "inside_kind": next((text(r.get("kind")) for r in ratios if isinstance(r, dict)), None)}
 
 
 def _statement(depth: int, other: int, test) -> str:
@@ -204,7 +205,12 @@ def model_lines(section: dict) -> list[str]:
            "the black-box rule decided, over every launch" if model["state"] == "rejected" else
            "it did not decide")
     lines = [f"Depth model: {model['state']} ({how}): {model['reason']}", model["summary"]]
-    if model.get("inside_launches"):
+    if model.get("inside_launches") and model.get("inside_kind") == "pair":
+        lines.append(f"The step cost was measured inside {model['inside_launches']} launch(es): the "
+                     "time of a step serving two requests at once against a step serving one, in "
+                     "the same launch (this drafter drafts at every step, so no launch has plain "
+                     "steps to compare with), so the launch-to-launch spread cancels out of it.")
+    elif model.get("inside_launches"):
         lines.append(f"The step cost was measured inside {model['inside_launches']} launch(es): each "
                      "verify step's time against the plain steps of the same launch (steps where "
                      "the drafter found nothing to propose), so the launch-to-launch spread "

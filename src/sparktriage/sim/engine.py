@@ -219,6 +219,7 @@ class LaunchDraw:
     pattern: tuple[int, ...]  # tokens per chunk: first the prefill token, then decode steps
     gaps: tuple[float, ...] | None = None  # with a step model: the time before each later chunk (s)
     drafts: tuple[int, ...] | None = None  # with a step model: draft length of each step
+    pair_gaps: tuple[float, ...] | None = None  # with a step model: each gap with two streams
 
 
 def _stepped(scenario: EngineScenario, depth: int, index: int, factor: float) -> LaunchDraw:
@@ -232,7 +233,7 @@ def _stepped(scenario: EngineScenario, depth: int, index: int, factor: float) ->
     rate = sum(steps.sizes[1:]) / sum(gaps)
     mean = rate * factor
     return LaunchDraw(index, scenario.seed + index, depth, round(rate, 6), mean, steps.sizes, gaps,
-                      steps.drafts)
+                      steps.drafts, tuple(base * c for c in steps.pair_costs[1:]))
 
 
 def draw_launch(scenario: EngineScenario, depth: int, index: int) -> LaunchDraw:

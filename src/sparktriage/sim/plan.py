@@ -109,6 +109,7 @@ class Step:
     start: int = 0  # index of the first token of a `tokens` step
     count: int = 0  # tokens in a `tokens` step
     finish: str | None = None  # finish_reason carried by the last `tokens` step
+    pair_extra: float = 0.0  # how much later it is due when taken while another stream is open
 
 
 @dataclass(frozen=True)
@@ -168,13 +169,17 @@ def plan_stream(scenario: Scenario, spec: RequestSpec) -> StreamPlan:
     if malformed == 0:
         steps.append(Step(t, "malformed"))
     gaps = scenario.gaps
+    pair = scenario.pair_gap_s if scenario.gap_per == "chunk" else None
     sent = 0
     for number, k in enumerate(sizes):
+        extra = 0.0
         if number > 0:
             gap = gaps[(number - 1) % len(gaps)]
             t += gap * k if scenario.gap_per == "token" else gap
+            if pair:
+                extra = pair[(number - 1) % len(pair)] - gap
         last = sent + k == sent_total
-        steps.append(Step(t, "tokens", sent, k, finish if last and cut_at is None else None))
+        steps.append(Step(t, "tokens", sent, k, finish if last and cut_at is None else None, extra))
         sent += k
         if sent > 0 and sent in stalls:
             t += stalls[sent]

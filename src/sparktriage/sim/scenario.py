@@ -63,6 +63,9 @@ class Scenario(_Strict):
     gap_per: Literal["chunk", "token"] = Field(
         "token", description="`token`: a chunk of k tokens waits k gaps (constant token rate)"
     )
+    pair_gap_s: tuple[float, ...] | None = Field(
+        None, description="gap before each later chunk while another stream is open (engine steps "
+                          "shared by two streams), cycled as gap_s; with gap_per chunk")
     tokens_per_chunk: int | tuple[int, ...] = Field(1, description="tokens per chunk; a list is a pattern")
     chunk_order: Literal["cycle", "random"] = Field("cycle", description="walk the pattern in order or at random")
     seed: int = Field(0, description="seed of `random` chunk order and of token ids")
@@ -88,6 +91,13 @@ class Scenario(_Strict):
         values = value if isinstance(value, tuple) else (value,)
         if not values or any(v < 0 or v > 3600 for v in values):
             raise ValueError("gaps must be between 0 and 3600 s, and a list must not be empty")
+        return value
+
+    @field_validator("pair_gap_s")
+    @classmethod
+    def _pair_gaps(cls, value):
+        if value is not None and (not value or any(v < 0 or v > 3600 for v in value)):
+            raise ValueError("pair gaps must be between 0 and 3600 s, and the list must not be empty")
         return value
 
     @field_validator("tokens_per_chunk")

@@ -64,6 +64,7 @@ class SimServer:
         self._stopped: asyncio.Event | None = None
         self._toy = Toy(config.toy) if config.toy is not None else None
         self.in_flight = 0
+        self.streaming = 0  # streamed responses open now (a step taken beside another is a pair step)
         self._live: list[dict] = []
         self.toy_requests: list[dict] = []
 
@@ -312,15 +313,30 @@ class SimServer:
 
     async def _stream(self, writer, request, received: float, plan: StreamPlan, renderer: Renderer,
                       entry: dict) -> bool:
+        self.streaming += 1
+        try:
+            return await self._stream_steps(writer, request, received, plan, renderer, entry)
+        finally:
+            self.streaming -= 1
+
+    def _later(self, step) -> float:
+        """How much later `step` is due than planned: its pair extra while another stream is
+        open (the engine step is shared with it, scenario `pair_gap_s`)."""
+        return step.pair_extra if self.streaming >= 2 else 0.0
+
+    async def _stream_steps(self, writer, request, received: float, plan: StreamPlan,
+                            renderer: Renderer, entry: dict) -> bool:
         events = entry["events"]
         events.append({"kind": "head", "t": await self._send(writer, http.stream_head(request.keep_alive))})
         steps = plan.steps
         sent = 0
+        shift = 0.0  # the pair extras of the steps taken so far
         i = 0
         while i < len(steps):
             step = steps[i]
             data = renderer.render(step, sent)
-            await self._wait_until(received + step.at)
+            shift += self._later(step)
+            await self._wait_until(received + step.at + shift)
             if step.kind in ("reset", "close"):
                 _drop(writer, reset=step.kind == "reset")
                 events.append({"kind": step.kind, "t": time.perf_counter(), "at": step.at})
@@ -334,8 +350,10 @@ class SimServer:
             j = i + 1
             while j < len(steps) and size < 65536:
                 nxt = steps[j]
-                if nxt.kind in ("reset", "close") or received + nxt.at > now:
+                later = self._later(nxt)
+                if nxt.kind in ("reset", "close") or received + nxt.at + shift + later > now:
                     break
+                shift += later
                 more = renderer.render(nxt, sent_after)
                 parts.append(http.chunk(more))
                 size += len(more)

@@ -10,15 +10,21 @@ with r(w) the expert-union ratio of a mixture-of-experts target (roofline.expert
 `experts_per_token`, `correlation`; r(w) = w without them, so routed_share then acts like a
 second per-token term). Switches that make the sweep's depth model wrong on purpose:
 
-* `jump: {depth, factor}`: every verify step of a draft at least `depth` long costs `factor`
-  times more (a kernel path or graph-capture bucket switch);
-* `factors: {depth: factor}`: verify steps of exactly that draft length cost `factor` times
+* `jump: {depth, factor}`: every step that verifies at least `depth` + 1 tokens costs `factor`
+  times more (a kernel path or graph-capture bucket switch, by the batch's width);
+* `factors: {depth: factor}`: steps verifying exactly `depth` + 1 tokens cost `factor` times
   more (one slow or fast path: the step time can fall with depth);
 * `drafts.short_share` / `short_length`: that share of drafts propose only `short_length`
   tokens (ngram found a shorter continuation), so vLLM's draft tokens per draft fall below k;
 * `drafts.match`: the share of steps that propose at all (ngram found no match: a plain step);
 * `acceptance_by_depth: {k: [...]}` in `decode:`: the per-position acceptance at depth k differs
   from the deepest depth's (the drafter's guesses depend on k).
+
+While another stream is served at the same time (the sweep's two-stream phase) a step verifies
+both sequences' tokens: width 2(length + 1), the expert union over two sequences that route
+independently of each other (roofline.experts), the jump and factors by that width
+(`StepCost.cost(length, streams=2)`; the server applies it to the steps taken while two streams
+are open, sim/server.py).
 
 Acceptance is drawn as a chain: position i is accepted when every earlier one was and a draw falls
 under a_i / a_(i−1), so the unconditional share of drafts with position i accepted is a_i, as
@@ -68,20 +74,21 @@ class StepCost(_Strict):
             raise ValueError("factors: draft lengths >= 1, factors in (0, 10]")
         return self
 
-    def ratio(self, width: int) -> float:
+    def ratio(self, width: int, streams: int = 1) -> float:
         if self.experts and self.experts_per_token:
-            return expert_union.ratio(self.experts, self.experts_per_token, width, self.correlation)
-        return float(width)
+            return expert_union.ratio(self.experts, self.experts_per_token, width, self.correlation,
+                                      streams)
+        return float(streams * width)
 
-    def cost(self, length: int) -> float:
-        """A step verifying a draft of `length` tokens, relative to a plain step."""
-        if length <= 0:
-            return 1.0
-        width = length + 1
-        value = 1.0 + self.per_token * length + self.routed_share * (self.ratio(width) - 1.0)
-        if self.jump is not None and length >= self.jump.depth:
+    def cost(self, length: int, streams: int = 1) -> float:
+        """A step verifying a draft of `length` tokens (0: a plain step) in each of `streams`
+        sequences, relative to a plain step of one."""
+        width = streams * (max(length, 0) + 1)
+        value = (1.0 + self.per_token * (width - 1)
+                 + self.routed_share * (self.ratio(max(length, 0) + 1, streams) - 1.0))
+        if self.jump is not None and width - 1 >= self.jump.depth:
             value *= self.jump.factor
-        return value * self.factors.get(length, 1.0)
+        return value * self.factors.get(width - 1, 1.0)
 
 
 class Drafts(_Strict):
@@ -99,6 +106,7 @@ class Steps:
     sizes: tuple[int, ...]  # first the prefill token, then one entry per decode step
     drafts: tuple[int, ...]  # draft length of each step (0: the step proposed nothing)
     costs: tuple[float, ...]  # relative cost of each step (the prefill entry is 0)
+    pair_costs: tuple[float, ...] = ()  # the same steps with a second stream served alongside
 
 
 def draw_steps(seed: int, depth: int, acceptance: tuple[float, ...], drafts: Drafts,
@@ -107,7 +115,7 @@ def draw_steps(seed: int, depth: int, acceptance: tuple[float, ...], drafts: Dra
     rng = random.Random(seed)
     accept = list(acceptance[:depth])
     accept += [accept[-1] if accept else 0.0] * (depth - len(accept))
-    sizes, lengths, costs = [1], [0], [0.0]
+    sizes, lengths, costs, pairs = [1], [0], [0.0], [0.0]
     for _ in range(count - 1):
         length = 0
         if depth and rng.random() < drafts.match:
@@ -123,4 +131,5 @@ def draw_steps(seed: int, depth: int, acceptance: tuple[float, ...], drafts: Dra
         sizes.append(1 + accepted)
         lengths.append(length)
         costs.append(step.cost(length) if step is not None else 1.0)
-    return Steps(tuple(sizes), tuple(lengths), tuple(costs))
+        pairs.append(step.cost(length, 2) if step is not None else 1.0)
+    return Steps(tuple(sizes), tuple(lengths), tuple(costs), tuple(pairs))

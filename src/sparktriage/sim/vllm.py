@@ -111,7 +111,7 @@ def sim_config(scenario: EngineScenario, args: ServeArgs, draw: LaunchDraw) -> S
     stream = {"ttft_s": scenario.decode.ttft_s, "gap_s": 1.0 / draw.rate_tok_s, "gap_per": "token",
               "tokens_per_chunk": draw.pattern, "seed": 0, **scenario.stream}
     if draw.gaps is not None:  # one chunk per engine step, each after its own step time
-        stream.update(gap_s=draw.gaps, gap_per="chunk")
+        stream.update(gap_s=draw.gaps, gap_per="chunk", pair_gap_s=draw.pair_gaps)
     change = scenario.faults.greedy_change
     if change is not None and change.depth == args.depth:
         stream["diverge_at"] = change.at

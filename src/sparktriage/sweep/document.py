@@ -248,6 +248,7 @@ def _launch_entries(records: list[dict], which: str, ceiling) -> list[dict]:
             "requests": len(r.get(key) or []),
             "acceptance": r.get("acceptance"),
             "step_ratio": r.get("step_ratio"),
+            "pair_ratio": r.get("pair_ratio"),
             "roofline_pct": (ceiling.percent(rate, acc, r.get("depth"))
                              if ceiling and rate is not None else None)})
     return launches

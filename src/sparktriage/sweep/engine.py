@@ -34,7 +34,8 @@ from sparktriage.progress import Observer, prefixed, quiet
 from sparktriage.store.documents import write_document, write_yaml_document
 from sparktriage.store.rundir import LaunchDir, RunDir
 from sparktriage.store.typed import check
-from sparktriage.sweep import rule, steptimes
+from sparktriage.sweep import pairtimes, rule, steptimes
+from sparktriage.sweep.pair_phase import FILE, run_pairs
 from sparktriage.sweep.acceptance import acceptance
 from sparktriage.sweep.decide import workload_rate
 from sparktriage.sweep.document import build_document, gate_by_depth, per_depth
@@ -161,6 +162,18 @@ class _Sweep:
     def needs_gate(self, depth: int) -> bool:
         return not any(r.get("gate_collected") for r in self.state.launches if r.get("depth") == depth)
 
+    def pair_phase(self, endpoint: str, launch, deployment) -> str | None:
+        """Run the launch's two-stream phase (sweep.pair_phase); why it did not run, if not."""
+        if deployment.serve.max_num_seqs == 1:
+            return "the deployment serves one sequence at a time (max_num_seqs 1)"
+        try:
+            run_pairs(endpoint, launch, self.plan.load_workloads()[0], self.plan.pairs)
+        except SparktriageError as exc:
+            return exc.one_line()
+        except OSError as exc:  # its records could not be written
+            return f"{FILE}: {exc.strerror or exc}"
+        return None
+
     def launch(self, depth: int, why: str) -> dict:
         launch = self.run.next_launch()
         deployment = self.plan.deployment_at(self.deployment, depth)
@@ -179,6 +192,7 @@ class _Sweep:
         endpoint = launch_plan.endpoint
         gate = self.needs_gate(depth)
         problems: list[str] = []
+        pair_failure: list[str] = []
 
         def ready(_supervisor) -> None:
             try:
@@ -203,6 +217,10 @@ class _Sweep:
                                observe=prefixed(self.observe, "probe-"))
                 except SparktriageError as exc:
                     problems.append(f"probe failed: {exc.one_line()}")
+            if self.plan.pairs and not _protocol_failure(bench, self.decide_name):
+                failed = self.pair_phase(endpoint, launch, deployment)
+                if failed:
+                    pair_failure.append(failed)
             if self.while_ready is not None:
                 self.while_ready(endpoint, launch, record)
 
@@ -231,6 +249,10 @@ class _Sweep:
         accepted = (acceptance(launch, _read(launch.path / "logs.json"), bench, self.decide_name,
                                {self.decide_name}, self.greedy) if depth else None)
         ratio = steptimes.from_launch(launch.path, depth, self.decide_name, accepted)
+        pair = pairtimes.from_launch(launch.path, depth, self.decide_name, accepted)
+        if pair is None and pair_failure:
+            pair = steptimes.StepRatio(depth, None, None, reason="the two-stream phase did not "
+                                       f"run: {pair_failure[0]}")
         record.update(
             status="ok" if failure is None else "failed", reason=failure, problems=problems,
             request_decode_tok_s=decode, request_e2e_tok_s=e2e,
@@ -240,7 +262,8 @@ class _Sweep:
                       "server_version": (bench or {}).get("server_version"),
                       "deployment_hash": self.hash,
                       "nodes": [n.host for n in launch_plan.nodes]},
-            acceptance=accepted, step_ratio=None if ratio is None else ratio.as_dict())
+            acceptance=accepted, step_ratio=None if ratio is None else ratio.as_dict(),
+            pair_ratio=None if pair is None else pairtimes.as_dict(pair))
         if failure is not None:
             record.pop("gate_collected", None)
         return record

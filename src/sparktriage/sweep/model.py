@@ -46,6 +46,7 @@ class ModelLaunch:
     rate: float  # delivered decode rate of the deciding workload, tok/s (the launch mean)
     counts: Counts | None = None
     ratio: StepRatio | None = None  # verify over plain step time inside the launch
+    pair: StepRatio | None = None  # a step of two streams over one stream's, inside the launch
 
     @property
     def share(self) -> float:
@@ -112,7 +113,8 @@ class DepthModel:
         its sd (the ranking asks for it at every slope of its grid)."""
         weights: dict[int, list[tuple[float, float]]] = {}
         for p in self.ratios.points if self.ratios is not None else ():
-            weights.setdefault(p.depth, []).append((1.0 / (p.sd * p.sd), p.y))
+            if p.kind == "verify":
+                weights.setdefault(p.depth, []).append((1.0 / (p.sd * p.sd), p.y))
         return {d: (sum(w * y for w, y in v) / sum(w for w, _ in v),
                     1.0 / math.sqrt(sum(w for w, _ in v))) for d, v in weights.items()}
 
@@ -195,8 +197,10 @@ class DepthModel:
                                            f"({self.acceptance.reference.source})"),
                        "step_times": "tokens per engine step (counts) ÷ delivered decode rate",
                        "step_ratios": (None if self.ratios is None else
-                                       "verify ÷ plain step time inside launches "
-                                       f"({len(self.ratios.points)} launch(es))")},
+                                       ("verify ÷ plain step time inside launches "
+                                        if self.ratios.points[0].kind == "verify" else
+                                        "two-stream ÷ one-stream step time inside launches ")
+                                       + f"({len(self.ratios.points)} launch(es))")},
             "parameters": None if self.steps is None else self.steps.as_dict(),
             "step_ratios": None if self.ratios is None else self.ratios.as_dict(),
             "predicted": predicted,
@@ -236,6 +240,18 @@ def _looked(looks: dict, checks: list[Check]) -> dict:
     return out
 
 
+def _ratio_points(used: list[ModelLaunch]) -> list[RatioPoint]:
+    """The step-time ratios the slope comes from: the verify ratios where any launch measured
+    one (each measures its depth's own verify step against a plain step), else the two-stream
+    ratios (a drafter that drafts at every step leaves no plain step to compare with)."""
+    verify = [RatioPoint(l.label, l.depth, l.ratio.log_ratio, l.ratio.log_sd)  # type: ignore[arg-type]
+              for l in used if l.ratio is not None and l.ratio.measured]
+    if verify:
+        return verify
+    return [RatioPoint(l.label, l.depth, l.pair.log_ratio, l.pair.log_sd, "pair")  # type: ignore[arg-type]
+            for l in used if l.pair is not None and l.pair.measured]
+
+
 def build(launches: list[ModelLaunch], depths: tuple[int, ...], shape: StepShape,
           basis: str = "decode", looks: dict | None = None, gate: bool = False) -> DepthModel:
     """The model of these launches (ok, pooled, of eligible depths; see module doc). `looks`:
@@ -257,8 +273,7 @@ def build(launches: list[ModelLaunch], depths: tuple[int, ...], shape: StepShape
                                   if (c := pooled([l.counts for l in used
                                                    if l.depth == d and l.counts])) is not None})
     free = stepfit.fit([StepPoint(l.label, l.depth, l.step_s, l.share) for l in used], shape)  # type: ignore[arg-type]
-    ratios = ratiofit.fit([RatioPoint(l.label, l.depth, l.ratio.log_ratio, l.ratio.log_sd)  # type: ignore[arg-type]
-                           for l in used if l.ratio is not None and l.ratio.measured], shape)
+    ratios = ratiofit.fit(_ratio_points(used), shape)
     fitted = (stepfit.pinned(free.points, shape, ratios.slope, ratios.low, ratios.high)
               if free is not None and ratios is not None else free)
     common = dict(launches=tuple(used), acceptance=acc, steps=fitted, excluded=tuple(excluded),

@@ -44,7 +44,8 @@ def history(records: list[dict], stats: dict[int, DepthStats], eligible: list[in
         if depth not in eligible or label not in means:
             continue
         out.append(ModelLaunch(label, depth, means[label], from_acceptance(depth, r.get("acceptance")),
-                               steptimes.from_dict(r.get("step_ratio"))))
+                               steptimes.from_dict(r.get("step_ratio")),
+                               steptimes.from_dict(r.get("pair_ratio"))))
     return out
 
 

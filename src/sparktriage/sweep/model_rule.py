@@ -21,8 +21,8 @@ twice (so the lack-of-fit test has run), df ≥ MIN_DF, and no `surprises` left;
 depth is then measured. Its checks run once more when it would settle (sweep.rule.advance, with
 `contender_check` aimed at the decision). The repeated looks are not corrected for; the
 benchmark measures the error rate that results (docs/benchmarks.md). When every measured
-speculative depth has a step-time ratio measured inside a launch (sweep.steptimes, ratiofit), the
-slope's set comes from those ratios and a jump of the verify step's cost shows there, so the
+speculative depth has a step-time ratio measured inside a launch (sweep.steptimes, or the
+two-stream phase's sweep.pairtimes; ratiofit), the slope's set comes from those ratios and a jump of the verify step's cost shows there, so the
 challenger and the contest of `surprises` (launch-level guards against a jump the curve smooths
 over) are not needed; depths far from the curve still are.
 

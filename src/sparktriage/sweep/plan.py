@@ -63,6 +63,7 @@ class SweepPlan(BaseModel):
     gate_tokens: int = Field(64, ge=1, description="Greedy tokens compared per prompt by the gate.")
     retries: int = Field(1, ge=0, description="Retries of a failed launch before its depth is failed.")
     model: bool = Field(True, description="Decide with the depth model while it holds (sweep.rule); False: the black-box rule only.")
+    pairs: int = Field(2, ge=0, le=64, description="Pairs of concurrent requests after each launch's protocol (sweep.pair_phase); 0: none.")
 
     @property
     def deciding_workload(self) -> str:
@@ -106,7 +107,8 @@ def plan_sweep(deployment_path: Path, *, lab: Path | None = None, depths: tuple[
                min_launches_per_depth: int = 1, budget_minutes: float | None = None,
                requests: int = 15, max_tokens: int = 256, workloads: tuple[str, ...] = ("code",),
                first_launch_workloads: tuple[str, ...] = (), baseline: Path | None = None,
-               margin: float = DEFAULT_MARGIN, gate_tokens: int = 64, model: bool = True) -> SweepPlan:
+               margin: float = DEFAULT_MARGIN, gate_tokens: int = 64, model: bool = True,
+               pairs: int = 2) -> SweepPlan:
     """Validate the deployment and options; return the declared plan (nothing is started)."""
     deployment = load_deployment(deployment_path, lab)  # ConfigError (exit 2) when invalid
     found = spec_source.find(deployment)
@@ -134,7 +136,7 @@ def plan_sweep(deployment_path: Path, *, lab: Path | None = None, depths: tuple[
         workloads=tuple(_spec(n) for n in names) if names else ("code",),
         first_launch_workloads=tuple(first_launch_workloads),
         baseline=os.path.abspath(baseline) if baseline else None, margin=margin,
-        gate_tokens=min(gate_tokens, max_tokens), model=model)
+        gate_tokens=min(gate_tokens, max_tokens), model=model, pairs=pairs)
 
 
 def _spec(name: str) -> str:

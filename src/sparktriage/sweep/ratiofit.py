@@ -11,6 +11,12 @@ is minimised over s, and the slope's 95% set is {s : χ²(s) ≤ χ²_min + 3.84
 χ²_min / (m − 1)) the overdispersion of m ratios (1 with one ratio). A slope known this well makes
 the ranking of the depths (which depends on s alone, sweep.model_rule) a matter of the counts.
 
+A launch whose drafter drafts at every step has no plain step; its two-stream phase measures
+π_k, a step serving two sequences over a step serving one (sweep.pairtimes), whose curve is
+(1 + s·g₂(k)) / (1 + s·g(k)) with g₂ the cost of both sequences' k + 1 tokens (points of kind
+"pair"; at depth 0 too, where π = 1 + s·g₂(0)). The model reads pair points only where no launch
+measured a verify ratio (sweep.model).
+
 `check` (`step_ratios`) rejects the model when the ratios disagree with the one-parameter curve
 (χ²_min on m − 1 df: a verify step whose cost jumps at some width, which a launch-level fit
 smooths over) or when the launches' own step times disagree with the curve at this slope beyond
@@ -32,12 +38,29 @@ CHI2_95_1DF = 3.841459
 
 @dataclass(frozen=True)
 class RatioPoint:
-    """One launch's log ρ at its depth and its sd."""
+    """One launch's log ρ at its depth and its sd; `kind` "verify" (a verify step over a plain
+    step) or "pair" (a step of two streams over a step of one, at the launch's depth)."""
 
     label: str
     depth: int
     y: float
     sd: float
+    kind: str = "verify"
+
+    def curve(self, shape: StepShape, slope: float) -> float:
+        """log ρ the one-parameter curve gives at `slope`."""
+        one = math.log1p(slope * shape.g(self.depth))
+        if self.kind == "pair":
+            return math.log1p(slope * shape.g(self.depth, 2)) - one
+        return one
+
+    def informative(self, shape: StepShape) -> bool:
+        """Whether the ratio moves with the slope (a verify ratio at depth 0 does not)."""
+        if self.sd <= 0:
+            return False
+        if self.kind == "pair":
+            return shape.g(self.depth, 2) > shape.g(self.depth)
+        return self.depth > 0 and shape.g(self.depth) > 0
 
 
 @dataclass(frozen=True)
@@ -56,19 +79,19 @@ class RatioFit:
     def as_dict(self) -> dict:
         return {"slope": self.slope, "slope_ci95": [self.low, self.high],
                 "chi2": round(self.chi2, 4), "df": self.df,
-                "ratios": [{"label": p.label, "depth": p.depth, "ratio": round(math.exp(p.y), 5),
-                            "log_sd": round(p.sd, 5),
-                            "curve": round(1.0 + self.slope * self.shape.g(p.depth), 5)}
+                "ratios": [{"label": p.label, "depth": p.depth, "kind": p.kind,
+                            "ratio": round(math.exp(p.y), 5), "log_sd": round(p.sd, 5),
+                            "curve": round(math.exp(p.curve(self.shape, self.slope)), 5)}
                            for p in self.points]}
 
 
 def chi2_at(points: tuple[RatioPoint, ...], shape: StepShape, slope: float) -> float:
-    return sum(((p.y - math.log1p(slope * shape.g(p.depth))) / p.sd) ** 2 for p in points)
+    return sum(((p.y - p.curve(shape, slope)) / p.sd) ** 2 for p in points)
 
 
 def fit(points: list[RatioPoint], shape: StepShape) -> RatioFit | None:
     """The slope from the ratios (None without any)."""
-    pts = tuple(p for p in points if p.depth > 0 and p.sd > 0 and shape.g(p.depth) > 0)
+    pts = tuple(p for p in points if p.informative(shape))
     if not pts:
         return None
     loss = lambda s: chi2_at(pts, shape, s)  # noqa: E731
@@ -113,6 +136,12 @@ def chi2_sf(x: float, k: int) -> float:
     return min(1.0, lead * h)
 
 
+def _named(point: RatioPoint) -> str:
+    if point.kind == "pair":
+        return f"depth {point.depth}, two streams over one,"
+    return f"depth {point.depth}"
+
+
 def check(ratios: RatioFit, free: StepFit | None, alpha: float) -> Check:
     """`step_ratios`: the ratios against the curve, and the launches against the ratios' slope
     (module doc); Bonferroni over the two tests."""
@@ -123,14 +152,14 @@ def check(ratios: RatioFit, free: StepFit | None, alpha: float) -> Check:
         p = chi2_sf(ratios.chi2, ratios.df)
         figures["p_value"] = round(p, 6)
         if p < level:
-            worst = max(ratios.points, key=lambda q: abs(q.y - math.log1p(
-                ratios.slope * ratios.shape.g(q.depth))) / q.sd)
+            worst = max(ratios.points, key=lambda q: abs(q.y - q.curve(ratios.shape,
+                                                                        ratios.slope)) / q.sd)
             return Check("step_ratios", False,
-                         f"the verify-to-plain step time ratios measured inside the launches do not "
-                         f"follow one step-cost curve (χ² = {ratios.chi2:.1f} on {ratios.df} df, "
-                         f"p = {p:.3g}; furthest: depth {worst.depth} at "
+                         f"the step time ratios measured inside the launches do not follow one "
+                         f"step-cost curve (χ² = {ratios.chi2:.1f} on {ratios.df} df, "
+                         f"p = {p:.3g}; furthest: {_named(worst)} at "
                          f"×{math.exp(worst.y):.3f} against ×"
-                         f"{1.0 + ratios.slope * ratios.shape.g(worst.depth):.3f}): a kernel "
+                         f"{math.exp(worst.curve(ratios.shape, ratios.slope)):.3f}): a kernel "
                          "path or graph-capture bucket switch at some width", figures)
     if free is not None and free.df >= 1 and free.rss > 1e-18:
         pinned_rss = rss_at(free.points, free.shape, ratios.slope)[0]

@@ -45,10 +45,12 @@ class StepShape:
     correlation: float = 0.0
     profile: str | None = None
 
-    def g(self, depth: int) -> float:
+    def g(self, depth: int, streams: int = 1) -> float:
+        """The extra cost of a step verifying depth + 1 tokens of each of `streams` sequences,
+        in units of s (0 for one plain step)."""
         if self.kind == "expert-union" and self.experts and self.experts_per_token:
-            return _union_g(self.experts, self.experts_per_token, self.correlation, depth)
-        return float(depth)
+            return _union_g(self.experts, self.experts_per_token, self.correlation, depth, streams)
+        return float(streams * (depth + 1) - 1)
 
     def as_dict(self) -> dict:
         return {"kind": self.kind, "profile": self.profile, "experts": self.experts,
@@ -56,8 +58,8 @@ class StepShape:
 
 
 @lru_cache(maxsize=1024)
-def _union_g(experts: int, per_token: int, correlation: float, depth: int) -> float:
-    return expert_union.ratio(experts, per_token, depth + 1, correlation) - 1.0
+def _union_g(experts: int, per_token: int, correlation: float, depth: int, streams: int) -> float:
+    return expert_union.ratio(experts, per_token, depth + 1, correlation, streams) - 1.0
 
 
 @dataclass(frozen=True)

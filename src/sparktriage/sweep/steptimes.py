@@ -85,7 +85,7 @@ def from_dict(found: object) -> "StepRatio | None":
                      reason=None if ok else str(found.get("reason") or "not measured"))
 
 
-def _moments(values: list[float]) -> tuple[float, float]:
+def moments(values: list[float]) -> tuple[float, float]:
     mean = sum(values) / len(values)
     var = sum((v - mean) ** 2 for v in values) / (len(values) - 1) if len(values) > 1 else 0.0
     return mean, var
@@ -173,8 +173,8 @@ def measure(depth: int, records: list[dict], workload: str, drafted_share: float
     if not multi or not single:
         return StepRatio(depth, None, None, reason="no gaps before chunks of both kinds",
                          verify_chunks=len(multi), one_token_chunks=len(single))
-    mean_v, var_v = _moments(multi)
-    mean_1, var_1 = _moments(single)
+    mean_v, var_v = moments(multi)
+    mean_1, var_1 = moments(single)
     return from_groups(depth, (mean_v, var_v, len(multi)), (mean_1, var_1, len(single)),
                        drafted_share, rate_1)
 
