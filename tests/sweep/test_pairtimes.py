@@ -175,3 +175,26 @@ def test_verify_ratios_take_precedence_over_pair_ratios():
     with_verify = launches[:2] + [launch("L3", 2, verify=_ratio(2, 1 + slope * UNION.g(2)))] + launches[3:]
     model = build(with_verify, (0, 1, 2, 3, 4), UNION)
     assert [(p.kind, p.depth) for p in model.ratios.points] == [("verify", 2)]
+
+
+def test_pair_ratios_stand_in_for_the_launch_guards_only_while_the_launches_fit_the_curve():
+    """A cost keyed on each sequence's draft length (here 1.5x from depth 3) is not in the pair
+    ratios; the launches' spread around the pinned curve then exceeds PAIR_SPREAD_MAX and the
+    launch-level guards stay (sweep.model_rule.surprises)."""
+    from sparktriage.sweep.model import PAIR_SPREAD_MAX
+    slope, t0 = 0.4, 0.02
+
+    def launch(label, depth, factor=1.0, noise=0.0):
+        c = _counts(depth) if depth else None
+        step = t0 * (1 + slope * UNION.g(depth)) * factor * (1 + noise)
+        tps = 1.0 if not depth else c.tokens_per_step
+        pr = _ratio(depth, (1 + slope * UNION.g(depth, 2)) / (1 + slope * UNION.g(depth)))
+        return ModelLaunch(label, depth, tps / step, c, None, pr)
+    order = [(0, 0.03), (4, -0.02), (2, 0.01), (1, -0.03), (3, 0.02), (0, -0.01)]
+    smooth = build([launch(f"L{i}", d, 1.0, n) for i, (d, n) in enumerate(order)], (0, 1, 2, 3, 4),
+                   UNION)
+    assert smooth.steps.sigma < PAIR_SPREAD_MAX and smooth.ratio_covered
+    jumped = build([launch(f"L{i}", d, 1.5 if d >= 3 else 1.0, n) for i, (d, n) in enumerate(order)],
+                   (0, 1, 2, 3, 4), UNION)
+    assert {p.kind for p in jumped.ratios.points} == {"pair"}
+    assert jumped.steps.sigma > PAIR_SPREAD_MAX and not jumped.ratio_covered

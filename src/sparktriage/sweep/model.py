@@ -34,6 +34,13 @@ from sparktriage.sweep.steptimes import StepRatio
 
 EARLY_ALPHA = 0.01  # per check, spent over the looks before the model would settle
 GATE_ALPHA = 0.04  # each step-curve check (lack_of_fit, jump, monotone) when the model would settle
+# Two-stream ratios stand in for the launch-level guards (sweep.model_rule.surprises) only while
+# the launches' spread around the pinned curve stays within this (the field's 6.5% launch spread
+# and its estimation error at a few df). Benchmark, 300 sweeps: a 1.3x jump keyed on each
+# sequence's draft length, which the pairs cannot see, left a spread of 20-23% and was named
+# wrong in 51% of sweeps without this gate, 2.3% with it at 0.085 (4.7% at 0.10); the holding
+# scenarios took 7.6 launches against 7.3 without it (docs/sweep.md "The two-stream phase").
+PAIR_SPREAD_MAX = 0.085
 CONTENDER_ALPHA = 0.01  # the contender check then (sweep.model_rule.contender_check)
 
 
@@ -90,10 +97,16 @@ class DepthModel:
     @property
     def ratio_covered(self) -> bool:
         """Every measured speculative depth has a step-time ratio measured inside a launch (a
-        verify step's cost cannot jump at a measured width unseen)."""
+        verify step's cost cannot jump at a measured width unseen). With two-stream ratios only
+        while the launches' spread around the curve stays within PAIR_SPREAD_MAX: a pair does not
+        see a cost keyed on each sequence's draft length, whose misfit inflates that spread."""
         if self.ratios is None:
             return False
         seen = {p.depth for p in self.ratios.points}
+        if self.ratios.points[0].kind == "pair":
+            sigma = self.steps.sigma if self.steps is not None else None
+            if sigma is None or sigma > PAIR_SPREAD_MAX:
+                return False
         return all(l.depth in seen for l in self.launches if l.depth > 0)
 
     def predicts(self, depth: int) -> bool:
