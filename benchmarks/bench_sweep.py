@@ -360,11 +360,15 @@ def model_section(sweeps: int, seed: int, cap: int, jobs: int) -> dict:
                                                 / floor["floor_with_one_launch_per_depth"])
         entry["launch_ratio_model_to_adaptive"] = (entry["model"]["launches_mean"]
                                                    / entry["adaptive"]["launches_mean"])
+        entry["launch_ratio_model_to_one_stream"] = (entry["model"]["launches_mean"]
+                                                     / entry["model_one_stream"]["launches_mean"])
         entries.append(entry)
         m, a = entry["model"], entry["adaptive"]
+        o = entry["model_one_stream"]
         print(f"[model] {name}: model {m['launches_mean']:.1f} launches, wrong "
               f"{m['error_rate']:.1%} {_pct(m['error_rate_ci95'])}, none {m['insufficient_rate']:.1%}, "
-              f"rejected {entry['model_states']['rejected']:.0%} | black box {a['launches_mean']:.1f}, "
+              f"rejected {entry['model_states']['rejected']:.0%} | one stream {o['launches_mean']:.1f}, "
+              f"wrong {o['error_rate']:.1%} | black box {a['launches_mean']:.1f}, "
               f"wrong {a['error_rate']:.1%} | grid wrong {entry['grid']['error_rate']:.1%} | bound "
               f"{floor['floor_with_one_launch_per_depth']:.1f}", flush=True)
     chain = [e for e in entries if arms.NGRAM not in e["scenario"]]
@@ -383,6 +387,10 @@ def _model_goal(entries: list[dict]) -> dict:
     bound_mean = mean(e["bound"]["floor_with_one_launch_per_depth"] for e in holds)
     goal = {"holds_model_launches_mean": model_mean, "holds_bound_mean": bound_mean,
             "holds_adaptive_launches_mean": mean(e["adaptive"]["launches_mean"] for e in holds),
+            "holds_one_stream_launches_mean": mean(e["model_one_stream"]["launches_mean"]
+                                                   for e in holds),
+            "wrong_one_stream_max_error_rate": max(e["model_one_stream"]["error_rate"]
+                                                   for e in wrong),
             "holds_ratio_to_bound": model_mean / bound_mean,
             "holds_ratio_to_the_black_box_table_bound_15": model_mean / 15.0,
             "holds_max_error_rate": max(e["model"]["error_rate"] for e in holds),

@@ -22,7 +22,7 @@ from sparktriage.sweep.allocate import MARGIN  # noqa: E402
 from sparktriage.sweep.model import ModelLaunch  # noqa: E402
 from sweep_physics import HOLDS, SHAPE, WRONG, Physics, SweepDraw, as_ngram  # noqa: E402
 
-ARMS = ("model", "adaptive", "grid")
+ARMS = ("model", "model_one_stream", "adaptive", "grid")
 
 
 def _verdict(decision, truth: dict[int, float]) -> str:
@@ -31,8 +31,10 @@ def _verdict(decision, truth: dict[int, float]) -> str:
     return "right" if truth[decision.depth] >= (1 - MARGIN) * max(truth.values()) else "wrong"
 
 
-def model_arm(draw: SweepDraw, rng: random.Random, cap: int, ratios: bool = True):
-    """The sweep's rule with the depth model (falling back to the black box when rejected)."""
+def model_arm(draw: SweepDraw, rng: random.Random, cap: int, ratios: bool = True,
+              pairs: bool = True):
+    """The sweep's rule with the depth model (falling back to the black box when rejected);
+    `pairs` False: without the launches' two-stream phase (the sweep before it had one)."""
     depths = list(draw.physics.depths)
     history: list[ModelLaunch] = []
     means: dict[int, list[float]] = {}
@@ -44,11 +46,17 @@ def model_arm(draw: SweepDraw, rng: random.Random, cap: int, ratios: bool = True
             break
         value, counts = draw.launch(rng, depth)
         ratio = draw.ratio(rng, depth) if ratios else None
-        history.append(ModelLaunch(f"L{len(history) + 1:03d}", depth, value, counts, ratio))
+        pair = draw.pair(rng, depth) if pairs else None
+        history.append(ModelLaunch(f"L{len(history) + 1:03d}", depth, value, counts, ratio, pair))
         means.setdefault(depth, []).append(value)
         model = rule.advance(model, history, rule.Situation(history, means, depths, SHAPE))
     decision = rule.decide(rule.Situation(history, means, depths, SHAPE), True, model)
     return decision, len(history), model.state if model is not None else "not-enough-data"
+
+
+def one_stream_arm(draw: SweepDraw, rng: random.Random, cap: int):
+    """The model without the two-stream phase: the slope from launch step times alone."""
+    return model_arm(draw, rng, cap, pairs=False)
 
 
 def adaptive_arm(draw: SweepDraw, rng: random.Random, cap: int):
@@ -74,7 +82,8 @@ def run(name: str, physics: Physics, sweeps: int, seed: int, cap: int) -> dict:
     for i in range(sweeps):
         draw = SweepDraw(physics, seed * 100003 + i)
         truth = draw.truth()
-        for arm, fn in (("model", model_arm), ("adaptive", adaptive_arm), ("grid", grid_arm)):
+        for arm, fn in (("model", model_arm), ("model_one_stream", one_stream_arm),
+                        ("adaptive", adaptive_arm), ("grid", grid_arm)):
             decision, launches, state = fn(draw, random.Random(seed * 1000 + i), cap)
             rows[arm].append((_verdict(decision, truth), launches, state))
     return {"name": name, "rows": rows}

@@ -33,6 +33,7 @@ CV = 0.065
 STEP_CV = 0.15
 WITHIN_SD = 1.5
 REQUESTS = 15
+PAIRS = 2  # pairs of concurrent requests in a launch's two-stream phase
 TOKENS = 256
 SHAPE = StepShape("expert-union", 384, 8, 0.0, "kimi-k2")
 
@@ -51,6 +52,7 @@ class Physics:
     short_length: int = 1  # ... proposing this many tokens
     match: float = 1.0  # q: share of steps that draft (ngram found a match); rates are per draft
     step_cv: float = STEP_CV  # sd of one step's time inside a launch, relative
+    jump_by_draft: bool = False  # the jump follows each sequence's draft length, not the batch width
 
     @property
     def depths(self) -> tuple[int, ...]:
@@ -79,6 +81,16 @@ class Physics:
         if self.jump and k >= self.jump[0]:
             value *= self.jump[1]
         return value * self.step_factor.get(k, 1.0)
+
+    def pair_verify(self, k: int) -> float:
+        """Mean time of a step of two streams at depth k (each verifying k + 1 tokens, routing
+        independently) relative to a plain step of one: a kernel-path jump or a width's factor
+        applies by the batch's width, 2(k + 1)."""
+        width = 2 * (k + 1)
+        value = 1.0 + self.slope * SHAPE.g(k, 2)
+        if self.jump and (k if self.jump_by_draft else width - 1) >= self.jump[0]:
+            value *= self.jump[1]
+        return value * self.step_factor.get(width - 1, 1.0)
 
     def step(self, k: int) -> float:
         """Mean step time at depth k relative to a plain step (plain steps where ngram found
@@ -166,6 +178,25 @@ class SweepDraw:
         rate = mean * (1.0 + rng.gauss(0.0, CV)) + rng.gauss(0.0, WITHIN_SD / math.sqrt(REQUESTS))
         return rate, (self.counts(k) if k else None)
 
+    def pair(self, rng, k: int, pairs: int = PAIRS) -> StepRatio | None:
+        """The launch's two-stream phase (`pairs` pairs of requests) over its one-stream steps,
+        as sweep.pairtimes measures it: None at a depth whose drafter left 5% of plain steps or
+        more (its verify ratio measures it); each phase's mean gap over its steps, each step
+        off by step_cv, the launch's own drafted share q weighting plain and verify steps in
+        both phases."""
+        p = self.physics
+        q = self.counts(k).drafted_share if k else 0.0
+        if k and 1.0 - q >= steptimes.MIN_PLAIN_SHARE:
+            return None
+        steps = max(1, int(round(TOKENS / self.tps(k))))
+        n_1, n_2 = steps * REQUESTS, steps * pairs
+        one = (1.0 - q) + q * p.verify(k)
+        two = (1.0 - q) * p.pair_verify(0) + q * p.pair_verify(k)
+        mean_1 = one * (1.0 + rng.gauss(0.0, p.step_cv / math.sqrt(n_1)))
+        mean_2 = two * (1.0 + rng.gauss(0.0, p.step_cv / math.sqrt(n_2)))
+        sd = math.sqrt(p.step_cv ** 2 / n_1 + p.step_cv ** 2 / n_2 + steptimes.FLOOR ** 2)
+        return StepRatio(k, math.log(mean_2 / mean_1), sd, mean_2, mean_1, n_2, n_1)
+
     def ratio(self, rng, k: int) -> StepRatio | None:
         """The launch's verify-to-plain step ratio as sweep.steptimes measures it from its
         chunks: the two groups' mean gaps (multi-token chunks: verify steps that accepted
@@ -223,6 +254,12 @@ WRONG = {
         Physics(26.4, (0.98, 0.87, 0.555, 0.31), 0.776, shallow=1.06),
     "short ngram drafts (40% propose 1 token)": Physics(26.4, (0.50, 0.45, 0.45, 0.43), 0.13,
                                                         short_share=0.4, short_length=1),
+    # a path keyed on each sequence's draft length (an attention kernel chosen by query
+    # length): the two-stream phase's pairs, whose batch width differs, do not see it
+    "kernel-path jump by draft length from depth 3 (x1.3)": Physics(
+        26.4, (0.50, 0.45, 0.45, 0.43), 0.13, jump=(3, 1.3), jump_by_draft=True),
+    "kernel-path jump by draft length from depth 3 (x1.5)": Physics(
+        26.4, (0.50, 0.45, 0.45, 0.43), 0.13, jump=(3, 1.5), jump_by_draft=True),
 }
 
 
