@@ -75,10 +75,12 @@ def test_sweep_runs_four_launches_and_prints_the_decision_with_intervals(sweep_r
     assert doc["launches_used"] == 4 and all(l["status"] == "ok" for l in doc["launches"])
     order = [l["depth"] for l in doc["launches"][:3]]
     if "end-to-end rates" in (doc["model"]["reason"] or ""):
-        # a starved client read a launch's responses in bursts (a fresh-clone run of stop 30,
-        # beside a cold compile): no decode rate, so no step cost; the sweep says so, and the
-        # black-box rule allocates from there, every depth once in increasing order
-        assert doc["model"]["state"] == "not-enough-data" and order == [0, 2, 4], order
+        # a starved client read a launch's responses in bursts (fresh-clone runs of stops 30 and
+        # 31, beside a cold compile): no decode rate, so no step cost; the sweep says so, and the
+        # black-box rule allocates from that launch on: [0, 2, 4] when the first launches were
+        # bursty, the model's [0, 4, 2] when a later one was; every depth once either way
+        assert doc["model"]["state"] == "not-enough-data", doc["model"]
+        assert order in ([0, 2, 4], [0, 4, 2]), order
     else:  # the depth model's order: depth 0, the deepest (its acceptance reference), the rest
         assert order == [0, 4, 2]
     assert sorted(p.name for p in (run / "launches").iterdir()) == ["L001", "L002", "L003", "L004"]
@@ -306,7 +308,8 @@ def test_the_two_stream_phase_measures_depth_0_and_leaves_ngram_launches_to_thei
     """After each launch's protocol two pairs of concurrent requests run (sweep.pair_phase).
     At depth 0 their step over the one-stream step is measured inside the launch; at depths 2
     and 4 ngram left plain steps, so the launch's verify ratio measures it and the pair ratio
-    says why it is not taken; the model reads verify ratios only."""
+    says why it is not taken; the model reads the verify ratios where a launch measured one, else
+    the pair ratios (on this CPU, depth 0's pair ratio was 1.12)."""
     root, run, result = sweep_run
     assert result.returncode == 0, result.stderr[-2000:]
     doc = json.loads(result.stdout)
@@ -329,5 +332,7 @@ def test_the_two_stream_phase_measures_depth_0_and_leaves_ngram_launches_to_thei
                                                   rel=1e-3)
         else:
             assert not pair["measured"] and "verify ratio measures this launch" in pair["reason"], pair
+    # the model reads verify ratios where any launch measured one, else the pair ratios
     ratios = (doc["model"].get("step_ratios") or {}).get("ratios") or []
-    assert all(r["kind"] == "verify" for r in ratios), ratios
+    verify = any((l.get("step_ratio") or {}).get("measured") for l in doc["launches"])
+    assert {r["kind"] for r in ratios} <= ({"verify"} if verify else {"pair"}), ratios
