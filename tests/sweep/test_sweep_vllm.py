@@ -26,7 +26,7 @@ from sparktriage.session.demo import deployment
 from sparktriage.sweep import acceptance_model
 from sparktriage.sweep.counts import from_acceptance
 from sparktriage.sweep.counts import pooled as pooled_counts
-from sparktriage.sweep.decide import workload_rate
+from sparktriage.sweep.evidence import workload_rate
 from sparktriage.sweep.model import level
 from sparktriage.sweep.document import SweepJson
 from sparktriage.testbed.garbage.variants import trained_model

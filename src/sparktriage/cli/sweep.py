@@ -26,6 +26,7 @@ def sweep(
     workload: str = typer.Option("code", "--workload", help="Workloads, comma list (the first decides)."),
     out: Optional[Path] = typer.Option(None, "--out", metavar="DIR", help="Run directory of the sweep."),
     resume: Optional[Path] = typer.Option(None, "--resume", metavar="DIR", help="Continue the sweep in this run directory."),
+    rebuild: Optional[Path] = typer.Option(None, "--rebuild", metavar="DIR", help="Recompute every decision of the sweep in DIR from its launch folders and rewrite its sweep.json; launches nothing."),
     baseline: Optional[Path] = typer.Option(None, "--baseline", help="Probe baseline: the probe's differential verdict joins the gate."),
     no_model: bool = typer.Option(False, "--no-model", help="Decide with the black-box rule alone, without the depth model (docs/sweep.md)."),
     pairs: int = typer.Option(2, "--pairs", min=0, max=64, help="Pairs of concurrent requests after each launch's protocol, for the step cost with two streams; 0: none (docs/sweep.md)."),
@@ -35,7 +36,18 @@ def sweep(
     launches, gate every depth's greedy output against depth 0, and recommend a depth."""
     from sparktriage.sweep.engine import plan_sweep, run_sweep
     from sparktriage.sweep.plan import parse_depths
-    from sparktriage.sweep.render import render_lines
+    if rebuild is not None:
+        if deploy is not None or out is not None or resume is not None:
+            raise UsageError("--rebuild DIR recomputes a finished sweep: give neither DEPLOY.yaml, "
+                             "--out nor --resume")
+        from sparktriage.sweep.rebuild import rebuild as rebuild_sweep
+        done = rebuild_sweep(rebuild)
+        console.info(f"rebuilt {done.path / 'sweep.json'} from "
+                     f"{done.document['launches_used']} launch folder(s): "
+                     + ("changed" if done.changed else "unchanged")
+                     + "".join(f"; copied to {p}" for p in done.copies))
+        _finish(done.document, json_out, done.path)
+        return
     if resume is not None:
         if deploy is not None or out is not None:
             raise UsageError("--resume DIR continues a sweep: give neither DEPLOY.yaml nor --out")
@@ -56,7 +68,12 @@ def sweep(
         where = out
     console.info(f"run directory: {where}")
     result = run_sweep(plan, where, sweep_progress, command=["sparktriage", *console.invoked_argv()])
-    doc = result.document
+    _finish(result.document, json_out, where)
+
+
+def _finish(doc: dict, json_out: str | None, where: Path) -> None:
+    """Print the sweep document; its exit status (docs/exit-codes.md)."""
+    from sparktriage.sweep.render import render_lines
     console.draw(render_lines(doc), console.data_console(json_out))
     console.write_json(doc, json_out)
     if not any(l["status"] == "ok" for l in doc["launches"]):

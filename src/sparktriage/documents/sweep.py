@@ -1,7 +1,13 @@
 """The typed speculative-depth sweep document (`sweep.json`, written by sweep/document.py for
-`sparktriage sweep` and the demo; docs/formats.md, docs/sweep.md). The parts are open (they carry
-the statistics, gate and acceptance details documented in docs/formats.md); the fields below are
-the ones readers rely on, and the issue's JSON contract (sweep.document.SweepJson)."""
+`sparktriage sweep`, `sweep --rebuild`, the session and the demo; docs/formats.md,
+docs/sweep.md). The parts are open (they carry the statistics, gate and acceptance details
+documented in docs/formats.md).
+
+One schema, two levels: `SweepDocument` is what every reader accepts (the report reads a
+sweep.json written by another producer too: the synthetic run's has no statistics); `SweepJson`
+is the same document with the issue's JSON contract required (per launch its status and
+acceptance length, per depth its interval, gate and roofline share, the decision's state and
+candidates): the sweep checks what it writes against it (store.typed.check) before writing."""
 
 from __future__ import annotations
 
@@ -90,6 +96,14 @@ class LaunchEntry(OpenPart):
     pair_ratio: dict[str, Any] | None = None  # two streams' step over one stream's, inside the launch
 
 
+class SweepComparison(OpenPart):
+    """The chosen depth's Welch test (over launch means) against another depth."""
+
+    depth: int
+    versus: int
+    test: dict[str, Any]
+
+
 class SweepDocument(Document):
     """sweep.json: every launch, every depth over its launches, the decision."""
 
@@ -111,3 +125,33 @@ class SweepDocument(Document):
     roofline: dict[str, Any] | None = None
     model: SweepModel | None = None
     speculative: SweepSpeculative | None = None
+    comparisons: list[SweepComparison] | None = None  # the chosen depth against depth 0, runner-up
+
+
+# ---- the issue's JSON contract: what the sweep itself writes (issue 11) ----------------------
+class ContractGate(SweepGate):
+    source: Literal["greedy requests", "protocol streams"] | None
+
+
+class ContractDepth(SweepDepth):
+    mean_tok_s: float | None
+    ci95_low: float | None
+    ci95_high: float | None
+    acceptance_length: float | None
+    gate: ContractGate
+    roofline_pct: float | None
+
+
+class ContractDecision(Decision):
+    state: Literal["best", "tied", "insufficient"]
+    candidates: list[int]
+
+
+class SweepJson(SweepDocument):
+    """sweep.json as the sweep writes it: every field of the contract present."""
+
+    depths_requested: list[int]
+    launches_used: int
+    launches: list[LaunchEntry]
+    depths: list[ContractDepth]
+    decision: ContractDecision

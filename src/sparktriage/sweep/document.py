@@ -1,188 +1,38 @@
-"""The sweep document (`sweep.json`, also what `sweep --json` writes) from the sweep's state.
+"""The sweep document (`sweep.json`, also what `sweep --json` writes) from an assessment.
 
-Built from the launch records of `sweep-state.json` and the launch folders alone, so it can be
-rebuilt at any time (after every launch, after a resume). The fields the issue fixes are pinned by
-`SweepJson` (a pydantic model; tests/sweep/test_contract.py): the rest is documented in
-docs/formats.md. The launch is the unit of replication: per depth the mean of launch means with
-a t-interval over launches; the decision comes from sweep.rule (the depth model while it holds,
-the black-box rule of sweep.allocate otherwise), and `model` says what the depth model made of
-the launches (sweep.model_entry).
+`document(assessment, stop_reason, deployment)` writes out what sweep.assess computed once for
+the launches so far (statistics, gates, model, decision): nothing here decides. It can be
+rebuilt at any time from the launch folders (`sparktriage sweep --rebuild DIR`, after every
+launch, after a resume). The typed schema is documents/sweep.py (`SweepJson`: the issue's
+contract, checked by the product before it writes); the rest is documented in docs/formats.md.
+The launch is the unit of replication: per depth the mean of launch means with a t-interval over
+launches; `comparisons` holds the chosen depth's Welch tests against depth 0 and the runner-up
+(the report restates them), and `model` says what the depth model made of the launches
+(sweep.model_entry).
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Literal, Optional
 
-from pydantic import BaseModel, ConfigDict
-
+from sparktriage.documents.sweep import SweepJson  # noqa: F401 (the contract, re-exported)
 from sparktriage.roofline.ceiling import deployment_ceiling
 from sparktriage.stats.compare import welch
 from sparktriage.store.rundir import SCHEMA_VERSION
 from sparktriage.sweep.acceptance import combine
-from sparktriage.sweep.gate import GreedyOutput, gate
+from sparktriage.sweep.assess import Assessment, assess
+from sparktriage.sweep.evidence import derive_all
 from sparktriage.sweep.model_entry import model_entry
-from sparktriage.sweep.model_inputs import situation, step_shape
+from sparktriage.sweep.model_inputs import step_shape
 from sparktriage.sweep.outlook import outlook, sentence
 from sparktriage.sweep.plan import SweepPlan
-from sparktriage.sweep.rule import decide, model_of
-from sparktriage.sweep.stats import DepthStats, LaunchObservation, depth_stats
+from sparktriage.sweep.stats import DepthStats
 from sparktriage.sweep.stepfit import StepShape
-from sparktriage.sweep.stream_gate import protocol_outputs
-from sparktriage.sweep.stream_gate import unit as stream_unit
-
-
-# ---- the JSON contract (issue 11): other fields are allowed --------------------------------
-class _Open(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-
-class LaunchEntry(_Open):
-    label: str
-    depth: Optional[int]
-    status: Literal["ok", "failed"]
-    delivered_tok_s: Optional[float]
-    acceptance_length: Optional[float]
-
-
-class GateEntry(_Open):
-    state: Literal["pass", "fail", "unchecked"]
-    reason: str
-
-
-class DepthEntry(_Open):
-    depth: int
-    launches: list[dict]
-    mean_tok_s: Optional[float]
-    ci95_low: Optional[float]
-    ci95_high: Optional[float]
-    acceptance_length: Optional[float]
-    gate: GateEntry
-    roofline_pct: Optional[float]
-
-
-class DecisionEntry(_Open):
-    state: Literal["best", "tied", "insufficient"]
-    depth: Optional[int]
-    candidates: list[int]
-    reason: str
-
-
-class SweepJson(_Open):
-    schema_version: int
-    method: str
-    depths_requested: list[int]
-    launches_used: int
-    launches: list[LaunchEntry]
-    depths: list[DepthEntry]
-    decision: DecisionEntry
 
 
 # ---- building -------------------------------------------------------------------------------
 def _mean(values) -> float | None:
     return sum(values) / len(values) if values else None
-
-
-def basis(records: list[dict]) -> str:
-    """`decode` when every ok launch has delivered decode rates, else `e2e` when they all have
-    end-to-end rates (responses delivered in bursts have no decode interval)."""
-    ok = [r for r in records if r.get("status") == "ok"]
-    if all(r.get("request_decode_tok_s") for r in ok):
-        return "decode"
-    return "e2e" if all(r.get("request_e2e_tok_s") for r in ok) else "decode"
-
-
-def observations(records: list[dict], which: str) -> list[LaunchObservation]:
-    key = "request_decode_tok_s" if which == "decode" else "request_e2e_tok_s"
-    return [LaunchObservation(r["label"], r.get("depth"), r.get("status") == "ok",
-                              tuple(r.get(key) or ()), dict(r.get("metadata") or {}))
-            for r in records if r.get("depth") is not None]
-
-
-def _reference(obs: list[LaunchObservation]) -> dict | None:
-    ok = [o for o in obs if o.ok and o.mean is not None]
-    zero = [o for o in ok if o.depth == 0]
-    return (zero or ok)[0].metadata if ok else None
-
-
-def per_depth(plan: SweepPlan, records: list[dict]) -> tuple[str, dict[int, DepthStats]]:
-    which = basis(records)
-    obs = observations(records, which)
-    ref = _reference(obs)
-    return which, {d: depth_stats(d, [o for o in obs if o.depth == d], ref) for d in plan.depths}
-
-
-def _outputs(run_path: Path, label: str) -> list[GreedyOutput] | None:
-    try:
-        doc = json.loads((run_path / "launches" / label / "gate.json").read_text(encoding="utf-8"))
-        return [GreedyOutput.from_dict(o) for o in doc.get("outputs") or []]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-def _probe(run_path: Path, label: str) -> dict | None:
-    try:
-        return json.loads((run_path / "launches" / label / "probe.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
-def _first_ok(records: list[dict], depth: int) -> str | None:
-    return next((r["label"] for r in records if r.get("depth") == depth and r.get("status") == "ok"),
-                None)
-
-
-def _streamed(run_path: Path, records: list[dict], plan: SweepPlan, d: int, probe: dict | None) -> dict | None:
-    """The gate of depth d from the protocol's greedy streams (sweep.stream_gate), or None."""
-    zero, here = _first_ok(records, 0), _first_ok(records, d)
-    if zero is None or here is None:
-        return None
-    workloads = plan.load_workloads()
-    reference = protocol_outputs(run_path / "launches" / zero, workloads, plan.gate_tokens)
-    outputs = protocol_outputs(run_path / "launches" / here, workloads, plan.gate_tokens)
-    if not reference or not outputs:
-        return None
-    result = gate(reference, outputs, probe, near_ties=False)
-    if result["state"] == "unchecked":
-        return None
-    what = stream_unit(run_path / "launches" / here, workloads)
-    result["reason"] = (f"from the protocol's greedy streams ({what}, the first "
-                        f"{plan.gate_tokens} tokens; the gate's own requests gave no output): "
-                        + result["reason"])
-    return {**result, "launch": here, "source": "protocol streams"}
-
-
-def gate_by_depth(run_path: Path, records: list[dict], plan: SweepPlan) -> dict[int, dict]:
-    """The gate of every depth: the greedy outputs kept in the launch folders, else (when the
-    gate's requests gave none) the protocol's greedy streams; `source` says which."""
-    collected = {}
-    for r in records:
-        if r.get("gate_collected") and r.get("status") == "ok" and r.get("depth") not in collected:
-            collected[r["depth"]] = r["label"]
-    reference = _outputs(run_path, collected[0]) if 0 in collected else None
-    out = {}
-    for d in plan.depths:
-        label = collected.get(d)
-        probe = _probe(run_path, label) if label and plan.baseline else None
-        if d == 0:
-            out[0] = gate(reference, reference, probe) if reference else {
-                "state": "unchecked", "reason": "depth 0 has no greedy outputs", "prompts": [],
-                "probe": None}
-            if reference:
-                out[0]["reason"] = "depth 0 is the gate's reference"
-            out[0].update(launch=label, source="greedy requests" if reference else None)
-            continue
-        if label is None:
-            entry = {"state": "unchecked", "reason": "no launch at this depth measured its greedy "
-                     "outputs", "prompts": [], "probe": None, "launch": None, "source": None}
-        else:
-            entry = {**gate(reference, _outputs(run_path, label), probe), "launch": label,
-                     "source": "greedy requests"}
-        if entry["state"] == "unchecked":
-            entry = _streamed(run_path, records, plan, d, probe) or {**entry, "source": None}
-        out[d] = entry
-    return out
 
 
 def _ceiling(deployment):
@@ -292,25 +142,35 @@ def _depth_entry(d: int, s: DepthStats, records: list[dict], failed: set[int], g
     }
 
 
-def build_document(plan: SweepPlan, state, run_path: Path, stop_reason: str,
-                   deployment=None) -> dict:
-    """`sweep.json` (see module doc)."""
-    records = state.launches
-    which, stats = per_depth(plan, records)
-    gates = gate_by_depth(run_path, records, plan)
-    failed = {d for d in plan.depths if _consecutive_failures(records, d) > plan.retries}
+def _comparisons(stats: dict[int, DepthStats], chosen: int | None) -> list[dict]:
+    """The chosen depth's Welch tests (over launch means) against depth 0 and against the
+    runner-up (the highest other mean): what the report states (docs/report.md)."""
+    if chosen is None or chosen not in stats or not stats[chosen].launch_means:
+        return []
+    ranked = sorted((d for d in stats if d != chosen and stats[d].launch_means),
+                    key=lambda d: -(stats[d].across.mean or 0.0))
+    against = [0] if 0 in ranked else []
+    if ranked and ranked[0] not in against:
+        against.append(ranked[0])
+    out = []
+    for other in against:
+        test = welch(list(stats[other].launch_means), list(stats[chosen].launch_means))
+        out.append({"depth": chosen, "versus": other, "test": test.as_dict()})
+    return out
+
+
+def document(assessment: Assessment, stop_reason: str, deployment=None) -> dict:
+    """`sweep.json` of an assessment (see module doc); `stop_reason` "running" while the sweep
+    goes on (its decision then not final)."""
+    a = assessment if stop_reason == "running" else assessment.concluded()
+    plan, records, stats, gates, failed = a.plan, list(a.records), a.stats, a.gates, set(a.failed)
     ceiling, roof_error = _ceiling(deployment)
-    eligible = [d for d in plan.depths if d not in failed and gates[d]["state"] != "fail"]
-    shape = step_shape(deployment) if deployment is not None else StepShape()
-    where = situation(plan, records, stats, eligible, shape, which)
-    model = model_of(where)
-    verdict = decide(where, final=stop_reason not in ("running",), model=model)
-    decision = _decision(plan, verdict, stats, gates, failed, eligible, where.means, which,
-                         stop_reason)
+    decision = _decision(plan, a.decision, stats, gates, failed, list(a.eligible),
+                         a.situation.means, a.basis, stop_reason)
     accept = {d: (combine([r.get("acceptance") for r in records if r.get("depth") == d and
                            r.get("status") == "ok" and r["label"] in stats[d].labels
                            and r.get("acceptance")]) if d else None) for d in plan.depths}
-    launches = _launch_entries(records, which, ceiling)
+    launches = _launch_entries(records, a.basis, ceiling)
     depths = [_depth_entry(d, stats[d], records, failed, gates[d], accept[d], ceiling,
                            _versus(stats, decision["depth"], d), launches) for d in plan.depths]
     return {
@@ -320,7 +180,8 @@ def build_document(plan: SweepPlan, state, run_path: Path, stop_reason: str,
         "max_launches": plan.max_launches, "budget_minutes": plan.budget_minutes,
         "wall_s": round(sum(r.get("wall_s") or 0.0 for r in records), 3),
         "margin": plan.margin, "launches": launches, "depths": depths, "decision": decision,
-        "model": model_entry(model, decision, plan.model),
+        "comparisons": _comparisons(stats, decision["depth"]),
+        "model": model_entry(a.model, decision, plan.model),
         "speculative": {"source": plan.speculative_source,
                         "left_out": dict(plan.speculative_left_out)},
         "roofline": ({**ceiling.as_dict(), "status": "present",
@@ -332,10 +193,10 @@ def build_document(plan: SweepPlan, state, run_path: Path, stop_reason: str,
     }
 
 
-def _consecutive_failures(records: list[dict], depth: int) -> int:
-    count = 0
-    for r in reversed([r for r in records if r.get("depth") == depth and not r.get("interrupted")]):
-        if r["status"] == "ok":
-            break
-        count += 1
-    return count
+def build_document(plan: SweepPlan, state, run_path: Path, stop_reason: str,
+                   deployment=None) -> dict:
+    """`sweep.json` of a sweep's state (its launch records) and launch folders, assessed afresh."""
+    shape = step_shape(deployment) if deployment is not None else StepShape()
+    found = assess(plan, derive_all(run_path, state.launches, plan), None, run_path=run_path,
+                   shape=shape, final=stop_reason != "running")
+    return document(found, stop_reason, deployment)

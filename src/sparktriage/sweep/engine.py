@@ -23,8 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-
-from sparktriage.documents.sweep import SweepDocument
+from sparktriage.documents.sweep import SweepJson
 from sparktriage.errors import SparktriageError
 from sparktriage.bundle import layout
 from sparktriage.launch.plan import build_plan
@@ -34,12 +33,11 @@ from sparktriage.progress import Observer, prefixed, quiet
 from sparktriage.store.documents import write_document, write_yaml_document
 from sparktriage.store.rundir import LaunchDir, RunDir
 from sparktriage.store.typed import check
-from sparktriage.sweep import pairtimes, rule, steptimes
+from sparktriage.sweep.assess import Assessment, assess
+from sparktriage.sweep.document import document as sweep_document
+from sparktriage.sweep.evidence import LaunchEvidence, derive, derive_all, protocol_failure
 from sparktriage.sweep.pair_phase import FILE, run_pairs
-from sparktriage.sweep.acceptance import acceptance
-from sparktriage.sweep.decide import workload_rate
-from sparktriage.sweep.document import build_document, gate_by_depth, per_depth
-from sparktriage.sweep.model_inputs import situation, step_shape
+from sparktriage.sweep.model_inputs import step_shape
 from sparktriage.sweep.gate import greedy_outputs
 from sparktriage.sweep.plan import SweepPlan, deployment_hash, plan_sweep
 from sparktriage.sweep.state import SweepState, open_state
@@ -71,96 +69,34 @@ def _read(path: Path) -> dict | None:
     return doc if isinstance(doc, dict) else None
 
 
-def _workload(bench: dict | None, name: str) -> dict | None:
-    return next((w for w in (bench or {}).get("workloads") or [] if w.get("name") == name), None)
-
-
-def _rates(bench: dict | None, name: str, metric: str) -> list[float]:
-    w = _workload(bench, name) or {}
-    return [r[metric] for r in w.get("requests") or []
-            if not r.get("warmup") and r.get("status") == "ok" and isinstance(r.get(metric), (int, float))]
-
-
-def _protocol_failure(bench: dict | None, name: str) -> str | None:
-    """Why the protocol's measurement is unusable (None when it is fine)."""
-    w = _workload(bench, name)
-    if w is None:
-        return "the protocol did not measure the deciding workload"
-    bad = [r for r in w.get("requests") or [] if not r.get("warmup") and r.get("status") != "ok"]
-    measured = [r for r in w.get("requests") or [] if not r.get("warmup")]
-    if bad:
-        return (f"crash mid-protocol: {len(bad)} of {len(measured)} measured requests failed "
-                f"({bad[0].get('reason') or bad[0].get('status')})")
-    return None
-
-
 class _Sweep:
     """One run of the engine over a state (fresh or resumed)."""
 
     def __init__(self, plan: SweepPlan, run: RunDir, state: SweepState, observe: Observer,
-                 while_ready: WhileReady | None) -> None:
+                 while_ready: WhileReady | None, deployment=None) -> None:
         self.plan, self.run, self.state, self.observe = plan, run, state, observe
         self.while_ready = while_ready
-        self.deployment = plan.load_deployment()
+        self.deployment = deployment if deployment is not None else plan.load_deployment()
         self.decide_name = plan.deciding_workload
         self.hash = deployment_hash(self.deployment)
         self.shape = step_shape(self.deployment)
-        self.greedy = plan.load_workloads()[0].temperature == 0
+        self.evidence: list[LaunchEvidence] = list(derive_all(run.path, state.launches, plan))
+        self.assessment: Assessment = self.assess(None)
 
-    # ---- bookkeeping -------------------------------------------------------------------
+    def assess(self, previous: Assessment | None) -> Assessment:
+        """The sweep after every launch so far (sweep.assess), the model advanced from `previous`."""
+        return assess(self.plan, self.evidence, previous, run_path=self.run.path, shape=self.shape)
+
     def started(self) -> int:
-        return len(self.state.launches)
-
-    def elapsed_s(self) -> float:
-        return sum(r.get("wall_s") or 0.0 for r in self.state.launches)
-
-    def consecutive_failures(self, depth: int) -> int:
-        count = 0
-        for r in reversed([r for r in self.state.launches
-                           if r.get("depth") == depth and not r.get("interrupted")]):
-            if r["status"] == "ok":
-                break
-            count += 1
-        return count
-
-    def failed_depths(self) -> set[int]:
-        return {d for d in self.plan.depths if self.consecutive_failures(d) > self.plan.retries}
-
-    def eligible(self) -> list[int]:
-        gates = gate_by_depth(self.run.path, self.state.launches, self.plan)
-        return [d for d in self.plan.depths
-                if d not in self.failed_depths() and gates.get(d, {}).get("state") != "fail"]
+        return len(self.evidence)
 
     def choose(self) -> tuple[int | None, str]:
         """The next depth and why (None and the stop reason when the sweep is done)."""
-        if self.started() >= self.plan.max_launches:
-            return None, "launch budget spent"
-        if self.plan.budget_minutes is not None:
-            walls = [r["wall_s"] for r in self.state.launches if r.get("wall_s")]
-            estimate = sum(walls) / len(walls) if walls else 0.0
-            if self.elapsed_s() + estimate > self.plan.budget_minutes * 60.0:
-                return None, "time budget spent"
-        eligible = self.eligible()
-        for d in eligible:  # a failed launch is retried once, before anything else
-            if 0 < self.consecutive_failures(d) <= self.plan.retries:
-                return d, "retry of a failed launch"
-        which, stats = per_depth(self.plan, self.state.launches)
-        where = situation(self.plan, self.state.launches, stats, eligible, self.shape, which)
-        model = rule.model_of(where)
-        depth = rule.next_depth(where, model)
-        means = where.means
-        if depth is None:
-            return None, ("settled" if len([d for d in eligible if means.get(d)]) >= 1
-                          else "no eligible depth")
-        minimum = len(means.get(depth) or []) < self.plan.min_launches_per_depth
-        leads = rule.model_leads(model)
-        return depth, ("minimum launches per depth" if minimum and not leads
-                       else rule.why(model, depth, where) if leads
-                       else "most reduces the uncertainty about the best depth")
+        return self.assessment.next_launch()
 
     # ---- one launch --------------------------------------------------------------------
     def needs_gate(self, depth: int) -> bool:
-        return not any(r.get("gate_collected") for r in self.state.launches if r.get("depth") == depth)
+        return not any(e.gate_collected for e in self.evidence if e.depth == depth)
 
     def pair_phase(self, endpoint: str, launch, deployment) -> str | None:
         """Run the launch's two-stream phase (sweep.pair_phase); why it did not run, if not."""
@@ -183,8 +119,8 @@ class _Sweep:
                                 self.deployment.model_dump(mode="json"))
         launch_plan = build_plan(deployment)
         first = self.started() == 0
-        record: dict = {"label": launch.label, "depth": depth, "status": "failed", "why": why,
-                        "attempt": self.consecutive_failures(depth) + 1, "reason": None}
+        record: dict = {"label": launch.label, "depth": depth, "why": why,
+                        "attempt": self.assessment.consecutive_failures(depth) + 1}
         self.observe("sweep-launch", {"label": launch.label, "depth": depth, "why": why,
                                       "index": self.started() + 1, "max": self.plan.max_launches})
         log = [str(launch.path / "bundle" / layout.NODES_DIR / launch_plan.head.name
@@ -203,21 +139,20 @@ class _Sweep:
                 problems.append(f"protocol failed: {exc.one_line()}")
                 return
             bench = _read(launch.path / "bench.json")
-            if gate and not _protocol_failure(bench, self.decide_name):
+            if gate and not protocol_failure(bench, self.decide_name):
                 prompts = {w.name: w.prompt for w in self.plan.load_workloads() if w.prompt}
                 outputs = greedy_outputs(endpoint, (bench or {}).get("model") or "", launch,
                                          prompts, self.plan.gate_tokens)
                 write_document(launch.path / "gate.json", {
                     "schema_version": 1, "kind": "sweep-gate-outputs", "depth": depth,
                     "outputs": [o.as_dict() for o in outputs]})
-                record["gate_collected"] = True
             if gate and self.plan.baseline:
                 try:
                     probe_step(endpoint, launch, Path(self.plan.baseline),
                                observe=prefixed(self.observe, "probe-"))
                 except SparktriageError as exc:
                     problems.append(f"probe failed: {exc.one_line()}")
-            if self.plan.pairs and not _protocol_failure(bench, self.decide_name):
+            if self.plan.pairs and not protocol_failure(bench, self.decide_name):
                 failed = self.pair_phase(endpoint, launch, deployment)
                 if failed:
                     pair_failure.append(failed)
@@ -228,44 +163,17 @@ class _Sweep:
         try:
             result = launch_once(launch_plan, launch, self.observe, while_ready=ready)
         except KeyboardInterrupt:
-            record.update(reason="interrupted: stopped during this launch", interrupted=True,
-                          wall_s=round(time.monotonic() - started, 3))
+            record.update(status="failed", reason="interrupted: stopped during this launch",
+                          interrupted=True, wall_s=round(time.monotonic() - started, 3))
             self.state.add(record)
             raise
-        record["wall_s"] = round(time.monotonic() - started, 3)
-        record["ready_s"] = result.get("ready_s")
-        record["outcome"] = result.get("outcome")
-        bench = _read(launch.path / "bench.json")
-        failure = None
-        if result.get("outcome") != "completed":
-            failure = (f"launch {result.get('outcome')}: "
-                       f"{result.get('error') or result.get('failure') or 'see its bundle'}")
-        failure = failure or (problems[0] if problems and problems[0].startswith("protocol") else None)
-        failure = failure or _protocol_failure(bench, self.decide_name)
-        decode = _rates(bench, self.decide_name, "decode_tok_s")
-        e2e = _rates(bench, self.decide_name, "e2e_tok_s")
-        if failure is None and not decode and not e2e:
-            failure = "no measured request delivered a rate"
-        accepted = (acceptance(launch, _read(launch.path / "logs.json"), bench, self.decide_name,
-                               {self.decide_name}, self.greedy) if depth else None)
-        ratio = steptimes.from_launch(launch.path, depth, self.decide_name, accepted)
-        pair = pairtimes.from_launch(launch.path, depth, self.decide_name, accepted)
-        if pair is None and pair_failure:
-            pair = steptimes.StepRatio(depth, None, None, reason="the two-stream phase did not "
-                                       f"run: {pair_failure[0]}")
-        record.update(
-            status="ok" if failure is None else "failed", reason=failure, problems=problems,
-            request_decode_tok_s=decode, request_e2e_tok_s=e2e,
-            delivered_tok_s=workload_rate(bench, self.decide_name),
-            e2e_tok_s=workload_rate(bench, self.decide_name, "e2e_tok_s"),
-            metadata={"model": (bench or {}).get("model"),
-                      "server_version": (bench or {}).get("server_version"),
-                      "deployment_hash": self.hash,
-                      "nodes": [n.host for n in launch_plan.nodes]},
-            acceptance=accepted, step_ratio=None if ratio is None else ratio.as_dict(),
-            pair_ratio=None if pair is None else pairtimes.as_dict(pair))
-        if failure is not None:
-            record.pop("gate_collected", None)
+        # the loop's facts only: everything measured is derived from the folder (sweep.evidence)
+        record.update(wall_s=round(time.monotonic() - started, 3), ready_s=result.get("ready_s"),
+                      outcome=result.get("outcome"),
+                      error=result.get("error") or result.get("failure"), problems=problems,
+                      pair_failure=pair_failure[0] if pair_failure else None,
+                      metadata={"deployment_hash": self.hash,
+                                "nodes": [n.host for n in launch_plan.nodes]})
         return record
 
     def loop(self) -> str:
@@ -275,28 +183,42 @@ class _Sweep:
                 return why
             record = self.launch(depth, why)
             self.state.add(record)
+            evidence = derive(self.run.path, record, self.plan)
+            self.evidence.append(evidence)
+            self.assessment = self.assess(self.assessment)
             self.write("running")
-            self.observe("sweep-launch-done", {k: record.get(k) for k in
-                                               ("label", "depth", "status", "reason", "wall_s")}
-                         | {"delivered_tok_s": record.get("delivered_tok_s")})
+            self.observe("sweep-launch-done", {"label": evidence.label, "depth": evidence.depth,
+                                               "status": evidence.status,
+                                               "reason": evidence.reason,
+                                               "wall_s": evidence.wall_s,
+                                               "delivered_tok_s": evidence.delivered_tok_s})
+
+    def catch_up(self) -> None:
+        """Derive and assess the launches recorded but not yet assessed (one cut short)."""
+        if len(self.evidence) < len(self.state.launches):
+            self.evidence += [derive(self.run.path, r, self.plan)
+                              for r in self.state.launches[len(self.evidence):]]
+            self.assessment = self.assess(self.assessment)
 
     def write(self, stop_reason: str) -> dict:
-        document = build_document(self.plan, self.state, self.run.path, stop_reason,
-                                  self.deployment)
-        write_document(self.run.path / "sweep.json", check(SweepDocument, document))
-        return document
+        return write_sweep_json(self.run.path, self.assessment, stop_reason, self.deployment)
 
 
-def _mean(values) -> float | None:
-    return sum(values) / len(values) if values else None
+def write_sweep_json(run_path: Path, assessment: Assessment, stop_reason: str,
+                     deployment=None) -> dict:
+    """`sweep.json` of an assessment, checked against the contract (SweepJson), written."""
+    doc = sweep_document(assessment, stop_reason, deployment)
+    write_document(run_path / "sweep.json", check(SweepJson, doc))
+    return doc
 
 
 def run_sweep(plan: SweepPlan | None, out_dir: Path, observer: Observer | None = None, *,
               while_ready: WhileReady | None = None,
-              command: list[str] | None = None) -> SweepResult:
+              command: list[str] | None = None, deployment=None) -> SweepResult:
     """Run (or, when `out_dir` holds a sweep, continue) the sweep; return its result.
 
-    `plan` None: resume the plan stored in `out_dir`. KeyboardInterrupt propagates after the
+    `plan` None: resume the plan stored in `out_dir`. `deployment`: the plan's deployment already
+    loaded (a session's), else loaded from the plan. KeyboardInterrupt propagates after the
     running launch is torn down and recorded (the directory stays resumable)."""
     observe = observer or quiet
     run = RunDir.create(out_dir, command or ["sparktriage", "sweep"])
@@ -307,10 +229,11 @@ def run_sweep(plan: SweepPlan | None, out_dir: Path, observer: Observer | None =
         observe("sweep-resume", {"finished": len(state.launches) - len(interrupted),
                                  "interrupted": interrupted})
     state.save()
-    sweep = _Sweep(state.plan, run, state, observe, while_ready)
+    sweep = _Sweep(state.plan, run, state, observe, while_ready, deployment)
     try:
         stop = sweep.loop()
     except KeyboardInterrupt:
+        sweep.catch_up()
         sweep.write("interrupted")
         raise
     document = sweep.write(stop)

@@ -5,7 +5,8 @@ or, on the way there, `not-enough-data` with its inputs still to come. Once a ch
 (a rejection stands: `advance`), or when its inputs cannot come (rates compared
 end to end, no acceptance counts), or with `--no-model`, the black-box rule of sweep.allocate
 allocates and decides, over every launch already made: a rejected model costs launches, never
-correctness. The model's own verdict and why are kept in `sweep.json` (`model`).
+correctness. The model's own verdict and why are kept in `sweep.json` (`model`). Both rules are
+`sweep.decide.Policy`s; `next_depth` and `decide` ask the one that leads (`policy_for`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass, replace
 
 from sparktriage.sweep import allocate, model_rule
 from sparktriage.sweep.allocate import Decision
+from sparktriage.sweep.decide import model_leads, policy_for  # noqa: F401 (model_leads: re-exported)
 from sparktriage.sweep.model import CONTENDER_ALPHA, DepthModel, ModelLaunch, build
 from sparktriage.sweep.stepfit import StepShape
 
@@ -87,11 +89,6 @@ def model_of(situation: Situation) -> DepthModel | None:
     return model
 
 
-def model_leads(model: DepthModel | None) -> bool:
-    """Whether the depth model allocates and decides (not rejected, its inputs can come)."""
-    return model is not None and model.available and model.state != "rejected"
-
-
 def why(model: DepthModel | None, depth: int, situation: Situation) -> str:
     """Why the depth model asks for a launch at `depth` (the launch record's `why`)."""
     if model is None or model.steps is None:
@@ -108,22 +105,10 @@ def why(model: DepthModel | None, depth: int, situation: Situation) -> str:
 def decide(situation: Situation, final: bool = True, model: DepthModel | None = None) -> Decision:
     """The sweep's decision (the model's while it leads and can speak, else the black box's)."""
     model = model if model is not None else model_of(situation)
-    if model_leads(model) and model.usable:  # type: ignore[union-attr]
-        settled = (model_rule.decide(model, situation.eligible, situation.measured, situation.margin)  # type: ignore[arg-type]
-                   if model.gated else None)  # type: ignore[union-attr]
-        if settled is not None:
-            return settled
-        open_ = (model_rule.ready(model, situation.measured, situation.eligible)  # type: ignore[arg-type]
-                 or "the slope's confidence set still leaves more than one depth possibly best")
-        return model_rule.provisional(model, situation.eligible, final, open_)  # type: ignore[arg-type]
-    return allocate.decide(situation.means, margin=situation.margin, final=final)
+    return policy_for(model).decide(situation, final, model)
 
 
 def next_depth(situation: Situation, model: DepthModel | None = None) -> int | None:
     """The depth of the next launch, or None when the decision is settled."""
     model = model if model is not None else model_of(situation)
-    if model_leads(model):
-        return model_rule.next_depth(model, situation.eligible, situation.measured,  # type: ignore[arg-type]
-                                     situation.min_per_depth, situation.margin)
-    return allocate.next_depth(situation.means, situation.eligible, situation.min_per_depth,
-                               situation.margin)
+    return policy_for(model).next(situation, model)
