@@ -69,11 +69,13 @@ def _exit_code(result: dict) -> int:
     return ExitCode.FINDINGS if findings else ExitCode.OK
 
 
-def execute(run_dir: Path, options, json_out: str | None) -> None:
-    """Open (or reopen) the session, run what is left with the live view, print the result."""
+def execute(run_dir: Path, options, json_out: str | None, deployment=None) -> None:
+    """Open (or reopen) the session, run what is left with the live view, print the result;
+    `deployment`: the session's deployment as the checks loaded it (not loaded again)."""
     from sparktriage.session.runner import open_session, run_session
     view = LiveView()
-    session = open_session(run_dir, options, ["sparktriage", *console.invoked_argv()], view)
+    session = open_session(run_dir, options, ["sparktriage", *console.invoked_argv()], view,
+                           deployment=deployment)
     console.info(f"session: {run_dir / 'session.json'}")
     try:
         with view:
@@ -152,7 +154,7 @@ def run(
                             "steps": steps, "estimate_s": estimate,
                             "worst_case_s": round(worst + estimate, 1)}, json_out)
         return
-    execute(out, options, json_out)
+    execute(out, options, json_out, dep)
 
 
 @session_app.command("resume")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from sparktriage.errors import UsageError
+from sparktriage.sweep.plan import parse_depths  # noqa: F401 (the sweep's: one depth parser)
 
 PENDING, RUNNING, DONE, FAILED, INTERRUPTED = "pending", "running", "done", "failed", "interrupted"
 STATES = (PENDING, RUNNING, DONE, FAILED, INTERRUPTED)
@@ -56,17 +56,6 @@ class SessionOptions:
         return cls(**{**doc, "depths": tuple(doc.get("depths") or ()),
                       "workloads": tuple(doc.get("workloads") or ()),
                       "logs": tuple(doc.get("logs") or ())})
-
-
-def parse_depths(text: str) -> tuple[int, ...]:
-    """`--depths 0,2,4` as sorted unique integers in 0..8 (UsageError otherwise)."""
-    try:
-        depths = tuple(sorted({int(part) for part in text.split(",") if part.strip()}))
-    except ValueError:
-        raise UsageError(f"--depths: {text!r} is not a comma list of integers, e.g. 0,2") from None
-    if not depths or depths[0] < 0 or depths[-1] > 8:
-        raise UsageError("--depths: give speculative depths between 0 and 8, e.g. 0,2")
-    return depths
 
 
 def _step(step_id: str, kind: str, group: str | None, **inputs) -> dict:

@@ -29,8 +29,7 @@ from typing import Callable
 
 from sparktriage.bench.workload import load_workloads
 from sparktriage.config import speculative as spec_source
-from sparktriage.config.deployment import Deployment, Speculative, load_deployment
-from sparktriage.config.speculative_flag import same_method
+from sparktriage.config.deployment import Deployment, load_deployment
 from sparktriage.errors import SparktriageError, UsageError
 from sparktriage.bundle import layout
 from sparktriage.launch.plan import LaunchPlan, build_plan
@@ -42,12 +41,13 @@ from sparktriage.session.plan import (DONE, FAILED, INTERRUPTED, PENDING, RUNNIN
 from sparktriage.session.state import FILE, SessionState
 from sparktriage.measure.steps import bench_step, bench_summary, probe_step, stalls_step
 from sparktriage.session.survivors import stop_survivors
-from sparktriage.session.sweep_step import SweepInputs, run_engine
+from sparktriage.session.sweep_step import run_engine, sweep_plan
 from sparktriage.store.documents import write_document, write_yaml_document
 from sparktriage.store.rundir import LaunchDir, RunDir
 from sparktriage.progress import Observer, quiet
+from sparktriage.sweep.plan import SweepPlan
 
-NGRAM_EXTRA = {"prompt_lookup_max": 4, "prompt_lookup_min": 2}
+DEPLOYMENT_FILE = "deployment.yaml"  # the run's deployment, at the top (the report reads it)
 
 
 @dataclass
@@ -56,6 +56,8 @@ class Session:
     state: SessionState
     observe: Observer = quiet
     api_key: str | None = None  # never written: given again (or OPENAI_API_KEY) on resume
+    deployment: Deployment | None = None  # loaded once (open_session); None: an attached endpoint
+    plan: SweepPlan | None = None  # the sweep's plan: its depths, method and deployment builder
 
     @property
     def options(self) -> SessionOptions:
@@ -72,9 +74,11 @@ def plan_steps(options: SessionOptions) -> tuple[list[dict], float]:
 
 
 def open_session(run_dir: Path, options: SessionOptions | None, command: list[str],
-                 observe: Observer = quiet, api_key: str | None = None) -> Session:
+                 observe: Observer = quiet, api_key: str | None = None,
+                 deployment: Deployment | None = None) -> Session:
     """Create `run_dir`'s session (options given) or reopen it (options None: `resume`);
-    recover from a crash and stop survivors either way."""
+    recover from a crash and stop survivors either way. `deployment`: the session's deployment
+    already loaded (by the CLI's checks), else it is loaded here, once."""
     exists = (run_dir / FILE).is_file()
     if options is None and not exists:
         raise UsageError(f"{run_dir}: no {FILE}; start a session with `sparktriage session run`")
@@ -89,6 +93,7 @@ def open_session(run_dir: Path, options: SessionOptions | None, command: list[st
         steps, estimate = plan_steps(options)
         state = SessionState.create(run_dir, options, steps, estimate)
     session = Session(run, state, observe, api_key or os.environ.get("OPENAI_API_KEY") or None)
+    _load(session, deployment)
     if exists:
         for text in state.recover():
             observe("session-note", {"text": text})
@@ -130,28 +135,31 @@ def _stop_survivors(session: Session) -> None:
         state.save()
 
 
-# --- deployments -----------------------------------------------------------------------------
+# --- deployments ---------------------------------------------------------------------------
+
+def _load(session: Session, deployment: Deployment | None) -> None:
+    """Load the deployment once, declare the sweep's plan (sweep.plan: the one depth parser and
+    deployment builder), and write the run's deployment at the top of the run directory (the
+    report's deployment and roofline sections read it there; redacted)."""
+    options = session.options
+    if options.deployment is None:
+        return
+    lab = Path(options.lab) if options.lab else None
+    session.deployment = deployment or load_deployment(Path(options.deployment), lab)
+    session.plan = sweep_plan(options, session.deployment)
+    top = session.run.path / DEPLOYMENT_FILE
+    if not top.exists():
+        write_yaml_document(top, session.deployment.model_dump(mode="json"))
+
 
 def _deployment(session: Session, depth: int) -> Deployment:
-    options = session.options
-    lab = Path(options.lab) if options.lab else None
-    dep = load_deployment(Path(options.deployment), lab)
-    found = spec_source.find(dep)
-    if depth == base_depth(options) and not (depth and found.schedule):
-        return dep  # the deployment as given (its batch-size schedule too: the protocol's launches)
-    return spec_source.at_depth(dep, _speculative(options.method, found, depth)).deployment
-
-
-def _speculative(method: str, found: spec_source.Found, depth: int) -> Speculative | None:
-    """The speculative config of a launch at `depth` (none at 0): with the deployment's own
-    method its other keys are kept, with another method none are (ngram gets NGRAM_EXTRA)."""
-    if depth == 0:
-        return None
-    if same_method(method, found.method):
-        model, kept = found.keys_for(method)
-        return Speculative(method=method, num_speculative_tokens=depth, model=model, extra=kept)
-    return Speculative(method=method, num_speculative_tokens=depth,
-                       extra=NGRAM_EXTRA if method == "ngram" else {})
+    """The deployment a launch at `depth` runs: the deployment as given at its own depth (its
+    batch-size schedule too: the protocol's launches), else the sweep plan's at that depth."""
+    dep, plan = session.deployment, session.plan
+    assert dep is not None and plan is not None, "an attached session launches nothing"
+    if depth == base_depth(session.options) and not (depth and spec_source.find(dep).schedule):
+        return dep
+    return plan.deployment_at(dep, depth)
 
 
 def _launch_plan(session: Session, depth: int) -> LaunchPlan:
@@ -420,16 +428,7 @@ def _sweep(session: Session, step: dict) -> str | None:
     labels = tuple(l for g in inputs["base_launches"] if (l := _group_label(state, g)))
     if not labels:
         return "no launch of the deployment as given completed: nothing to compare against"
-    workload = inputs["workload"]
 
-    options = session.options
-    sweep_inputs = SweepInputs(tuple(inputs["depths"]), inputs["method"], workload, labels,
-                               base_depth(options), options.deployment, options.lab,
-                               inputs["requests"], inputs["max_tokens"], options.baseline,
-                               options.budget_min,
-                               # the demo measures each depth as many times as it was asked to
-                               options.launches * len(inputs["depths"])
-                               if getattr(options, "preset", None) == "demo" else None)
     current: dict = {}
 
     def observe(event: str, details: dict) -> None:
@@ -442,7 +441,7 @@ def _sweep(session: Session, step: dict) -> str | None:
                                "launch": current.get("label")})
         session.observe(event, details)
 
-    run_engine(session.run.path, sweep_inputs, observe)
+    run_engine(session.run.path, session.plan, session.deployment, observe)
     return None
 
 

@@ -1,6 +1,8 @@
 """The session's sweep step: the one place the session meets the sweep engine.
 
-The step calls the sweep engine (`sparktriage.sweep.engine`): `plan_sweep(...)` and
+The session declares one sweep plan when it opens (`sweep_plan`: sweep.plan.plan_sweep over the
+session's options and its deployment, loaded once): the same plan builds the deployment of every
+launch the session makes away from the deployment's own depth, and `run_engine` runs it with
 `run_sweep(plan, DIR/sweep, observer)`: the engine's adaptive launches (depth 0 included), its
 gate, `sweep-state.json` for resume and `sweep.json`; the session's observer records every
 server process it starts. Resumed from the engine's own state: finished launches are never
@@ -9,42 +11,37 @@ repeated, an interrupted one is launched again (the runner records the interrupt
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from sparktriage.progress import Observer
+from sparktriage.session.plan import SessionOptions
 from sparktriage.store.documents import write_document
+from sparktriage.sweep.plan import SweepPlan, plan_sweep
 
 
-@dataclass(frozen=True)
-class SweepInputs:
-    depths: tuple[int, ...]
-    method: str
-    workload: str
-    base_labels: tuple[str, ...]  # the protocol launches (the deployment's own depth)
-    base_depth: int = 0
-    deployment: str | None = None  # for the engine: DEPLOY.yaml, --lab, protocol size, baseline
-    lab: str | None = None
-    requests: int = 15
-    max_tokens: int = 256
-    baseline: str | None = None
-    budget_min: float | None = None
-    max_launches: int | None = None  # None: the engine's default (3 per depth)
+def sweep_plan(options: SessionOptions, deployment) -> SweepPlan:
+    """The sweep a session with `options` runs (its depths, method, deciding workload, protocol
+    size, baseline and budget), on its already loaded `deployment`."""
+    demo = getattr(options, "preset", None) == "demo"
+    return plan_sweep(Path(options.deployment), lab=Path(options.lab) if options.lab else None,
+                      depths=options.depths, method=options.method,
+                      requests=options.requests, max_tokens=options.max_tokens,
+                      workloads=(options.sweep_workload,),
+                      baseline=Path(options.baseline) if options.baseline else None,
+                      budget_minutes=options.budget_min,
+                      # the demo measures each depth as many times as it was asked to
+                      max_launches=options.launches * len(options.depths)
+                      if demo else None, deployment=deployment)
 
 
-def run_engine(run_dir: Path, inputs: SweepInputs, observe: Observer) -> dict:
+def run_engine(run_dir: Path, plan: SweepPlan, deployment, observe: Observer) -> dict:
     """The sweep by the sweep engine into `DIR/sweep` (its own run directory: the engine owns
     every launch folder there; resumed from its `sweep-state.json` when there is one), its
     `sweep.json` copied to the top for the report; return it."""
-    from sparktriage.sweep.engine import plan_sweep, run_sweep
+    from sparktriage.sweep.engine import run_sweep
     out = run_dir / "sweep"
-    plan = None
-    if not (out / "sweep-state.json").is_file():
-        plan = plan_sweep(Path(inputs.deployment), lab=Path(inputs.lab) if inputs.lab else None,
-                          depths=inputs.depths, method=inputs.method, requests=inputs.requests,
-                          max_tokens=inputs.max_tokens, workloads=(inputs.workload,),
-                          baseline=Path(inputs.baseline) if inputs.baseline else None,
-                          budget_minutes=inputs.budget_min, max_launches=inputs.max_launches)
-    result = run_sweep(plan, out, observe, command=["sparktriage", "session"])
+    fresh = not (out / "sweep-state.json").is_file()
+    result = run_sweep(plan if fresh else None, out, observe, command=["sparktriage", "session"],
+                       deployment=deployment)
     write_document(run_dir / "sweep.json", result.document)
     return result.document

@@ -10,7 +10,8 @@ baseline of every gain. The method defaults to the deployment's speculative meth
 `speculative:`, or the JSON of a `--speculative-config` kept in `serve.flags` or
 `serve.extra_args`: config/speculative.py), else `ngram`; with the deployment's own method its
 other speculative keys (draft model, extra) are kept at every depth, with another method none
-are. Every launch runs exactly one speculative config, at its depth: a batch-size schedule of
+are, except that an ngram launch then looks up prompt n-grams of 2 to 4 tokens (`NGRAM_EXTRA`,
+what `session run` always used). Every launch runs exactly one speculative config, at its depth: a batch-size schedule of
 the depth (`num_speculative_tokens_per_batch_size`) is left out and recorded in the plan
 (`speculative_left_out`), since at one stream it would run its own depth for batch size 1.
 """
@@ -27,13 +28,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from sparktriage.bench.workload import Workload, load_workloads
 from sparktriage.config import speculative as spec_source
-from sparktriage.config.speculative_flag import split_schedule
+from sparktriage.config.speculative_flag import same_method, split_schedule
 from sparktriage.config.deployment import Deployment, Speculative, load_deployment
 from sparktriage.errors import UsageError
 from sparktriage.redact.detect import secret_name
 
 MAX_DEPTH = 16
 DEFAULT_MARGIN = 0.02
+# prompt lookup of an ngram launch when the deployment gives no ngram config of its own
+NGRAM_EXTRA = {"prompt_lookup_max": 4, "prompt_lookup_min": 2}
 
 
 class SweepPlan(BaseModel):
@@ -108,12 +111,16 @@ def plan_sweep(deployment_path: Path, *, lab: Path | None = None, depths: tuple[
                requests: int = 15, max_tokens: int = 256, workloads: tuple[str, ...] = ("code",),
                first_launch_workloads: tuple[str, ...] = (), baseline: Path | None = None,
                margin: float = DEFAULT_MARGIN, gate_tokens: int = 64, model: bool = True,
-               pairs: int = 2) -> SweepPlan:
-    """Validate the deployment and options; return the declared plan (nothing is started)."""
-    deployment = load_deployment(deployment_path, lab)  # ConfigError (exit 2) when invalid
+               pairs: int = 2, deployment: Deployment | None = None) -> SweepPlan:
+    """Validate the deployment and options; return the declared plan (nothing is started).
+    `deployment`: the file already loaded (a session loads it once), else it is loaded here."""
+    if deployment is None:
+        deployment = load_deployment(deployment_path, lab)  # ConfigError (exit 2) when invalid
     found = spec_source.find(deployment)
     chosen = found.method_for(method)
     model_name, keys = found.keys_for(chosen)
+    if chosen == "ngram" and not same_method(chosen, found.method):
+        keys = dict(NGRAM_EXTRA)
     kept, left_out = split_schedule(keys)
     swept = tuple(sorted(set(depths) | {0}))
     if max_launches is None:
