@@ -128,17 +128,26 @@ def test_roofline_from_the_deployments_profiles_with_the_one_formula():
     assert roofline.compute(None)["status"] == "missing"
 
 
-def test_sweep_statements_use_welch_on_launch_means(tmp_path):
+def test_sweep_statements_restate_the_sweeps_own_welch_tests(tmp_path):
+    """The sweep tests the chosen depth over launch means (sweep.json `comparisons`); the report
+    restates those tests and never re-tests: a changed test in sweep.json changes the report."""
     from sparktriage.report.sweep import sweep_section
+    from sparktriage.sweep.document import build_document as sweep_document
+    from sparktriage.sweep.plan import SweepPlan
+    from sparktriage.sweep.state import SweepState
 
     root = _run(tmp_path, {})
     a, b = [30.1, 31.0, 29.7], [27.2, 27.9, 26.8, 27.5]
-    depths = [{"depth": 0, "launches": [{"label": f"A{i}", "delivered_tok_s": v} for i, v in enumerate(b)]},
-              {"depth": 2, "launches": [{"label": f"B{i}", "delivered_tok_s": v} for i, v in enumerate(a)]},
-              {"depth": 3, "launches": [{"label": "C0", "delivered_tok_s": 29.0}]}]
-    (root / "sweep.json").write_text(json.dumps({"schema_version": 1, "kind": "sweep", "method": "ngram",
-                                                 "workload": "code", "depths": depths,
-                                                 "decision": {"depth": 2, "reason": "fastest"}}))
+    rates = [(0, v) for v in b] + [(2, v) for v in a] + [(3, 29.0)]
+    records = [{"label": f"L{i:03d}", "depth": d, "status": "ok", "reason": None,
+                "request_decode_tok_s": [v], "request_e2e_tok_s": [v], "delivered_tok_s": v,
+                "metadata": {"model": "m"}, "wall_s": 100.0} for i, (d, v) in enumerate(rates, 1)]
+    plan = SweepPlan(deployment_path=str(tmp_path / "d.yaml"), depths_requested=(0, 2, 3),
+                     depths=(0, 2, 3), method="ngram", max_launches=8)
+    doc = sweep_document(plan, SweepState(tmp_path / "sweep", plan, records), tmp_path / "sweep",
+                         "launch budget spent")
+    assert doc["decision"]["depth"] == 2
+    (root / "sweep.json").write_text(json.dumps(doc))
     section = sweep_section(load_run(root))
     versus0, versus3 = section["comparisons"]
     theirs = sps.ttest_ind(a, b, equal_var=False)
@@ -146,8 +155,16 @@ def test_sweep_statements_use_welch_on_launch_means(tmp_path):
     from sparktriage.report.readable import p_value
     assert f"Welch {p_value(theirs.pvalue)}: significant" in versus0["statement"]  # no exponent
     assert versus3["versus"] == 3 and "run more launches" in versus3["statement"]
-    assert section["points"][0]["ci95_low"] == pytest.approx(
-        sps.t.interval(0.95, 3, loc=sum(b) / 4, scale=sps.sem(b))[0])
+    zero = next(p for p in section["points"] if p["depth"] == 0)
+    assert zero["ci95_low"] == pytest.approx(sps.t.interval(0.95, 3, loc=sum(b) / 4, scale=sps.sem(b))[0])
+    # the report reads the numbers; it does not compute them
+    doc["comparisons"][0]["test"].update(p_value=0.41, significant=False)
+    doc["depths"][0].update(mean_tok_s=99.0, ci95_low=98.0, ci95_high=100.0)
+    (root / "sweep.json").write_text(json.dumps(doc))
+    section = sweep_section(load_run(root))
+    assert "Welch p = 0.41: not significant" in section["comparisons"][0]["statement"]
+    zero = next(p for p in section["points"] if p["depth"] == 0)
+    assert (zero["mean"], zero["ci95_low"], zero["ci95_high"]) == (99.0, 98.0, 100.0)
 
 
 def test_synthetic_run_sections_all_present(report_run):

@@ -22,7 +22,6 @@ from sparktriage.config import speculative_flag
 from sparktriage.report.roofline import ceiling_at
 from sparktriage.report.readable import count, duration, p_value, percent, rate, signed_rate
 from sparktriage.report.values import as_dict, as_list, integer, text
-from sparktriage.stats.compare import welch
 
 TIERS = ("correctness", "throughput", "startup", "configuration", "measurement")
 
@@ -151,15 +150,19 @@ def sweep(sections: dict, configured: int | None) -> tuple[list[Finding], list[s
         return [Finding("throughput", f"Speculative depth {chosen} is the sweep's best",
                         f"the sweep chose depth {chosen}" + (" (provisional)" if provisional else ""),
                         evidence, "sweep/decision", fix, gain, "low", 0.0)], []
-    test = welch(base["rates"], best["rates"])
     diff = best["mean"] - base["mean"]
     relative = diff / base["mean"] if base["mean"] else 0.0
-    if test.p_value is None:
+    # the sweep's own test of the chosen depth against this one (sweep.json `comparisons`)
+    test = next((c["test"] for c in sw["comparisons"] if c["versus"] == configured), {})
+    p, significant = test.get("p_value"), bool(test.get("significant"))
+    if not test:
+        sig, confidence = "the sweep gives no test against this depth", "low"
+    elif p is None:
         sig, confidence = "one launch per depth: significance not known", "low"
-    elif test.significant:
-        sig, confidence = f"significant, Welch {p_value(test.p_value)}", "medium" if provisional else "high"
+    elif significant:
+        sig, confidence = f"significant, Welch {p_value(p)}", "medium" if provisional else "high"
     else:
-        sig, confidence = f"not significant, Welch {p_value(test.p_value)}", "low"
+        sig, confidence = f"not significant, Welch {p_value(p)}", "low"
     gain = Gain("measured", f"{signed_rate(diff)} ({'+' if relative >= 0 else '−'}{percent(abs(relative))}) "
                             f"delivered decode, depth {chosen} against the configured depth {configured}; {sig}")
     roof = sections["roofline"]
@@ -174,9 +177,9 @@ def sweep(sections: dict, configured: int | None) -> tuple[list[Finding], list[s
                 f"{count(base['n'], 'launch', 'launches')}; depth {chosen}: {rate(best['mean'])}"
                 f"{share(best['mean'], chosen)} over {count(best['n'], 'launch', 'launches')}"
                 + ("; the decision is provisional" if provisional else ""))
-    if test.p_value is not None and not test.significant:
+    if p is not None and not significant:
         return [], [f"speculative depth: depth {chosen} is not significantly faster than the configured "
-                    f"depth {configured} ({signed_rate(diff)}, Welch {p_value(test.p_value)})"]
+                    f"depth {configured} ({signed_rate(diff)}, Welch {p_value(p)})"]
     return [Finding("throughput", f"Speculative depth {configured} is not the best: use depth {chosen}",
                     observed, evidence, "sweep/decision", fix, gain, confidence, relative)], []
 

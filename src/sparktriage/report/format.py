@@ -1,4 +1,8 @@
-"""Number and text formatting shared by the Markdown and PDF renderers (pure functions)."""
+"""Text formatting shared by the Markdown and PDF renderers (pure functions).
+
+Every number is printed through report.readable (the one number formatter: page one, findings
+and the body print the same value alike, e.g. a roofline share of 4.7% is 4.7% everywhere);
+`number`, `interval` and `percent` here are its table forms."""
 
 from __future__ import annotations
 
@@ -6,7 +10,8 @@ import datetime as _dt
 import re
 
 from sparktriage.textsafe import escape_controls
-from sparktriage.report.readable import duration
+from sparktriage.report.readable import duration, plain
+from sparktriage.report.readable import percent as readable_percent
 from sparktriage.report.values import fixed, scalar
 
 
@@ -14,14 +19,14 @@ def number(value: float | None, digits: int = 1) -> str:
     """A number with fixed decimals, or an en dash when it is unknown."""
     if value is None:
         return "–"
-    return f"{value:,.{digits}f}"
+    return plain(value, digits)
 
 
 def interval(low: float | None, high: float | None, digits: int = 1) -> str:
     """A 95% interval as `[low, high]`, or nothing when it is unknown."""
     if low is None or high is None:
         return "[no interval]"
-    return f"[{low:,.{digits}f}, {high:,.{digits}f}]"
+    return f"[{plain(low, digits)}, {plain(high, digits)}]"
 
 
 def seconds(value: float | None) -> str:
@@ -56,7 +61,8 @@ def cell(value) -> str:
 
 
 def percent(fraction: float | None) -> str:
-    return "–" if fraction is None else f"{fraction * 100:.0f}%"
+    """A fraction as a percentage, as everywhere in the report (readable.percent: 4.7%, 33%)."""
+    return readable_percent(fraction)
 
 
 def pool_notes(pools: list[dict]) -> list[str]:

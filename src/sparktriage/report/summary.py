@@ -11,7 +11,7 @@ from statistics import median
 
 from sparktriage.logs.startup_time import SHORT as STARTUP_SHORT
 from sparktriage.report.format import decision_words, delivered_label, interval, number
-from sparktriage.report.readable import duration
+from sparktriage.report.readable import duration, percent
 
 
 def _pools_to_show(sections: dict) -> list[dict]:
@@ -66,7 +66,7 @@ def headline(sections: dict) -> list[dict]:
     if roof["status"] == "present" and roof.get("fractions"):
         best = max(roof["fractions"], key=lambda f: f["fraction"])
         rows.append({"label": "Share of the bandwidth roofline",
-                     "value": f"{best['fraction'] * 100:.0f}%",
+                     "value": percent(best["fraction"]),
                      "detail": f"{best['what']}: {number(best['delivered_tok_s'])} of "
                                f"{number(best['ceiling_tok_s'])} tok/s ceiling"})
     sweep = sections["sweep"]

@@ -1,21 +1,22 @@
 """The speculative-depth sweep section (`sweep.json`, shape in docs/formats.md).
 
-The sweep stage decides; the report restates its decision next to the evidence: per depth the
-launches, the mean of their delivered tok/s with a t-interval over launches (the launch is the
-unit of replication) and the mean acceptance length, and a Welch t-test of the chosen depth
-against depth 0 and against the runner-up, so that a difference that is not significant is
-said to be so (stats.compare). Per-launch figures are cross-checked with the launch's own
-bench document.
+The sweep stage decides; the report restates its decision next to the evidence, as sweep.json
+gives it (sweep.assess computed it once): per depth the launches, the mean of their delivered
+tok/s with its t-interval over launches (the launch is the unit of replication) and the mean
+acceptance length, and the sweep's Welch t-tests of the chosen depth against depth 0 and against
+the runner-up (`comparisons`), so that a difference that is not significant is said to be so.
+Nothing is re-tested here. A sweep.json without per-depth statistics (another producer's: the
+synthetic run's) has its means summarised from its launches and no comparison. Per-launch
+figures are cross-checked with the launch's own bench document.
 """
 
 from __future__ import annotations
 
 from sparktriage.errors import InputError
 from sparktriage.report.inputs import RunInputs
-from sparktriage.report.readable import p_value
+from sparktriage.report.readable import p_value, plain, signed_rate
 from sparktriage.report.sections import missing
 from sparktriage.report.values import as_dict, as_list, integer, num, text
-from sparktriage.stats.compare import welch
 from sparktriage.stats.summary import summarize
 
 
@@ -72,10 +73,10 @@ def sweep_section(inputs: RunInputs) -> dict:
                              "acceptance_length": num(launch.get("acceptance_length"))})
         rates = [l["delivered_tok_s"] for l in launches if l["delivered_tok_s"] is not None]
         accept = [l["acceptance_length"] for l in launches if l["acceptance_length"] is not None]
-        s = summarize(rates)
+        n, mean, low, high = _stats(entry, rates)
         gate = as_dict(entry.get("gate"))
-        points.append({"depth": entry["depth"], "launches": launches, "n": s.n, "mean": s.mean,
-                       "ci95_low": s.ci95_low, "ci95_high": s.ci95_high, "rates": rates,
+        points.append({"depth": entry["depth"], "launches": launches, "n": n, "mean": mean,
+                       "ci95_low": low, "ci95_high": high, "rates": rates,
                        "acceptance_length": (num(entry.get("acceptance_length"))
                                              if "acceptance_length" in entry
                                              else sum(accept) / len(accept) if accept else None),
@@ -90,18 +91,9 @@ def sweep_section(inputs: RunInputs) -> dict:
     decision = as_dict(doc.get("decision"))
     chosen = integer(decision.get("depth"))
     ranked = sorted((p for p in points if p["mean"] is not None), key=lambda p: -p["mean"])
-    comparisons = []
     by_depth = {p["depth"]: p for p in points}
-    if chosen in by_depth:
-        others = [p for p in ranked if p["depth"] != chosen]
-        against = [by_depth[0]] if 0 in by_depth and chosen != 0 else []
-        if others and others[0] not in against:
-            against.append(others[0])
-        for other in against:
-            test = welch(other["rates"], by_depth[chosen]["rates"])  # B = the chosen depth
-            comparisons.append({"depth": chosen, "versus": other["depth"], "test": test.as_dict(),
-                                "statement": _statement(chosen, other["depth"], test)})
-    elif chosen is not None:
+    comparisons = _comparisons(doc, chosen)
+    if chosen is not None and chosen not in by_depth:
         warnings.append(f"the decision names depth {chosen}, which the sweep did not measure")
     left_out = sorted(str(k) for k in as_dict(as_dict(doc.get("speculative")).get("left_out")))
     if left_out:
@@ -122,6 +114,30 @@ def sweep_section(inputs: RunInputs) -> dict:
             "rule": text(decision.get("rule")) or "black-box",
             "gate_note": text(decision.get("gate_note")),
             "model": model_part(doc.get("model"), by_depth)}
+
+
+def _stats(entry: dict, rates: list[float]) -> tuple[int, float | None, float | None, float | None]:
+    """A depth's launches, mean and 95% interval as sweep.json gives them (over its pooled launch
+    means); summarised from the launch rates only when the document has none."""
+    if "mean_tok_s" in entry:
+        n = integer(entry.get("n"))
+        return (len(rates) if n is None else n, num(entry.get("mean_tok_s")),
+                num(entry.get("ci95_low")), num(entry.get("ci95_high")))
+    s = summarize(rates)
+    return s.n, s.mean, s.ci95_low, s.ci95_high
+
+
+def _comparisons(doc: dict, chosen: int | None) -> list[dict]:
+    """The sweep's own tests of the chosen depth (sweep.json `comparisons`), with a sentence."""
+    out = []
+    for c in as_list(doc.get("comparisons")):
+        c = as_dict(c)
+        depth, other, test = integer(c.get("depth")), integer(c.get("versus")), as_dict(c.get("test"))
+        if depth is None or other is None or depth != chosen:
+            continue
+        out.append({"depth": depth, "versus": other, "test": test,
+                    "statement": _statement(depth, other, test)})
+    return out
 
 
 def model_part(model, by_depth: dict[int, dict]) -> dict | None:
@@ -149,14 +165,15 @@ def model_part(model, by_depth: dict[int, dict]) -> dict | None:
             "inside_kind": next((text(r.get("kind")) for r in ratios if isinstance(r, dict)), None)}
 
 
-def _statement(depth: int, other: int, test) -> str:
-    if test.difference is None:
-        return f"depth {depth} vs depth {other}: {test.verdict}"
-    if test.p_value is None:
-        return (f"depth {depth} vs depth {other}: {test.difference:+.2f} tok/s; {test.verdict} "
+def _statement(depth: int, other: int, test: dict) -> str:
+    difference, p, verdict = num(test.get("difference")), num(test.get("p_value")), text(test.get("verdict"))
+    if difference is None:
+        return f"depth {depth} vs depth {other}: {verdict}"
+    if p is None:
+        return (f"depth {depth} vs depth {other}: {signed_rate(difference)}; {verdict} "
                 "(run more launches)")
-    return f"depth {depth} vs depth {other}: {test.difference:+.2f} tok/s, Welch {p_value(test.p_value)}: " + (
-        "significant at the 5% level" if test.significant else "not significant at the 5% level")
+    return f"depth {depth} vs depth {other}: {signed_rate(difference)}, Welch {p_value(p)}: " + (
+        "significant at the 5% level" if test.get("significant") else "not significant at the 5% level")
 
 
 # ---- the section as rows and lines, shared by the Markdown and PDF renderers -----------------
@@ -165,7 +182,7 @@ HEADERS = ["depth", "launches", "mean tok/s", "95% CI over launches", "acceptanc
 
 
 def _fmt(value: float | None, digits: int = 2) -> str:
-    return "–" if value is None else f"{value:.{digits}f}"
+    return "–" if value is None else plain(value, digits)
 
 
 def sweep_rows(section: dict) -> list[list[str]]:

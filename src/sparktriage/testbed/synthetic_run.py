@@ -311,8 +311,21 @@ def make_run(root: Path, spec: SyntheticSpec = SyntheticSpec()) -> Path:
         _write_raw(root / "sweep.json", {
             "schema_version": 1, "kind": "sweep", "synthetic": True, "method": "ngram",
             "workload": spec.workloads[0], "depths": points,
-            "decision": {"depth": best["depth"], "reason": "highest mean delivered tok/s"}})
+            "decision": {"depth": best["depth"], "reason": "highest mean delivered tok/s"},
+            "comparisons": _comparisons(points, best["depth"])})
     return root
+
+
+def _comparisons(points: list[dict], chosen: int) -> list[dict]:
+    """The chosen depth's Welch tests against depth 0 and the runner-up, as the sweep writes them
+    (sweep.document `comparisons`), over the launches' delivered rates."""
+    from sparktriage.stats.compare import welch
+    rates = {p["depth"]: [l["delivered_tok_s"] for l in p["launches"]] for p in points}
+    others = sorted((d for d in rates if d != chosen and rates[d]),
+                    key=lambda d: -sum(rates[d]) / len(rates[d]))
+    against = ([0] if 0 in others else []) + [d for d in others[:1] if d != 0]
+    return [{"depth": chosen, "versus": d, "test": welch(rates[d], rates[chosen]).as_dict()}
+            for d in against]
 
 
 def planted_values() -> list[str]:
