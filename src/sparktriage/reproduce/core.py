@@ -29,6 +29,7 @@ from sparktriage.reproduce.importers.compose import import_compose
 from sparktriage.reproduce.importers.deployment import import_deployment
 from sparktriage.reproduce.importers.docker import import_docker
 from sparktriage.reproduce.importers.envdump import import_env
+from sparktriage.reproduce.importers.recipe import import_recipe
 from sparktriage.reproduce.importers.serve import import_script
 from sparktriage.reproduce.labfacts import read_capture
 from sparktriage.reproduce.labplan import plan_for
@@ -60,6 +61,8 @@ def import_input(path: Path, secrets: Placeholders) -> Imported:
         return import_compose(path, ctx)
     if kind == "deployment":
         return import_deployment(path, ctx)
+    if kind == "recipe":
+        return import_recipe(path, ctx)
     if kind == "collect-env":
         return import_collect_env(text, ctx)
     if kind == "env":

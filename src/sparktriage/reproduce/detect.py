@@ -14,7 +14,9 @@ from pathlib import Path
 import yaml
 
 from sparktriage.errors import InputError
-from sparktriage.reproduce.importers import collect_env, deployment, envdump
+from sparktriage import yamlsafe
+from sparktriage.limits import LimitError
+from sparktriage.reproduce.importers import collect_env, deployment, envdump, recipe
 from sparktriage.reproduce.shell import MAX_INPUT_BYTES
 
 _DOCKER = re.compile(r"(?m)^\s*(?:sudo\s+)?(?:\S*/)?(?:docker|podman)\s+(?:container\s+)?run\b")
@@ -47,8 +49,8 @@ def _yaml(text: str):
     if not re.search(r"(?m)^[A-Za-z_][A-Za-z0-9_-]*:\s", text + " "):
         return None
     try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError:
+        return yamlsafe.load(text, "input")[0]  # bounded (anchors expand within the limit)
+    except (yaml.YAMLError, LimitError):
         return None
 
 
@@ -59,6 +61,8 @@ def detect(text: str) -> str:
             return "compose"
         if deployment.looks_like(data):
             return "deployment"
+        if recipe.looks_like_recipe(data):
+            return "recipe"
     if collect_env.looks_like(text):
         return "collect-env"
     text = re.sub(r"\\\r?\n", " ", text)  # line continuations

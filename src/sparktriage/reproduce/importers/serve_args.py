@@ -10,7 +10,9 @@ importers use it for the serve command they find.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from sparktriage.config import speculative_legacy
@@ -99,6 +101,7 @@ def parse_serve(prefix: list[str], form: str, args: list[str], ctx: Ctx) -> Serv
         ctx.note("python -m vllm.entrypoints.openai.api_server is written as `vllm serve` "
                  "(same options)")
     seen = _Seen()
+    args = _with_config(list(args), ctx)
     i = 0
     while i < len(args):
         i = _argument(args, i, out, seen, ctx)
@@ -107,6 +110,25 @@ def parse_serve(prefix: list[str], form: str, args: list[str], ctx: Ctx) -> Serv
     if "path" not in out.deployment["model"]:
         raise InputError(f"{ctx.source}: the serve command names no model")
     return out
+
+
+def _with_config(args: list[str], ctx: Ctx) -> list[str]:
+    """`--config FILE.yaml` replaced by the file's options, laid under the command line (vLLM's
+    order: the command line wins); the file is read relative to the input (recipe.py)."""
+    from sparktriage.reproduce.importers.recipe import read_config
+    for i, word in enumerate(args):
+        if word == "--config" and i + 1 < len(args) or word.startswith("--config="):
+            ref = word.partition("=")[2] if "=" in word else args[i + 1]
+            rest = args[:i] + args[i + (1 if "=" in word else 2):]
+            base = Path(os.path.abspath(ctx.source)).parent
+            from_file = read_config(ref, base, ctx, f"--config {ref}")
+            if from_file is None:
+                return rest
+            if from_file and not from_file[0].startswith("-") and rest and \
+                    not rest[0].startswith("-"):
+                from_file = from_file[1:]  # the command line names the model
+            return from_file + rest
+    return args
 
 
 def _argument(args: list[str], i: int, out: Serve, seen: _Seen, ctx: Ctx) -> int:
