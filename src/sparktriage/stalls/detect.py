@@ -15,9 +15,17 @@ each node's timeline (docs/stalls.md):
 - crawl: the weight read ran below `crawl_floor_bps` (checkpoint size from the log), or lasted
   `crawl_s` when the size is unknown;
 - asymmetry: one node read its weights `asym_ratio` times slower than the others' median,
-  which holds every other rank at its next collective.
+  which holds every other rank at its next collective;
+- wait: vLLM, Ray, torch or huggingface_hub say how long they have waited (a shm broadcast
+  block, a placement group, a collective, the TCPStore, a file lock, a hub retry): the stated
+  time counts as stall time, back from the line, even where the excerpt starts later.
 
-A start that ended with an error before becoming ready also yields a `failure` period.
+A silence that ends at a line vLLM writes after work of a known kind (`budget:` markers: a
+graph compiled, a warmup or profiling run that took N s, when N covers the silence) gets that
+work's budget (`compile_cold_s`, `warmup_s`) and belongs to that line's phase.
+
+Every error `sparktriage logs` counts is a `failure` period (failures.py), in the phase where
+it happened, `serving` included.
 """
 
 from __future__ import annotations
@@ -25,9 +33,10 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
+from sparktriage.stalls import failures
 from sparktriage.stalls.inputs import Evidence
 from sparktriage.stalls.params import DetectParams
-from sparktriage.stalls.markers import Mark, MarkerSet, NodeTimeline, build_timeline
+from sparktriage.stalls.markers import SERVING, Mark, MarkerSet, NodeTimeline, build_timeline
 
 _BAR_MARKERS = ("shard_bar",)
 # the rule whose cause a cold compile within its budget shows (the observation's `cause`)
@@ -62,6 +71,7 @@ class Detection:
     periods: list[Period]
     params: DetectParams
     observations: list[dict] = field(default_factory=list)  # long but expected silences
+    teardown_errors: dict[str, int] = field(default_factory=dict)  # node -> errors after a stop
 
 
 # Phases whose duration is the machine's work (imports, compile, reads, profiling): their
@@ -82,16 +92,21 @@ class Budget:
     cache_unusable: str | None = None  # why vLLM could not load the compile cache it found
 
     def allowed(self, phase: str, base: float, params: DetectParams,
-                checkpoint_bytes: float | None) -> tuple[float, str]:
-        """The silence allowed in `phase` for a gap whose base allowance is `base`."""
+                checkpoint_bytes: float | None, work: str | None = None) -> tuple[float, str]:
+        """The silence allowed in `phase` for a gap whose base allowance is `base`; `work`:
+        the kind of work the line that ended the gap says was done (compile, warmup)."""
         allowed, why = base, f"{base:.0f} s"
-        if phase == "compile" and self.compile_cold:
+        if work == "compile":
+            allowed, why = max(base, params.compile_cold_s), "a graph compiled (vLLM says so)"
+        elif work == "warmup":
+            allowed, why = max(base, params.warmup_s), "a warmup or profiling run"
+        elif phase == "compile" and self.compile_cold:
             allowed, why = max(base, params.compile_cold_s), "a cold compile cache"
         elif phase == "weight_read" and checkpoint_bytes:
             expected = checkpoint_bytes / params.crawl_floor_bps
             if expected > allowed:
                 allowed, why = expected, f"{checkpoint_bytes / 1024 ** 3:.1f} GiB to read"
-        if phase in _COMPUTE_PHASES and self.load_factor > 1.0:
+        if (phase in _COMPUTE_PHASES or work) and self.load_factor > 1.0:
             allowed *= self.load_factor
             why += f", load {self.load_factor:.1f} per core"
         return allowed, why
@@ -190,6 +205,33 @@ def _allowed_gap(following: list[Mark], seen_processes: set, markers: MarkerSet,
     return params.silence_s
 
 
+_WORK_LOOKAHEAD_S = 1.0  # "Cache the graph ..." and "Compiling a graph ... takes" come together
+
+
+def _covers(took: float, gap: float) -> bool:
+    """A stated duration accounts for a silence when it is (nearly) as long: 1-second stamps
+    and the lines around the work leave a few seconds unaccounted."""
+    return took >= 0.8 * gap - 3.0
+
+
+def _work(following: list[Mark], gap: float, markers: MarkerSet) -> tuple[str, Mark] | None:
+    """The kind of work that the lines ending a gap say was done during it, and the line.
+    A line that states how long the work took accounts for the gap only when that time
+    covers it."""
+    first = following[0].t
+    for mark in following:
+        if mark.t > first + _WORK_LOOKAHEAD_S:
+            break
+        for name in mark.markers:
+            kind = markers.markers[name].budget
+            if kind is None:
+                continue
+            took = markers.stated(name, mark.event.message, "took_s")
+            if took is None or _covers(took, gap):
+                return kind, mark
+    return None
+
+
 def _observe(observations: list[dict], timeline: NodeTimeline, prev: Mark, nxt_t: float,
              phase: str, text: str, cause: str | None = None) -> None:
     """An expected silence; `cause`: the id of the rule whose cause it shows, if any."""
@@ -225,13 +267,22 @@ def _silences(timeline: NodeTimeline, progress: list[Mark], markers: MarkerSet,
             continue
         phase = timeline.phase_at(prev.t)
         base = _allowed_gap(progress[i + 1:i + 40], seen, markers, params)
-        allowed, why = budget.allowed(phase, base, params, timeline.checkpoint_bytes)
+        work = _work(progress[i + 1:i + 20], gap, markers)
+        if work is not None:  # the silence was that line's work: its phase, its budget
+            phase = timeline.phase_at(work[1].t)
+        allowed, why = budget.allowed(phase, base, params, timeline.checkpoint_bytes,
+                                      work[0] if work else None)
         peer = _waited_for_peers(timeline, budget, prev.t, nxt.t, params)
         if peer is not None:
             _observe(observations, timeline, prev, nxt.t, phase,
                      f"waited {gap:.0f} s at the rendezvous for {peer}, the last rank to arrive")
         elif gap < allowed:
-            if phase == "compile" and budget.compile_cold:
+            if work is not None and work[0] == "warmup":
+                _observe(observations, timeline, prev, nxt.t, phase,
+                         f"{gap:.0f} s in a warmup or profiling run, within the {allowed:.0f} s "
+                         f"expected ({why}; vLLM: {work[1].event.message.strip()[:120]})")
+            elif (phase == "compile" and budget.compile_cold) or \
+                    (work is not None and work[0] == "compile"):
                 _observe(observations, timeline, prev, nxt.t, phase,
                          _cold_compile_text(gap, budget.cache_unusable), COLD_COMPILE_CAUSE)
             elif gap >= base:
@@ -239,9 +290,12 @@ def _silences(timeline: NodeTimeline, progress: list[Mark], markers: MarkerSet,
                          f"{gap:.0f} s without a line in {phase}, within the {allowed:.0f} s "
                          f"expected ({why})")
         else:
+            facts = {"allowed_s": round(allowed, 1)}
+            if work is not None:
+                facts["work"] = work[0]
             out.append(Period(timeline.node, "stall", prev.t, nxt.t, phase,
                               ["silence"], f"no progress for {gap:.0f} s", last_line=prev,
-                              facts={"allowed_s": round(allowed, 1)}))
+                              facts=facts))
     if progress and timeline.ready_at is None and timeline.failed_at is None:
         last = progress[-1]
         end = timeline.stopped_at or timeline.end
@@ -299,18 +353,83 @@ def _failure_text(mark: Mark, markers: MarkerSet) -> str:
     return lines[0] if lines else mark.event.message
 
 
-def _failure(timeline: NodeTimeline, progress: list[Mark], markers: MarkerSet) -> Period | None:
-    if timeline.failed_at is None:
-        return None
-    first = timeline.failed_mark or next(m for m in timeline.marks if m.t >= timeline.failed_at)
-    end = max(timeline.failed_at, timeline.marks[-1].t)
-    before = [m for m in progress if m.t < timeline.failed_at]
-    # what led to the failure (a silent wait, a crawl) is evidence for its cause too
-    return Period(timeline.node, "failure", timeline.failed_at, end,
-                  timeline.phase_at(timeline.failed_at), ["failure"],
-                  f"the start failed: {_failure_text(first, markers)[:200]}",
-                  last_line=before[-1] if before else None,
-                  evidence_from=before[-1].t if before else None)
+def _failures(timeline: NodeTimeline, found: list[failures.Episode], progress: list[Mark],
+              markers: MarkerSet) -> tuple[list[Period], int]:
+    """A failure period per error episode (teardown after a stop excepted, counted apart)."""
+    out: list[Period] = []
+    teardown = 0
+    for episode in found:
+        if failures.is_teardown(timeline, episode):
+            teardown += len(episode.marks)
+            continue
+        first = episode.marks[0]
+        if timeline.failed_at is not None and first.t <= timeline.failed_at <= episode.end:
+            first = timeline.failed_mark or first  # the line that ended the start
+        else:
+            first = failures.telling(episode, markers)
+        start = episode.start
+        is_end = timeline.failed_at is not None and start <= timeline.failed_at <= episode.end
+        end = max(episode.end, timeline.marks[-1].t) if is_end else episode.end
+        before = [m for m in progress if m.t < start]
+        phase = timeline.phase_at(start)
+        what = "the server failed" if phase == SERVING else (
+            "the start failed" if is_end else "an error")
+        # what led to the failure (a silent wait, a crawl) is evidence for its cause too
+        out.append(Period(timeline.node, "failure", start, end, phase, ["failure"],
+                          f"{what}: {_failure_text(first, markers)[:200]}",
+                          last_line=before[-1] if before else None,
+                          evidence_from=before[-1].t if before else None,
+                          facts={"errors": len(episode.marks)}))
+    return out, teardown
+
+
+def _waits(timeline: NodeTimeline, markers: MarkerSet, params: DetectParams,
+           budget: Budget, observations: list[dict]) -> list[Period]:
+    """Stall time that vLLM, Ray, torch or huggingface_hub state: each waiting line covers
+    the time it says it waited, back from the line; covered spans that touch (within
+    `silence_s`) are one wait. A wait longer than its phase's budget is a stall."""
+    spans: list[tuple[float, float, Mark, str]] = []
+    for mark in timeline.marks:
+        for name in mark.markers:
+            if not markers.markers[name].states_wait:
+                continue
+            waited = markers.stated(name, mark.event.message, "wait_s")
+            if waited:
+                spans.append((mark.t - waited, mark.t, mark, name))
+                break
+    runs: list[list[tuple[float, float, Mark, str]]] = []
+    for span in sorted(spans, key=lambda s: s[0]):
+        if runs and span[0] <= max(s[1] for s in runs[-1]) + params.silence_s:
+            runs[-1].append(span)
+        else:
+            runs.append([span])
+    out = []
+    for run in runs:
+        start, end = min(s[0] for s in run), max(s[1] for s in run)
+        first = min(run, key=lambda s: s[2].t)[2]
+        phase = timeline.phase_at(first.t)
+        allowed, why = budget.allowed(phase, params.silence_s, params, timeline.checkpoint_bytes)
+        duration = end - start
+        if duration < max(params.min_stall_s, allowed):
+            if duration >= params.silence_s:
+                observations.append({"node": timeline.node, "phase": phase, "start": start,
+                                     "end": end, "duration_s": round(duration, 3),
+                                     "text": f"waited {duration:.0f} s as the log states, within "
+                                             f"the {allowed:.0f} s expected ({why})",
+                                     "cause": None})
+            continue
+        names = sorted({s[3] for s in run})
+        line = first.event.message.split("\n", 1)[0].strip()
+        last = None
+        for mark in timeline.marks:
+            if mark.t < start and not any(not markers.markers[n].progress for n in mark.markers):
+                last = mark
+        out.append(Period(timeline.node, "stall", start, end, phase, ["wait"],
+                          f"the log states {duration:.0f} s of waiting ({len(run)} line"
+                          f"{'s' if len(run) > 1 else ''}): {line[:160]}", last_line=last,
+                          facts={"stated_wait_s": round(duration, 1), "wait_lines": len(run),
+                                 "waits": names}))
+    return out
 
 
 def _merge(periods: list[Period]) -> list[Period]:
@@ -372,6 +491,12 @@ def detect(evidence: Evidence, markers: MarkerSet, params: DetectParams | None =
                 and timeline.stopped_at is None:
             timeline.ready_at = min(ready)
     observations: list[dict] = []
+    keys = failures.error_keys(evidence.logs)
+    episodes: dict[str, list[failures.Episode]] = {}
+    teardown_errors: dict[str, int] = {}
+    for name, timeline in timelines.items():
+        episodes[name] = failures.episodes(failures.error_marks(timeline, keys, markers),
+                                           params.silence_s, timeline.ready_at)
     for name, timeline in timelines.items():
         progress = _progress_marks(timeline, markers)
         budget = _budget(timeline, timelines, markers, evidence.nodes.get(name), params)
@@ -381,15 +506,17 @@ def detect(evidence: Evidence, markers: MarkerSet, params: DetectParams | None =
         crawl = _crawl(timeline, progress, params)
         if crawl:
             found.append(crawl)
-        failure = _failure(timeline, progress, markers)
-        if failure:
-            found.append(failure)
+        found += _waits(timeline, markers, params, budget, observations)
+        failed, teardown = _failures(timeline, episodes[name], progress, markers)
+        found += failed
+        teardown_errors[name] = teardown
         periods += found
     periods += _asymmetry(timelines, params)
     periods = _merge(periods)
     _mark_held(periods)
     return Detection(timelines, sorted(periods, key=lambda p: (p.start, p.node)), params,
-                     sorted(observations, key=lambda o: (o["start"], o["node"])))
+                     sorted(observations, key=lambda o: (o["start"], o["node"])),
+                     teardown_errors=teardown_errors)
 
 
 def _mark_held(periods: list[Period]) -> None:

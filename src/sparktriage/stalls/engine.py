@@ -94,7 +94,7 @@ def score_rule(compiled: CompiledRule, period: Period, evaluator: Evaluator) -> 
     if period.kind not in rule.kinds:
         return Score(rule, EXCLUDED, 0.0, 0.0, {}, (), gate=f"applies to {', '.join(rule.kinds)}, "
                      f"not to a {period.kind}")
-    if "any" not in rule.phases and period.phase not in rule.phases:
+    if "any" not in rule.phases and period.phase is not None and period.phase not in rule.phases:
         return Score(rule, EXCLUDED, 0.0, 0.0, {}, (),
                      gate=f"does not stall in phase {period.phase} ({', '.join(rule.phases)})")
     names = list(dict.fromkeys([n for n, _ in compiled.literals] + list(rule.support)))

@@ -5,15 +5,20 @@ many lines that match no marker before any single pattern is tried. The timeline
 node, the phase at any time (the startup phases of the log parser, `logs.timeline`, so
 that `stalls` and `logs` name phases alike), when the start became ready or failed, the shard
 progress bar and the checkpoint size the log announced.
+
+Lines the log parser could not time (the first lines of a pasted excerpt, a traceback's
+continuation) take the time of the nearest timed line before them (after them at the top of
+an excerpt) and are read for markers like any other. After the start became ready the phase is
+`serving`: an error or a stated wait there is still a finding, in that phase.
 """
 
 from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from sparktriage.logs.catalog import PHASES
+from sparktriage.logs.catalog import PHASES, match_message
 from sparktriage.logs.events import LogEvent
 from sparktriage.logs.timeline import Timeline
 from sparktriage.stalls.schema import Marker, Vocabulary
@@ -21,10 +26,12 @@ from sparktriage.stalls.schema import Marker, Vocabulary
 _BAR = re.compile(r"(\d+)%[^|]*\|\s*(\d+)/(\d+)")
 _SIZE = re.compile(r"Checkpoint size: ([\d.]+) GiB")
 _GIB = 1024 ** 3
+SERVING = "serving"  # the phase after the start became ready (not a startup phase of logs/)
 
 
 def _scoped(pattern: str) -> str:
     """A pattern with a leading global flag turned into a scoped group, for alternation."""
+    pattern = re.sub(r"\(\?P<\w+>", "(?:", pattern)  # names repeat across markers
     match = re.match(r"^\(\?([aiLmsux]+)\)", pattern)
     if match:
         return f"(?{match.group(1)}:{pattern[match.end():]})"
@@ -41,6 +48,25 @@ class MarkerSet:
         self.compiled = {name: re.compile(m.pattern, re.M) for name, m in self.markers.items()}
         self.any = re.compile("|".join(_scoped(m.pattern) for m in self.markers.values()), re.M)
         self.phases = list(PHASES)
+
+    def stated(self, name: str, message: str, group: str) -> float | None:
+        """What a marked line states in a named group, in seconds (`wait_s`, `wait_ms`, `took_s`),
+        or None when the line does not say."""
+        rx = self.compiled[name]
+        if group == "wait_s":
+            keys = (("wait_s", 1.0), ("wait_ms", 0.001))
+        else:
+            keys = ((group, 1.0),)
+        if not any(key in rx.groupindex for key, _ in keys):
+            return None
+        found = rx.search(message)
+        if found is None:
+            return None
+        for key, scale in keys:
+            value = found.groupdict().get(key)
+            if value:
+                return float(value) * scale
+        return None
 
     def match(self, message: str) -> tuple[str, ...]:
         if not self.any.search(message):
@@ -78,13 +104,16 @@ class NodeTimeline:
     weight_start: float | None = None
     weight_end: float | None = None
 
-    def phase_at(self, t: float) -> str:
-        """The phase that had started at t (the first phase before any)."""
+    def phase_at(self, t: float) -> str | None:
+        """The phase that had started at t (the first phase before any); `serving` once ready;
+        None when the log names no phase at all (an excerpt of waiting lines)."""
+        if self.ready_at is not None and t >= self.ready_at:
+            return SERVING
         times = [p[0] for p in self.phase_points]
         i = bisect.bisect_right(times, t) - 1
         if i >= 0:
             return self.phase_points[i][1]
-        return self.phase_points[0][1] if self.phase_points else PHASES[0]
+        return self.phase_points[0][1] if self.phase_points else None
 
     def lines(self, start: float, end: float) -> list[Mark]:
         times = [m.t for m in self.marks]
@@ -101,17 +130,26 @@ class NodeTimeline:
         return self.ready_at or self.failed_at or self.stopped_at or self.end
 
 
+def _anchored(phase) -> bool:
+    """A phase the log names. The log parser opens `resolve` at the first timed line; when
+    that line anchors no startup phase (an excerpt that starts mid-way, with a waiting line
+    or a traceback) the phase there is unknown, not `resolve`."""
+    if phase.name != PHASES[0] or not phase.anchor:
+        return True
+    return any(hit.rule.phase for hit in match_message(phase.anchor))
+
+
 def build_timeline(node: str, events: list[LogEvent], markers: MarkerSet,
                    end_hint: float | None, attempts: list[Timeline] | None = None
                    ) -> NodeTimeline | None:
-    timed = [e for e in events if e.t is not None]
+    timed = attach_untimed(events)
     if not timed:
         return None
     marks = [Mark(e.t, e, markers.match(e.message)) for e in timed]
     end = max(timed[-1].t, end_hint or timed[-1].t)
     timeline = NodeTimeline(node, marks, start=timed[0].t, end=end)
     timeline.phase_points = [(p.start, p.name) for attempt in attempts or []
-                             for p in attempt.phases]
+                             for p in attempt.phases if _anchored(p)]
     timeline.phase_points.sort(key=lambda p: p[0])
     for mark in marks:
         for name in mark.markers:
@@ -127,7 +165,7 @@ def build_timeline(node: str, events: list[LogEvent], markers: MarkerSet,
                 timeline.weight_start = mark.t
             if name in ("weights_loaded", "model_loaded") and timeline.weight_end is None:
                 timeline.weight_end = mark.t
-            if name == "shard_bar" and mark.event.t_source != "inferred":
+            if name == "shard_bar" and mark.event.t_source not in ("inferred", "attached"):
                 # a bar line without a time of its own (plain logs) cannot date progress
                 bar = _BAR.search(mark.event.message)
                 if bar:
@@ -141,6 +179,28 @@ def build_timeline(node: str, events: list[LogEvent], markers: MarkerSet,
                 timeline.failed_at, timeline.failed_mark = mark.t, mark
                 break
     return timeline
+
+
+def attach_untimed(events: list[LogEvent]) -> list[LogEvent]:
+    """Every event with a time: an untimed one takes the time of the nearest timed event
+    before it in its input (after it, at the top of an input), `t_source` "attached"."""
+    out: list[LogEvent] = []
+    pending: list[LogEvent] = []
+    last: dict[str, float] = {}
+    for event in events:
+        if event.t is not None:
+            for early in pending:
+                if early.origin == event.origin:
+                    out.append(replace(early, t=event.t, t_source="attached"))
+            pending = [e for e in pending if e.origin != event.origin]
+            last[event.origin] = event.t
+            out.append(event)
+        elif event.origin in last:
+            out.append(replace(event, t=last[event.origin], t_source="attached"))
+        else:
+            pending.append(event)
+    out.sort(key=lambda e: e.t)  # stable: an input's own order is kept at equal times
+    return out
 
 
 def matching_line(message: str, rx: re.Pattern) -> str:

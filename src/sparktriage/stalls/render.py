@@ -39,7 +39,7 @@ def render(document: dict) -> View:
     for i, f in enumerate(findings, 1):
         v = f["verdict"]
         out.append("")
-        out.append(f"[{i}] {f['kind']} on {f['node']} in {f['phase']}: {_rel(f['start'], origin)} "
+        out.append(f"[{i}] {f['kind']} on {f['node']} in {f['phase'] or 'an unknown phase'}: {_rel(f['start'], origin)} "
                    f"for {f['duration_s']:.0f} s{' (until observation ended)' if f['open_ended'] else ''}"
                    f" - {f['reason']}")
         if f.get("held_by"):

@@ -19,6 +19,10 @@ Scope = Literal["last", "before", "during", "until_end", "anywhere"]
 Status = Literal["experimental", "test", "stable", "deprecated"]
 Kind = Literal["stall", "failure"]
 ID_PATTERN = r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$"
+# named groups a marker pattern may use: how long the line says it has waited (seconds or
+# milliseconds: vLLM's shm broadcast and placement-group waits, torch's watchdog and store),
+# and how long the work it reports took (a warmup run, a graph compile)
+STATED_GROUPS = ("wait_s", "wait_ms", "took_s")
 TEST_KEYS = ("signal", "log", "log_match", "frames", "dmesg", "children", "phase", "all", "any",
              "use")
 
@@ -144,13 +148,26 @@ class Marker(_Strict):
     stopped: bool = Field(False, description="the server was stopped from outside")
     exclusive: bool = Field(False, description="a line it matches matches only exclusive "
                             "markers (lines quoted from another program, e.g. the Ray watcher)")
+    budget: Literal["compile", "warmup"] | None = Field(
+        None, description="a silence that ends at this line was work of this kind (vLLM says "
+        "so, e.g. 'Initial profiling/warmup run took 94 s') and gets that budget")
     description: str | None = None
 
     @field_validator("pattern")
     @classmethod
     def _regex(cls, value: str) -> str:
         _check_regexes([value])
+        unknown = set(re.compile(value).groupindex) - set(STATED_GROUPS)
+        if unknown:
+            raise ValueError(f"unknown named group(s) {', '.join(sorted(unknown))}: a marker "
+                             f"may name only {', '.join(STATED_GROUPS)}")
         return value
+
+    @property
+    def states_wait(self) -> bool:
+        """The line states how long something has waited (`wait_s`/`wait_ms` groups)."""
+        groups = re.compile(self.pattern).groupindex
+        return "wait_s" in groups or "wait_ms" in groups
 
 
 class Vocabulary(_Strict):

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from sparktriage.errors import SourceLocation
 from sparktriage.logs.catalog import PHASES
+from sparktriage.stalls.markers import SERVING
 from sparktriage.stalls import expr
 from sparktriage.stalls.loader import LoadedRule, Problem, RuleSet
 from sparktriage.stalls.schema import Condition
@@ -153,7 +154,7 @@ class Vocabulary(Validator):
 
     def check(self, loaded, ruleset):
         vocab = ruleset.vocabulary
-        phases = set(PHASES)  # the log parser's startup phases (docs/logs.md)
+        phases = set(PHASES) | {SERVING}  # the log parser's startup phases (docs/logs.md)
         markers = set(vocab.markers) if vocab else set()
         for phase in loaded.rule.phases:
             if phase != "any" and phase not in phases:

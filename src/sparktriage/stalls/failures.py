@@ -1,0 +1,81 @@
+"""One failure model for `logs` and `stalls`: every error `logs` counts is a failure here.
+
+`sparktriage logs` counts as errors ERROR/CRITICAL records, tracebacks, bare exception lines
+and fatal signatures (logs/facts.py). The stall classifier takes that list as it is (the same
+lines, matched by input and line number), groups each node's errors into episodes (errors less
+than `silence_s` apart: one crash logs a burst of them) and makes each episode a `failure`
+period in the phase where it happened, `serving` included. So the two commands never disagree
+on whether, where and how often a start or a server failed: the errors of all failure findings
+add up to the `errors_total` of `logs`, except errors logged after the server was stopped from
+outside (its teardown), which are counted apart.
+
+A vocabulary marker with `failure: true` names the error a start died of (EngineCore failed to
+start, a store timeout, ptxas): the start ends there. Other errors do not end it: a start that
+logs an error and then says nothing more while observation goes on is also a hang (a Ray
+worker killed mid-load leaves the others waiting), and is reported as both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sparktriage.stalls.markers import Mark, MarkerSet, NodeTimeline
+
+
+@dataclass
+class Episode:
+    """A burst of error lines on one node."""
+
+    marks: list[Mark] = field(default_factory=list)
+
+    @property
+    def start(self) -> float:
+        return self.marks[0].t
+
+    @property
+    def end(self) -> float:
+        return self.marks[-1].t
+
+
+def error_keys(logs_document: dict) -> set[tuple[str, int]]:
+    """(input, line number) of every error the `logs` document lists."""
+    return {(str(e.get("origin")), int(e["line"])) for e in logs_document.get("errors") or []
+            if isinstance(e, dict) and isinstance(e.get("line"), int)}
+
+
+def error_marks(timeline: NodeTimeline, keys: set[tuple[str, int]],
+                markers: MarkerSet) -> list[Mark]:
+    """The node's lines that `logs` counts as errors, plus lines a failure marker names
+    (a failure marker on a line `logs` reads as INFO still ends the start)."""
+    out = []
+    for mark in timeline.marks:
+        key = (str(mark.event.origin), mark.event.line_no)
+        if key in keys or any(markers.markers[n].failure for n in mark.markers):
+            out.append(mark)
+    return out
+
+
+def episodes(marks: list[Mark], gap_s: float, ready_at: float | None = None) -> list[Episode]:
+    """Errors less than `gap_s` apart form one episode; becoming ready separates episodes."""
+    out: list[Episode] = []
+    for mark in marks:
+        prev = out[-1].marks[-1] if out else None
+        crosses = ready_at is not None and prev is not None and prev.t < ready_at <= mark.t
+        if prev is not None and mark.t - prev.t <= gap_s and not crosses:
+            out[-1].marks.append(mark)
+        else:
+            out.append(Episode([mark]))
+    return out
+
+
+def is_teardown(timeline: NodeTimeline, episode: Episode) -> bool:
+    """Errors logged after the server was stopped from outside belong to its teardown."""
+    return timeline.stopped_at is not None and episode.start >= timeline.stopped_at
+
+
+def telling(episode: Episode, markers: MarkerSet) -> Mark:
+    """The line of an episode that names the error: a failure marker's, else the first."""
+    for mark in episode.marks:
+        if any(markers.markers[n].failure for n in mark.markers):
+            return mark
+    return episode.marks[0]
