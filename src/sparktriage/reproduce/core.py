@@ -23,6 +23,7 @@ from sparktriage.reproduce import diff as diffing
 from sparktriage.reproduce import facts as trapfacts
 from sparktriage.reproduce import traps as trapcheck
 from sparktriage.reproduce.detect import detect, read_input
+from sparktriage.reproduce.envcheck import unknown_vllm_env
 from sparktriage.reproduce.importers.collect_env import import_collect_env
 from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.importers.compose import import_compose
@@ -32,7 +33,7 @@ from sparktriage.reproduce.importers.envdump import import_env
 from sparktriage.reproduce.importers.recipe import import_recipe
 from sparktriage.reproduce.importers.serve import import_script
 from sparktriage.reproduce.labfacts import read_capture
-from sparktriage.reproduce.labplan import plan_for
+from sparktriage.reproduce.labplan import place_ranks, plan_for
 from sparktriage.reproduce.model import (ClientNode, Facts, Imported, InputRef, LabPlan,
                                          ReproduceResult)
 from sparktriage.reproduce.nodemap import assign
@@ -123,11 +124,15 @@ def reproduce(inputs: list[Path], lab: Path | None, node_map: dict[str, str] | N
         raise InputError("no input names a model to serve (give the serve line, docker run, "
                          "compose file or deployment YAML besides environment captures)")
     lab_value, lab_model, lab_name = _load_lab(lab, imported)
+    client_nodes, rank_statements = place_ranks(
+        client_dep, client_nodes, lab_model, lab_value is not LOCAL_LAB,
+        _client_gpu(client_facts), str(inputs[0]))
     lab_names = _lab_order(lab_model)
     pairs = assign([n.name for n in client_nodes], lab_names, node_map or {})
     used = [lab_node for _, lab_node in pairs]
     client_gpu = _client_gpu(client_facts)
-    statements = _statements(client_nodes, client_dep, client_gpu, lab_model, lab_names, used)
+    statements = rank_statements + _statements(client_nodes, client_dep, client_gpu, lab_model,
+                                               lab_names, used)
     dep = _lab_deployment(client_dep, client_nodes, pairs, lab_value)
     model, normalized = _validated(dep, secrets, imported)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -145,7 +150,9 @@ def reproduce(inputs: list[Path], lab: Path | None, node_map: dict[str, str] | N
                             _lab_nodes_info(lab_model, used, lab_facts), client_env, pairs)
     result = ReproduceResult(
         inputs=[i.input for i in imported], deployment=normalized,
-        unknown=[u for i in imported for u in i.unknown], diff=differences,
+        unknown=[u for i in imported for u in i.unknown] + unknown_vllm_env(
+            {n.name: {**(client_dep.get("env") or {}), **n.env} for n in client_nodes}
+            or {"node0": client_dep.get("env") or {}}, "env"), diff=differences,
         traps=trapcheck.check(facts), placeholders=secrets.supply,
         mapped=[m for i in imported for m in i.mapped],
         notes=[n for i in imported for n in i.notes], plan=lab_plan, client_nodes=client_nodes,

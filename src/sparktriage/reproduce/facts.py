@@ -7,6 +7,7 @@ derived facts below. A fact that cannot be known is absent (a condition on it is
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -31,6 +32,21 @@ def flatten(data: Any, prefix: str = "", out: dict | None = None) -> dict[str, A
     elif data is not None:
         out[prefix] = data
     return out
+
+
+def _speculative_from_json(flags: dict, facts: dict) -> None:
+    """A speculative config kept as JSON in serve.flags still has a method and a depth."""
+    text = flags.get("speculative-config")
+    if not isinstance(text, str) or "speculative.method" in facts:
+        return
+    try:
+        spec = json.loads(text)
+    except ValueError:
+        return
+    if isinstance(spec, dict):
+        for key in ("method", "num_speculative_tokens", "model"):
+            if spec.get(key) is not None:
+                facts[f"speculative.{key}"] = spec[key]
 
 
 def gpu_arch(model: str | None) -> str | None:
@@ -72,6 +88,7 @@ def build(deployment: dict, client: dict[str, Facts], lab: dict[str, Facts],
     serve = deployment.get("serve") or {}
     for name, value in (serve.get("flags") or {}).items():
         facts[f"serve.flags.{name}"] = value
+    _speculative_from_json(serve.get("flags") or {}, facts)
     engine = deployment.get("engine") or {}
     nodes = (deployment.get("parallelism") or {}).get("nodes") or 1
     client_nodes = max(len(client_envs), 1)
