@@ -37,7 +37,7 @@ _PAREN = re.compile(
 _VLLM = re.compile(
     r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL|WARN|TRACE) "
     r"(?P<stamp>\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,](?P<frac>\d{1,9}))? "
-    r"\[?(?P<file>[^\]\[\s]+?):(?P<line>\d{1,9})\] ?"  # 0.6-0.8: no "[" (and "]" kept)
+    r"\[?(?P<file>[^\]\s]+?):(?P<line>\d{1,9})\] ?"  # 0.6-0.8: no "[" (and "]" kept)
 )
 _STAMP_HINT = re.compile(r"\d\d-\d\d \d\d:\d\d:\d\d")
 _UVICORN = re.compile(r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL|TRACE):\s+")

@@ -9,7 +9,8 @@ KV-sizing line therefore belongs to `kv_profiling`. `resolve` starts at the firs
 `ready` ends at uvicorn's "Application startup complete" (or, when stderr was not captured, at
 the last route line). A phase still running when the log ends is `open` and ends at the last
 line seen. A version banner or argument dump after the engine started begins a new startup
-attempt (restart loops show up as several attempts).
+attempt (restart loops show up as several attempts). A log that starts mid-startup (an excerpt)
+has no `resolve`: its first lines belong to the phase its first anchor names.
 
 Beside the phases: the durations vLLM reports ("Loading weights took", "Model loading took",
 "torch.compile took", "Graph capturing finished", "init engine ... took", max over ranks), the
@@ -23,7 +24,7 @@ import heapq
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from sparktriage.logs.catalog import PHASE_INDEX, PHASES, Hit, match_message
+from sparktriage.logs.catalog import PHASE_INDEX, PHASES, RULES_BY_ID, Hit, match_message
 from sparktriage.logs.events import LogEvent
 from sparktriage.logs.startup_time import span
 
@@ -32,9 +33,9 @@ MAX_SILENCES = 10
 GAP_MIN_S = 3.0  # 1-second stamps: smaller differences are noise
 GAP_MIN_FRACTION = 0.25
 
-_RESTART = {"version.banner", "version.logo", "args"}
+_RESTART = {"version.banner", "version.logo", "args", "args.namespace"}
 _KV_SIZED = {"kv.available", "kv.size", "kv.cpu_explicit", "kv.concurrency"}
-_FAILURE = {"fail.engine", "fail.init", "fail.died", "fail.ready_timeout"}
+_FAILURE = {"fail.engine", "fail.init", "fail.died", "fail.ready_timeout", "fail.engine_exc"}
 _REPORTED = {
     "reported.loading_weights": "loading_weights_s",
     "reported.model_loading": "model_loading_s",
@@ -177,6 +178,17 @@ class TimelineBuilder:
                     "ready.server", tl.phases[-1].start))
         self._prev = event
 
+    @staticmethod
+    def _excerpt_opening(tl: Timeline, phase: str) -> bool:
+        """A log that starts mid-startup (an excerpt: no banner, arguments, engine config or other
+        resolve/engine_start line before its first later anchor) was not resolving for its first
+        lines: they belong to the phase that first anchor names, from the first line on."""
+        if len(tl.phases) != 1 or tl.phases[0].name != "resolve" or \
+                PHASE_INDEX[phase] <= PHASE_INDEX["engine_start"]:
+            return False
+        return not any(RULES_BY_ID[i].phase in ("resolve", "engine_start")
+                       for i in tl.anchors if i in RULES_BY_ID)
+
     def _beyond_resolve(self, tl: Timeline) -> bool:
         return bool(tl.phases) and PHASE_INDEX[tl.phases[-1].name] >= PHASE_INDEX["engine_start"]
 
@@ -201,6 +213,9 @@ class TimelineBuilder:
                 PHASE_INDEX[tl.phases[-1].name] >= PHASE_INDEX["compile"]:
             phase = "kv_profiling"  # the V2 runner's profiling capture (0.33)
         if PHASE_INDEX[phase] <= PHASE_INDEX[tl.phases[-1].name]:
+            return
+        if self._excerpt_opening(tl, phase):
+            tl.phases[0].name = phase  # an excerpt's first lines: the phase its first anchor names
             return
         tl.phases[-1].end = event.t
         tl.phases.append(Phase(phase, event.t, anchor=_first_text(event)))
