@@ -19,7 +19,6 @@ ARCHS = [(re.compile(r"gb10|spark", re.I), "12.1"), (re.compile(r"rtx pro 6000|r
          (re.compile(r"gb200|b200|b100", re.I), "10.0"), (re.compile(r"gb300|b300", re.I), "10.3"),
          (re.compile(r"h100|h200|gh200|h800|h20\b", re.I), "9.0"), (re.compile(r"l40|l4\b|4090|ada", re.I), "8.9"),
          (re.compile(r"a100|a800|a30\b", re.I), "8.0"), (re.compile(r"a10\b|a40|3090|a6000", re.I), "8.6")]
-CACHE_TARGETS = ("/root/.cache", "/.cache/vllm", "/.cache/flashinfer", "/.triton", "/.cache")
 CACHE_ENV = ("VLLM_CACHE_ROOT", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR",
              "FLASHINFER_WORKSPACE_BASE", "XDG_CACHE_HOME")
 
@@ -65,18 +64,40 @@ def _archs(text: str | None) -> list[str] | None:
 
 
 def _bind_short(args: list[str]) -> bool:
+    """A `-v HOST:CONTAINER` bind of a host path (a placeholder for one counts: `<supply:HOME>/..`)."""
     for flag, value in zip(args, args[1:]):
-        if flag in ("-v", "--volume") and re.match(r"^(?:\.{1,2}/|~/|/|\$)[^:]*:/", value):
+        if flag in ("-v", "--volume") and re.match(r"^(?:\.{1,2}/|~/|/|\$|<supply:)[^:]*:/", value):
             return True
     return False
 
 
-def _cache_persistent(args: list[str], env: dict) -> bool:
+def _mount_targets(args: list[str]) -> list[str]:
+    targets = []
     for flag, value in zip(args, args[1:]):
-        if flag in ("-v", "--volume", "--mount"):
-            target = value.split(":")[1] if flag != "--mount" and ":" in value else value
-            if any(t in target for t in CACHE_TARGETS):
+        if flag in ("-v", "--volume") and ":" in value:
+            targets.append(value.split(":")[1])
+        elif flag == "--mount":
+            for part in value.split(","):
+                key, _, item = part.partition("=")
+                if key in ("target", "destination", "dst"):
+                    targets.append(item)
+    return [t.rstrip("/") or "/" for t in targets]
+
+
+def _cache_persistent(args: list[str], env: dict) -> bool:
+    """vLLM's compile cache (VLLM_CACHE_ROOT, else XDG_CACHE_HOME/vllm, else ~/.cache/vllm)
+    lies on a mounted folder. A mount of one sibling folder (the Hugging Face cache at
+    /root/.cache/huggingface) does not hold it."""
+    root = env.get("VLLM_CACHE_ROOT")
+    if not root and env.get("XDG_CACHE_HOME"):
+        root = env["XDG_CACHE_HOME"].rstrip("/") + "/vllm"
+    candidates = [root] if root else ["/root/.cache/vllm"]
+    for target in _mount_targets(args):
+        for cache in candidates:
+            if cache == target or cache.startswith(target + "/") or target == "/":
                 return True
+        if not root and re.search(r"^/home/[^/]+/\.cache(?:/vllm)?$", target):
+            return True  # a non-root user's home cache
     return False
 
 
@@ -114,7 +135,9 @@ def build(deployment: dict, client: dict[str, Facts], lab: dict[str, Facts],
     if engine.get("image"):
         args = list(engine.get("container_args") or [])
         facts["container.short_bind"] = _bind_short(args)
-        facts["container.jit_cache_persistent"] = _cache_persistent(args, deployment.get("env") or {})
+        envs_all = [deployment.get("env") or {}] + list(client_envs.values())
+        facts["container.jit_cache_persistent"] = _cache_persistent(
+            args, {k: v for e in envs_all for k, v in e.items()})
     # interface names against the lab nodes' interfaces (lab YAML or capture)
     missing = []
     have_info = False

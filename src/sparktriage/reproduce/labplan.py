@@ -49,9 +49,19 @@ def place_ranks(deployment: dict, nodes: list[ClientNode], lab: Lab, lab_given: 
         raise InputError(f"the deployment needs {needed} nodes (tp {tp} x pp {pp} x dp {dp} = "
                          f"{ranks} ranks at {per} GPU(s) per node, {why}); the lab has "
                          f"{len(lab.nodes)}")
+    engine = deployment.setdefault("engine", {})
+    chosen = "as the client gave it"
+    if not engine.get("backend"):
+        if par.get("nodes") is None and len(nodes) <= 1:
+            # vLLM's own choice: no executor and no --nnodes, more ranks than one node's GPUs
+            engine["backend"] = "ray"
+            chosen = "vLLM picks Ray when the ranks exceed one node's GPUs and no --nnodes " \
+                     "is given"
+        else:
+            chosen = "native multi-node (--nnodes)"
     statements = [f"ranks onto nodes: tp {tp} x pp {pp} x dp {dp} = {ranks} ranks at {per} "
-                  f"GPU(s) per node ({why}): {needed} node(s), backend "
-                  f"{(deployment.get('engine') or {}).get('backend') or 'mp'}"]
+                  f"GPU(s) per node ({why}): {needed} node(s), one rank per GPU; backend "
+                  f"{engine.get('backend') or 'mp'} ({chosen})"]
     if needed > len(nodes):
         statements.append(f"the inputs describe {len(nodes)} node(s); {needed - len(nodes)} more "
                           "run the same command (assumed)")
