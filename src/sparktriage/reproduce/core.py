@@ -28,7 +28,6 @@ from sparktriage.reproduce.importers.collect_env import import_collect_env
 from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.importers.compose import import_compose
 from sparktriage.reproduce.importers.deployment import import_deployment
-from sparktriage.reproduce.importers.docker import import_docker
 from sparktriage.reproduce.importers.envdump import import_env
 from sparktriage.reproduce.importers.recipe import import_recipe
 from sparktriage.reproduce.importers.serve import import_script
@@ -51,7 +50,10 @@ SITE_VARS = ("VLLM_HOST_IP", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOC
 LOCAL_LAB = {"name": "this-machine", "nodes": [{"name": "local", "host": "127.0.0.1"}]}
 
 
-def import_input(path: Path, secrets: Placeholders) -> Imported:
+def import_input(path: Path, secrets: Placeholders,
+                 given: dict[str, str] | None = None) -> Imported:
+    """One input, by its detected kind; `given`: variables the client supplied (env dumps),
+    which a shell script's `${VAR:-default}` and tests read."""
     text = read_input(path)
     try:
         kind = detect(text)
@@ -68,9 +70,7 @@ def import_input(path: Path, secrets: Placeholders) -> Imported:
         return import_collect_env(text, ctx)
     if kind == "env":
         return import_env(text, ctx)
-    if kind == "docker":
-        return import_docker(text, ctx)
-    return import_script(text, ctx)
+    return import_script(text, ctx, given)  # serve and docker scripts: reproduce/bash
 
 
 def _resolve_paths(dep: dict, base: Path) -> dict:
@@ -165,8 +165,17 @@ def reproduce(inputs: list[Path], lab: Path | None, node_map: dict[str, str] | N
 def _import_all(inputs: list[Path], secrets: Placeholders) -> list[Imported]:
     """Every input imported; a deployment YAML's relative paths against its own folder."""
     imported = []
+    given: dict[str, str] = {}
+    for path in inputs:  # the client's env dumps first: the scripts read their variables
+        try:
+            kind = detect(read_input(Path(path)))
+        except InputError:
+            continue  # refused with its path below
+        if kind in ("env", "collect-env"):
+            given.update({k: v for f in import_input(Path(path), Placeholders()).facts
+                          for k, v in f.env.items()})
     for path in inputs:
-        part = import_input(Path(path), secrets)
+        part = import_input(Path(path), secrets, given)
         if part.input.kind == "deployment":
             part = part.model_copy(update={"deployment": _resolve_paths(
                 part.deployment, Path(os.path.abspath(path)).parent)})

@@ -1,27 +1,41 @@
-"""Shell lines and scripts that run `vllm serve` (or the OpenAI api_server module).
+"""Shell scripts that start the server: `vllm serve`, the api_server module, container runs,
+`ray start`, read statically as bash (reproduce/bash: nothing runs).
 
-Each logical command (see reproduce/shell.py) is one of: `export NAME=VALUE...`, plain
-assignments, a serve command with optional env prefixes (`A=1 vllm serve ...`, `env A=1 ...`,
-`exec`, `nohup`), or anything else (kept as unknown: not reproduced). Serve arguments are
-mapped by `serve_args.parse_serve` onto the deployment model; `assemble` makes one deployment
-of several node commands, for the docker and compose importers too.
+Every command the script could run is found (both branches of an `if`/`case` unless known
+values choose one; functions where they are called); wrappers are taken off; other commands
+are ignored with their line. Values known only at run time are `<supply:NAME>` placeholders
+with their line. Serve arguments are mapped by `serve_args.parse_serve`, container runs by
+the docker importer's `parse_docker`; `assemble` makes one deployment of several node
+commands (for the docker and compose importers too). A Ray head and `ray start --address`
+workers make the Ray backend with a node each.
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any
+import re
+from typing import TYPE_CHECKING, Any
 
 from sparktriage.errors import InputError
+from sparktriage.reproduce.bash import Hole, Simple, read_script
+from sparktriage.reproduce.bash.servers import Server, servers
 from sparktriage.reproduce.importers.common import Ctx
+from sparktriage.reproduce.importers.ray_start import parse_ray_start
 from sparktriage.reproduce.importers.serve_args import Serve, parse_serve
 from sparktriage.reproduce.model import ClientNode, Imported
-from sparktriage.reproduce.shell import assignment, logical_commands
+from sparktriage.reproduce.secrets import PREFIX
+
+if TYPE_CHECKING:
+    from sparktriage.reproduce.importers.cluster import Member
 
 API_SERVER_MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server")
 CLI_MODULES = ("vllm.entrypoints.cli.main",)
 WRAPPERS = {"exec", "nohup", "time", "command"}
-_IGNORED_COMMANDS = {"set", "#!/bin/bash", "true", ":"}
+# not listed as ignored: shell bookkeeping (tee: said in the piped command's note)
+_QUIET = {"set", "true", ":", "shopt", "tee", "exit", "break", "continue", "return", "shift"}
+_PLACEHOLDER = re.compile(re.escape(PREFIX) + r"([A-Za-z0-9_.-]+)>")
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+_JSON_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
 def find_serve(words: list[str]) -> tuple[list[str], str, list[str]] | None:
@@ -48,67 +62,192 @@ def env_block(pairs: dict[str, str], ctx: Ctx, where: str) -> dict[str, str]:
     return out
 
 
-def _export(words: list[str], line: int, exported: dict[str, str], shell_vars: dict[str, str],
-            ctx: Ctx) -> None:
-    """`export A=1 B` / `declare -x ...`: into the exported env (B from the script's own
-    assignment; a variable the script never set is unknown)."""
-    for word in words:
-        if word.startswith("-"):
+def import_script(text: str, ctx: Ctx, given: dict[str, str] | None = None) -> Imported:
+    """A shell line or script: its server commands (one node each), the rest ignored.
+
+    `given`: variables the client supplied (env dumps), which win over the script's defaults.
+    """
+    from sparktriage.reproduce.importers.cluster import Member, assemble_cluster  # it uses assemble
+    script = read_script(text, ctx.source, given)
+    ignored: list[Simple] = []
+    holes = list(script.holes)
+    found = servers(script.commands, ctx.source, ignored, holes, given)
+    for note in script.notes:
+        ctx.note(note)
+    for row in sorted(set(script.exports)):
+        ctx.mapped.append(f"line {row}: export -> env")
+    if not found:
+        if script.errors:
+            line, bad = script.errors[0]
+            raise InputError(f"{ctx.source}:{line}: {_construct(bad)}; no server command "
+                             "could be read")
+        raise InputError(f"{ctx.source}: no server command found (vllm serve, python -m "
+                         "vllm.entrypoints.openai.api_server, docker/podman run, ray start)")
+    for server in found:
+        _readable(server, script.errors, ctx)
+    _holes(found, holes, ctx)
+    seen = set()
+    for command in ignored:
+        if command.words[0] not in _QUIET and (command.line, command.source) not in seen:
+            seen.add((command.line, command.source))
+            ctx.flag_unknown(command.source[:300], f"line {command.line}: ignored: not a server "
+                             "command; not reproduced (run it on the lab yourself if needed)")
+    members: list[Member] = []
+    engine: dict = {}
+    for server in found:
+        for note in server.command.notes:
+            ctx.note(f"line {server.command.line}: {note}")
+        members.append(_member(server, engine, ctx))
+        where = _where(server)
+        if where:
+            ctx.note(f"line {server.command.line}: server command found {where}")
+    members = _alternatives(members, found, ctx)
+    result = assemble_cluster(members, ctx)
+    deployment = dict(result.deployment)
+    if engine:
+        deployment["engine"] = {**engine, **deployment.get("engine", {}),
+                                **{k: v for k, v in engine.items()
+                                   if k in ("image", "runtime", "container_args")}}
+    return result.model_copy(update={"deployment": deployment})
+
+
+def _construct(bad: str) -> str:
+    """A syntax error's construct in words."""
+    if bad[:1] in ("'", '"', "`"):
+        return f"unbalanced {bad[0]} quote"
+    return f"cannot parse `{bad[:60]}` as bash"
+
+
+def _readable(server: Server, errors: list[tuple[int, str]], ctx: Ctx) -> None:
+    """Refuse (one line, naming the construct) when the server's own argv cannot be read."""
+    command = server.command
+    for line, bad in errors:
+        if command.line <= line <= command.end_line + 1:
+            raise InputError(f"{ctx.source}:{line}: {_construct(bad)}: the server command "
+                             f"of line {command.line} cannot be read")
+    for word in server.words + tuple(server.env.values()):
+        control = _JSON_CONTROL if word.lstrip()[:1] in ("{", "[") else _CONTROL
+        if control.search(word):
+            raise InputError(f"{ctx.source}:{command.line}: a quoted value of the server command "
+                             "contains a newline or a control character; write it on one line")
+
+
+def _holes(found: list[Server], holes: list[Hole], ctx: Ctx) -> None:
+    """Placeholders in the server commands: declared (to supply) and listed with their line;
+    script arguments left out, listed."""
+    used = set()
+    for server in found:
+        for word in server.words + tuple(server.env.values()) + \
+                tuple(server.command.exported.values()):
+            used.update(_PLACEHOLDER.findall(word))
+    lines = {s.command.line for s in found}
+    seen = set()
+    for hole in holes:
+        key = (hole.name, hole.line, hole.what)
+        if key in seen:
             continue
-        pair = assignment(word)
-        if pair:
-            exported[pair[0]] = pair[1]
-        elif word in shell_vars:
-            exported[word] = shell_vars[word]
+        seen.add(key)
+        if hole.dropped and hole.line in lines:
+            ctx.flag_unknown(hole.what, f"line {hole.line}: {hole.what}")
+        elif not hole.dropped and hole.name in used:
+            ctx.secrets.declare(hole.name, f"{ctx.source}:{hole.line}: {hole.what}")
+            ctx.flag_unknown(f"{PREFIX}{hole.name}>", f"line {hole.line}: {hole.what}; not "
+                             "known without running the script: a placeholder to supply on the "
+                             "lab (or give the value in an env dump input)")
+
+
+def _where(server: Server) -> str:
+    parts = []
+    if server.command.function:
+        parts.append(f"in function {server.command.function}")
+    if server.via:
+        parts.append(f"inside `{server.via}`")
+    if server.command.branch:
+        parts.append("in branch " + " > ".join(server.command.branch))
+    return ", ".join(parts)
+
+
+def _member(server: Server, engine: dict, ctx: Ctx) -> Member:
+    """One server command as a node member: parse_serve, the docker importer's container
+    run, or ray_start's `ray start`."""
+    from sparktriage.reproduce.importers.cluster import Member
+    from sparktriage.reproduce.importers.docker import parse_container_run
+    command = server.command
+    serve, ray = None, None
+    try:
+        if server.kind == "container":
+            serve, ray, env, run_engine = parse_container_run(list(server.words), ctx,
+                                                              command.line)
+            if serve is not None or not engine:
+                engine.update(run_engine)
+            if command.exported:
+                ctx.note(f"line {command.line}: variables the script exports are not passed "
+                         "into the container: " + ", ".join(sorted(command.exported)))
+        elif server.kind == "ray":
+            ray = parse_ray_start(list(server.words), ctx, command.line)
+            env = {**command.exported, **server.env}
         else:
-            ctx.flag_unknown(f"export {word}", f"line {line}: exports a variable whose value the "
-                             "script does not set; its value comes from the client's login "
-                             "environment")
-    ctx.mapped.append(f"line {line}: export -> env")
-
-
-def import_script(text: str, ctx: Ctx) -> Imported:
-    """A shell line or script: exports, assignments, serve commands (one node each)."""
-    exported: dict[str, str] = {}
-    shell_vars: dict[str, str] = {}
-    serves: list[tuple[Serve, dict]] = []
-    for command in logical_commands(text, ctx.source):
-        for n in command.notes:
-            ctx.note(f"line {command.line}: {n}")
-        words = list(command.words)
-        if not words:
-            continue
-        if words[0] in ("export", "declare") and (len(words) == 1 or words[0] == "export"
-                                                  or words[1] == "-x"):
-            _export(words[1:], command.line, exported, shell_vars, ctx)
-            continue
-        prefix_env: dict[str, str] = {}
-        while words and (assignment(words[0]) or words[0] in WRAPPERS or words[0] == "env"):
-            pair = assignment(words[0])
-            if pair:
-                prefix_env[pair[0]] = pair[1]
-            words = words[1:]
-        if not words:
-            shell_vars.update(prefix_env)
-            for name in prefix_env:
-                ctx.flag_unknown(f"{name}=...", f"line {command.line}: shell variable, not "
-                                 "exported: the server does not see it (not in env)")
-            continue
-        found = find_serve(words)
-        if found is None:
-            if words[0] not in _IGNORED_COMMANDS:
-                ctx.flag_unknown(" ".join(words)[:300], f"line {command.line}: not a vllm serve "
-                                 "command; not reproduced (run it on the lab yourself if needed)")
-            continue
-        serve = parse_serve(*found, ctx)
+            found = find_serve(list(server.words))
+            if found is None:
+                raise InputError(f"{ctx.source}:{command.line}: not a vllm serve command "
+                                 f"({' '.join(server.words[:3])})")
+            serve = parse_serve(*found, ctx)
+            env = {**command.exported, **server.env}
+    except InputError as exc:
+        raise _located(exc, command, ctx) from None
+    if serve is not None:
         serve.line = command.line
-        env = {**exported, **prefix_env}
-        serves.append((serve, env_block(env, ctx, f"line {command.line}")))
-    if not serves:
-        if exported:
-            return ctx.result(deployment={"env": env_block(exported, ctx, "export")})
-        raise InputError(f"{ctx.source}: no vllm serve command found")
-    return assemble(serves, ctx)
+    return Member(serve, ray, env_block(env, ctx, f"line {command.line}"), command.line,
+                  name=command.source[:80])
+
+
+def _located(exc: InputError, command: Simple, ctx: Ctx) -> InputError:
+    """A refusal from the argument mapper, at the command's line; a placeholder in it named
+    with the construct it came from."""
+    message = exc.message
+    for name in _PLACEHOLDER.findall(message):
+        where = ctx.secrets.names.get(name, "")
+        return InputError(f"{ctx.source}:{command.line}: {message.split(': ', 1)[-1]}: the value "
+                          f"is {PREFIX}{name}> ({where or 'not known statically'}); give it in "
+                          "an env dump input or write it in the script")
+    if message.startswith(f"{ctx.source}:"):
+        return exc
+    return InputError(f"{ctx.source}:{command.line}: {message}")
+
+
+def _alternatives(members: list[Member], found: list[Server], ctx: Ctx) -> list[Member]:
+    """Serve commands in different branches of one script, none of them a node of a multi-node
+    run: alternatives (the first is used), not nodes. The same command found twice: once."""
+    unique: list[Member] = []
+    for member in members:
+        if not any(_same(m, member) for m in unique):
+            unique.append(member)
+    serves = [m.serve for m in unique if m.serve is not None]
+    multi = any(s.headless or s.node_rank is not None or s.nnodes for s in serves) or \
+        any(m.ray for m in unique)
+    branches = {f.command.branch for f in found}
+    if multi or len(serves) < 2 or len(branches) < 2:
+        return unique
+    first = next(m for m in unique if m.serve is not None)
+    for member in unique:
+        if member.serve is not None and member is not first:
+            ctx.flag_unknown(" ".join(member.serve.comparable)[:300], f"line {member.line}: "
+                             f"another branch runs this server command; the one on line "
+                             f"{first.line} is used (give the variable that chooses the branch "
+                             "in an env dump input)")
+    return [m for m in unique if m.serve is None or m is first]
+
+
+def _same(a: Member, b: Member) -> bool:
+    """The same node command found twice (a function called twice, both arms alike)."""
+    if (a.serve is None) != (b.serve is None) or (a.ray is None) != (b.ray is None):
+        return False
+    if a.serve is not None and b.serve is not None and a.serve.comparable != b.serve.comparable:
+        return False
+    if a.ray is not None and b.ray is not None and \
+            (a.ray.role, a.ray.address) != (b.ray.role, b.ray.address):
+        return False
+    return a.env == b.env and (a.ray is None or a.ray.role == "head")
 
 
 def assemble(serves: list[tuple[Serve, dict]], ctx: Ctx) -> Imported:

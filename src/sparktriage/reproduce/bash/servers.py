@@ -1,0 +1,218 @@
+"""Which commands of a script start the server: `vllm serve`, the api_server module, a
+container run, `ray start`; every other command is ignored (with its line).
+
+Wrappers are taken off first: `sudo`, `exec`, `nohup`, `time`, `command`, `env A=B`, `nice`,
+`numactl ...`, `taskset ...`, `timeout N`, `stdbuf`, `uv run`, `ionice`, `chrt`. A command
+string run by `bash -c`/`sh -c`, by `ssh HOST '...'` or by `docker exec CONTAINER ...` is read
+as a script in turn (bounded depth). Nothing is run.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from sparktriage.reproduce.bash.walk import Simple, read_script
+from sparktriage.reproduce.bash.words import Hole
+
+PROGRAMS = ("vllm", "python", "python3", "docker", "podman", "ray", "uv", "env", "bash", "sh",
+            "nohup", "exec", "ssh")
+_WRAPPERS = {"sudo", "exec", "nohup", "time", "command", "builtin", "nice", "numactl",
+             "taskset", "timeout", "stdbuf", "ionice", "chrt", "setsid", "unbuffer"}
+_SUDO_VALUE = {"-u", "-g", "-C", "-D", "-h", "-p", "-U"}
+_SSH_VALUE = {"-p", "-i", "-l", "-o", "-F", "-J", "-b", "-c", "-E", "-L", "-R", "-D", "-W",
+              "-S", "-m", "-O", "-Q", "-w", "-B", "-e", "-I"}
+_EXEC_VALUE = {"-e", "--env", "-w", "--workdir", "-u", "--user", "--env-file"}
+MAX_NESTED = 3
+
+
+@dataclass(frozen=True)
+class Server:
+    """A command that starts (part of) the server."""
+
+    kind: str  # "serve", "container", "ray"
+    words: tuple[str, ...]  # without wrappers (a container run starts at docker/podman)
+    env: dict[str, str]  # `A=1 cmd`, `env A=1 cmd`, `docker exec -e A=1`
+    command: Simple
+    via: str = ""  # "bash -c", "ssh node2", "docker exec vllm" when read inside another
+
+
+def _is_program(word: str) -> bool:
+    base = os.path.basename(word)
+    return base in PROGRAMS or base.startswith("python")
+
+
+def strip_wrappers(words: list[str], env: dict[str, str]) -> list[str]:
+    """The command under the wrappers; `env`'s assignments go into `env`."""
+    while words:
+        head = os.path.basename(words[0])
+        if head == "env":
+            words = words[1:]
+            while words and (words[0].startswith("-") or "=" in words[0].split("/")[0]):
+                if words[0] in ("-u", "--unset") and len(words) > 1:
+                    words = words[1:]
+                elif "=" in words[0] and not words[0].startswith("-"):
+                    name, _, value = words[0].partition("=")
+                    env[name] = value
+                words = words[1:]
+        elif head == "uv" and len(words) > 1 and words[1] == "run":
+            words = _to_program(words[2:])
+        elif head == "sudo":
+            words = words[1:]
+            while words and words[0].startswith("-"):
+                words = words[2:] if words[0] in _SUDO_VALUE else words[1:]
+        elif head in _WRAPPERS and len(words) > 1:
+            words = words[1:] if head in ("exec", "nohup", "time", "command", "builtin",
+                                          "setsid", "unbuffer") else _to_program(words[1:])
+        else:
+            return words
+    return words
+
+
+def _to_program(words: list[str]) -> list[str]:
+    """Skip a wrapper's options up to the program it runs (`--` or a known program)."""
+    for index, word in enumerate(words):
+        if word == "--":
+            return words[index + 1:]
+        if _is_program(word):
+            return words[index:]
+    return words[-1:] if words else []
+
+
+def is_serve(words: list[str]) -> bool:
+    if not words:
+        return False
+    base = os.path.basename(words[0])
+    if base == "vllm":
+        return len(words) > 1 and words[1] == "serve"
+    return base.startswith("python") and len(words) > 2 and words[1] == "-m" and \
+        words[2].startswith("vllm")
+
+
+def is_container_run(words: list[str]) -> bool:
+    tool = os.path.basename(words[0]) if words else ""
+    return tool in ("docker", "podman") and len(words) > 1 and \
+        (words[1] == "run" or words[1:3] == ["container", "run"])
+
+
+def is_ray_start(words: list[str]) -> bool:
+    return len(words) > 1 and os.path.basename(words[0]) == "ray" and words[1] == "start"
+
+
+def _shell_c(words: list[str]) -> int | None:
+    """The index of the script string of `bash -c SCRIPT` (also `-lc`, `-ec`, `-l -c`)."""
+    for at in (1, 2):
+        if at < len(words) and words[at].startswith("-") and not words[at].startswith("--") \
+                and words[at].endswith("c"):
+            return at + 1 if at + 1 < len(words) else None
+    return None
+
+
+def image_index(words: list[str]) -> int | None:
+    """The index of the image in `docker|podman [container] run OPTIONS IMAGE ...`, options
+    read as the docker importer reads them (a known flag alone, else with its value)."""
+    from sparktriage.reproduce.importers.docker import KEEP_BOOL, PLAN_BOOL
+    i = 3 if len(words) > 2 and words[1] == "container" else 2
+    while i < len(words):
+        word = words[i]
+        if not word.startswith("-"):
+            return i
+        if word in PLAN_BOOL or word in KEEP_BOOL or "=" in word or \
+                (len(word) > 2 and word[:2] in ("-e", "-v", "-p", "-w", "-u", "-m")
+                 and not word.startswith("--")):
+            i += 1
+        else:
+            i += 2
+    return None
+
+
+def _idle_container(words: list[str]) -> tuple[str, list[str]] | None:
+    """(its --name, the run up to the image) of a container started to run nothing itself
+    (`sleep infinity`, a shell), for `docker exec NAME ...` to run the server in later."""
+    at = image_index(words)
+    if at is None:
+        return None
+    rest = words[at + 1:]
+    idle = not rest or os.path.basename(rest[0]) in ("sleep", "tail", "bash", "sh", "cat") \
+        and _shell_c(rest) is None
+    name = None
+    for index, word in enumerate(words[:at]):
+        if word.startswith("--name="):
+            name = word.split("=", 1)[1]
+        elif word == "--name" and index + 1 < at:
+            name = words[index + 1]
+    return (name, words[:at + 1]) if idle and name else None
+
+
+def _inner(words: list[str], env: dict[str, str]) -> tuple[str, str] | None:
+    """(a command string run by another command, how) for `sh -c`, `ssh`, `docker exec`."""
+    base = os.path.basename(words[0])
+    if base in ("bash", "sh", "dash", "zsh"):
+        at = _shell_c(words)
+        return (words[at], f"{base} {words[at - 1]}") if at is not None else None
+    if base == "ssh":
+        i = 1
+        while i < len(words) and words[i].startswith("-"):
+            i += 2 if words[i] in _SSH_VALUE else 1
+        if i + 1 < len(words):
+            return " ".join(words[i + 1:]), f"ssh {words[i]}"
+        return None
+    if base in ("docker", "podman") and len(words) > 2 and words[1] == "exec":
+        i = 2
+        while i < len(words) and words[i].startswith("-"):
+            if words[i] in ("-e", "--env") and i + 1 < len(words) and "=" in words[i + 1]:
+                name, _, value = words[i + 1].partition("=")
+                env[name] = value
+            i += 2 if words[i] in _EXEC_VALUE else 1
+        if i + 1 < len(words):
+            return _quote(words[i + 1:]), f"{base} exec {words[i]}"
+    return None
+
+
+def _quote(words: list[str]) -> str:
+    """Words back into one command string (for reading again), quoted as data."""
+    import shlex
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def servers(commands: list[Simple], source: str, ignored: list[Simple], holes: list[Hole],
+            given: dict[str, str] | None = None, depth: int = 0, via: str = "") -> list[Server]:
+    """The server commands among `commands`; the others are appended to `ignored`; what a
+    command string read inside another could not know is appended to `holes` (at the outer
+    command's line)."""
+    found = []
+    containers: dict[str, list[str]] = {}  # idle containers by name: the run up to the image
+    for command in commands:
+        env = dict(command.prefix)
+        words = strip_wrappers(list(command.words), env)
+        if is_serve(words):
+            found.append(Server("serve", tuple(words), env, command, via))
+        elif is_container_run(words) and (idle := _idle_container(words)) is not None:
+            containers[idle[0]] = idle[1]
+            ignored.append(command)
+        elif is_container_run(words):
+            found.append(Server("container", tuple(words), env, command, via))
+        elif is_ray_start(words):
+            found.append(Server("ray", tuple(words), env, command, via))
+        elif words and depth < MAX_NESTED and (inner := _inner(words, env)) is not None:
+            script = read_script(inner[0], f"{source}:{command.line} ({inner[1]})",
+                                 {**(given or {}), **command.exported, **env})
+            holes.extend(Hole(h.name, command.line, f"{h.what} (inside {inner[1]})", h.dropped)
+                         for h in script.holes)
+            nested = servers(script.commands, source, [], holes, given, depth + 1, inner[1])
+            if not nested:
+                ignored.append(command)
+            run = containers.get(inner[1].split()[-1]) if " exec " in f" {inner[1]} " else None
+            for server in nested:
+                # the outer command's line, environment and branch
+                own = {**env, **server.command.exported, **server.env}
+                if run is not None and server.kind in ("serve", "ray"):
+                    # `docker exec NAME ...` in a container started idle: that run, this command
+                    extra = [w for k, v in own.items() for w in ("-e", f"{k}={v}")]
+                    found.append(Server("container", tuple(run[:-1] + extra + run[-1:])
+                                        + server.words, {}, command, inner[1]))
+                else:
+                    found.append(Server(server.kind, server.words, own, command, server.via))
+        else:
+            ignored.append(command)
+    return found

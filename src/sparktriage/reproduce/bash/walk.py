@@ -1,0 +1,485 @@
+"""A bash script's syntax tree walked statically: every simple command it could run, expanded.
+
+Assignments (`X=..`, `export`, `local`, `declare`, `readonly`, `typeset`, arrays, `+=`,
+`unset`, `read`) update the variables in order. `if`/`elif`/`else`, `case`, `a && b`,
+`a || b` take the branch a test on known values chooses; when the test reads something not
+known, every branch is read and each command found carries the branch it came from (variables
+the branches set differently become placeholders). Functions are followed where they are
+called (positional parameters bound; bounded depth, never recursively), loop bodies are read
+once, subshells keep their own variables, command and process substitutions are never read as
+commands (they become placeholders, words.py). Bounds: tree depth, nodes visited, seconds.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import time
+from dataclasses import dataclass, field
+
+from sparktriage.errors import InputError
+from sparktriage.reproduce.bash.tree import Node, first_error, line, parse, text
+from sparktriage.reproduce.bash.words import Expander, Hole, Scope
+
+MAX_DEPTH = 120  # syntax-tree nesting followed
+MAX_CALL_DEPTH = 8  # nested function calls followed
+MAX_STEPS = 200_000  # statements and commands visited (function bodies count each call)
+WALK_SECONDS = 5.0
+_LOOPS = ("for_statement", "c_style_for_statement", "while_statement")
+_SEQUENCES = ("program", "compound_statement", "do_group", "ERROR")
+
+
+@dataclass(frozen=True)
+class Simple:
+    """One simple command the script could run, its words expanded."""
+
+    line: int
+    end_line: int
+    words: tuple[str, ...]
+    prefix: dict[str, str]  # `A=1 cmd`: the command's own environment
+    exported: dict[str, str]  # what the script exported before it (its environment)
+    branch: tuple[str, ...]  # the if/case branches it sits in, outermost first
+    notes: tuple[str, ...]  # redirection, background, pipe
+    source: str  # its text as written, one line
+    function: str | None = None  # the function it was found in
+
+
+@dataclass
+class Script:
+    commands: list[Simple] = field(default_factory=list)
+    holes: list[Hole] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    errors: list[tuple[int, str]] = field(default_factory=list)  # syntax errors: line, text
+    exports: list[int] = field(default_factory=list)  # lines of `export`/`declare -x`
+
+
+@dataclass
+class _At:
+    """Where the walk is: branch labels, notes for the commands below, function stack."""
+
+    branch: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    calls: tuple[str, ...] = ()
+    depth: int = 0
+
+    def down(self, **kw) -> _At:
+        return _At(**{"branch": self.branch, "notes": self.notes, "calls": self.calls,
+                      "depth": self.depth + 1, **kw})
+
+
+class Walker:
+    def __init__(self, data: bytes, source: str, given: dict[str, str]) -> None:
+        self.data, self.source = data, source
+        self.script = Script()
+        self.scope = Scope(given=dict(given), holes=self.script.holes)
+        self.functions: dict[str, Node] = {}
+        self.steps = 0
+        self.deadline = time.monotonic() + WALK_SECONDS
+
+    # -- bookkeeping ---------------------------------------------------------------------------
+    def _tick(self, node: Node, at: _At) -> bool:
+        self.steps += 1
+        if self.steps > MAX_STEPS or time.monotonic() > self.deadline:
+            raise InputError(f"{self.source}:{line(node)}: reading the script statically took "
+                             f"more than {MAX_STEPS} steps or {WALK_SECONDS:.0f} s (functions "
+                             "called too often?); not a launch script a client sends")
+        if at.depth > MAX_DEPTH:
+            self.script.notes.append(f"line {line(node)}: nested more than {MAX_DEPTH} levels "
+                                     "deep; not read further")
+            return False
+        return True
+
+    def t(self, node: Node) -> str:
+        return text(node, self.data)
+
+    def short(self, node: Node) -> str:
+        raw = " ".join(self.t(node).split())
+        return raw if len(raw) <= 120 else raw[:117] + "..."
+
+    # -- statements ----------------------------------------------------------------------------
+    def statements(self, nodes: list[Node], at: _At) -> None:
+        for node in nodes:
+            self.statement(node, at)
+
+    def statement(self, node: Node, at: _At) -> None:
+        if not node.is_named or not self._tick(node, at):
+            return
+        kind = node.type
+        if node.next_sibling is not None and node.next_sibling.type == "&":
+            at = at.down(notes=at.notes + ("ran in the background ('&')",))
+        if kind == "ERROR":
+            self.script.errors.append((line(node), self.short(node)))
+        if kind in _SEQUENCES:
+            self.statements(node.children, at.down())
+        elif kind == "subshell":
+            saved = self.scope
+            self.scope = saved.copy()
+            self.statements(node.children, at.down())
+            self.scope = saved
+        elif kind == "command":
+            self.command(node, at)
+        elif kind in ("declaration_command", "variable_assignment", "variable_assignments",
+                      "unset_command"):
+            self.assignment(node, at)
+        elif kind == "function_definition":
+            name = node.child_by_field_name("name")
+            body = node.child_by_field_name("body")
+            if name is not None and body is not None:
+                self.functions[self.t(name)] = body
+        elif kind == "redirected_statement":
+            self.redirected(node, at)
+        elif kind == "pipeline":
+            self.pipeline(node, at)
+        elif kind == "list":
+            self.list_(node, at)
+        elif kind == "negated_command":
+            self.statements(node.named_children, at.down())
+        elif kind == "if_statement":
+            self.if_(node, at)
+        elif kind == "case_statement":
+            self.case(node, at)
+        elif kind in _LOOPS:
+            self.loop(node, at)
+        # comments, test commands alone, heredoc bodies: nothing runs the server there
+
+    def redirected(self, node: Node, at: _At) -> None:
+        notes = list(at.notes)
+        for child in node.children_by_field_name("redirect") or [c for c in node.named_children
+                                                                 if c.type.endswith("redirect")]:
+            note = ("here-document not read" if child.type == "heredoc_redirect"
+                    else "input redirection ignored" if self.t(child).lstrip("0123456789")
+                    .startswith("<") else "output redirection ignored")
+            if note not in notes:
+                notes.append(note)
+        body = node.child_by_field_name("body")
+        if body is not None:
+            self.statement(body, at.down(notes=tuple(notes)))
+
+    def pipeline(self, node: Node, at: _At) -> None:
+        stages = [c for c in node.named_children]
+        for index, stage in enumerate(stages):
+            notes = at.notes
+            if index + 1 < len(stages):
+                nxt = self.t(stages[index + 1]).split()
+                name = nxt[0] if nxt else "?"
+                notes += ("output piped to tee; the pipe is not reproduced" if name == "tee"
+                          else f"output piped into `{name}`; the pipe is not reproduced",)
+            self.statement(stage, at.down(notes=notes))
+
+    # -- branches ------------------------------------------------------------------------------
+    def decide(self, cond: list[Node]) -> bool | None:
+        """A test on known values: True/False; None when it reads something not known."""
+        if len(cond) != 1:
+            return None
+        node = cond[0]
+        if node.type == "negated_command" and node.named_child_count == 1:
+            inner = self.decide(node.named_children)
+            return None if inner is None else not inner
+        if node.type != "test_command" or node.named_child_count != 1:
+            return None
+        expr = node.named_children[0]
+        if expr.type == "parenthesized_expression" and expr.named_child_count == 1:
+            expr = expr.named_children[0]
+        probe = self.scope.copy()
+        probe.holes = []
+        ex = Expander(self.data, probe)
+        if expr.type == "binary_expression" and expr.child_count == 3:
+            left, op, right = expr.children
+            a, b = ex.string(left), ex.string(right)
+            if probe.holes or op.type not in ("=", "==", "!="):
+                return None
+            same = fnmatch.fnmatchcase(a, b) if op.type == "==" and node.children[0].type == "[[" \
+                else a == b
+            return same if op.type != "!=" else not same
+        if expr.type == "unary_expression" and expr.child_count == 2:
+            op, operand = expr.children
+            value = ex.string(operand)
+            if probe.holes or self.t(op) not in ("-z", "-n"):
+                return None
+            return (value == "") == (self.t(op) == "-z")
+        return None
+
+    def arms(self, arms: list[tuple[str, list[Node] | None, list[Node]]], at: _At,
+             complete: bool) -> None:
+        """if/elif/else or case arms: the one chosen by known values, or all, labelled."""
+        chosen = None
+        for label, cond, body in arms:
+            verdict = True if cond is None else self.decide(cond)
+            if verdict is None:
+                break
+            if verdict:
+                chosen = (label, body)
+                break
+        else:
+            if chosen is None:
+                return  # every condition false on known values: no arm runs
+        if chosen is not None:
+            label, body = chosen
+            self.statements(body, at.down(branch=at.branch + (f"{label} (taken: the known "
+                                                              "values choose it)",)))
+            return
+        before = self.scope
+        outcomes = [] if complete else [before.copy()]
+        for label, cond, body in arms:
+            if cond is not None and self.decide(cond) is False:
+                continue
+            self.scope = before.copy()
+            self.statements(body, at.down(branch=at.branch + (label,)))
+            outcomes.append(self.scope)
+        self.scope = self._merge(before, outcomes, arms[0][0])
+
+    def _merge(self, before: Scope, outcomes: list[Scope], where: str) -> Scope:
+        merged = before.copy()
+        names = {n for s in outcomes for n in s.values} | {n for s in outcomes for n in s.unset}
+        for name in sorted(names):
+            values = [s.values.get(name) if name not in s.unset or name in s.values else None
+                      for s in outcomes]
+            old = before.lookup(name)
+            distinct = {repr(v) for v in values}
+            if len(distinct) == 1:
+                if values[0] is None:
+                    merged.values.pop(name, None)
+                    merged.unset.add(name)
+                else:
+                    merged.values[name] = values[0]
+                continue
+            assigned = [v for v in values if v is not None and v != old]
+            if old is None and len({repr(v) for v in assigned}) == 1:
+                merged.values[name] = assigned[0]
+                continue
+            merged.values[name] = merged.hole(name, _Pseudo(where), f"${name} is set "
+                                              f"differently in the branches of {where}")
+        for s in outcomes:
+            merged.exported |= s.exported
+        return merged
+
+    def if_(self, node: Node, at: _At) -> None:
+        arms: list[tuple[str, list[Node] | None, list[Node]]] = []
+        cond = [c for c in node.children_by_field_name("condition") if c.is_named]
+        body, complete, seen_then = [], False, False
+        for child in node.children:
+            if child.type == "then":
+                seen_then = True
+            elif child.type in ("elif_clause", "else_clause"):
+                break
+            elif seen_then and child.is_named:
+                body.append(child)
+        arms.append((f"if {' '.join(self.short(c) for c in cond)} (line {line(node)})", cond,
+                     body))
+        for clause in node.named_children:
+            if clause.type == "elif_clause":
+                then = [i for i, c in enumerate(clause.children) if c.type == "then"]
+                split = then[0] if then else len(clause.children)
+                c_nodes = [c for c in clause.children[:split] if c.is_named]
+                arms.append((f"elif {' '.join(self.short(c) for c in c_nodes)} (line "
+                             f"{line(clause)})", c_nodes,
+                             [c for c in clause.children[split:] if c.is_named]))
+            elif clause.type == "else_clause":
+                complete = True
+                arms.append((f"else (line {line(clause)}, of the if on line {line(node)})", None,
+                             clause.named_children))
+        self.arms(arms, at, complete)
+
+    def case(self, node: Node, at: _At) -> None:
+        subject_node = node.child_by_field_name("value")
+        probe = self.scope.copy()
+        probe.holes = []
+        subject = Expander(self.data, probe).string(subject_node)
+        known = not probe.holes
+        arms, complete = [], False
+        for item in node.named_children:
+            if item.type != "case_item":
+                continue
+            patterns = item.children_by_field_name("value")
+            texts = [Expander(self.data, self.scope.copy()).string(p) for p in patterns]
+            body = [c for c in item.named_children if c not in patterns]
+            label = (f"case {self.short(subject_node) if subject_node else ''} in "
+                     f"{'|'.join(self.short(p) for p in patterns)}) (line {line(item)})")
+            if "*" in texts:
+                complete = True
+            matched = any(fnmatch.fnmatchcase(subject, p) for p in texts)
+            if known:
+                if matched:
+                    self.statements(body, at.down(branch=at.branch + (
+                        f"{label} (taken: the known values choose it)",)))
+                    return
+                continue
+            arms.append((label, None, body))
+        if known:
+            return
+        before = self.scope
+        outcomes = [] if complete else [before.copy()]
+        for label, _, body in arms:
+            self.scope = before.copy()
+            self.statements(body, at.down(branch=at.branch + (label,)))
+            outcomes.append(self.scope)
+        self.scope = self._merge(before, outcomes, f"the case on line {line(node)}")
+
+    def list_(self, node: Node, at: _At) -> None:
+        """`a && b`, `a || b`: b runs when a test on known values says so (else both read)."""
+        children = node.children
+        ops = [i for i, c in enumerate(children) if c.type in ("&&", "||")]
+        if not ops:
+            self.statements(children, at.down())
+            return
+        split = ops[0]
+        left = [c for c in children[:split] if c.is_named]
+        right = [c for c in children[split + 1:] if c.is_named]
+        op = children[split].type
+        self.statements(left, at.down())
+        verdict = self.decide(left)
+        if verdict is not None:
+            if verdict == (op == "&&"):
+                self.statements(right, at.down())
+            return
+        tests = left and left[-1].type == "test_command"
+        label = (f"{'if' if op == '&&' else 'unless'} {self.short(left[-1])} (line "
+                 f"{line(node)})") if tests else None
+        self.statements(right, at.down(branch=at.branch + (label,)) if label else at.down())
+
+    def loop(self, node: Node, at: _At) -> None:
+        variable = node.child_by_field_name("variable")
+        if variable is not None:
+            values = Expander(self.data, self.scope).fields(node.children_by_field_name("value"))
+            name = self.t(variable)
+            self.scope.values[name] = values[0] if values else self.scope.hole(
+                name, node, f"the loop variable ${name} (no values known)")
+        body = node.child_by_field_name("body")
+        if body is not None:
+            self.statement(body, at.down(branch=at.branch + (f"loop body read once (line "
+                                                             f"{line(node)})",)))
+
+    # -- assignments ---------------------------------------------------------------------------
+    def assign(self, node: Node, export: bool = False) -> tuple[str, str] | None:
+        name_node = node.child_by_field_name("name")
+        if name_node is None:
+            return None
+        name = self.t(name_node)
+        if name_node.type == "subscript":
+            return None  # A[i]=x: arrays by element are not followed
+        value_node = node.child_by_field_name("value")
+        ex = Expander(self.data, self.scope, hint=name)
+        append = any(c.type == "+=" for c in node.children)
+        if value_node is not None and value_node.type == "array":
+            items = ex.fields([c for c in value_node.named_children if c.type != "comment"])
+            old = self.scope.lookup(name) if append else None
+            value: str | list[str] = (old if isinstance(old, list) else [old] if old else []) \
+                + items
+        else:
+            value = ex.string(value_node) if value_node is not None else ""
+            if append:
+                old = self.scope.lookup(name)
+                value = (old if isinstance(old, str) else " ".join(old or [])) + value
+        self.scope.values[name] = value
+        self.scope.unset.discard(name)
+        if export:
+            self.scope.exported.add(name)
+        return name, value if isinstance(value, str) else " ".join(value)
+
+    def assignment(self, node: Node, at: _At) -> None:
+        kind = node.type
+        if kind == "variable_assignment":
+            self.assign(node)
+        elif kind == "variable_assignments":
+            for child in node.named_children:
+                self.assign(child)
+        elif kind == "unset_command":
+            for child in node.named_children:
+                name = self.t(child)
+                self.scope.values.pop(name, None)
+                self.scope.unset.add(name)
+        else:
+            keyword = node.children[0].type if node.children else ""
+            flags = "".join(self.t(c).lstrip("-") for c in node.named_children
+                            if c.type == "word" and self.t(c).startswith("-"))
+            export = keyword == "export" or "x" in flags
+            if export:
+                self.script.exports.append(line(node))
+            for child in node.named_children:
+                if child.type == "variable_assignment":
+                    self.assign(child, export)
+                elif child.type == "variable_name" and export:
+                    self.scope.exported.add(self.t(child))
+
+    # -- commands ------------------------------------------------------------------------------
+    def command(self, node: Node, at: _At) -> None:
+        prefix: dict[str, str] = {}
+        for child in node.children:
+            if child.type == "variable_assignment":
+                name = child.child_by_field_name("name")
+                value = child.child_by_field_name("value")
+                if name is not None:
+                    prefix[self.t(name)] = Expander(self.data, self.scope, self.t(name)).string(
+                        value)
+        name_node = node.child_by_field_name("name")
+        if name_node is None:
+            return
+        notes = list(at.notes)
+        if any(c.type.endswith("redirect") for c in node.children) and \
+                "output redirection ignored" not in notes:
+            notes.append("output redirection ignored")
+        words = Expander(self.data, self.scope).fields(
+            name_node.named_children + node.children_by_field_name("argument"))
+        if not words:
+            return
+        if self._builtin(words, node, at):
+            return
+        exported = {}
+        for var in sorted(self.scope.exported):
+            value = self.scope.lookup(var)
+            if value is not None:
+                exported[var] = value if isinstance(value, str) else " ".join(value)
+        self.script.commands.append(Simple(
+            line(node), node.end_point[0] + 1, tuple(words), prefix, exported, at.branch,
+            tuple(sorted(notes, key=_note_order)), self.short(node),
+            at.calls[-1] if at.calls else None))
+
+    def _builtin(self, words: list[str], node: Node, at: _At) -> bool:
+        """Functions called, `read`, `shift`, `mapfile`: handled here (True), not recorded."""
+        name = words[0]
+        if name in self.functions:
+            if name in at.calls or len(at.calls) >= MAX_CALL_DEPTH:
+                self.script.notes.append(f"line {line(node)}: function {name} called "
+                                         f"{'recursively' if name in at.calls else 'too deep'}; "
+                                         "not followed")
+                return True
+            saved = self.scope.positional
+            self.scope.positional = words[1:]
+            self.statement(self.functions[name], at.down(calls=at.calls + (name,)))
+            self.scope.positional = saved
+            return True
+        if name in ("read", "mapfile", "readarray"):
+            for word in words[1:]:
+                if not word.startswith("-") and word.isidentifier():
+                    self.scope.values[word] = self.scope.hole(word, node, f"${word} is read at "
+                                                              "run time (`read`)")
+            return False
+        if name == "shift" and self.scope.positional is not None:
+            count = int(words[1]) if len(words) > 1 and words[1].isdigit() else 1
+            self.scope.positional = self.scope.positional[count:]
+        return False
+
+
+def _note_order(note: str) -> int:
+    """Notes in the order a reader meets them: redirections, the pipe, the background."""
+    return 0 if "redirection" in note else 1 if "piped" in note else 2
+
+
+class _Pseudo:
+    """A stand-in node for a hole made while merging branches (its line: the branch's)."""
+
+    def __init__(self, where: str) -> None:
+        digits = [int(w) for w in where.replace(")", " ").replace(",", " ").split()
+                  if w.isdigit()]
+        self.start_point = ((digits[0] - 1) if digits else 0, 0)
+
+
+def read_script(text_: str, source: str, given: dict[str, str] | None = None) -> Script:
+    """Every simple command of a bash script, statically (see the module doc)."""
+    tree, data = parse(text_, source)
+    walker = Walker(data, source, given or {})
+    walker.statement(tree.root_node, _At())
+    if tree.root_node.has_error and not walker.script.errors:
+        bad = first_error(tree.root_node)
+        if bad is not None:
+            walker.script.errors.append((line(bad), walker.short(bad) or "missing text"))
+    return walker.script

@@ -1,0 +1,145 @@
+"""Launch scripts read statically as bash (reproduce/bash, importers/serve.py): variables and
+defaults, branches, functions, wrappers, containers, Ray, placeholders with their line."""
+
+from __future__ import annotations
+
+import pytest
+
+from sparktriage.errors import InputError
+from sparktriage.reproduce.bash import read_script
+from sparktriage.reproduce.importers.common import Ctx
+from sparktriage.reproduce.importers.serve import import_script
+from sparktriage.reproduce.model import InputRef
+from sparktriage.reproduce.secrets import Placeholders
+
+
+def _import(text: str, given: dict[str, str] | None = None):
+    ctx = Ctx(InputRef(path="run.sh", kind="serve"), Placeholders())
+    return import_script(text, ctx, given), ctx
+
+
+def _words(text: str, given: dict[str, str] | None = None) -> list[tuple[int, list[str]]]:
+    return [(c.line, list(c.words)) for c in read_script(text, "run.sh", given).commands]
+
+
+@pytest.mark.parametrize("text, given, words", [
+    ("TP=${TP_SIZE:-4}\nvllm serve /m -tp $TP", {}, ["vllm", "serve", "/m", "-tp", "4"]),
+    ("TP=${TP_SIZE:-4}\nvllm serve /m -tp $TP", {"TP_SIZE": "8"},
+     ["vllm", "serve", "/m", "-tp", "8"]),
+    ("X=\nvllm serve ${X-/a} ${X:-/b}", {}, ["vllm", "serve", "/b"]),
+    ("vllm serve ${M:=/m} $M", {}, ["vllm", "serve", "/m", "/m"]),
+    ("N=3\nvllm serve /m ${N:+--n} $((N * 2 + 1))", {}, ["vllm", "serve", "/m", "--n", "7"]),
+    ("F=\"--enforce-eager --max-model-len 1024\"\nvllm serve /m $F \"$F\"", {},
+     ["vllm", "serve", "/m", "--enforce-eager", "--max-model-len", "1024",
+      "--enforce-eager --max-model-len 1024"]),
+    ("ARGS=(--port 8000 \"--x y\")\nARGS+=(--z)\nvllm serve /m \"${ARGS[@]}\"", {},
+     ["vllm", "serve", "/m", "--port", "8000", "--x y", "--z"]),
+    ("P=/models/qwen.tar\nvllm serve ${P%.tar} ${P##*/}", {},
+     ["vllm", "serve", "/models/qwen", "qwen.tar"]),
+    ("vllm serve $'a\\tb' 'c d'\"e\"f\\ g", {}, ["vllm", "serve", "a\tb", "c def g"]),
+    ("export A=1; unset A\nvllm serve ${A:-gone}", {}, ["vllm", "serve", "gone"]),
+])
+def test_variables_and_defaults(text: str, given: dict, words: list[str]) -> None:
+    assert _words(text, given)[-1][1] == words
+
+
+def test_what_cannot_be_known_becomes_a_placeholder_with_its_line() -> None:
+    text = ("#!/bin/bash\nHEAD_IP=$(hostname -I | awk '{print $1}')\nread -r PORT\n"
+            "vllm serve /m --host $HEAD_IP --chat-template \"$PORT\" --served-model-name `cat name`"
+            " --tokenizer $UNSET\n")
+    result, ctx = _import(text)
+    serve = result.deployment["serve"]
+    assert serve["host"] == "<supply:HEAD_IP>"
+    assert result.deployment["model"]["name"] == "<supply:output_of_cat>"
+    assert ctx.secrets.supply == ["HEAD_IP", "PORT", "UNSET", "output_of_cat"]
+    rows = {u.text: u.note for u in result.unknown}
+    assert rows["<supply:HEAD_IP>"].startswith("line 2: command substitution $(hostname -I")
+    assert rows["<supply:PORT>"].startswith("line 3: $PORT is read at run time")
+    assert rows["<supply:UNSET>"].startswith("line 4: $UNSET is not set in the script")
+    assert ctx.secrets.names["HEAD_IP"].startswith("run.sh:2: command substitution")
+
+
+def test_a_placeholder_in_a_typed_option_refuses_with_its_construct_and_line() -> None:
+    with pytest.raises(InputError) as caught:
+        _import("TP=$(nproc)\n\nvllm serve /m --tensor-parallel-size $TP\n")
+    message = caught.value.one_line()
+    assert message.startswith("run.sh:3: --tensor-parallel-size: expected int")
+    assert "<supply:TP> (run.sh:1: command substitution $(nproc))" in message
+
+
+def test_ignored_commands_and_the_server_behind_cleanup() -> None:
+    text = ("set -euo pipefail\ncleanup() { docker rm -f vllm || true; pkill -f vllm; }\n"
+            "cleanup && nvidia-smi\nsleep 2; echo starting\n"
+            "CUDA_VISIBLE_DEVICES=0 nohup numactl --cpunodebind=0 --membind=0 "
+            "python3 -m vllm.entrypoints.openai.api_server --model /m > log 2>&1 &\nwait\n")
+    result, ctx = _import(text)
+    assert result.deployment["model"]["path"] == "/m"
+    assert result.deployment["env"] == {"CUDA_VISIBLE_DEVICES": "0"}
+    ignored = sorted(u.note.split(":")[0] + " " + u.text for u in result.unknown
+                     if "ignored" in u.note)
+    assert ignored == ["line 2 docker rm -f vllm", "line 2 pkill -f vllm", "line 3 nvidia-smi",
+                       "line 4 echo starting", "line 4 sleep 2", "line 6 wait"]
+    assert "run.sh: line 5: ran in the background ('&')" in ctx.notes
+
+
+def test_if_branches_both_read_or_chosen_by_a_known_value() -> None:
+    text = ('if [ "$ROLE" = head ]; then\n  ray start --head --port=6380\n'
+            '  vllm serve /m -tp 2 --distributed-executor-backend ray\n'
+            'else\n  ray start --address=$HEAD:6380 --block\nfi\n')
+    result, ctx = _import(text)
+    assert result.deployment["engine"]["backend"] == "ray"
+    assert [(n.name, n.headless) for n in result.nodes] == [("node0", False), ("node1", True)]
+    assert any('in branch if [ "$ROLE" = head ] (line 1)' in n for n in ctx.notes)
+    chosen = read_script(text, "run.sh", {"ROLE": "worker"})
+    assert [(c.line, c.words[:2], c.branch) for c in chosen.commands] == [
+        (5, ("ray", "start"), ("else (line 4, of the if on line 1) (taken: the known values "
+                               "choose it)",))]
+
+
+def test_case_alternatives_use_the_first_and_say_so() -> None:
+    text = ('case "$MODEL" in\n  qwen) vllm serve /qwen ;;\n  kimi|k2) vllm serve /kimi ;;\n'
+            '  *) echo "unknown"; exit 1 ;;\nesac\n')
+    result, _ = _import(text)
+    assert result.deployment["model"]["path"] == "/qwen"
+    assert any(u.note.startswith("line 3: another branch runs this server command; the one on "
+                                 "line 2 is used") for u in result.unknown)
+    chosen, _ = _import(text, {"MODEL": "k2"})
+    assert chosen.deployment["model"]["path"] == "/kimi"
+
+
+def test_functions_are_followed_with_their_arguments() -> None:
+    text = ("start() {\n  local model=$1\n  shift\n  exec vllm serve \"$model\" \"$@\"\n}\n"
+            "start /m --port 9000 --max-num-seqs 4\n")
+    result, ctx = _import(text)
+    assert result.deployment["model"]["path"] == "/m"
+    assert result.deployment["serve"]["port"] == 9000
+    assert "run.sh: line 4: server command found in function start" in ctx.notes
+
+
+def test_docker_run_in_a_script_goes_through_the_docker_importer() -> None:
+    text = ("IMAGE=vllm/vllm-openai:v0.11.0\nMODEL=${MODEL:-/models/q}\ndocker rm -f v 2>/dev/null"
+            "\nsudo docker run -d --gpus all --ipc host --network host -e VLLM_X=1 \\\n"
+            "  -v /data:/data $IMAGE --model $MODEL --tensor-parallel-size 2\n")
+    result, _ = _import(text)
+    assert result.deployment["engine"]["image"] == "vllm/vllm-openai:v0.11.0"
+    assert result.deployment["model"]["path"] == "/models/q"
+    assert result.deployment["parallelism"]["tp"] == 2
+    assert result.deployment["env"] == {"VLLM_X": "1"}
+
+
+def test_ssh_and_bash_c_strings_are_read_as_scripts() -> None:
+    text = ("ssh -p 22 node2 'cd /srv && VLLM_A=1 vllm serve /m --headless --node-rank 1 "
+            "--nnodes 2'\nbash -c \"vllm serve /m --node-rank 0 --nnodes 2\"\n")
+    result, _ = _import(text)
+    assert [(n.rank, n.headless) for n in result.nodes] == [(0, False), (1, True)]
+    assert result.nodes[1].env == {"VLLM_A": "1"}
+
+
+@pytest.mark.parametrize("text, message", [
+    ("echo hello\nsleep 1\n", "run.sh: no server command found"),
+    ("vllm serve /m --x 'oops\n", "run.sh:1: unbalanced ' quote: the server command of line 1"),
+])
+def test_refusals(text: str, message: str) -> None:
+    with pytest.raises(InputError) as caught:
+        _import(text)
+    assert caught.value.one_line().startswith(message)
