@@ -44,6 +44,8 @@ class Finding(Part):
     open_ended: bool | None = None
     held_by: str | None = None
     last_line: str | None = None
+    errors: int | None = Field(None, description="a failure: how many of the errors `logs` "
+                                                 "counts it holds")
     verdict: StallVerdict
 
 

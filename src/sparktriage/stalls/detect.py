@@ -33,6 +33,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
+from sparktriage.logs.catalog import PHASES
 from sparktriage.stalls import failures
 from sparktriage.stalls.inputs import Evidence
 from sparktriage.stalls.params import DetectParams
@@ -232,6 +233,31 @@ def _work(following: list[Mark], gap: float, markers: MarkerSet) -> tuple[str, M
     return None
 
 
+def _work_spans(timeline: NodeTimeline, markers: MarkerSet) -> list[tuple[float, float, str, Mark]]:
+    """(start, end, kind, line) of the work the log says took a stated time: a warmup run
+    that "took 56.94 s" ended at its line and began 56.94 s before."""
+    out = []
+    for mark in timeline.marks:
+        for name in mark.markers:
+            kind = markers.markers[name].budget
+            took = markers.stated(name, mark.event.message, "took_s") if kind else None
+            if took:
+                out.append((mark.t - took, mark.t, kind, mark))
+                break
+    return out
+
+
+def _work_during(spans: list[tuple[float, float, str, Mark]], start: float,
+                 end: float) -> tuple[str, Mark] | None:
+    """The stated work that covers most (at least half) of [start, end]."""
+    best, best_overlap = None, 0.5 * (end - start)
+    for lo, hi, kind, mark in spans:
+        overlap = min(hi, end) - max(lo, start)
+        if overlap >= best_overlap:
+            best, best_overlap = (kind, mark), overlap
+    return best
+
+
 def _observe(observations: list[dict], timeline: NodeTimeline, prev: Mark, nxt_t: float,
              phase: str, text: str, cause: str | None = None) -> None:
     """An expected silence; `cause`: the id of the rule whose cause it shows, if any."""
@@ -257,6 +283,7 @@ def _silences(timeline: NodeTimeline, progress: list[Mark], markers: MarkerSet,
     budget = budget or Budget(1.0, None, {}, 1)
     observations = observations if observations is not None else []
     spawn_first, _ = budget.allowed("resolve", params.spawn_s, params, None)
+    work_spans = _work_spans(timeline, markers)
     if started is not None and progress and progress[0].t - started >= spawn_first:
         out.append(Period(timeline.node, "stall", started, progress[0].t, timeline.phase_at(started), ["silence"],
                           f"no log line for {progress[0].t - started:.0f} s after the start"))
@@ -267,7 +294,8 @@ def _silences(timeline: NodeTimeline, progress: list[Mark], markers: MarkerSet,
             continue
         phase = timeline.phase_at(prev.t)
         base = _allowed_gap(progress[i + 1:i + 40], seen, markers, params)
-        work = _work(progress[i + 1:i + 20], gap, markers)
+        work = _work(progress[i + 1:i + 20], gap, markers) or \
+            _work_during(work_spans, prev.t, nxt.t)
         if work is not None:  # the silence was that line's work: its phase, its budget
             phase = timeline.phase_at(work[1].t)
         allowed, why = budget.allowed(phase, base, params, timeline.checkpoint_bytes,
@@ -353,6 +381,21 @@ def _failure_text(mark: Mark, markers: MarkerSet) -> str:
     return lines[0] if lines else mark.event.message
 
 
+def _shown_phase(phase: str | None, marks: list[Mark], markers: MarkerSet) -> str | None:
+    """The phase, or a later one that the lines themselves show running (marker `phase:`): a
+    traceback through init_process_group fails in distributed_init even where the log's last
+    anchor was the banner; `serving` stays."""
+    if phase == SERVING:
+        return phase
+    order = {name: i for i, name in enumerate(PHASES)}
+    for mark in marks:
+        for name in mark.markers:
+            shown = markers.markers[name].phase
+            if shown is not None and (phase is None or order.get(shown, -1) > order.get(phase, -1)):
+                phase = shown
+    return phase
+
+
 def _failures(timeline: NodeTimeline, found: list[failures.Episode], progress: list[Mark],
               markers: MarkerSet) -> tuple[list[Period], int]:
     """A failure period per error episode (teardown after a stop excepted, counted apart)."""
@@ -367,11 +410,12 @@ def _failures(timeline: NodeTimeline, found: list[failures.Episode], progress: l
             first = timeline.failed_mark or first  # the line that ended the start
         else:
             first = failures.telling(episode, markers)
-        start = episode.start
+        start = first.t
         is_end = timeline.failed_at is not None and start <= timeline.failed_at <= episode.end
         end = max(episode.end, timeline.marks[-1].t) if is_end else episode.end
         before = [m for m in progress if m.t < start]
-        phase = timeline.phase_at(start)
+        phase = _shown_phase(timeline.phase_at(start),
+                             timeline.lines(episode.start, episode.end), markers)
         what = "the server failed" if phase == SERVING else (
             "the start failed" if is_end else "an error")
         # what led to the failure (a silent wait, a crawl) is evidence for its cause too
@@ -404,11 +448,17 @@ def _waits(timeline: NodeTimeline, markers: MarkerSet, params: DetectParams,
         else:
             runs.append([span])
     out = []
+    work_spans = _work_spans(timeline, markers)
     for run in runs:
         start, end = min(s[0] for s in run), max(s[1] for s in run)
         first = min(run, key=lambda s: s[2].t)[2]
-        phase = timeline.phase_at(first.t)
-        allowed, why = budget.allowed(phase, params.silence_s, params, timeline.checkpoint_bytes)
+        phase = _shown_phase(timeline.phase_at(first.t), [s[2] for s in run], markers)
+        # waiting while vLLM says it was compiling or warming up is that work's wait
+        work = _work_during(work_spans, start, end)
+        if work is not None:
+            phase = timeline.phase_at(work[1].t)
+        allowed, why = budget.allowed(phase, params.silence_s, params, timeline.checkpoint_bytes,
+                                      work[0] if work else None)
         duration = end - start
         if duration < max(params.min_stall_s, allowed):
             if duration >= params.silence_s:
@@ -495,8 +545,10 @@ def detect(evidence: Evidence, markers: MarkerSet, params: DetectParams | None =
     episodes: dict[str, list[failures.Episode]] = {}
     teardown_errors: dict[str, int] = {}
     for name, timeline in timelines.items():
+        starts = [a.first_t for a in evidence.attempts.get(name, [])[1:]
+                  if a.first_t is not None]
         episodes[name] = failures.episodes(failures.error_marks(timeline, keys, markers),
-                                           params.silence_s, timeline.ready_at)
+                                           starts, timeline.ready_at)
     for name, timeline in timelines.items():
         progress = _progress_marks(timeline, markers)
         budget = _budget(timeline, timelines, markers, evidence.nodes.get(name), params)

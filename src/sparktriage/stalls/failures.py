@@ -2,9 +2,10 @@
 
 `sparktriage logs` counts as errors ERROR/CRITICAL records, tracebacks, bare exception lines
 and fatal signatures (logs/facts.py). The stall classifier takes that list as it is (the same
-lines, matched by input and line number), groups each node's errors into episodes (errors less
-than `silence_s` apart: one crash logs a burst of them) and makes each episode a `failure`
-period in the phase where it happened, `serving` included. So the two commands never disagree
+lines, matched by input and line number), groups each node's errors into episodes (one per
+start attempt, and one per serving stretch: a crash logs a burst of errors, often minutes
+apart as retries give up) and makes each episode a `failure` period in the phase where it
+happened, `serving` included. So the two commands never disagree
 on whether, where and how often a start or a server failed: the errors of all failure findings
 add up to the `errors_total` of `logs`, except errors logged after the server was stopped from
 outside (its teardown), which are counted apart.
@@ -17,6 +18,7 @@ worker killed mid-load leaves the others waiting), and is reported as both.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 
 from sparktriage.stalls.markers import Mark, MarkerSet, NodeTimeline
@@ -55,17 +57,19 @@ def error_marks(timeline: NodeTimeline, keys: set[tuple[str, int]],
     return out
 
 
-def episodes(marks: list[Mark], gap_s: float, ready_at: float | None = None) -> list[Episode]:
-    """Errors less than `gap_s` apart form one episode; becoming ready separates episodes."""
-    out: list[Episode] = []
+def episodes(marks: list[Mark], attempt_starts: list[float],
+             ready_at: float | None = None) -> list[Episode]:
+    """One episode per start attempt that logged errors, and one per serving stretch: `logs`
+    opens an attempt at each restart (a new banner or argument dump after the engine started),
+    and becoming ready ends the start's part of an attempt."""
+    out: dict[tuple[int, bool], Episode] = {}
+    starts = sorted(attempt_starts)
     for mark in marks:
-        prev = out[-1].marks[-1] if out else None
-        crosses = ready_at is not None and prev is not None and prev.t < ready_at <= mark.t
-        if prev is not None and mark.t - prev.t <= gap_s and not crosses:
-            out[-1].marks.append(mark)
-        else:
-            out.append(Episode([mark]))
-    return out
+        attempt = bisect.bisect_right(starts, mark.t)
+        begun = starts[attempt - 1] if attempt > 0 else float("-inf")
+        serving = ready_at is not None and ready_at >= begun and mark.t >= ready_at
+        out.setdefault((attempt, serving), Episode()).marks.append(mark)
+    return sorted(out.values(), key=lambda e: e.start)
 
 
 def is_teardown(timeline: NodeTimeline, episode: Episode) -> bool:

@@ -18,7 +18,7 @@ import bisect
 import re
 from dataclasses import dataclass, field, replace
 
-from sparktriage.logs.catalog import PHASES, match_message
+from sparktriage.logs.catalog import PHASES, RULES, match_message
 from sparktriage.logs.events import LogEvent
 from sparktriage.logs.timeline import Timeline
 from sparktriage.stalls.schema import Marker, Vocabulary
@@ -26,6 +26,7 @@ from sparktriage.stalls.schema import Marker, Vocabulary
 _BAR = re.compile(r"(\d+)%[^|]*\|\s*(\d+)/(\d+)")
 _SIZE = re.compile(r"Checkpoint size: ([\d.]+) GiB")
 _GIB = 1024 ** 3
+_STATED_TRIES = 8  # match positions tried for a stated duration
 SERVING = "serving"  # the phase after the start became ready (not a startup phase of logs/)
 
 
@@ -59,13 +60,16 @@ class MarkerSet:
             keys = ((group, 1.0),)
         if not any(key in rx.groupindex for key, _ in keys):
             return None
-        found = rx.search(message)
-        if found is None:
-            return None
-        for key, scale in keys:
-            value = found.groupdict().get(key)
-            if value:
-                return float(value) * scale
+        pos = 0
+        for _ in range(_STATED_TRIES):  # another alternative may match further left
+            found = rx.search(message, pos)
+            if found is None:
+                return None
+            for key, scale in keys:
+                value = found.groupdict().get(key)
+                if value:
+                    return float(value) * scale
+            pos = found.start() + 1
         return None
 
     def match(self, message: str) -> tuple[str, ...]:
@@ -130,13 +134,19 @@ class NodeTimeline:
         return self.ready_at or self.failed_at or self.stopped_at or self.end
 
 
-def _anchored(phase) -> bool:
+_RESOLVE_ANCHORS = {rule.id for rule in RULES if rule.phase == PHASES[0]}
+
+
+def _anchored(phase, attempt) -> bool:
     """A phase the log names. The log parser opens `resolve` at the first timed line; when
-    that line anchors no startup phase (an excerpt that starts mid-way, with a waiting line
-    or a traceback) the phase there is unknown, not `resolve`."""
+    neither that line nor a later one anchors `resolve` (a banner, the argument dump: an
+    excerpt that starts mid-way, with a waiting line or a traceback) the phase there is
+    unknown, not `resolve`."""
     if phase.name != PHASES[0] or not phase.anchor:
         return True
-    return any(hit.rule.phase for hit in match_message(phase.anchor))
+    if any(hit.rule.phase for hit in match_message(phase.anchor)):
+        return True
+    return bool(_RESOLVE_ANCHORS.intersection(getattr(attempt, "anchors", {}) or {}))
 
 
 def build_timeline(node: str, events: list[LogEvent], markers: MarkerSet,
@@ -149,7 +159,7 @@ def build_timeline(node: str, events: list[LogEvent], markers: MarkerSet,
     end = max(timed[-1].t, end_hint or timed[-1].t)
     timeline = NodeTimeline(node, marks, start=timed[0].t, end=end)
     timeline.phase_points = [(p.start, p.name) for attempt in attempts or []
-                             for p in attempt.phases if _anchored(p)]
+                             for p in attempt.phases if _anchored(p, attempt)]
     timeline.phase_points.sort(key=lambda p: p[0])
     for mark in marks:
         for name in mark.markers:

@@ -5,8 +5,8 @@ DEBUG), yet a TP=2 or four-node start runs collectives all the same. So the rank
 largest of what the evidence implies: `world_size=`, tensor x pipeline (x data) parallel sizes
 from the engine config, argument dump or command line, the ranks named in lines (`rank=3`,
 `[Rank 3]`, `Worker_TP1`, `TP rank 1`), the distinct Ray worker addresses, the nodes of a
-bundle, and vLLM's shared-memory broadcast waits (only a multi-worker executor has that
-queue). The ranks use a collective backend when a line names NCCL, or when there are several
+bundle, and lines only several ranks write (vLLM's shared-memory broadcast waits: only a
+multi-worker executor has that queue; a collective's watchdog; V0's extra worker processes). The ranks use a collective backend when a line names NCCL, or when there are several
 ranks on a device that is not the CPU (a CPU build uses gloo, which cannot hang in NCCL).
 """
 
@@ -28,6 +28,9 @@ _SIZES = {
 _RANK = re.compile(r"\brank[= ](\d+)\b|\[(?:PG \S+ )?Rank (\d+)\]|\bTP rank (\d+)|\bPP rank (\d+)")
 _WORKER = re.compile(r"Worker_(?:TP|PP|DP|EP)(\d+)")
 _RAY_IP = re.compile(r"ip=(\d{1,3}(?:\.\d{1,3}){3})")
+# markers that only a start with several ranks logs: the engine's shm broadcast queue to its
+# workers, a collective's watchdog; V0's VllmWorkerProcess is a second worker
+_SEVERAL = {"shm_broadcast_wait", "nccl_watchdog"}
 _NCCL = re.compile(r"backend=nccl|NCCL INFO|vLLM is using nccl|pynccl|ProcessGroupNCCL|NCCL error"
                    r"|Watchdog caught collective operation timeout")
 _CPU = re.compile(r"device_config=cpu\b|device=cpu\b|Automatically detected platform cpu"
@@ -46,7 +49,8 @@ def _texts(timelines: dict[str, NodeTimeline]):
 
 
 def ranks(timelines: dict[str, NodeTimeline]) -> int | None:
-    """The number of ranks the evidence implies (None: nothing says)."""
+    """The number of ranks the evidence implies: 1 when the log shows no sign of more (a
+    single-GPU start logs no world size at all in many versions), None without a log."""
     counts: list[int] = []
     sizes = {"tp": 1, "pp": 1, "dp": 1}
     seen_size = False
@@ -64,8 +68,8 @@ def ranks(timelines: dict[str, NodeTimeline]) -> int | None:
             for found in rx.finditer(text):
                 named.add(_first_int(found))
         ips.update(_RAY_IP.findall(mark.event.relay or ""))
-        if "shm_broadcast_wait" in mark.markers:
-            counts.append(2)
+        if _SEVERAL.intersection(mark.markers) or "VllmWorkerProcess" in text:
+            counts.append(2)  # only a multi-worker executor or a collective says these
     if seen_size:
         counts.append(sizes["tp"] * sizes["pp"] * sizes["dp"])
     if named:
@@ -74,7 +78,9 @@ def ranks(timelines: dict[str, NodeTimeline]) -> int | None:
         counts.append(len(ips))
     if len(timelines) > 1:
         counts.append(len(timelines))
-    return max(counts) if counts else None
+    if not counts:
+        return 1 if any(t.marks for t in timelines.values()) else None
+    return max(counts)
 
 
 def collective(timelines: dict[str, NodeTimeline]) -> bool:

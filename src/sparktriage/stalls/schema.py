@@ -151,6 +151,10 @@ class Marker(_Strict):
     budget: Literal["compile", "warmup"] | None = Field(
         None, description="a silence that ends at this line was work of this kind (vLLM says "
         "so, e.g. 'Initial profiling/warmup run took 94 s') and gets that budget")
+    phase: str | None = Field(None, description="the startup phase a line it matches shows "
+                              "running (a traceback through init_process_group: "
+                              "distributed_init), for an error or a wait the log's own "
+                              "phases leave earlier or unknown")
     description: str | None = None
 
     @field_validator("pattern")

@@ -181,6 +181,11 @@ class Vocabulary(Validator):
             return []
         out: list[Problem] = []
         vocab_file = str(ruleset.directory / "_vocabulary.yaml")
+        for name, marker in vocab.markers.items():
+            if marker.phase is not None and marker.phase not in set(PHASES) | {SERVING}:
+                out.append(Problem(SourceLocation(vocab_file, ruleset.vocabulary_lines.get(
+                    ("markers", name, "phase"))), f"marker {name}: unknown phase {marker.phase}",
+                    self.name))
         for name, shared in vocab.shared.items():
             for condition, path in _walk(shared, ("shared", name)):
                 line = ruleset.vocabulary_lines.get(path)
