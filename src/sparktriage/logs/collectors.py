@@ -11,7 +11,9 @@ prefix, often with a time stamp of its own (docs/logs.md, "Collector prefixes"):
   ``-o short-precise`` adds microseconds);
 * a ``YYYY-MM-DD HH:MM:SS`` stamp (``ts``, other line stampers) directly in front of vLLM's
   own format;
-* ``[rank0]:`` / ``[default0]:`` (torchrun's per-rank prefix);
+* ``[rank0]:`` / ``[default0]:`` (torchrun's per-rank prefix); ``0: `` task labels (``srun
+  --label``) in front of a worker's line;
+* ``YYYY-MM-DD HH:MM:SS.mmm | `` (log viewers' exports);
 * ``docker compose``'s ``service-1  | `` column.
 
 `peel` removes any number of them from the front of a line (in any order, at most
@@ -41,21 +43,25 @@ _JOURNALD = re.compile(
     r"(?P<hms>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d{1,9}))? (?P<host>[\w.-]{1,253}) "
     r"(?P<ident>[^\s\[\]:]{1,64})(?:\[(?P<pid>\d{1,10})\])?: "
 )
-# a plain date stamp only where vLLM's own header (or its process group) follows it
+# a plain date stamp: with a " | " column after it (log viewers' exports), or where vLLM's own
+# header, a process group or a rank prefix follows it
+_AFTER = r"(?=\(|\[rank|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d )"
 _DATED = re.compile(
     r"(?P<date>\d{4}-\d\d-\d\d) (?P<hms>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d{1,9}))?"
-    r"(?: ?(?P<tz>Z|UTC|[+-]\d\d:?\d\d))? "
-    r"(?=\(|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d )"
+    r"(?: ?(?P<tz>Z|UTC|[+-]\d\d:?\d\d))?(?: \| | " + _AFTER + ")"
 )
+# srun --label / pdsh-like task numbers, only in front of what a vLLM worker writes
+_TASK = re.compile(r"\d{1,5}: (?=\(|\[rank|\[[IWEF]\d|Traceback|(?:DEBUG|INFO|WARNING|ERROR|"
+                   r"CRITICAL) \d\d-\d\d )")
 _RANK = re.compile(r"\[(?:rank|default)(?P<rank>\d{1,6})\]: ?")
-_COMPOSE = re.compile(r"(?P<svc>[a-zA-Z0-9][\w.-]{0,63}) +\| ")
+_COMPOSE = re.compile(r"(?P<svc>[a-zA-Z0-9][\w.-]{0,63}[-_]\d{1,4}) +\| ")  # service-1, proj_svc_1
 
 
 class Collected(NamedTuple):
     """What the collector prefixes of one line said."""
 
     kind: str  # outermost stamped collector: rfc3339 | cri | gitlab | syslog | journald | dated |
-    #            or, with no stamp, rank | compose
+    #            or, with no stamp, rank | compose | task
     stamp_full: str | None = None  # "YYYY-MM-DD HH:MM:SS"
     stamp: str | None = None  # "MM-DD HH:MM:SS" (journald: no year)
     frac: str | None = None
@@ -78,6 +84,10 @@ def peel(text: str) -> tuple[str, Collected | None]:
                 step = _rfc3339(text)
             elif text[10] == " ":
                 step = _dated(text)
+        elif first.isdigit() and ": " in text[:7]:
+            m = _TASK.match(text)
+            if m:
+                step = (m.end(), Collected("task"))
         elif first in "JFMASOND":
             step = _journald(text)
         elif first == "[" and text[1:5] in ("rank", "defa"):

@@ -7,7 +7,7 @@ Recognised line shapes (docs/logs.md lists them with examples):
   0.31, the logging format from 0.31), Ray's relay prefix ``(RayWorkerWrapper pid=N, ip=A)``,
   and any custom ``VLLM_LOGGING_PREFIX`` or container prefix before them;
 * uvicorn's ``INFO:     text`` lines; tqdm bars (``\\r``-separated updates, no prefix from 0.31);
-* torch's C++ glog lines ``[W1129 20:54:04.553711373 utils.cpp:68] ...`` and
+* torch's C++ glog lines ``[W1129 20:54:04.553711373 utils.cpp:68] ...`` (``[W304 ...`` in March) and
   ``W1129 21:23:28.947000 31225 torch/x.py:53] ...``;
 * Python ``logging`` lines with a full date (FlashInfer, Ray): ``2026-03-08 16:44:29,692 - INFO - ...``;
 * the JSON formatter of vLLM 0.32+ (one JSON object per line);
@@ -42,7 +42,7 @@ _VLLM = re.compile(
 _STAMP_HINT = re.compile(r"\d\d-\d\d \d\d:\d\d:\d\d")
 _UVICORN = re.compile(r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL|TRACE):\s+")
 _GLOG = re.compile(
-    r"\[?(?P<level>[IWEF])(?P<mm>\d\d)(?P<dd>\d\d) (?P<hms>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d{1,9}))?"
+    r"\[?(?P<level>[IWEF])(?P<mm>\d\d?)(?P<dd>\d\d) (?P<hms>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d{1,9}))?"
     r"(?: +\d+)? (?P<file>[^\s\]:]+):(?P<line>\d{1,9})\] ?"
 )
 _PYLOG = re.compile(
@@ -219,14 +219,15 @@ def _parse_body(rest: str, process, pid, relay, cont) -> LineFields | None:
         if m:
             return LineFields(message=rest[m.end():], level=_LEVELS.get(m["level"], m["level"]),
                               process=process, pid=pid, relay=relay, cont=cont, kind="uvicorn")
-    if first == "[" or (first in "IWEF" and len(rest) > 5 and rest[1:5].isdigit()):
+    if first == "[" or (first in "IWEF" and len(rest) > 5 and rest[1:4].isdigit()):
         m = _GLOG.match(rest)
         if m:
             level = _LEVELS[m["level"]]
             return LineFields(
                 message=rest[m.end():], level=level, process=process, pid=pid, relay=relay,
                 source_file=m["file"].rsplit("/", 1)[-1], source_line=int(m["line"]),
-                stamp=f"{m['mm']}-{m['dd']} {m['hms']}", frac=m["frac"], cont=cont, kind="glog",
+                stamp=f"{int(m['mm']):02d}-{m['dd']} {m['hms']}", frac=m["frac"], cont=cont,
+                kind="glog",
             )
     if first.isdigit() and len(rest) > 19 and rest[4] == "-":
         m = _PYLOG.match(rest)

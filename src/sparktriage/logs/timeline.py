@@ -34,7 +34,7 @@ GAP_MIN_S = 3.0  # 1-second stamps: smaller differences are noise
 GAP_MIN_FRACTION = 0.25
 
 _RESTART = {"version.banner", "version.logo", "args", "args.namespace"}
-_KV_SIZED = {"kv.available", "kv.size", "kv.cpu_explicit", "kv.concurrency"}
+_KV_SIZED = {"kv.available", "kv.size", "kv.cpu_explicit", "kv.concurrency", "kv.blocks_v0"}
 _FAILURE = {"fail.engine", "fail.init", "fail.died", "fail.ready_timeout", "fail.engine_exc"}
 _REPORTED = {
     "reported.loading_weights": "loading_weights_s",
