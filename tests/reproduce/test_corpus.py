@@ -21,9 +21,11 @@ import math
 import re
 import sys
 import tempfile
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
@@ -178,6 +180,14 @@ def _check_traps(want: dict, result) -> list[str]:
     return problems
 
 
+def _check_accounted(want: dict, result) -> list[str]:
+    """Settings the input has that the lab cannot simply take (made-up variables, options vLLM
+    does not list, container keys): each is mapped, noted or an unknowns row, never dropped."""
+    said = [u.text for u in result.unknown] + list(result.mapped) + list(result.notes)
+    lost = [item for item in want.get("accounted") or [] if not any(item in s for s in said)]
+    return [f"accounted: dropped without a word: {lost}"] if lost else []
+
+
 def _check_secrets(want: dict, result, out: Path) -> list[str]:
     problems = []
     absent = set(want.get("placeholders_include") or []) - set(result.placeholders)
@@ -190,6 +200,23 @@ def _check_secrets(want: dict, result, out: Path) -> list[str]:
     return problems
 
 
+class _Ran(AssertionError):
+    pass
+
+
+@contextmanager
+def _nothing_runs():
+    """The corpus scripts call docker, ssh, rm, pkill: reproduce must start no process at all."""
+    def refuse(*args, **kwargs):
+        raise _Ran(f"reproduce started a process: {args[:2]!r}")
+    names = [("subprocess", "Popen"), ("os", "system"), ("os", "fork"), ("os", "posix_spawn"),
+             ("os", "posix_spawnp"), ("os", "execv"), ("os", "execve"), ("os", "execvp")]
+    with ExitStack() as stack:
+        for module, name in names:
+            stack.enter_context(mock.patch(f"{module}.{name}", refuse))
+        yield
+
+
 def evaluate(case: str, work: Path) -> Outcome:
     """Reproduce one case on the eight-node GB10 lab and compare with its expected.yaml."""
     spec = _expected(case)
@@ -199,7 +226,8 @@ def evaluate(case: str, work: Path) -> Outcome:
     inputs = [CORPUS / case / name for name in spec["inputs"]]
     out = work / case
     try:
-        result = reproduce(inputs, LAB, {}, out, capture_live=False)
+        with _nothing_runs():
+            result = reproduce(inputs, LAB, {}, out, capture_live=False)
     except SparktriageError as exc:
         outcome.refused = exc.one_line().replace(str(CORPUS) + "/", "")
         if want.get("refusal"):
@@ -225,6 +253,7 @@ def evaluate(case: str, work: Path) -> Outcome:
     outcome.failures += _check_plan(want, dep)
     outcome.failures += _check_traps(want, result)
     outcome.failures += _check_secrets(want, result, out)
+    outcome.failures += _check_accounted(want, result)
     return outcome
 
 
