@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from sparktriage.config.deployment import Deployment
 from sparktriage.config.lab import Lab
 from sparktriage.errors import ConfigError, InputError, SourceLocation, UsageError
+from sparktriage.limits import LimitError
 from sparktriage.yamldoc import load_model, load_with_lines, validate
 from sparktriage.reproduce import diff as diffing
 from sparktriage.reproduce import facts as trapfacts
@@ -57,6 +58,9 @@ def import_input(path: Path, secrets: Placeholders,
     text = read_input(path)
     try:
         kind = detect(text)
+    except LimitError as exc:  # YAML past a bound: at the input's line
+        raise LimitError(exc.message, location=SourceLocation(
+            str(path), exc.location.line if exc.location else None), hint=exc.hint) from None
     except InputError as exc:
         raise InputError(f"{path}: {exc.message}") from None
     ctx = Ctx(InputRef(path=str(path), kind=kind), secrets)
@@ -152,7 +156,7 @@ def reproduce(inputs: list[Path], lab: Path | None, node_map: dict[str, str] | N
         inputs=[i.input for i in imported], deployment=normalized,
         unknown=[u for i in imported for u in i.unknown] + unknown_vllm_env(
             {n.name: {**(client_dep.get("env") or {}), **n.env} for n in client_nodes}
-            or {"node0": client_dep.get("env") or {}}, "env"), diff=differences,
+            or {"node0": client_dep.get("env") or {}}, imported), diff=differences,
         traps=trapcheck.check(facts), placeholders=secrets.supply,
         mapped=[m for i in imported for m in i.mapped],
         notes=[n for i in imported for n in i.notes], plan=lab_plan, client_nodes=client_nodes,

@@ -15,6 +15,7 @@ multi-node deployment with the Ray backend (cluster.py).
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from sparktriage.errors import InputError
@@ -29,6 +30,9 @@ from sparktriage.reproduce.shell import split_words
 from sparktriage.yamldoc import load_with_lines
 
 MAX_EXTENDS = 5
+PLACEHOLDER = re.compile(r"<supply:([A-Za-z0-9_.-]+)>")
+SAFE = "SPARKTRIAGE_SUPPLY_"
+SAFE_WORD = re.compile(SAFE + r"([A-Za-z0-9_.-]+?)" + SAFE)
 TOP_LEVEL = {"services", "volumes", "networks", "version", "name", "configs", "secrets",
              "include"}
 
@@ -145,6 +149,20 @@ def _extends(name: str, service: dict, services: dict, base: Path, ctx: Ctx,
     return _merge_service(_extends(spec["service"], parent, pool, base, ctx, depth + 1), own)
 
 
+def _interpolated(service: dict, interp: Interpolator, marks: dict, name: str) -> dict:
+    """The service with `${...}` filled in; in a `command`/`entrypoint` string a placeholder
+    travels as a plain word through the word splitter (`<` would read as a redirection)."""
+    out = interp.tree(service, marks, ("services", name))
+    for key in ("command", "entrypoint"):
+        if isinstance(out.get(key), str):
+            out[key] = PLACEHOLDER.sub(lambda m: f"{SAFE}{m.group(1)}{SAFE}", out[key])
+    return out
+
+
+def _restored(words: list[str]) -> list[str]:
+    return [SAFE_WORD.sub(lambda m: f"<supply:{m.group(1)}>", w) for w in words]
+
+
 def _runs_engine(entry: list[str], command: list[str], image) -> bool:
     text = " ".join(entry + command + [str(image or "")])
     return "vllm" in text or "ray start" in text or ("ray" in entry + command[:1]
@@ -184,7 +202,7 @@ def import_compose(path: Path, ctx: Ctx) -> Imported:
             continue
         if profiles:
             ctx.mapped.append(f"services.{name}.profiles: active")
-        service = interp.tree(service, marks, ("services", name))
+        service = _interpolated(service, interp, marks, name)
         member, eng = _service(name, service, marks, base, interp, dotenv, ctx)
         if member is None:
             continue
@@ -206,11 +224,17 @@ def _service(name: str, service: dict, marks: dict, base: Path, interp: Interpol
     """One service as a member of the cluster (None: it runs neither vLLM nor Ray)."""
     line = marks.get(("services", name))
     cmd_line = marks.get(("services", name, "command"), line)
-    command = _words(service.get("command"), ctx, f"services.{name}.command", cmd_line)
-    entry = _words(service.get("entrypoint"), ctx, f"services.{name}.entrypoint", cmd_line)
+    command = _restored(_words(service.get("command"), ctx, f"services.{name}.command",
+                               cmd_line))
+    entry = _restored(_words(service.get("entrypoint"), ctx, f"services.{name}.entrypoint",
+                             cmd_line))
     image = service.get("image")
     if not _runs_engine(entry, command, image):
         ctx.note(f"line {line}: service {name} does not run vLLM or Ray; not reproduced")
+        return None, {}
+    if not command and not entry:
+        ctx.note(f"line {line}: service {name} runs its image's default command (no model "
+                 "given: a base for others, or a service started by hand); not reproduced")
         return None, {}
     if not image:
         raise InputError(f"{ctx.source}:{line}: service {name} has no image (build: is not "
