@@ -160,7 +160,7 @@ def _devices(name: str, devices, where: str, ctx: Ctx) -> None:
                              f"service {name}: a device reservation that is not a GPU")
             continue
         count, ids = device.get("count"), device.get("device_ids")
-        if ids or (count not in (None, "all") and count != -1):
+        if ids or count not in (None, "all", -1, 1):
             ctx.flag_unknown(f"GPU reservation count={count} device_ids={ids}", f"{where}: "
                              f"service {name}: the plan passes --gpus all (each lab node's "
                              "GPUs; a GB10 node has one)")
