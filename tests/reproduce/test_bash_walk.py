@@ -143,3 +143,71 @@ def test_refusals(text: str, message: str) -> None:
     with pytest.raises(InputError) as caught:
         _import(text)
     assert caught.value.one_line().startswith(message)
+
+
+@pytest.mark.parametrize("text, path, vllm", [
+    ('CMD="vllm serve /e --port 8001"\neval "$CMD --max-num-seqs 3"\n', "/e", "vllm"),
+    ("tmux new-session -d -s vllm \"conda run -n vllm --no-capture-output python3 -u -m "
+     "vllm.entrypoints.openai.api_server --model /t\"\n", "/t",
+     ["python3", "-m", "vllm.entrypoints.cli.main"]),
+    ("screen -dmS vllm srun --nodes=1 env A=1 python -m vllm.entrypoints.cli.main serve /s\n",
+     "/s", ["python", "-m", "vllm.entrypoints.cli.main"]),
+    ("sudo -E -u ops taskset -c 0-9 timeout 3600 uv run --with x vllm serve /u\n", "/u",
+     "vllm"),
+    ("$ENGINE serve /v\n", None, None),
+])
+def test_wrappers_and_command_strings(text: str, path: str | None, vllm) -> None:
+    if path is None:  # the program itself is not known: no server command can be read
+        with pytest.raises(InputError) as caught:
+            _import(text)
+        assert caught.value.one_line() == (
+            "run.sh:1: the program of `$ENGINE serve /v` is not known statically ($ENGINE is "
+            "not set in the script and no default is given); no server command could be read")
+        return
+    result, _ = _import(text)
+    assert result.deployment["model"]["path"] == path
+    assert result.deployment["engine"]["vllm"] == vllm
+
+
+def test_idle_container_and_docker_exec_make_one_container_run() -> None:
+    text = ("docker run -d --name head --gpus all --network host -v /models:/models "
+            "-e NCCL_DEBUG=WARN img:1 sleep infinity\n"
+            "docker exec head bash -lc \"ray start --head --port=6379\"\n"
+            "docker exec head bash -lc \"\n  export VLLM_X=1\n  vllm serve /models/m \\\n"
+            "    --tensor-parallel-size 2 --distributed-executor-backend ray\n\"\n")
+    result, _ = _import(text)
+    dep = result.deployment
+    assert (dep["engine"]["image"], dep["engine"]["backend"]) == ("img:1", "ray")
+    assert dep["parallelism"]["tp"] == 2
+    assert dep["env"] == {"NCCL_DEBUG": "WARN", "VLLM_X": "1"}
+    assert "/models:/models" in dep["engine"]["container_args"]
+
+
+def test_loops_over_unknown_script_arguments_and_numeric_tests() -> None:
+    text = ('EAGER=1\nfor arg in "$@"; do\n  case "$arg" in --graphs) EAGER=0 ;; esac\ndone\n'
+            'X="--a"\nif [ "$EAGER" -eq 1 ]; then X+=" --enforce-eager"; fi\nvllm serve /m $X\n')
+    script = read_script(text, "run.sh")
+    assert script.commands[-1].words == ("vllm", "serve", "/m", "--a", "--enforce-eager")
+    assert "line 2: the loop over arg has no values known" in script.notes[0]
+
+
+def test_quoted_script_strings_keep_their_blanks_and_placeholders() -> None:
+    text = ('E="$(extra)"\nbash -c "\n  vllm serve /m \\\n    --max-num-seqs ${N:-4} \\\n'
+            '    ${E} 2>&1 | tee /tmp/log\n"\n')
+    result, ctx = _import(text)
+    assert result.deployment["serve"]["max_num_seqs"] == 4
+    assert result.deployment["model"]["path"] == "/m"
+    assert ctx.secrets.supply == ["E"]
+
+
+def test_image_entrypoint_mode_words_and_exec_into_a_named_container() -> None:
+    text = ("docker run -d --name head -e HEAD_IP=10.0.0.1 img ray-head\n"
+            "ssh w 'docker run -d --name w -e HEAD_IP=10.0.0.1 img ray-worker'\n"
+            "docker exec -d head bash -c 'export A=1; vllm serve /m -tp 2 "
+            "--distributed-executor-backend ray'\n")
+    result, ctx = _import(text)
+    assert result.deployment["engine"]["backend"] == "ray"
+    assert [(n.rank, n.headless) for n in result.nodes] == [(0, False), (1, True)]
+    assert result.deployment["engine"]["image"] == "img"
+    assert any("entrypoint word `ray-head`, read as `ray start --head` (assumed)" in n
+               for n in ctx.notes)

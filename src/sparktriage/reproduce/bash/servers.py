@@ -10,7 +10,8 @@ as a script in turn (bounded depth). Nothing is run.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 
 from sparktriage.reproduce.bash.walk import Simple, read_script
 from sparktriage.reproduce.bash.words import Hole
@@ -18,7 +19,10 @@ from sparktriage.reproduce.bash.words import Hole
 PROGRAMS = ("vllm", "python", "python3", "docker", "podman", "ray", "uv", "env", "bash", "sh",
             "nohup", "exec", "ssh")
 _WRAPPERS = {"sudo", "exec", "nohup", "time", "command", "builtin", "nice", "numactl",
-             "taskset", "timeout", "stdbuf", "ionice", "chrt", "setsid", "unbuffer"}
+             "taskset", "timeout", "stdbuf", "ionice", "chrt", "setsid", "unbuffer", "screen",
+             "srun", "mpirun", "apptainer", "singularity", "xargs"}
+# `TOOL run ... PROGRAM`: environment managers that run a program
+_RUNNERS = {"uv", "conda", "mamba", "micromamba", "pixi", "poetry", "pipenv", "hatch"}
 _SUDO_VALUE = {"-u", "-g", "-C", "-D", "-h", "-p", "-U"}
 _SSH_VALUE = {"-p", "-i", "-l", "-o", "-F", "-J", "-b", "-c", "-E", "-L", "-R", "-D", "-W",
               "-S", "-m", "-O", "-Q", "-w", "-B", "-e", "-I"}
@@ -55,8 +59,12 @@ def strip_wrappers(words: list[str], env: dict[str, str]) -> list[str]:
                     name, _, value = words[0].partition("=")
                     env[name] = value
                 words = words[1:]
-        elif head == "uv" and len(words) > 1 and words[1] == "run":
+        elif head in _RUNNERS and len(words) > 1 and words[1] == "run":
             words = _to_program(words[2:])
+        elif head.startswith("python") and "-m" in words[1:] and \
+                all(w.startswith("-") or words[i - 1] in ("-X", "-W")
+                    for i, w in enumerate(words[1:words.index("-m")], 1)):
+            return [words[0]] + words[words.index("-m"):]  # python3 -u -X dev -m vllm...
         elif head == "sudo":
             words = words[1:]
             while words and words[0].startswith("-"):
@@ -69,12 +77,27 @@ def strip_wrappers(words: list[str], env: dict[str, str]) -> list[str]:
     return words
 
 
+def _starts_program(words: list[str], i: int) -> bool:
+    """Does a known program start at words[i] (not an option value that has its name, as in
+    `conda run -n vllm ...`)?"""
+    base, rest = os.path.basename(words[i]), words[i + 1:i + 6]
+    if base == "vllm":
+        return rest[:1] == ["serve"]
+    if base.startswith("python"):
+        return "-m" in rest
+    if base in ("docker", "podman"):
+        return rest[:1] in (["run"], ["container"], ["exec"])
+    if base == "ray":
+        return rest[:1] == ["start"]
+    return _is_program(words[i])
+
+
 def _to_program(words: list[str]) -> list[str]:
     """Skip a wrapper's options up to the program it runs (`--` or a known program)."""
     for index, word in enumerate(words):
         if word == "--":
             return words[index + 1:]
-        if _is_program(word):
+        if _starts_program(words, index):
             return words[index:]
     return words[-1:] if words else []
 
@@ -126,22 +149,40 @@ def image_index(words: list[str]) -> int | None:
     return None
 
 
-def _idle_container(words: list[str]) -> tuple[str, list[str]] | None:
-    """(its --name, the run up to the image) of a container started to run nothing itself
-    (`sleep infinity`, a shell), for `docker exec NAME ...` to run the server in later."""
+def _container(words: list[str]) -> tuple[str | None, list[str], list[str]] | None:
+    """(its --name, the run up to the image, the command after it) of a container run."""
     at = image_index(words)
     if at is None:
         return None
-    rest = words[at + 1:]
-    idle = not rest or os.path.basename(rest[0]) in ("sleep", "tail", "bash", "sh", "cat") \
-        and _shell_c(rest) is None
     name = None
     for index, word in enumerate(words[:at]):
         if word.startswith("--name="):
             name = word.split("=", 1)[1]
         elif word == "--name" and index + 1 < at:
             name = words[index + 1]
-    return (name, words[:at + 1]) if idle and name else None
+    return name, words[:at + 1], words[at + 1:]
+
+
+def _idle(rest: list[str]) -> bool:
+    """A container started to run nothing itself (`sleep infinity`, a shell), for `docker exec
+    NAME ...` to run the server in later."""
+    return not rest or os.path.basename(rest[0]) in ("sleep", "tail", "bash", "sh", "cat") \
+        and _shell_c(rest) is None
+
+
+_RAY_MODE = re.compile(r"^ray[-_]?(head|worker)$")
+
+
+def _ray_mode(run: list[str], rest: list[str]) -> list[str] | None:
+    """`IMAGE ray-head` / `IMAGE ray-worker`: an image whose entrypoint takes a mode word (the
+    dgx-vllm images); read as `ray start --head` / `ray start --address=HEAD_IP:6379`."""
+    match = _RAY_MODE.match(rest[0]) if len(rest) == 1 else None
+    if match is None:
+        return None
+    if match.group(1) == "head":
+        return ["ray", "start", "--head"]
+    head = next((w.split("=", 1)[1] for w in run if w.startswith("HEAD_IP=")), None)
+    return ["ray", "start", f"--address={head}:6379" if head else "--address"]
 
 
 def _inner(words: list[str], env: dict[str, str]) -> tuple[str, str] | None:
@@ -150,6 +191,13 @@ def _inner(words: list[str], env: dict[str, str]) -> tuple[str, str] | None:
     if base in ("bash", "sh", "dash", "zsh"):
         at = _shell_c(words)
         return (words[at], f"{base} {words[at - 1]}") if at is not None else None
+    if base == "eval" and len(words) > 1:
+        return " ".join(words[1:]), "eval"  # its text is read as a script, never run
+    if base == "tmux" and len(words) > 2 and words[1] in ("new", "new-session", "new-window",
+                                                         "send-keys", "send"):
+        return words[-1] if words[1] not in ("send-keys", "send") else " ".join(
+            w for w in words[2:] if w not in ("Enter", "C-m") and not w.startswith("-")), \
+            f"tmux {words[1]}"
     if base == "ssh":
         i = 1
         while i < len(words) and words[i].startswith("-"):
@@ -175,6 +223,33 @@ def _quote(words: list[str]) -> str:
     return " ".join(shlex.quote(w) for w in words)
 
 
+_PLACEHOLDER = re.compile(r"<supply:[A-Za-z0-9_.-]+>")
+
+
+def _protect(text: str) -> tuple[str, dict[str, str]]:
+    """Placeholders in a command string read again as bash, as plain words (`<supply:X>`
+    would read as redirections)."""
+    tokens: dict[str, str] = {}
+
+    def swap(match: re.Match) -> str:
+        token = f"SUPPLYPLACEHOLDER{len(tokens)}X"
+        tokens[token] = match.group(0)
+        return token
+    return _PLACEHOLDER.sub(swap, text), tokens
+
+
+def _restore(command: Simple, tokens: dict[str, str]) -> Simple:
+    if not tokens:
+        return command
+    pattern = re.compile("|".join(map(re.escape, tokens)))
+
+    def back(value: str) -> str:
+        return pattern.sub(lambda m: tokens[m.group(0)], value)
+    return replace(command, words=tuple(back(w) for w in command.words),
+                   prefix={k: back(v) for k, v in command.prefix.items()},
+                   exported={k: back(v) for k, v in command.exported.items()})
+
+
 def servers(commands: list[Simple], source: str, ignored: list[Simple], holes: list[Hole],
             given: dict[str, str] | None = None, depth: int = 0, via: str = "") -> list[Server]:
     """The server commands among `commands`; the others are appended to `ignored`; what a
@@ -187,16 +262,28 @@ def servers(commands: list[Simple], source: str, ignored: list[Simple], holes: l
         words = strip_wrappers(list(command.words), env)
         if is_serve(words):
             found.append(Server("serve", tuple(words), env, command, via))
-        elif is_container_run(words) and (idle := _idle_container(words)) is not None:
-            containers[idle[0]] = idle[1]
-            ignored.append(command)
+        elif is_container_run(words) and (parts := _container(words)) is not None:
+            name, run, rest = parts
+            if name:
+                containers[name] = run
+            mode = _ray_mode(run, rest)
+            if _idle(rest):
+                ignored.append(command)
+            elif mode is not None:
+                found.append(Server("container", tuple(run + mode), env, command,
+                                    f"the image's entrypoint word `{rest[0]}`, read as "
+                                    f"`{' '.join(mode)}` (assumed)"))
+            else:
+                found.append(Server("container", tuple(words), env, command, via))
         elif is_container_run(words):
             found.append(Server("container", tuple(words), env, command, via))
         elif is_ray_start(words):
             found.append(Server("ray", tuple(words), env, command, via))
         elif words and depth < MAX_NESTED and (inner := _inner(words, env)) is not None:
-            script = read_script(inner[0], f"{source}:{command.line} ({inner[1]})",
+            text, tokens = _protect(inner[0])
+            script = read_script(text, f"{source}:{command.line} ({inner[1]})",
                                  {**(given or {}), **command.exported, **env})
+            script.commands[:] = [_restore(c, tokens) for c in script.commands]
             holes.extend(Hole(h.name, command.line, f"{h.what} (inside {inner[1]})", h.dropped)
                          for h in script.holes)
             nested = servers(script.commands, source, [], holes, given, depth + 1, inner[1])

@@ -13,6 +13,7 @@ commands (they become placeholders, words.py). Bounds: tree depth, nodes visited
 from __future__ import annotations
 
 import fnmatch
+import re
 import time
 from dataclasses import dataclass, field
 
@@ -24,6 +25,8 @@ MAX_DEPTH = 120  # syntax-tree nesting followed
 MAX_CALL_DEPTH = 8  # nested function calls followed
 MAX_STEPS = 200_000  # statements and commands visited (function bodies count each call)
 WALK_SECONDS = 5.0
+_NUMERIC = {"-eq": lambda a, b: a == b, "-ne": lambda a, b: a != b, "-lt": lambda a, b: a < b,
+            "-le": lambda a, b: a <= b, "-gt": lambda a, b: a > b, "-ge": lambda a, b: a >= b}
 _LOOPS = ("for_statement", "c_style_for_statement", "while_statement")
 _SEQUENCES = ("program", "compound_statement", "do_group", "ERROR")
 
@@ -185,7 +188,14 @@ class Walker:
         if expr.type == "binary_expression" and expr.child_count == 3:
             left, op, right = expr.children
             a, b = ex.string(left), ex.string(right)
-            if probe.holes or op.type not in ("=", "==", "!="):
+            if probe.holes:
+                return None
+            if op.type in _NUMERIC or self.t(op) in _NUMERIC:
+                try:
+                    return _NUMERIC[self.t(op)](int(a), int(b))
+                except ValueError:
+                    return None
+            if op.type not in ("=", "==", "!="):
                 return None
             same = fnmatch.fnmatchcase(a, b) if op.type == "==" and node.children[0].type == "[[" \
                 else a == b
@@ -339,10 +349,16 @@ class Walker:
     def loop(self, node: Node, at: _At) -> None:
         variable = node.child_by_field_name("variable")
         if variable is not None:
-            values = Expander(self.data, self.scope).fields(node.children_by_field_name("value"))
+            lists = node.children_by_field_name("value")
+            values = Expander(self.data, self.scope).fields(lists) if lists else \
+                list(self.scope.positional or [])
             name = self.t(variable)
-            self.scope.values[name] = values[0] if values else self.scope.hole(
-                name, node, f"the loop variable ${name} (no values known)")
+            if not values:  # `for a in "$@"` with the script's arguments unknown: none assumed
+                self.script.notes.append(f"line {line(node)}: the loop over {name} has no "
+                                         "values known (the script's arguments: none "
+                                         "assumed); its body is not read")
+                return
+            self.scope.values[name] = values[0]
         body = node.child_by_field_name("body")
         if body is not None:
             self.statement(body, at.down(branch=at.branch + (f"loop body read once (line "
@@ -468,9 +484,8 @@ class _Pseudo:
     """A stand-in node for a hole made while merging branches (its line: the branch's)."""
 
     def __init__(self, where: str) -> None:
-        digits = [int(w) for w in where.replace(")", " ").replace(",", " ").split()
-                  if w.isdigit()]
-        self.start_point = ((digits[0] - 1) if digits else 0, 0)
+        found = re.search(r"\bline (\d+)", where)
+        self.start_point = (int(found.group(1)) - 1 if found else 0, 0)
 
 
 def read_script(text_: str, source: str, given: dict[str, str] | None = None) -> Script:

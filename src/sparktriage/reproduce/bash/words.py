@@ -20,6 +20,7 @@ from sparktriage.reproduce.secrets import placeholder
 
 Value = str | list[str]
 _BLANKS = re.compile(r"([ \t\n]+)")
+_LEAD = re.compile(rb"(?:[ \t\n]|\\\n)*")  # blanks and `\<newline>` before a `$`
 _NAME_CHARS = re.compile(r"[^A-Za-z0-9_]+")
 _ESCAPED_IN_QUOTES = re.compile(r"\\([\\$`\"])|\\\n")  # \<newline> joins lines
 _ANSI = {"n": "\n", "t": "\t", "\\": "\\", "'": "'", '"': '"', "e": "\x1b", "r": "\r", "a": "\a",
@@ -113,7 +114,11 @@ class Expander:
         if kind == "ansi_c_string":
             return [("lit", _ansi_c(text(node, self.data)))]
         if kind in ("string", "translated_string"):
-            return [("lit", "")] + self._inside(node)
+            inside = self._inside(node)
+            if any(k == "fields" for k, _ in inside) and all(
+                    k == "fields" or v == "" for k, v in inside):
+                return inside  # "$@", "${A[@]}": as many fields as there are items, maybe none
+            return [("lit", "")] + inside
         if kind == "string_content":
             return [("lit", _ESCAPED_IN_QUOTES.sub(_unquote, text(node, self.data)))]
         if kind == "concatenation":
@@ -142,9 +147,14 @@ class Expander:
         for child in node.children:
             if not child.is_named:
                 continue
-            if child.start_byte > pos:
+            # tree-sitter-bash may start an expansion node at the blanks and `\<newline>`
+            # before its `$`: the text up to its first token is the string's own
+            lead = _LEAD.match(self.data, child.start_byte, child.end_byte) \
+                if child.type != "string_content" else None
+            start = lead.end() if lead else child.start_byte
+            if start > pos:
                 out.append(("lit", _ESCAPED_IN_QUOTES.sub(
-                    _unquote, self.data[pos:child.start_byte].decode("utf-8", "replace"))))
+                    _unquote, self.data[pos:start].decode("utf-8", "replace"))))
             out.extend(self.segments(child, quoted=True))
             pos = child.end_byte
         if end > pos:
@@ -183,7 +193,7 @@ class Expander:
             if args is None:
                 self.scope.hole("script_args", node, f"${name}: the script's own arguments "
                                 "are not known; none assumed", dropped=True)
-                return []
+                return [("fields", [])]
             return [("fields", list(args))] if quoted and name == "@" else \
                 [("lit" if quoted else "split", " ".join(args))]
         value = self._value(name, node)

@@ -81,6 +81,13 @@ def import_script(text: str, ctx: Ctx, given: dict[str, str] | None = None) -> I
             line, bad = script.errors[0]
             raise InputError(f"{ctx.source}:{line}: {_construct(bad)}; no server command "
                              "could be read")
+        for command in ignored:  # a command whose program is not known statically
+            name = _PLACEHOLDER.fullmatch(command.words[0])
+            if name:
+                what = next((h.what for h in holes if h.name == name.group(1)), "not known")
+                raise InputError(f"{ctx.source}:{command.line}: the program of `"
+                                 f"{command.source[:60]}` is not known statically ({what}); no "
+                                 "server command could be read")
         raise InputError(f"{ctx.source}: no server command found (vllm serve, python -m "
                          "vllm.entrypoints.openai.api_server, docker/podman run, ray start)")
     for server in found:
