@@ -85,3 +85,50 @@ def test_a_ray_head_with_block_and_the_serve_line_given_beside(tmp_path: Path) -
     assert d["engine"]["backend"] == "ray" and d["parallelism"]["nodes"] == 2
     assert [n.name for n in r.client_nodes] == ["node0", "node1"]
     assert ranks_per_node(planned(r)) == {"spark-01": 1, "spark-02": 1}
+
+
+def test_ray_head_and_server_services_on_one_node_and_a_worker_file(tmp_path: Path) -> None:
+    """A head compose with a `ray start --head --block` service and a separate vllm-server
+    service (RAY_ADDRESS, the Ray executor), and a worker compose beside it: the server runs
+    on the head's node (two nodes in all), with the head service's volumes and shared memory;
+    relative host paths are resolved against the compose file's folder."""
+    head, worker = tmp_path / "node1", tmp_path / "node2"
+    head.mkdir()
+    worker.mkdir()
+    (head / "docker-compose.yml").write_text("""\
+services:
+  ray-head:
+    image: vllm/vllm-openai:latest
+    network_mode: host
+    shm_size: 10.24gb
+    entrypoint: ["/bin/bash", "-c"]
+    command: ["ray start --head --port=6379 --dashboard-host=0.0.0.0 --block"]
+    volumes: ["${MODEL_CACHE_DIR:-./models}:/root/.cache/huggingface"]
+  vllm-server:
+    image: vllm/vllm-openai:latest
+    network_mode: host
+    depends_on: [ray-head]
+    entrypoint: ["/bin/bash", "-c"]
+    command:
+      - |
+        sleep ${VLLM_STARTUP_DELAY:-60}
+        vllm serve ${MODEL_NAME:-meta-llama/Llama-3.1-70B-Instruct} \\
+          --pipeline-parallel-size ${PIPELINE_PARALLEL_SIZE:-2} \\
+          --distributed-executor-backend ray
+    environment: [RAY_ADDRESS=127.0.0.1:6379]
+""")
+    (worker / "docker-compose.yml").write_text(
+        "services:\n  ray-worker:\n    image: vllm/vllm-openai:latest\n"
+        "    entrypoint: [\"/bin/bash\", \"-c\"]\n"
+        "    command: [\"ray start --address=${RAY_HEAD_IP:-10.0.0.1}:6379 --block\"]\n")
+    r = run([head / "docker-compose.yml", worker / "docker-compose.yml"], tmp_path,
+            gb10_lab(tmp_path, 2))
+    d = r.deployment
+    assert d["model"]["path"] == "meta-llama/Llama-3.1-70B-Instruct"
+    assert d["parallelism"]["pp"] == 2 and d["parallelism"]["nodes"] == 2
+    assert d["engine"]["backend"] == "ray"
+    assert d["engine"]["container_args"] == [
+        "--shm-size", "10.24gb", "-v", f"{head}/models:/root/.cache/huggingface"]
+    assert [n.headless for n in r.client_nodes] == [False, True]
+    assert ranks_per_node(planned(r)) == {"spark-01": 1, "spark-02": 1}
+    assert any("`sleep 60` in the container's script" in n for n in r.notes)

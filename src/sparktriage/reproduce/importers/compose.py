@@ -186,7 +186,7 @@ def import_compose(path: Path, ctx: Ctx) -> Imported:
     interp = Interpolator(dotenv, ctx)
     active = {p.strip() for p in dotenv.get("COMPOSE_PROFILES", "").split(",") if p.strip()}
     members: list[Member] = []
-    engine: dict = {}
+    engines: list[dict] = []
     skipped: list[str] = []
     for name, raw in services.items():
         if not isinstance(raw, dict):
@@ -207,16 +207,44 @@ def import_compose(path: Path, ctx: Ctx) -> Imported:
         if member is None:
             continue
         members.append(member)
-        if member.serve is not None and not (engine and members[0].serve):
-            engine = eng
-        engine = engine or eng
+        engines.append(eng)
     if not members:
         more = f"; skipped by profile: {', '.join(skipped)}" if skipped else ""
         raise InputError(f"{ctx.source}: no service runs vLLM or Ray{more}")
     result = assemble_cluster(members, ctx)
     deployment = dict(result.deployment)
-    deployment["engine"] = {**deployment.get("engine", {}), **engine}
+    deployment["engine"] = {**deployment.get("engine", {}), **_node0_engine(members, engines)}
     return result.model_copy(update={"deployment": deployment})
+
+
+def _node0_engine(members: list[Member], engines: list[dict]) -> dict:
+    """The container settings of node 0: the serve command's service, with the container
+    options of the Ray head's service added when they are two services on one node (its
+    volumes and shared memory matter to the ranks it hosts)."""
+    serving = [i for i, m in enumerate(members) if m.serve is not None]
+    heads = [i for i, m in enumerate(members) if m.ray is not None and m.ray.role == "head"]
+    first = serving[0] if serving else (heads[0] if heads else 0)
+    engine = dict(engines[first])
+    args = list(engine.get("container_args") or [])
+    for i in heads[:1]:
+        if i == first:
+            continue
+        extra = engines[i].get("container_args") or []
+        pairs = {tuple(args[j:j + 2]) for j in range(len(args))}
+        j = 0
+        while j < len(extra):
+            pair = tuple(extra[j:j + 2])
+            if extra[j].startswith("-") and j + 1 < len(extra) and \
+                    not extra[j + 1].startswith("-"):
+                if pair not in pairs and extra[j] != "--entrypoint":
+                    args += list(pair)
+                j += 2
+            else:
+                if extra[j] not in args:
+                    args.append(extra[j])
+                j += 1
+    engine["container_args"] = args
+    return engine
 
 
 def _service(name: str, service: dict, marks: dict, base: Path, interp: Interpolator,
@@ -240,7 +268,7 @@ def _service(name: str, service: dict, marks: dict, base: Path, interp: Interpol
         raise InputError(f"{ctx.source}:{line}: service {name} has no image (build: is not "
                          "reproduced; give the built image's name)")
     eng: dict = {"image": str(image), "runtime": "docker", "container_args": []}
-    replicas = service_keys(name, service, marks, eng, ctx)
+    replicas = service_keys(name, service, marks, eng, ctx, base)
     serve, ray = container_program(entry[1:] + command, entry[0] if entry else None, eng, ctx,
                                    cmd_line or 1)
     if serve is not None:

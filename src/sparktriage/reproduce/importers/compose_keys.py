@@ -10,6 +10,9 @@ worker nodes; `deploy.resources.limits` become `--memory`/`--cpus`.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from sparktriage.reproduce.importers.common import Ctx
 
 # handled by the importer itself
@@ -66,8 +69,10 @@ def gpu_reserved(service: dict) -> bool:
                for d in devices if isinstance(d, dict))
 
 
-def service_keys(name: str, service: dict, marks: dict, eng: dict, ctx: Ctx) -> int:
-    """Account for every key of one service; return its replicas (1 unless deploy says)."""
+def service_keys(name: str, service: dict, marks: dict, eng: dict, ctx: Ctx,
+                 base: Path | None = None) -> int:
+    """Account for every key of one service; return its replicas (1 unless deploy says).
+    `base`: the compose file's folder, against which compose resolves relative host paths."""
     args = eng["container_args"]
     replicas = 1
     for key, value in service.items():
@@ -87,7 +92,7 @@ def service_keys(name: str, service: dict, marks: dict, eng: dict, ctx: Ctx) -> 
                                  f"containers with {PLAN[key]} {key.split('_')[0]}")
         elif key == "volumes":
             for item in value or []:
-                args += _volume(item, ctx, name, where)
+                args += _volume(item, ctx, name, where, base)
             ctx.mapped.append(f"services.{name}.volumes -> engine.container_args")
         elif key == "deploy":
             replicas = _deploy(name, value, marks, args, ctx)
@@ -169,15 +174,24 @@ def _devices(name: str, devices, where: str, ctx: Ctx) -> None:
                               "the plan's --gpus all")
 
 
-def _volume(item, ctx: Ctx, service: str, where: str) -> list[str]:
+def _volume(item, ctx: Ctx, service: str, where: str, base: Path | None) -> list[str]:
     if isinstance(item, str):
         ctx.check_variables(item, f"{where}: service {service}: volume")
+        host, colon, rest = item.partition(":")
+        if base is not None and colon and (host in (".", "..") or host.startswith(("./", "../"))):
+            resolved = os.path.normpath(base / host)
+            ctx.note(f"{where}: service {service}: volume {host} is {resolved} (compose resolves "
+                     "it against the compose file's folder on the client)")
+            item = f"{resolved}:{rest}"
         return ["-v", item]
     if isinstance(item, dict):
         kind = item.get("type", "volume")
         parts = [f"type={kind}"]
         if item.get("source"):
-            parts.append(f"source={item['source']}")
+            source = str(item["source"])
+            if base is not None and (source in (".", "..") or source.startswith(("./", "../"))):
+                source = os.path.normpath(base / source)
+            parts.append(f"source={source}")
         if item.get("target"):
             parts.append(f"target={item['target']}")
         if item.get("read_only"):

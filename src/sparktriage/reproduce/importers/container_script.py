@@ -98,15 +98,18 @@ def _closing(text: str, i: int) -> int:
     return len(text)
 
 
-def split_script(script: str, ctx: Ctx, where: str) -> list[ScriptCommand]:
-    """The commands of a one-line container script, exports and prefixes carried as env."""
+def split_script(script: str, ctx: Ctx, line: int | None) -> list[ScriptCommand]:
+    """The commands of a one-line container script, exports and prefixes carried as env;
+    `line`: where the script is in its input (errors are `input:line: ...`)."""
+    where = f"line {line}"
+    at = f"{ctx.source}:{line}"
     text = _substitutions(_unquoted_newlines(script), ctx, where)
     lexer = shlex.shlex(text, posix=True, punctuation_chars=";&|")
     lexer.whitespace_split = True
     try:
         tokens = list(lexer)
     except ValueError as exc:
-        raise InputError(f"{where}: the container's script cannot be split ({exc})") from None
+        raise InputError(f"{at}: the container's script cannot be split ({exc})") from None
     commands: list[list[str]] = [[]]
     for token in tokens:
         if token in OPERATORS:
@@ -114,7 +117,7 @@ def split_script(script: str, ctx: Ctx, where: str) -> list[ScriptCommand]:
         else:
             commands[-1].append(token)
     if len(commands) > MAX_COMMANDS:
-        raise InputError(f"{where}: the container's script has more than {MAX_COMMANDS} "
+        raise InputError(f"{at}: the container's script has more than {MAX_COMMANDS} "
                          "commands; not a launch command")
     out, exported = [], {}
     for words in commands:
@@ -143,15 +146,16 @@ def is_harmless(words: list[str]) -> bool:
 
 
 def pick(commands: list[ScriptCommand], finder, ctx: Ctx,
-         where: str) -> tuple[ScriptCommand | None, ScriptCommand | None]:
+         line: int | None) -> tuple[ScriptCommand | None, ScriptCommand | None]:
     """(the serve command, the ray start command) among a script's commands; the others are
     noted (harmless) or listed as unknown."""
+    where = f"line {line}"
     serve = ray = None
     for command in commands:
         if finder(command.words):
             if serve is not None:
-                raise InputError(f"{where}: the container's script runs two vllm serve "
-                                 "commands (expected one)")
+                raise InputError(f"{ctx.source}:{line}: the container's script runs two vllm "
+                                 "serve commands (expected one)")
             serve = command
         elif is_ray_start(command.words):
             ray = ray or command

@@ -184,7 +184,7 @@ def container_program(command: list[str], entrypoint: str | None, engine: dict, 
     words = ([entrypoint] if entrypoint else []) + command
     where = f"{ctx.source}:{line}"
     if len(words) >= 3 and os.path.basename(words[0]) in SHELLS and words[1] in SHELL_C:
-        found, ray_cmd = pick(split_script(words[2], ctx, where), find_serve, ctx, where)
+        found, ray_cmd = pick(split_script(words[2], ctx, line), find_serve, ctx, line)
         if found is None and ray_cmd is None:
             raise InputError(f"{where}: the container's script runs neither vllm serve nor "
                              "ray start")

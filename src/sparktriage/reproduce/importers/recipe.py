@@ -196,8 +196,7 @@ def _template(data: dict, marks: dict, ctx: Ctx) -> Imported:
             for left in sorted(set(_PLACE.findall(text))):
                 ctx.flag_unknown(f"{{{left}}}", f"{where}: template value not in defaults; "
                                  "kept as written")
-            serve, _ = pick(split_script(text, ctx, f"{ctx.source}:{line}"), find_serve, ctx,
-                            where)
+            serve, _ = pick(split_script(text, ctx, line), find_serve, ctx, line)
             if serve is None:
                 raise InputError(f"{ctx.source}:{line}: the recipe's command runs no vllm serve "
                                  f"(runtime {data.get('runtime', '?')})")
@@ -236,7 +235,7 @@ def _args(value: Any, ctx: Ctx, where: str, line: int | None) -> list[str]:
     if isinstance(value, dict):
         return config_args(value, ctx, where)
     if isinstance(value, str):
-        commands = split_script(value, ctx, f"{ctx.source}:{line}")
+        commands = split_script(value, ctx, line)
         return commands[0].words if commands else []
     if isinstance(value, list):
         ctx.mapped.append(f"{where}: arguments -> vllm serve options")
