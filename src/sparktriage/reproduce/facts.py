@@ -128,7 +128,8 @@ def build(deployment: dict, client: dict[str, Facts], lab: dict[str, Facts],
     # every client node's environment: deployment env + the node's own
     envs = list(client_envs.values()) or [dict(deployment.get("env") or {})]
     facts["vllm_host_ip_every_node"] = all("VLLM_HOST_IP" in e for e in envs)
-    ips = [e.get("VLLM_HOST_IP") for e in envs if e.get("VLLM_HOST_IP")]
+    ips = [e.get("VLLM_HOST_IP") for e in envs if e.get("VLLM_HOST_IP")
+           and not e["VLLM_HOST_IP"].startswith("<supply:")]  # a placeholder is not known
     if facts["multi_node"] and ips:
         # one value for all nodes: given by one shared script, or implied nodes copying the head
         facts["vllm_host_ip_shared"] = len(set(ips)) == 1 and (len(ips) > 1 or client_nodes > 1)
@@ -152,7 +153,7 @@ def build(deployment: dict, client: dict[str, Facts], lab: dict[str, Facts],
         for label, env in (("lab", planned), ("client", client_envs.get(client_name or "", {}))):
             for var in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME"):
                 value = env.get(var)
-                if not value or value.startswith(("^", "=")):
+                if not value or value.startswith(("^", "=", "<supply:")):
                     continue
                 for item in value.split(","):
                     if item and item not in names and not any(n.startswith(item) for n in names):
