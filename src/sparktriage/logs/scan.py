@@ -97,7 +97,9 @@ class _FastFeeder:
         """Feed what block[start:end] needs; return where the bytes to carry into the next
         block begin (end when there are none)."""
         self._start, self._end = start, end
+        emitted = len(self.asm.out)
         pos, next_line = self._follow(block, start, self.line_base + 1)
+        self._restarted(emitted)  # a record that went on into this block may hold a restart
         limit = end  # trailing lines that may open a record travel to the next block
         mark, width = self.mark, len(self.mark)
         while limit - start >= width and block[limit - width:limit] == mark and \
@@ -129,16 +131,23 @@ class _FastFeeder:
         """Feed lines one by one while untimed events wait for a time (an excerpt's top), so
         they take the time of the same line as on the full path."""
         self._return_state(block)
+        out = self.asm.out
+        emitted = len(out)
         while pos < limit and self.asm.pending:
             stop = block.find(b"\n", pos, self._end)
             raw = self._raw(block, pos, stop, number)
             self.asm.feed(raw)
-            if restart_mark(raw.text):
-                self.serving = False
-            elif serving_mark(raw.text):
+            if not self.serving and serving_mark(raw.text):
                 self.serving = True
             pos, number = stop + 1, number + 1
-        return self._follow(block, pos, number)
+        pos, number = self._follow(block, pos, number)
+        self._restarted(emitted)
+        return pos, number
+
+    def _restarted(self, emitted: int) -> None:
+        """A restart mark among the events emitted since `emitted`: read everything again."""
+        if self.serving and any(restart_mark(e.raw) for e in self.asm.out[emitted:]):
+            self.serving = False
 
     @staticmethod
     def _candidates(block, pos: int, limit: int) -> Iterator[int]:
