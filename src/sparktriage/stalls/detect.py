@@ -482,6 +482,15 @@ def _waits(timeline: NodeTimeline, markers: MarkerSet, params: DetectParams,
     return out
 
 
+def _later(a: str | None, b: str | None) -> str | None:
+    """Of two phases, the one the start reached later (a wait line can show a later phase
+    than the log's last anchor; `serving` is last)."""
+    order = {name: i for i, name in enumerate(PHASES + (SERVING,))}
+    if a is None or b is None:
+        return a or b
+    return b if order.get(b, -1) > order.get(a, -1) else a
+
+
 def _merge(periods: list[Period]) -> list[Period]:
     """Overlapping stalls of one node become one period (failures stay separate)."""
     out: list[Period] = []
@@ -493,6 +502,7 @@ def _merge(periods: list[Period]) -> list[Period]:
                 prev.end = period.end
                 prev.open_ended = period.open_ended
             prev.how += [h for h in period.how if h not in prev.how]
+            prev.phase = _later(prev.phase, period.phase)
             prev.facts.update(period.facts)
             if "crawl" in period.how and "crawl" not in prev.how[:1]:
                 prev.reason = f"{prev.reason}; {period.reason}"
@@ -545,10 +555,10 @@ def detect(evidence: Evidence, markers: MarkerSet, params: DetectParams | None =
     episodes: dict[str, list[failures.Episode]] = {}
     teardown_errors: dict[str, int] = {}
     for name, timeline in timelines.items():
+        errors = failures.error_marks(timeline, keys, markers)
         starts = [a.first_t for a in evidence.attempts.get(name, [])[1:]
-                  if a.first_t is not None]
-        episodes[name] = failures.episodes(failures.error_marks(timeline, keys, markers),
-                                           starts, timeline.ready_at)
+                  if a.first_t is not None] + failures.restarts(timeline, errors, markers)
+        episodes[name] = failures.episodes(errors, starts, timeline.ready_at)
     for name, timeline in timelines.items():
         progress = _progress_marks(timeline, markers)
         budget = _budget(timeline, timelines, markers, evidence.nodes.get(name), params)

@@ -72,6 +72,29 @@ def episodes(marks: list[Mark], attempt_starts: list[float],
     return sorted(out.values(), key=lambda e: e.start)
 
 
+def restarts(timeline: NodeTimeline, errors: list[Mark], markers: MarkerSet) -> list[float]:
+    """When a process that had failed comes back (a restart policy, a supervisor): the first
+    line, after a failure-marker error, of a known process name under a new pid. The log parser
+    opens a new attempt only at a new banner, which a restarted engine does not print."""
+    failing = {id(m) for m in errors if any(markers.markers[n].failure for n in m.markers)}
+    if not failing:
+        return []
+    out: list[float] = []
+    pids: dict[str, set] = {}
+    last_failure = None
+    for mark in timeline.marks:
+        event = mark.event
+        if last_failure is not None and event.process and event.pid is not None \
+                and event.process in pids and event.pid not in pids[event.process]:
+            out.append(mark.t)
+            last_failure = None
+        if event.process and event.pid is not None:
+            pids.setdefault(event.process, set()).add(event.pid)
+        if id(mark) in failing:
+            last_failure = mark.t
+    return out
+
+
 def is_teardown(timeline: NodeTimeline, episode: Episode) -> bool:
     """Errors logged after the server was stopped from outside belong to its teardown."""
     return timeline.stopped_at is not None and episode.start >= timeline.stopped_at
