@@ -163,3 +163,21 @@ def test_interpolation_forms() -> None:
     assert it.text("${W}", "t") == "<supply:W>"
     assert [u.text for u in ctx.unknown] == ["${U}", "${W}"]
     assert json.dumps(it.text("no vars", "t")) == '"no vars"'
+
+
+@pytest.mark.parametrize("service,message", [
+    ({"profiles": True}, "service v: profiles must be a list or a string"),
+    ({"volumes": -1}, "service v: volumes must be a list"),
+    ({"environment": 5}, "service v: environment must be a mapping or a list"),
+    ({"deploy": {"replicas": "x"}}, "service v: deploy.replicas must be a count"),
+    ({"user": ["a"]}, "service v: user must be one value"),
+])
+def test_shapes_compose_refuses_are_one_line_errors(tmp_path: Path, service: dict,
+                                                    message: str) -> None:
+    import yaml
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(
+        {"services": {"v": {"image": "vllm/vllm-openai", "command": "vllm serve /m",
+                            **service}}}))
+    with pytest.raises(InputError, match=message) as caught:
+        run([tmp_path / "c.yaml"], tmp_path)
+    assert caught.value.one_line().startswith(f"{tmp_path / 'c.yaml'}:")

@@ -163,6 +163,37 @@ def _restored(words: list[str]) -> list[str]:
     return [SAFE_WORD.sub(lambda m: f"<supply:{m.group(1)}>", w) for w in words]
 
 
+SHAPES = {"profiles": (list, str), "environment": (dict, list), "env_file": (str, list, dict),
+          "volumes": (list,), "ports": (list,), "deploy": (dict,), "ulimits": (dict,),
+          "extends": (str, dict), "command": (str, list), "entrypoint": (str, list),
+          "image": (str,), "devices": (list,), "cap_add": (list,), "cap_drop": (list,),
+          "security_opt": (list,), "labels": (dict, list), "extra_hosts": (list, dict),
+          "dns": (list, str), "tmpfs": (list, str), "sysctls": (dict, list),
+          "group_add": (list,), "networks": (list, dict), "depends_on": (list, dict)}
+SCALARS = ("runtime", "user", "ipc", "network_mode", "shm_size", "pid", "working_dir",
+           "platform", "mem_limit", "cpus", "hostname", "container_name", "restart")
+
+
+def _check_shape(name: str, service: dict, marks: dict, ctx: Ctx) -> None:
+    """Compose's own types for the keys this importer reads (compose refuses others too)."""
+    for key, value in service.items():
+        line = marks.get(("services", name, key), marks.get(("services", name)))
+        if value is None:
+            continue
+        if key in SHAPES and not isinstance(value, SHAPES[key]):
+            kinds = " or ".join({dict: "a mapping", list: "a list", str: "a string"}[k]
+                                for k in SHAPES[key])
+            raise InputError(f"{ctx.source}:{line}: service {name}: {key} must be {kinds}")
+        if key in SCALARS and isinstance(value, (dict, list)):
+            raise InputError(f"{ctx.source}:{line}: service {name}: {key} must be one value")
+        if key == "deploy":
+            replicas = value.get("replicas")
+            if replicas is not None and (not isinstance(replicas, int) or replicas < 0
+                                         or isinstance(replicas, bool)):
+                raise InputError(f"{ctx.source}:{line}: service {name}: deploy.replicas must "
+                                 "be a count")
+
+
 def _runs_engine(entry: list[str], command: list[str], image) -> bool:
     text = " ".join(entry + command + [str(image or "")])
     return "vllm" in text or "ray start" in text or ("ray" in entry + command[:1]
@@ -193,8 +224,11 @@ def import_compose(path: Path, ctx: Ctx) -> Imported:
             raise InputError(f"{ctx.source}:{marks.get(('services', name))}: service {name} "
                              "is not a mapping")
         line = marks.get(("services", name))
+        _check_shape(name, raw, marks, ctx)
         service = _extends(name, raw, services, base, ctx)
+        _check_shape(name, service, marks, ctx)
         profiles = service.get("profiles") or []
+        profiles = [profiles] if isinstance(profiles, str) else profiles
         if profiles and not set(map(str, profiles)) & active:
             ctx.note(f"line {line}: service {name} is in profile(s) {', '.join(map(str, profiles))}"
                      ", none active (COMPOSE_PROFILES in .env): compose does not start it")
@@ -203,7 +237,11 @@ def import_compose(path: Path, ctx: Ctx) -> Imported:
         if profiles:
             ctx.mapped.append(f"services.{name}.profiles: active")
         service = _interpolated(service, interp, marks, name)
-        member, eng = _service(name, service, marks, base, interp, dotenv, ctx)
+        try:
+            member, eng = _service(name, service, marks, base, interp, dotenv, ctx)
+        except (TypeError, AttributeError, ValueError) as exc:  # a shape compose would refuse
+            raise InputError(f"{ctx.source}:{line}: service {name}: a value of a type compose "
+                             f"does not take ({type(exc).__name__}: {exc})") from None
         if member is None:
             continue
         members.append(member)
@@ -279,6 +317,8 @@ def _service(name: str, service: dict, marks: dict, base: Path, interp: Interpol
                               marks.get(("services", name, "env_file"))))
     env.update(_environment(service.get("environment"), dotenv, ctx, name,
                             marks.get(("services", name, "environment"), line)))
+    if service.get("environment"):
+        ctx.mapped.append(f"services.{name}.environment -> env")
     env.update(eng.pop("_env", {}))
     env = env_block(env, ctx, f"services.{name}.environment")
     return Member(serve, ray, env, cmd_line, replicas, name), eng

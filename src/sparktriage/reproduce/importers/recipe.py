@@ -151,6 +151,25 @@ def import_recipe(path: Path, ctx: Ctx) -> Imported:
     data, marks = load_with_lines(path)
     if not isinstance(data, dict):
         raise InputError(f"{ctx.source}: a recipe is a YAML mapping")
+    try:
+        return _read(data, marks, ctx)
+    except (TypeError, AttributeError, ValueError) as exc:  # a shape no recipe tool takes
+        raise InputError(f"{ctx.source}: a recipe value of an unexpected type "
+                         f"({type(exc).__name__}: {exc})") from None
+
+
+def _mapping(data: dict, key: str, marks: dict, ctx: Ctx) -> dict:
+    value = data.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InputError(f"{ctx.source}:{marks.get((key,))}: {key} must be a mapping")
+    return value
+
+
+def _read(data: dict, marks: dict, ctx: Ctx) -> Imported:
+    for key in ("features", "variants", "defaults", "env"):
+        _mapping(data, key, marks, ctx)
     if _model_card(data):
         return _card(data, marks, ctx)
     if looks_like_vllm_config(data) and not any(
