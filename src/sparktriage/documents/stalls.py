@@ -69,6 +69,9 @@ class StallsSummary(Part):
     failures: int
     healthy: bool
     causes: list[str]
+    errors: int | None = Field(None, description="errors `logs` counts that the failures hold")
+    errors_teardown: int | None = Field(None, description="errors `logs` counts that were "
+                                                          "logged after a stop (teardown)")
 
 
 class StallsDocument(Document):

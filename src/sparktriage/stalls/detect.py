@@ -30,6 +30,7 @@ it happened, `serving` included.
 
 from __future__ import annotations
 
+import datetime as _dt
 import statistics
 from dataclasses import dataclass, field
 
@@ -275,10 +276,35 @@ def _cold_compile_text(gap: float, unusable: str | None) -> str:
             "VLLM_FORCE_AOT_LOAD=1 makes the failure an error)")
 
 
+def _after_cut(cuts: list[tuple[float, float]], start: float, end: float) -> float:
+    """Where a silence from `start` really begins: after the last cut (lines the excerpt left
+    out, logs' `excerpt_detail.cuts`) inside it; what happened in a cut is unknown, not quiet."""
+    inside = [e for s, e in cuts if s >= start - 0.5 and e <= end + 0.5]
+    return max([start] + inside)
+
+
+def _cuts(evidence: Evidence, node: str) -> list[tuple[float, float]]:
+    """The node's cuts from the logs document (ISO 8601 times)."""
+    out = []
+    for cut in (evidence.logs.get("excerpt_detail") or {}).get("cuts") or []:
+        if not isinstance(cut, dict) or cut.get("node") not in (None, node):
+            continue
+        try:
+            bounds = [v if isinstance(v, (int, float)) else
+                      _dt.datetime.fromisoformat(str(v)).timestamp()
+                      for v in (cut.get("start"), cut.get("end"))]
+        except ValueError:
+            continue
+        out.append((float(bounds[0]), float(bounds[1])))
+    return out
+
+
 def _silences(timeline: NodeTimeline, progress: list[Mark], markers: MarkerSet,
               params: DetectParams, started: float | None, budget: Budget | None = None,
-              observations: list[dict] | None = None) -> list[Period]:
+              observations: list[dict] | None = None,
+              cuts: list[tuple[float, float]] | None = None) -> list[Period]:
     out: list[Period] = []
+    cuts = cuts or []
     seen: set = set()
     budget = budget or Budget(1.0, None, {}, 1)
     observations = observations if observations is not None else []
@@ -289,7 +315,7 @@ def _silences(timeline: NodeTimeline, progress: list[Mark], markers: MarkerSet,
                           f"no log line for {progress[0].t - started:.0f} s after the start"))
     for i, (prev, nxt) in enumerate(zip(progress, progress[1:])):
         seen.add((prev.event.process, prev.event.pid))
-        gap = nxt.t - prev.t
+        gap = nxt.t - _after_cut(cuts, prev.t, nxt.t)
         if gap < max(params.min_stall_s, params.silence_s):
             continue
         phase = timeline.phase_at(prev.t)
@@ -327,12 +353,12 @@ def _silences(timeline: NodeTimeline, progress: list[Mark], markers: MarkerSet,
     if progress and timeline.ready_at is None and timeline.failed_at is None:
         last = progress[-1]
         end = timeline.stopped_at or timeline.end
-        gap = end - last.t
+        gap = end - _after_cut(cuts, last.t, end)
         phase = timeline.phase_at(last.t)
         allowed, _ = budget.allowed(phase, params.silence_s, params, timeline.checkpoint_bytes)
         if gap >= max(params.min_stall_s, allowed):
             how = "it was stopped" if timeline.stopped_at else "observation ended"
-            out.append(Period(timeline.node, "stall", last.t, end, timeline.phase_at(last.t),
+            out.append(Period(timeline.node, "stall", end - gap, end, timeline.phase_at(last.t),
                               ["hang"], f"no progress for the last {gap:.0f} s, until {how}; "
                               f"the start never became ready", last_line=last, open_ended=True))
     return out
@@ -564,7 +590,7 @@ def detect(evidence: Evidence, markers: MarkerSet, params: DetectParams | None =
         budget = _budget(timeline, timelines, markers, evidence.nodes.get(name), params)
         found = _silences(timeline, progress, markers, params,
                           evidence.started if evidence.form == "bundle" else None, budget,
-                          observations)
+                          observations, _cuts(evidence, name))
         crawl = _crawl(timeline, progress, params)
         if crawl:
             found.append(crawl)

@@ -185,6 +185,9 @@ def build(classification: Classification, rules_dir: str) -> dict:
             "failures": sum(1 for f in findings if f["kind"] == "failure"),
             "healthy": not findings,
             "causes": sorted({f["verdict"]["id"] for f in findings}),
+            # the errors `logs` counts: held by the failures, or logged in a teardown
+            "errors": sum(f.get("errors") or 0 for f in findings),
+            "errors_teardown": sum(detection.teardown_errors.values()),
         },
     }
     if excerpt is not None:  # as the logs document of the same lines says (docs/logs.md)
