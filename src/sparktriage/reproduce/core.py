@@ -23,6 +23,7 @@ from sparktriage.yamldoc import load_model, load_with_lines, validate
 from sparktriage.reproduce import diff as diffing
 from sparktriage.reproduce import facts as trapfacts
 from sparktriage.reproduce import traps as trapcheck
+from sparktriage.reproduce.bash import read_script
 from sparktriage.reproduce.detect import detect, read_input
 from sparktriage.reproduce.envcheck import unknown_vllm_env
 from sparktriage.reproduce.importers.collect_env import import_collect_env
@@ -51,10 +52,11 @@ SITE_VARS = ("VLLM_HOST_IP", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOC
 LOCAL_LAB = {"name": "this-machine", "nodes": [{"name": "local", "host": "127.0.0.1"}]}
 
 
-def import_input(path: Path, secrets: Placeholders,
-                 given: dict[str, str] | None = None) -> Imported:
+def import_input(path: Path, secrets: Placeholders, given: dict[str, str] | None = None,
+                 library: dict[str, str] | None = None) -> Imported:
     """One input, by its detected kind; `given`: variables the client supplied (env dumps),
-    which a shell script's `${VAR:-default}` and tests read."""
+    which a shell script's `${VAR:-default}` and tests read; `library`: the other shell inputs
+    by file name, read where a script runs them."""
     text = read_input(path)
     try:
         kind = detect(text)
@@ -74,7 +76,7 @@ def import_input(path: Path, secrets: Placeholders,
         return import_collect_env(text, ctx)
     if kind == "env":
         return import_env(text, ctx)
-    return import_script(text, ctx, given)  # serve and docker scripts: reproduce/bash
+    return import_script(text, ctx, given, library)  # serve and docker scripts: reproduce/bash
 
 
 def _resolve_paths(dep: dict, base: Path) -> dict:
@@ -170,21 +172,39 @@ def _import_all(inputs: list[Path], secrets: Placeholders) -> list[Imported]:
     """Every input imported; a deployment YAML's relative paths against its own folder."""
     imported = []
     given: dict[str, str] = {}
+    library: dict[str, str] = {}  # shell inputs by file name: a script may run another
     for path in inputs:  # the client's env dumps first: the scripts read their variables
         try:
-            kind = detect(read_input(Path(path)))
+            text = read_input(Path(path))
+            kind = detect(text)
         except InputError:
             continue  # refused with its path below
         if kind in ("env", "collect-env"):
             given.update({k: v for f in import_input(Path(path), Placeholders()).facts
                           for k, v in f.env.items()})
+        elif kind in ("serve", "docker"):
+            library[Path(path).name] = text
+    called = _called(library, given)
     for path in inputs:
-        part = import_input(Path(path), secrets, given)
+        if Path(path).name in called:
+            continue  # read where another input script runs it (reproduce/bash)
+        part = import_input(Path(path), secrets, given, library)
         if part.input.kind == "deployment":
             part = part.model_copy(update={"deployment": _resolve_paths(
                 part.deployment, Path(os.path.abspath(path)).parent)})
         imported.append(part)
     return imported
+
+
+def _called(library: dict[str, str], given: dict[str, str]) -> set[str]:
+    """The input scripts another input script runs (read there, not on their own)."""
+    called: set[str] = set()
+    for name, text in library.items():
+        try:
+            called |= read_script(text, name, given, library).ran - {name}
+        except InputError:
+            continue  # refused with its path when imported
+    return called if called != set(library) else set()
 
 
 def _lab_order(lab_model: Lab) -> list[str]:

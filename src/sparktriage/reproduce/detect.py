@@ -55,6 +55,8 @@ def _yaml(text: str):
         return None  # a LimitError (an alias bomb, too deep) is the input's one-line error
 
 
+# a launch script that runs another script (`bash run_cluster.sh IMAGE IP --head ...`)
+_RUNS_SCRIPT = re.compile(r"(?m)^\s*(?:sudo\s+)?(?:(?:bash|sh|source|\.)\s+\S+\.sh|\./\S+\.sh)\b")
 _SHELL_LINE = re.compile(r"(?m)^\s*(?:export\s+[A-Za-z_]|[A-Za-z_][A-Za-z0-9_]*=|#!|if\s|for\s|"
                          r"(?:sudo\s+)?(?:\S*/)?(?:vllm|docker|podman|python3?|ray|nohup)\s)")
 
@@ -86,7 +88,7 @@ def detect(text: str) -> str:
     text = re.sub(r"\\\r?\n", " ", text)  # line continuations
     if _DOCKER.search(text):
         return "docker"
-    if _SERVE.search(text):
+    if _SERVE.search(text) or _RUNS_SCRIPT.search(text):
         return "serve"
     if envdump.looks_like(text):
         return "env"

@@ -44,8 +44,10 @@ def _ray_settings(deployment: dict, part: Imported) -> dict:
     """The Ray backend and Ray settings of an input that gives Ray nodes only, where the
     serve command's input says nothing of them."""
     engine = dict(deployment.get("engine") or {})
+    bare = not engine.get("image")  # a serve command typed into the Ray node's container
     for key, value in (part.deployment.get("engine") or {}).items():
-        if key == "backend" or key.startswith("ray"):
+        if key == "backend" or key.startswith("ray") or \
+                (bare and key in ("image", "runtime", "container_args")):
             engine.setdefault(key, value)
     return {**deployment, "engine": engine}
 

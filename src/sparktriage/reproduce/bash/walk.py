@@ -53,6 +53,7 @@ class Script:
     notes: list[str] = field(default_factory=list)
     errors: list[tuple[int, str]] = field(default_factory=list)  # syntax errors: line, text
     exports: list[int] = field(default_factory=list)  # lines of `export`/`declare -x`
+    ran: set[str] = field(default_factory=set)  # other input scripts it runs (library names)
 
 
 @dataclass
@@ -75,6 +76,7 @@ class Walker:
         self.script = Script()
         self.scope = Scope(given=dict(given), holes=self.script.holes)
         self.functions: dict[str, Node] = {}
+        self.library: dict[str, str] = {}  # other scripts the client gave, by file name
         self.steps = 0
         self.deadline = time.monotonic() + WALK_SECONDS
 
@@ -463,6 +465,10 @@ class Walker:
             self.statement(self.functions[name], at.down(calls=at.calls + (name,)))
             self.scope.positional = saved
             return True
+        called = self._script_called(words)
+        if called is not None:
+            self._run_script(*called, node, at)
+            return True
         if name in ("read", "mapfile", "readarray"):
             for word in words[1:]:
                 if not word.startswith("-") and word.isidentifier():
@@ -473,6 +479,50 @@ class Walker:
             count = int(words[1]) if len(words) > 1 and words[1].isdigit() else 1
             self.scope.positional = self.scope.positional[count:]
         return False
+
+
+    def _script_called(self, words: list[str]) -> tuple[str, list[str], bool] | None:
+        """(file name, arguments, sourced?) when the command runs another script the client
+        gave: `bash X.sh ...`, `sh X.sh`, `./X.sh ...`, `source X.sh`, `. X.sh`."""
+        head = words[0].rsplit("/", 1)[-1]
+        if head in ("bash", "sh") and len(words) > 1 and not words[1].startswith("-"):
+            target, args, sourced = words[1], words[2:], False
+        elif head in ("source", ".") and len(words) > 1:
+            target, args, sourced = words[1], words[2:], True
+        elif "/" in words[0]:
+            target, args, sourced = words[0], words[1:], False
+        else:
+            return None
+        name = target.rsplit("/", 1)[-1]
+        return (name, args, sourced) if name in self.library else None
+
+    def _run_script(self, name: str, args: list[str], sourced: bool, node: Node,
+                    at: _At) -> None:
+        """Another input script, read where it is run: with these arguments, and with this
+        script's variables (`source`) or only its exported ones (`bash X.sh`)."""
+        if name in at.calls or len(at.calls) >= MAX_CALL_DEPTH:
+            self.script.notes.append(f"line {line(node)}: {name} run recursively or too deep; "
+                                     "not followed")
+            return
+        self.script.ran.add(name)
+        tree, data = parse(self.library[name], name)
+        child = Walker(data, name, {})
+        child.script, child.library, child.deadline = self.script, self.library, self.deadline
+        child.steps = self.steps
+        if sourced:
+            child.scope, child.functions = self.scope, self.functions
+        else:
+            exported = {v: self.scope.lookup(v) for v in self.scope.exported}
+            child.scope = Scope(given={**self.scope.given, **{
+                k: v if isinstance(v, str) else " ".join(v) for k, v in exported.items()
+                if v is not None}}, holes=self.script.holes, file=name)
+        saved = child.scope.positional
+        child.scope.positional = list(args)
+        child.statement(tree.root_node, at.down(calls=at.calls + (name,)))
+        child.scope.positional = saved
+        self.steps = child.steps
+        self.script.notes.append(f"line {line(node)}: {name} read where it is run, with "
+                                 f"{len(args)} argument(s)")
 
 
 def _note_order(note: str) -> int:
@@ -488,10 +538,13 @@ class _Pseudo:
         self.start_point = (int(found.group(1)) - 1 if found else 0, 0)
 
 
-def read_script(text_: str, source: str, given: dict[str, str] | None = None) -> Script:
-    """Every simple command of a bash script, statically (see the module doc)."""
+def read_script(text_: str, source: str, given: dict[str, str] | None = None,
+                library: dict[str, str] | None = None) -> Script:
+    """Every simple command of a bash script, statically (see the module doc); `library`:
+    other scripts the client gave (file name -> text), read where this one runs them."""
     tree, data = parse(text_, source)
     walker = Walker(data, source, given or {})
+    walker.library = dict(library or {})
     walker.statement(tree.root_node, _At())
     if tree.root_node.has_error and not walker.script.errors:
         bad = first_error(tree.root_node)

@@ -48,6 +48,7 @@ class Scope:
     exported: set[str] = field(default_factory=set)
     positional: list[str] | None = None  # None: the script's own arguments (unknown)
     holes: list[Hole] = field(default_factory=list)
+    file: str | None = None  # another input script being read (named in holes)
 
     def lookup(self, name: str) -> Value | None:
         if name in self.values:
@@ -58,11 +59,12 @@ class Scope:
 
     def copy(self) -> Scope:
         return Scope(self.given, dict(self.values), set(self.unset), set(self.exported),
-                     self.positional, self.holes)
+                     self.positional, self.holes, self.file)
 
     def hole(self, name: str, node: Node, what: str, dropped: bool = False) -> str:
         name = _NAME_CHARS.sub("_", name).strip("_")[:60] or "value"
-        self.holes.append(Hole(name, line(node), what, dropped))
+        self.holes.append(Hole(name, line(node), f"{what} (in {self.file})" if self.file
+                               else what, dropped))
         return "" if dropped else placeholder(name)
 
 
@@ -91,15 +93,26 @@ class Expander:
     def fields(self, nodes: list[Node]) -> list[str]:
         out: list[str] = []
         for node in nodes:
-            out.extend(_split(self.segments(node, quoted=False)))
+            out.extend(_split(self._tilde(node, self.segments(node, quoted=False))))
         return out
+
+    def _tilde(self, node: Node, segments: list[tuple[str, Value]]) -> list[tuple[str, Value]]:
+        """An unquoted leading `~` or `~/`: the home folder ($HOME, else a placeholder)."""
+        raw = text(node, self.data)
+        if not segments or segments[0][0] != "lit" or not (raw == "~" or raw.startswith("~/")):
+            return segments
+        home = self.scope.lookup("HOME")
+        if not isinstance(home, str):
+            home = self.scope.hole("HOME", node, "~ is the home folder, known only when the "
+                                   "script runs")
+        return [("lit", home + str(segments[0][1])[1:])] + segments[1:]
 
     def string(self, node: Node | None) -> str:
         """One value, not split (the right side of an assignment, a case subject)."""
         if node is None:
             return ""
         parts = []
-        for kind, value in self.segments(node, quoted=True):
+        for kind, value in self._tilde(node, self.segments(node, quoted=True)):
             parts.append(" ".join(value) if kind == "fields" else value)
         return "".join(parts)[:MAX_VALUE_CHARS]
 

@@ -62,13 +62,16 @@ def env_block(pairs: dict[str, str], ctx: Ctx, where: str) -> dict[str, str]:
     return out
 
 
-def import_script(text: str, ctx: Ctx, given: dict[str, str] | None = None) -> Imported:
+def import_script(text: str, ctx: Ctx, given: dict[str, str] | None = None,
+                  library: dict[str, str] | None = None) -> Imported:
     """A shell line or script: its server commands (one node each), the rest ignored.
 
-    `given`: variables the client supplied (env dumps), which win over the script's defaults.
+    `given`: variables the client supplied (env dumps), which win over the script's defaults;
+    `library`: the other scripts the client gave (file name -> text), read where this one runs
+    them (`bash run_cluster.sh IMAGE IP --head ...`).
     """
     from sparktriage.reproduce.importers.cluster import Member, assemble_cluster  # it uses assemble
-    script = read_script(text, ctx.source, given)
+    script = read_script(text, ctx.source, given, library)
     ignored: list[Simple] = []
     holes = list(script.holes)
     found = servers(script.commands, ctx.source, ignored, holes, given)
@@ -165,8 +168,9 @@ def _holes(found: list[Server], holes: list[Hole], ctx: Ctx) -> None:
 
 def _where(server: Server) -> str:
     parts = []
-    if server.command.function:
-        parts.append(f"in function {server.command.function}")
+    function = server.command.function
+    if function:
+        parts.append(f"in {function}" if function.endswith(".sh") else f"in function {function}")
     if server.via:
         parts.append(f"inside `{server.via}`")
     if server.command.branch:
