@@ -29,6 +29,7 @@ from sparktriage.reproduce.envcheck import unknown_vllm_env
 from sparktriage.reproduce.importers.collect_env import import_collect_env
 from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.importers.compose import import_compose
+from sparktriage.reproduce.importers.compose_run import composes_run
 from sparktriage.reproduce.importers.deployment import import_deployment
 from sparktriage.reproduce.importers.envdump import import_env
 from sparktriage.reproduce.importers.recipe import import_recipe
@@ -173,6 +174,7 @@ def _import_all(inputs: list[Path], secrets: Placeholders) -> list[Imported]:
     imported = []
     given: dict[str, str] = {}
     library: dict[str, str] = {}  # shell inputs by file name: a script may run another
+    composes: set[str] = set()
     for path in inputs:  # the client's env dumps first: the scripts read their variables
         try:
             text = read_input(Path(path))
@@ -184,7 +186,10 @@ def _import_all(inputs: list[Path], secrets: Placeholders) -> list[Imported]:
                           for k, v in f.env.items()})
         elif kind in ("serve", "docker"):
             library[Path(path).name] = text
-    called = _called(library, given)
+        elif kind == "compose":
+            composes.add(Path(path).name)
+    # scripts another script runs, and compose files a script's `docker compose run` reads
+    called = _called(library, given) | (composes_run(list(library.values())) & composes)
     for path in inputs:
         if Path(path).name in called:
             continue  # read where another input script runs it (reproduce/bash)

@@ -118,6 +118,12 @@ def is_container_run(words: list[str]) -> bool:
         (words[1] == "run" or words[1:3] == ["container", "run"])
 
 
+def _compose_run(words: list[str]) -> bool:
+    """`docker compose run SERVICE ...` (the compose importer reads the service)."""
+    from sparktriage.reproduce.importers.compose_run import is_compose_run
+    return is_compose_run(words)
+
+
 def is_ray_start(words: list[str]) -> bool:
     return len(words) > 1 and os.path.basename(words[0]) == "ray" and words[1] == "start"
 
@@ -275,7 +281,7 @@ def servers(commands: list[Simple], source: str, ignored: list[Simple], holes: l
                                     f"`{' '.join(mode)}` (assumed)"))
             else:
                 found.append(Server("container", tuple(words), env, command, via))
-        elif is_container_run(words):
+        elif is_container_run(words) or _compose_run(words):
             found.append(Server("container", tuple(words), env, command, via))
         elif is_ray_start(words):
             found.append(Server("ray", tuple(words), env, command, via))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from sparktriage.errors import InputError
@@ -200,11 +201,44 @@ def _runs_engine(entry: list[str], command: list[str], image) -> bool:
                                                      and "start" in command)
 
 
-def import_compose(path: Path, ctx: Ctx) -> Imported:
+@dataclass
+class Project:
+    """A compose file read: its services, key lines, folder, `.env` values and profiles."""
+
+    path: Path
+    services: dict
+    marks: dict
+    base: Path
+    dotenv: dict[str, str]
+    interp: Interpolator
+    active: set[str]
+
+    def service(self, name: str, ctx: Ctx) -> dict:
+        """The service as compose runs it: shape checked, `extends` merged, interpolated."""
+        raw = self.services[name]
+        if not isinstance(raw, dict):
+            raise InputError(f"{ctx.source}:{self.marks.get(('services', name))}: service "
+                             f"{name} is not a mapping")
+        _check_shape(name, raw, self.marks, ctx)
+        service = _extends(name, raw, self.services, self.base, ctx)
+        _check_shape(name, service, self.marks, ctx)
+        return service
+
+    def member(self, name: str, service: dict, ctx: Ctx) -> tuple[Member | None, dict]:
+        line = self.marks.get(("services", name))
+        try:
+            return _service(name, _interpolated(service, self.interp, self.marks, name),
+                            self.marks, self.base, self.interp, self.dotenv, ctx)
+        except (TypeError, AttributeError, ValueError) as exc:  # a shape compose would refuse
+            raise InputError(f"{ctx.source}:{line}: service {name}: a value of a type compose "
+                             f"does not take ({type(exc).__name__}: {exc})") from None
+
+
+def load_project(path: Path, ctx: Ctx) -> Project:
     data, marks = load_with_lines(path)
     services = data.get("services") if isinstance(data, dict) else None
     if not isinstance(services, dict) or not services:
-        raise InputError(f"{ctx.source}: no services in the compose file")
+        raise InputError(f"{path}: no services in the compose file")
     for key in data:
         if key not in TOP_LEVEL and not str(key).startswith("x-"):
             ctx.flag_unknown(str(key), f"line {marks.get((key,))}: top-level compose key not "
@@ -214,39 +248,37 @@ def import_compose(path: Path, ctx: Ctx) -> Imported:
     if (base / ".env").is_file() and inside(base, ".env"):
         dotenv = read_env_file(base / ".env", ctx, ".env") or {}
         ctx.mapped.append(f".env beside {path.name} -> interpolation values")
-    interp = Interpolator(dotenv, ctx)
     active = {p.strip() for p in dotenv.get("COMPOSE_PROFILES", "").split(",") if p.strip()}
+    return Project(path, services, marks, base, dotenv, Interpolator(dotenv, ctx), active)
+
+
+def import_compose(path: Path, ctx: Ctx) -> Imported:
+    project = load_project(path, ctx)
     members: list[Member] = []
     engines: list[dict] = []
     skipped: list[str] = []
-    for name, raw in services.items():
-        if not isinstance(raw, dict):
-            raise InputError(f"{ctx.source}:{marks.get(('services', name))}: service {name} "
-                             "is not a mapping")
-        line = marks.get(("services", name))
-        _check_shape(name, raw, marks, ctx)
-        service = _extends(name, raw, services, base, ctx)
-        _check_shape(name, service, marks, ctx)
+    for name in project.services:
+        line = project.marks.get(("services", name))
+        service = project.service(name, ctx)
         profiles = service.get("profiles") or []
         profiles = [profiles] if isinstance(profiles, str) else profiles
-        if profiles and not set(map(str, profiles)) & active:
+        if profiles and not set(map(str, profiles)) & project.active:
             ctx.note(f"line {line}: service {name} is in profile(s) {', '.join(map(str, profiles))}"
                      ", none active (COMPOSE_PROFILES in .env): compose does not start it")
             skipped.append(f"{name} ({', '.join(map(str, profiles))})")
             continue
         if profiles:
             ctx.mapped.append(f"services.{name}.profiles: active")
-        service = _interpolated(service, interp, marks, name)
-        try:
-            member, eng = _service(name, service, marks, base, interp, dotenv, ctx)
-        except (TypeError, AttributeError, ValueError) as exc:  # a shape compose would refuse
-            raise InputError(f"{ctx.source}:{line}: service {name}: a value of a type compose "
-                             f"does not take ({type(exc).__name__}: {exc})") from None
+        member, eng = project.member(name, service, ctx)
         if member is None:
             continue
         members.append(member)
         engines.append(eng)
     if not members:
+        if any("runs its image's default command" in n for n in ctx.notes):
+            ctx.note("no service runs a server command of its own: a script's `docker compose "
+                     "run SERVICE vllm serve ...` gives it (read there)")
+            return ctx.result()
         more = f"; skipped by profile: {', '.join(skipped)}" if skipped else ""
         raise InputError(f"{ctx.source}: no service runs vLLM or Ray{more}")
     result = assemble_cluster(members, ctx)

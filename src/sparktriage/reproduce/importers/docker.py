@@ -16,6 +16,7 @@ from sparktriage.errors import InputError
 from sparktriage.redact.detect import secret_name
 from sparktriage.reproduce.importers.cluster import Member, assemble_cluster
 from sparktriage.reproduce.importers.common import Ctx
+from sparktriage.reproduce.importers.compose_run import compose_run, is_compose_run
 from sparktriage.reproduce.importers.container_script import pick, split_script
 from sparktriage.reproduce.importers.ray_start import RayStart, is_ray_start, parse_ray_start
 from sparktriage.reproduce.importers.serve import env_block, find_serve
@@ -77,7 +78,10 @@ def parse_container_run(words: list[str], ctx: Ctx,
                         line: int) -> tuple[Serve | None, RayStart | None, dict, dict]:
     """(serve, ray start, env, engine settings) of one `docker|podman run ...` command; the
     container runs vllm serve, ray start, or both (`bash -c "ray start ... && vllm serve"`).
-    The env holds `-e` values and the script's own `NAME=value` / `export`."""
+    The env holds `-e` values and the script's own `NAME=value` / `export`. `docker compose
+    run SERVICE ...` is the compose service's container (compose_run.py)."""
+    if is_compose_run(words):
+        return compose_run(words, ctx, line)
     runtime = words[0].rsplit("/", 1)[-1]
     args = words[2:] if len(words) > 1 and words[1] == "run" else words[3:]
     run = _Run({"runtime": runtime, "container_args": []})
