@@ -34,7 +34,7 @@ MAX_NESTED = 3
 class Server:
     """A command that starts (part of) the server."""
 
-    kind: str  # "serve", "container", "ray"
+    kind: str  # "serve", "container" (docker/podman run, docker compose run), "ray"
     words: tuple[str, ...]  # without wrappers (a container run starts at docker/podman)
     env: dict[str, str]  # `A=1 cmd`, `env A=1 cmd`, `docker exec -e A=1`
     command: Simple
@@ -191,6 +191,16 @@ def _ray_mode(run: list[str], rest: list[str]) -> list[str] | None:
     return ["ray", "start", f"--address={head}:6379" if head else "--address"]
 
 
+def is_compose_run(words: list[str]) -> bool:
+    """`docker compose [-f FILE ...] run ...` (also `docker-compose`, `podman compose`)."""
+    base = os.path.basename(words[0]) if words else ""
+    rest = words[1:] if base in ("docker-compose", "podman-compose") else \
+        words[2:] if base in ("docker", "podman") and words[1:2] == ["compose"] else None
+    while rest and rest[0].startswith("-"):
+        rest = rest[1:] if "=" in rest[0] else rest[2:]
+    return bool(rest) and rest[0] == "run"
+
+
 def _inner(words: list[str], env: dict[str, str]) -> tuple[str, str] | None:
     """(a command string run by another command, how) for `sh -c`, `ssh`, `docker exec`."""
     base = os.path.basename(words[0])
@@ -285,6 +295,8 @@ def servers(commands: list[Simple], source: str, ignored: list[Simple], holes: l
             found.append(Server("container", tuple(words), env, command, via))
         elif is_ray_start(words):
             found.append(Server("ray", tuple(words), env, command, via))
+        elif is_compose_run(words):  # the compose service's container: the docker importer
+            found.append(Server("container", tuple(words), env, command, via))
         elif words and depth < MAX_NESTED and (inner := _inner(words, env)) is not None:
             text, tokens = _protect(inner[0])
             script = read_script(text, f"{source}:{command.line} ({inner[1]})",

@@ -176,6 +176,14 @@ class Walker:
         if len(cond) != 1:
             return None
         node = cond[0]
+        if node.type == "list" and node.child_count == 3 and node.children[1].type in ("&&",
+                                                                                   "||"):
+            left, right = self.decide([node.children[0]]), self.decide([node.children[2]])
+            if node.children[1].type == "&&":
+                return False if False in (left, right) else (None if None in (left, right)
+                                                             else True)
+            return True if True in (left, right) else (None if None in (left, right)
+                                                       else False)
         if node.type == "negated_command" and node.named_child_count == 1:
             inner = self.decide(node.named_children)
             return None if inner is None else not inner
