@@ -211,3 +211,16 @@ def test_image_entrypoint_mode_words_and_exec_into_a_named_container() -> None:
     assert result.deployment["engine"]["image"] == "img"
     assert any("entrypoint word `ray-head`, read as `ray start --head` (assumed)" in n
                for n in ctx.notes)
+
+
+def test_argument_parsing_loops_take_no_arguments() -> None:
+    text = ('MODEL="${MODEL:-/default}"\nTP=1\nwhile [[ $# -gt 0 ]]; do\n  case $1 in\n'
+            '    --model) MODEL=$2; shift 2 ;;\n    --tp) TP=$2; shift 2 ;;\n'
+            '    *) echo "unknown $1"; exit 1 ;;\n  esac\ndone\n'
+            'while getopts "m:t:" opt; do\n  case $opt in m) MODEL=$OPTARG ;; esac\ndone\n'
+            'vllm serve $MODEL -tp $TP\n')
+    result, _ = _import(text)
+    assert (result.deployment["model"]["path"], result.deployment["parallelism"]["tp"]) == \
+        ("/default", 1)
+    script = read_script(text, "run.sh", None)
+    assert [c.line for c in script.commands] == [13]  # neither loop body is read

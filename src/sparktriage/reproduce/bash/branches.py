@@ -58,7 +58,7 @@ class Branches:
         if expr.type == "binary_expression" and expr.child_count == 3:
             left, op, right = expr.children
             a, b = ex.string(left), ex.string(right)
-            if probe.holes:
+            if _unknown(probe):
                 return None
             if op.type in _NUMERIC or self.t(op) in _NUMERIC:
                 try:
@@ -73,7 +73,7 @@ class Branches:
         if expr.type == "unary_expression" and expr.child_count == 2:
             op, operand = expr.children
             value = ex.string(operand)
-            if probe.holes or self.t(op) not in ("-z", "-n"):
+            if _unknown(probe) or self.t(op) not in ("-z", "-n"):
                 return None
             return (value == "") == (self.t(op) == "-z")
         return None
@@ -164,7 +164,7 @@ class Branches:
         probe = self.scope.copy()
         probe.holes = []
         subject = Expander(self.data, probe).string(subject_node)
-        known = not probe.holes
+        known = not _unknown(probe)
         arms, complete = [], False
         for item in node.named_children:
             if item.type != "case_item":
@@ -229,10 +229,32 @@ class Branches:
                                          "assumed); its body is not read")
                 return
             self.scope.values[name] = values[0]
+        elif node.type == "while_statement" and self._never(node):
+            self.script.notes.append(f"line {line(node)}: the loop's condition is false on the "
+                                     "known values (the script's arguments: none assumed); its "
+                                     "body is not read")
+            return
         body = node.child_by_field_name("body")
         if body is not None:
             self.statement(body, at.down(branch=at.branch + (f"loop body read once (line "
                                                              f"{line(node)})",)))
+
+
+    def _never(self, node: Node) -> bool:
+        """A `while`/`until` loop that does not run: its test is false (true for `until`) on
+        known values, or it reads the script's unknown arguments with `getopts`."""
+        cond = [c for c in node.children_by_field_name("condition") if c.is_named]
+        until = bool(node.children) and node.children[0].type == "until"
+        if self.scope.positional is None and cond and cond[0].type == "command" and \
+                self.t(cond[0]).split()[:1] == ["getopts"]:
+            return True
+        verdict = self.decide(cond)
+        return verdict is (True if until else False)
+
+
+def _unknown(probe: Scope) -> bool:
+    """Did expanding a test read a value not known (a placeholder, not an assumption)?"""
+    return any(not hole.dropped for hole in probe.holes)
 
 
 class _Pseudo:

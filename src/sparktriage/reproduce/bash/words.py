@@ -191,8 +191,11 @@ class Expander:
             return args[index - 1] if 0 < index <= len(args) else None
         if name == "#":
             args = self.scope.positional
-            return str(len(args)) if args is not None else self.scope.hole(
-                "argument_count", node, "the number of script arguments $#")
+            if args is None:  # the script's arguments are not known: none assumed
+                self.scope.hole("argument_count", node, "$# taken as 0: the script's own "
+                                "arguments are not known; none assumed", dropped=True)
+                return "0"
+            return str(len(args))
         if name in ("?", "$", "!", "-", "0", "_", "RANDOM", "PPID", "HOSTNAME", "SECONDS"):
             if name == "HOSTNAME" and self.scope.lookup(name) is not None:
                 return self.scope.lookup(name)
