@@ -23,7 +23,7 @@ from sparktriage.reproduce.secrets import placeholder
 MAX_ENV_FILE_BYTES = 1 << 20
 MAX_NESTING = 8
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_.-]*)\s*=\s*(.*)$")
+_LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_.-]*)\s*=\s*(.*)\Z")
 
 
 def inside(base: Path, ref: str) -> Path | None:
