@@ -43,19 +43,7 @@ GOAL = 0.90
 NEEDED = math.ceil(round(GOAL * len(CASES), 6))  # cases that must pass for the goal
 
 # case -> what the code is missing (strict xfail: the mark must go once the case passes)
-KNOWN_GAPS: dict[str, str] = {
-    "05-mixtral-head-functions-docker-exec": "traps: ifname-not-on-node compares the "
-    "placeholder <supply:PRIMARY_ROCE_IF> with the lab's interfaces and host-ip-shared fires on "
-    "the head's placeholder address copied to an assumed worker (both should be possible)",
-    "22-qwen3-coder-next-compose-run-ngram": "shell+compose: `docker compose run ... SERVICE "
-    "serve ...` is not read as a server (refused: no server command found); it should take the "
-    "compose service's image and settings with the command replaced",
-    "21-llama70b-nvidia-playbook-run-cluster": "shell: a script whose only server is `bash "
-    "run_cluster.sh IMAGE IP --head ... -e ...` (another input) is refused as an unknown kind; "
-    "the serve line typed after docker exec -it is not tied to that container",
-    "20-minimax-m25-tp2-ssh-worker-docker-exec": "shell: the docker exec -d HEAD bash -c \"...\" "
-    "body is refused (--max-num-seqs needs a value), naming no line",
-}
+KNOWN_GAPS: dict[str, str] = {}
 
 
 @dataclass
