@@ -30,41 +30,20 @@ it happened, `serving` included.
 
 from __future__ import annotations
 
-import datetime as _dt
 import statistics
 from dataclasses import dataclass, field
 
-from sparktriage.logs.catalog import PHASES
-from sparktriage.stalls import failures
+from sparktriage.stalls import failures, stated
 from sparktriage.stalls.inputs import Evidence
 from sparktriage.stalls.params import DetectParams
-from sparktriage.stalls.markers import SERVING, Mark, MarkerSet, NodeTimeline, build_timeline
+from sparktriage.stalls.markers import Mark, MarkerSet, NodeTimeline, build_timeline
+from sparktriage.stalls.periods import Budget, Period, later
+
+__all__ = ["Budget", "Detection", "DetectParams", "Period", "detect"]
 
 _BAR_MARKERS = ("shard_bar",)
 # the rule whose cause a cold compile within its budget shows (the observation's `cause`)
 COLD_COMPILE_CAUSE = "compile-jit"
-
-
-@dataclass
-class Period:
-    """A stall or failure period on one node, before classification."""
-
-    node: str
-    kind: str  # "stall" or "failure"
-    start: float
-    end: float
-    phase: str
-    how: list[str]  # detectors that found it: silence, hang, crawl, asymmetry, failure
-    reason: str
-    last_line: Mark | None = None
-    open_ended: bool = False
-    held_by: str | None = None
-    evidence_from: float | None = None  # evidence window start when it differs from `start`
-    facts: dict = field(default_factory=dict)  # numbers the detectors measured
-
-    @property
-    def duration_s(self) -> float:
-        return self.end - self.start
 
 
 @dataclass
@@ -74,44 +53,6 @@ class Detection:
     params: DetectParams
     observations: list[dict] = field(default_factory=list)  # long but expected silences
     teardown_errors: dict[str, int] = field(default_factory=dict)  # node -> errors after a stop
-
-
-# Phases whose duration is the machine's work (imports, compile, reads, profiling): their
-# silence budgets scale with the load per core. Waiting phases (distributed_init) do not:
-# a rendezvous waits for peers, and that is budgeted by when the peers arrived.
-_COMPUTE_PHASES = ("resolve", "engine_start", "weight_read", "post_load", "compile",
-                   "kv_profiling", "kernel_jit", "cuda_graphs")
-
-
-@dataclass(frozen=True)
-class Budget:
-    """What one node's start is expected to take, from its own evidence."""
-
-    load_factor: float  # median load average per core over the start, clamped to [1, max]
-    compile_cold: bool | None  # None: no compile seen; True: no cache hit in the log
-    arrivals: dict[str, float]  # node -> when it logged its distributed_init line
-    nodes: int
-    cache_unusable: str | None = None  # why vLLM could not load the compile cache it found
-
-    def allowed(self, phase: str, base: float, params: DetectParams,
-                checkpoint_bytes: float | None, work: str | None = None) -> tuple[float, str]:
-        """The silence allowed in `phase` for a gap whose base allowance is `base`; `work`:
-        the kind of work the line that ended the gap says was done (compile, warmup)."""
-        allowed, why = base, f"{base:.0f} s"
-        if work == "compile":
-            allowed, why = max(base, params.compile_cold_s), "a graph compiled (vLLM says so)"
-        elif work == "warmup":
-            allowed, why = max(base, params.warmup_s), "a warmup or profiling run"
-        elif phase == "compile" and self.compile_cold:
-            allowed, why = max(base, params.compile_cold_s), "a cold compile cache"
-        elif phase == "weight_read" and checkpoint_bytes:
-            expected = checkpoint_bytes / params.crawl_floor_bps
-            if expected > allowed:
-                allowed, why = expected, f"{checkpoint_bytes / 1024 ** 3:.1f} GiB to read"
-        if (phase in _COMPUTE_PHASES or work) and self.load_factor > 1.0:
-            allowed *= self.load_factor
-            why += f", load {self.load_factor:.1f} per core"
-        return allowed, why
 
 
 def _load_factor(node_evidence, start: float, end: float, params: DetectParams) -> float:
@@ -207,58 +148,6 @@ def _allowed_gap(following: list[Mark], seen_processes: set, markers: MarkerSet,
     return params.silence_s
 
 
-_WORK_LOOKAHEAD_S = 1.0  # "Cache the graph ..." and "Compiling a graph ... takes" come together
-
-
-def _covers(took: float, gap: float) -> bool:
-    """A stated duration accounts for a silence when it is (nearly) as long: 1-second stamps
-    and the lines around the work leave a few seconds unaccounted."""
-    return took >= 0.8 * gap - 3.0
-
-
-def _work(following: list[Mark], gap: float, markers: MarkerSet) -> tuple[str, Mark] | None:
-    """The kind of work that the lines ending a gap say was done during it, and the line.
-    A line that states how long the work took accounts for the gap only when that time
-    covers it."""
-    first = following[0].t
-    for mark in following:
-        if mark.t > first + _WORK_LOOKAHEAD_S:
-            break
-        for name in mark.markers:
-            kind = markers.markers[name].budget
-            if kind is None:
-                continue
-            took = markers.stated(name, mark.event.message, "took_s")
-            if took is None or _covers(took, gap):
-                return kind, mark
-    return None
-
-
-def _work_spans(timeline: NodeTimeline, markers: MarkerSet) -> list[tuple[float, float, str, Mark]]:
-    """(start, end, kind, line) of the work the log says took a stated time: a warmup run
-    that "took 56.94 s" ended at its line and began 56.94 s before."""
-    out = []
-    for mark in timeline.marks:
-        for name in mark.markers:
-            kind = markers.markers[name].budget
-            took = markers.stated(name, mark.event.message, "took_s") if kind else None
-            if took:
-                out.append((mark.t - took, mark.t, kind, mark))
-                break
-    return out
-
-
-def _work_during(spans: list[tuple[float, float, str, Mark]], start: float,
-                 end: float) -> tuple[str, Mark] | None:
-    """The stated work that covers most (at least half) of [start, end]."""
-    best, best_overlap = None, 0.5 * (end - start)
-    for lo, hi, kind, mark in spans:
-        overlap = min(hi, end) - max(lo, start)
-        if overlap >= best_overlap:
-            best, best_overlap = (kind, mark), overlap
-    return best
-
-
 def _observe(observations: list[dict], timeline: NodeTimeline, prev: Mark, nxt_t: float,
              phase: str, text: str, cause: str | None = None) -> None:
     """An expected silence; `cause`: the id of the rule whose cause it shows, if any."""
@@ -276,29 +165,6 @@ def _cold_compile_text(gap: float, unusable: str | None) -> str:
             "VLLM_FORCE_AOT_LOAD=1 makes the failure an error)")
 
 
-def _after_cut(cuts: list[tuple[float, float]], start: float, end: float) -> float:
-    """Where a silence from `start` really begins: after the last cut (lines the excerpt left
-    out, logs' `excerpt_detail.cuts`) inside it; what happened in a cut is unknown, not quiet."""
-    inside = [e for s, e in cuts if s >= start - 0.5 and e <= end + 0.5]
-    return max([start] + inside)
-
-
-def _cuts(evidence: Evidence, node: str) -> list[tuple[float, float]]:
-    """The node's cuts from the logs document (ISO 8601 times)."""
-    out = []
-    for cut in (evidence.logs.get("excerpt_detail") or {}).get("cuts") or []:
-        if not isinstance(cut, dict) or cut.get("node") not in (None, node):
-            continue
-        try:
-            bounds = [v if isinstance(v, (int, float)) else
-                      _dt.datetime.fromisoformat(str(v)).timestamp()
-                      for v in (cut.get("start"), cut.get("end"))]
-        except ValueError:
-            continue
-        out.append((float(bounds[0]), float(bounds[1])))
-    return out
-
-
 def _silences(timeline: NodeTimeline, progress: list[Mark], markers: MarkerSet,
               params: DetectParams, started: float | None, budget: Budget | None = None,
               observations: list[dict] | None = None,
@@ -309,19 +175,19 @@ def _silences(timeline: NodeTimeline, progress: list[Mark], markers: MarkerSet,
     budget = budget or Budget(1.0, None, {}, 1)
     observations = observations if observations is not None else []
     spawn_first, _ = budget.allowed("resolve", params.spawn_s, params, None)
-    work_spans = _work_spans(timeline, markers)
+    work_spans = stated.work_spans(timeline, markers)
     if started is not None and progress and progress[0].t - started >= spawn_first:
         out.append(Period(timeline.node, "stall", started, progress[0].t, timeline.phase_at(started), ["silence"],
                           f"no log line for {progress[0].t - started:.0f} s after the start"))
     for i, (prev, nxt) in enumerate(zip(progress, progress[1:])):
         seen.add((prev.event.process, prev.event.pid))
-        gap = nxt.t - _after_cut(cuts, prev.t, nxt.t)
+        gap = nxt.t - stated.after_cut(cuts, prev.t, nxt.t)
         if gap < max(params.min_stall_s, params.silence_s):
             continue
         phase = timeline.phase_at(prev.t)
         base = _allowed_gap(progress[i + 1:i + 40], seen, markers, params)
-        work = _work(progress[i + 1:i + 20], gap, markers) or \
-            _work_during(work_spans, prev.t, nxt.t)
+        work = stated.work_ending(progress[i + 1:i + 20], gap, markers) or \
+            stated.work_during(work_spans, prev.t, nxt.t)
         if work is not None:  # the silence was that line's work: its phase, its budget
             phase = timeline.phase_at(work[1].t)
         allowed, why = budget.allowed(phase, base, params, timeline.checkpoint_bytes,
@@ -353,7 +219,7 @@ def _silences(timeline: NodeTimeline, progress: list[Mark], markers: MarkerSet,
     if progress and timeline.ready_at is None and timeline.failed_at is None:
         last = progress[-1]
         end = timeline.stopped_at or timeline.end
-        gap = end - _after_cut(cuts, last.t, end)
+        gap = end - stated.after_cut(cuts, last.t, end)
         phase = timeline.phase_at(last.t)
         allowed, _ = budget.allowed(phase, params.silence_s, params, timeline.checkpoint_bytes)
         if gap >= max(params.min_stall_s, allowed):
@@ -399,124 +265,6 @@ def _crawl(timeline: NodeTimeline, progress: list[Mark], params: DetectParams) -
                   reason, last_line=last, open_ended=open_ended, facts=facts)
 
 
-def _failure_text(mark: Mark, markers: MarkerSet) -> str:
-    """The line of the failing event that names the error (a traceback's last line)."""
-    lines = [line.strip() for line in mark.event.message.split("\n") if line.strip()]
-    if len(lines) > 1 and lines[-1] and not lines[-1].startswith("File "):
-        return f"{lines[0]} ({lines[-1]})" if lines[0] != lines[-1] else lines[0]
-    return lines[0] if lines else mark.event.message
-
-
-def _shown_phase(phase: str | None, marks: list[Mark], markers: MarkerSet) -> str | None:
-    """The phase, or a later one that the lines themselves show running (marker `phase:`): a
-    traceback through init_process_group fails in distributed_init even where the log's last
-    anchor was the banner; `serving` stays."""
-    if phase == SERVING:
-        return phase
-    order = {name: i for i, name in enumerate(PHASES)}
-    for mark in marks:
-        for name in mark.markers:
-            shown = markers.markers[name].phase
-            if shown is not None and (phase is None or order.get(shown, -1) > order.get(phase, -1)):
-                phase = shown
-    return phase
-
-
-def _failures(timeline: NodeTimeline, found: list[failures.Episode], progress: list[Mark],
-              markers: MarkerSet) -> tuple[list[Period], int]:
-    """A failure period per error episode (teardown after a stop excepted, counted apart)."""
-    out: list[Period] = []
-    teardown = 0
-    for episode in found:
-        if failures.is_teardown(timeline, episode):
-            teardown += len(episode.marks)
-            continue
-        first = episode.marks[0]
-        if timeline.failed_at is not None and first.t <= timeline.failed_at <= episode.end:
-            first = timeline.failed_mark or first  # the line that ended the start
-        else:
-            first = failures.telling(episode, markers)
-        start = first.t
-        is_end = timeline.failed_at is not None and start <= timeline.failed_at <= episode.end
-        end = max(episode.end, timeline.marks[-1].t) if is_end else episode.end
-        before = [m for m in progress if m.t < start]
-        phase = _shown_phase(timeline.phase_at(start),
-                             timeline.lines(episode.start, episode.end), markers)
-        what = "the server failed" if phase == SERVING else (
-            "the start failed" if is_end else "an error")
-        # what led to the failure (a silent wait, a crawl) is evidence for its cause too
-        out.append(Period(timeline.node, "failure", start, end, phase, ["failure"],
-                          f"{what}: {_failure_text(first, markers)[:200]}",
-                          last_line=before[-1] if before else None,
-                          evidence_from=before[-1].t if before else None,
-                          facts={"errors": len(episode.marks)}))
-    return out, teardown
-
-
-def _waits(timeline: NodeTimeline, markers: MarkerSet, params: DetectParams,
-           budget: Budget, observations: list[dict]) -> list[Period]:
-    """Stall time that vLLM, Ray, torch or huggingface_hub state: each waiting line covers
-    the time it says it waited, back from the line; covered spans that touch (within
-    `silence_s`) are one wait. A wait longer than its phase's budget is a stall."""
-    spans: list[tuple[float, float, Mark, str]] = []
-    for mark in timeline.marks:
-        for name in mark.markers:
-            if not markers.markers[name].states_wait:
-                continue
-            waited = markers.stated(name, mark.event.message, "wait_s")
-            if waited:
-                spans.append((mark.t - waited, mark.t, mark, name))
-                break
-    runs: list[list[tuple[float, float, Mark, str]]] = []
-    for span in sorted(spans, key=lambda s: s[0]):
-        if runs and span[0] <= max(s[1] for s in runs[-1]) + params.silence_s:
-            runs[-1].append(span)
-        else:
-            runs.append([span])
-    out = []
-    work_spans = _work_spans(timeline, markers)
-    for run in runs:
-        start, end = min(s[0] for s in run), max(s[1] for s in run)
-        first = min(run, key=lambda s: s[2].t)[2]
-        phase = _shown_phase(timeline.phase_at(first.t), [s[2] for s in run], markers)
-        # waiting while vLLM says it was compiling or warming up is that work's wait
-        work = _work_during(work_spans, start, end)
-        if work is not None:
-            phase = timeline.phase_at(work[1].t)
-        allowed, why = budget.allowed(phase, params.silence_s, params, timeline.checkpoint_bytes,
-                                      work[0] if work else None)
-        duration = end - start
-        if duration < max(params.min_stall_s, allowed):
-            if duration >= params.silence_s:
-                observations.append({"node": timeline.node, "phase": phase, "start": start,
-                                     "end": end, "duration_s": round(duration, 3),
-                                     "text": f"waited {duration:.0f} s as the log states, within "
-                                             f"the {allowed:.0f} s expected ({why})",
-                                     "cause": None})
-            continue
-        names = sorted({s[3] for s in run})
-        line = first.event.message.split("\n", 1)[0].strip()
-        last = None
-        for mark in timeline.marks:
-            if mark.t < start and not any(not markers.markers[n].progress for n in mark.markers):
-                last = mark
-        out.append(Period(timeline.node, "stall", start, end, phase, ["wait"],
-                          f"the log states {duration:.0f} s of waiting ({len(run)} line"
-                          f"{'s' if len(run) > 1 else ''}): {line[:160]}", last_line=last,
-                          facts={"stated_wait_s": round(duration, 1), "wait_lines": len(run),
-                                 "waits": names}))
-    return out
-
-
-def _later(a: str | None, b: str | None) -> str | None:
-    """Of two phases, the one the start reached later (a wait line can show a later phase
-    than the log's last anchor; `serving` is last)."""
-    order = {name: i for i, name in enumerate(PHASES + (SERVING,))}
-    if a is None or b is None:
-        return a or b
-    return b if order.get(b, -1) > order.get(a, -1) else a
-
-
 def _merge(periods: list[Period]) -> list[Period]:
     """Overlapping stalls of one node become one period (failures stay separate)."""
     out: list[Period] = []
@@ -528,7 +276,7 @@ def _merge(periods: list[Period]) -> list[Period]:
                 prev.end = period.end
                 prev.open_ended = period.open_ended
             prev.how += [h for h in period.how if h not in prev.how]
-            prev.phase = _later(prev.phase, period.phase)
+            prev.phase = later(prev.phase, period.phase)
             prev.facts.update(period.facts)
             if "crawl" in period.how and "crawl" not in prev.how[:1]:
                 prev.reason = f"{prev.reason}; {period.reason}"
@@ -590,12 +338,12 @@ def detect(evidence: Evidence, markers: MarkerSet, params: DetectParams | None =
         budget = _budget(timeline, timelines, markers, evidence.nodes.get(name), params)
         found = _silences(timeline, progress, markers, params,
                           evidence.started if evidence.form == "bundle" else None, budget,
-                          observations, _cuts(evidence, name))
+                          observations, stated.cuts_of(evidence, name))
         crawl = _crawl(timeline, progress, params)
         if crawl:
             found.append(crawl)
-        found += _waits(timeline, markers, params, budget, observations)
-        failed, teardown = _failures(timeline, episodes[name], progress, markers)
+        found += stated.waits(timeline, markers, params, budget, observations)
+        failed, teardown = failures.failure_periods(timeline, episodes[name], progress, markers)
         found += failed
         teardown_errors[name] = teardown
         periods += found

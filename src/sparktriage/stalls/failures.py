@@ -21,7 +21,8 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
-from sparktriage.stalls.markers import Mark, MarkerSet, NodeTimeline
+from sparktriage.stalls.markers import SERVING, Mark, MarkerSet, NodeTimeline
+from sparktriage.stalls.periods import Period, shown_phase
 
 
 @dataclass
@@ -106,3 +107,42 @@ def telling(episode: Episode, markers: MarkerSet) -> Mark:
         if any(markers.markers[n].failure for n in mark.markers):
             return mark
     return episode.marks[0]
+
+
+def failure_text(mark: Mark, markers: MarkerSet) -> str:
+    """The line of the failing event that names the error (a traceback's last line)."""
+    lines = [line.strip() for line in mark.event.message.split("\n") if line.strip()]
+    if len(lines) > 1 and lines[-1] and not lines[-1].startswith("File "):
+        return f"{lines[0]} ({lines[-1]})" if lines[0] != lines[-1] else lines[0]
+    return lines[0] if lines else mark.event.message
+
+
+def failure_periods(timeline: NodeTimeline, found: list[Episode], progress: list[Mark],
+              markers: MarkerSet) -> tuple[list[Period], int]:
+    """A failure period per error episode (teardown after a stop excepted, counted apart)."""
+    out: list[Period] = []
+    teardown = 0
+    for episode in found:
+        if is_teardown(timeline, episode):
+            teardown += len(episode.marks)
+            continue
+        first = episode.marks[0]
+        if timeline.failed_at is not None and first.t <= timeline.failed_at <= episode.end:
+            first = timeline.failed_mark or first  # the line that ended the start
+        else:
+            first = telling(episode, markers)
+        start = first.t
+        is_end = timeline.failed_at is not None and start <= timeline.failed_at <= episode.end
+        end = max(episode.end, timeline.marks[-1].t) if is_end else episode.end
+        before = [m for m in progress if m.t < start]
+        phase = shown_phase(timeline.phase_at(start),
+                             timeline.lines(episode.start, episode.end), markers)
+        what = "the server failed" if phase == SERVING else (
+            "the start failed" if is_end else "an error")
+        # what led to the failure (a silent wait, a crawl) is evidence for its cause too
+        out.append(Period(timeline.node, "failure", start, end, phase, ["failure"],
+                          f"{what}: {failure_text(first, markers)[:200]}",
+                          last_line=before[-1] if before else None,
+                          evidence_from=before[-1].t if before else None,
+                          facts={"errors": len(episode.marks)}))
+    return out, teardown
