@@ -181,3 +181,25 @@ def test_shapes_compose_refuses_are_one_line_errors(tmp_path: Path, service: dic
     with pytest.raises(InputError, match=message) as caught:
         run([tmp_path / "c.yaml"], tmp_path)
     assert caught.value.one_line().startswith(f"{tmp_path / 'c.yaml'}:")
+
+
+def test_values_not_known_statically_are_rows_not_refusals(tmp_path: Path) -> None:
+    """`--port ${PORT}` with no value anywhere, a JSON option built from one, and `~` in a
+    volume: the deployment keeps vLLM's default / leaves the option out / writes a
+    placeholder, and an unknowns row says what to set."""
+    (tmp_path / "c.yaml").write_text(
+        "services:\n  v:\n    image: vllm/vllm-openai:v0.32.0\n"
+        "    volumes: ['~/.cache/huggingface:/root/.cache/huggingface']\n"
+        "    command: >\n      vllm serve /m --port ${PORT} --max-num-seqs 8\n"
+        "      --speculative-config ${SPEC}\n")
+    r = run([tmp_path / "c.yaml"], tmp_path)
+    d = r.deployment
+    assert d["serve"]["port"] == 8000 and d["serve"]["max_num_seqs"] == 8
+    assert d.get("speculative") is None and "speculative-config" not in d["serve"]["flags"]
+    notes = {u.text: u.note for u in r.unknown}
+    assert "leaves serve.port at vLLM's default" in notes["--port <supply:PORT>"]
+    assert "built at run time" in notes["--speculative-config <supply:SPEC>"]
+    assert d["engine"]["container_args"][:2] == [
+        "-v", "<supply:HOME>/.cache/huggingface:/root/.cache/huggingface"]
+    assert "HOME" in r.placeholders and "~ is the client's home folder" in \
+        notes["~/.cache/huggingface"]

@@ -183,6 +183,8 @@ def _volume(item, ctx: Ctx, service: str, where: str, base: Path | None) -> list
             ctx.note(f"{where}: service {service}: volume {host} is {resolved} (compose resolves "
                      "it against the compose file's folder on the client)")
             item = f"{resolved}:{rest}"
+        elif colon and (host == "~" or host.startswith("~/")):
+            item = f"{_home(host, ctx, where, service)}:{rest}"
         return ["-v", item]
     if isinstance(item, dict):
         kind = item.get("type", "volume")
@@ -191,6 +193,8 @@ def _volume(item, ctx: Ctx, service: str, where: str, base: Path | None) -> list
             source = str(item["source"])
             if base is not None and (source in (".", "..") or source.startswith(("./", "../"))):
                 source = os.path.normpath(base / source)
+            elif source == "~" or source.startswith("~/"):
+                source = _home(source, ctx, where, service)
             parts.append(f"source={source}")
         if item.get("target"):
             parts.append(f"target={item['target']}")
@@ -203,3 +207,12 @@ def _volume(item, ctx: Ctx, service: str, where: str, base: Path | None) -> list
         return ["--mount", ",".join(parts)]
     ctx.flag_unknown(f"volumes: {item}", f"{where}: service {service}: not a volume")
     return []
+
+
+def _home(path: str, ctx: Ctx, where: str, service: str) -> str:
+    """`~/x` as compose reads it: the client's home folder, not known here (a placeholder; the
+    plan passes argv to docker without a shell, which would not expand `~`)."""
+    stand = ctx.secrets.declare("HOME", f"{where}: service {service}: ~ in a volume")
+    ctx.flag_unknown(path, f"{where}: service {service}: ~ is the client's home folder (compose "
+                     f"expands it); written as {stand}")
+    return stand + path[1:]

@@ -22,6 +22,8 @@ from sparktriage.reproduce import flags as F
 from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.normalize import deep_merge
 
+PLACEHOLDER = "<supply:"
+
 
 class Serve:
     """The result of parsing one serve command."""
@@ -57,6 +59,14 @@ def _json_value(option: str, value: str, ctx: Ctx) -> Any:
         return json.loads(value)
     except (ValueError, RecursionError):
         raise InputError(f"{ctx.source}: --{option}: not valid JSON") from None
+
+
+def _is_json(value: str) -> bool:
+    try:
+        json.loads(value)
+        return True
+    except (ValueError, RecursionError):
+        return False
 
 
 def _scalar(value: str) -> Any:
@@ -202,6 +212,11 @@ def _option(option: str, name: str, value: str | None, args: list[str], i: int, 
     elif name in F.JSON_VALUED:
         if value is None:
             raise InputError(f"{ctx.source}: {option} needs a JSON value")
+        if PLACEHOLDER in value and not _is_json(value):
+            ctx.flag_unknown(f"{option} {value}", f"{option} is built at run time (not known "
+                             "without running the input); left out of the deployment: write "
+                             "the JSON it makes there")
+            return i
         seen.json_opts[name] = _json_value(name, value, ctx)
     elif name in F.TYPED:
         return _typed_option(option, name, value, args, i, out, ctx)
@@ -231,6 +246,13 @@ def _typed_option(option: str, name: str, value: str | None, args: list[str], i:
             out.deployment["serve"]["extra_args"] += ["--served-model-name", *names]
             ctx.mapped.append(f"{option} (several names) -> serve.extra_args")
             return i
+    if value is not None and kind is not str and PLACEHOLDER in value:
+        # a value the input does not fix (a script variable, a compose ${VAR}): vLLM's default
+        # stands in the deployment, and the row says which value to put there
+        ctx.flag_unknown(f"{option} {value}", f"{option} takes a value not known without "
+                         f"running the input; the deployment leaves {section}.{key} at vLLM's "
+                         "default: set it there")
+        return i
     if kind is bool:
         typed = True if value is None else _typed(value, bool, option, ctx)
     elif value is None:
