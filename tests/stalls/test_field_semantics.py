@@ -174,3 +174,24 @@ def test_an_excerpt_without_anchors_has_no_phase(tmp_path, rules):
     doc, _ = analyze(_write(tmp_path, text), rules)
     (failure,) = doc["findings"]
     assert failure["phase"] is None and failure["verdict"]["id"] == "unknown"
+
+
+def test_marker_groups_are_only_stated_durations(rules):
+    import pytest
+    from pydantic import ValidationError
+    from sparktriage.stalls.schema import Marker
+    with pytest.raises(ValidationError, match="unknown named group"):
+        Marker(pattern=r"waited (?P<seconds>\d+)")
+    assert Marker(pattern=r"after (?P<wait_s>\d+) s|after (?P<wait_s2>\d+)s").states_wait
+    markers = rules.markers
+    line = "[c10d] The client socket has timed out after 60s while trying to connect to (10.0.0.1, 29500)."
+    assert markers.stated("c10d_timeout", line, "wait_s") == 60.0
+    line = "The client socket has timed out after 600000ms while trying to connect to (10.0.0.1, 29500)."
+    assert markers.stated("c10d_timeout", line, "wait_s") == 600.0
+    # vLLM 0.6's wording of the shm broadcast wait
+    assert markers.stated("shm_broadcast_wait", "No available block found in 60 second. ", "wait_s") == 60.0
+    # a left-more alternative (ProcessGroupNCCL ... timed out) must not hide the stated time
+    line = ("[E ProcessGroupNCCL.cpp:563] [Rank 0] Watchdog caught collective operation timeout: "
+            "WorkNCCL(SeqNum=2, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600059 milliseconds "
+            "before timing out.")
+    assert markers.stated("nccl_watchdog", line, "wait_s") == 600.059

@@ -51,14 +51,14 @@ class MarkerSet:
         self.phases = list(PHASES)
 
     def stated(self, name: str, message: str, group: str) -> float | None:
-        """What a marked line states in a named group, in seconds (`wait_s`, `wait_ms`, `took_s`),
-        or None when the line does not say."""
+        """What a marked line states in a named group, in seconds: `wait_s` (its `wait_ms`
+        counterpart too) or `took_s`, each possibly numbered (`wait_s2`); None when the line
+        does not say."""
         rx = self.compiled[name]
-        if group == "wait_s":
-            keys = (("wait_s", 1.0), ("wait_ms", 0.001))
-        else:
-            keys = ((group, 1.0),)
-        if not any(key in rx.groupindex for key, _ in keys):
+        units = {"wait_s": 1.0, "wait_ms": 0.001} if group == "wait_s" else {group: 1.0}
+        keys = [(key, units[key.rstrip("0123456789")]) for key in rx.groupindex
+                if key.rstrip("0123456789") in units]
+        if not keys:
             return None
         pos = 0
         for _ in range(_STATED_TRIES):  # another alternative may match further left
@@ -66,7 +66,7 @@ class MarkerSet:
             if found is None:
                 return None
             for key, scale in keys:
-                value = found.groupdict().get(key)
+                value = found.group(key)
                 if value:
                     return float(value) * scale
             pos = found.start() + 1

@@ -25,7 +25,7 @@ _SIZES = {
     "dp": re.compile(r"data_parallel_size['\"]?[=:]\s*(\d+)|--data-parallel-size[= ](\d+)"
                      r"|(?:^|\s)-dp[= ](\d+)"),
 }
-_RANK = re.compile(r"\brank[= ](\d+)\b|\[(?:PG \S+ )?Rank (\d+)\]|\bTP rank (\d+)|\bPP rank (\d+)")
+_RANK = re.compile(r"\brank[= ](\d+)\b|\bRank (\d+)\]|\bTP rank (\d+)|\bPP rank (\d+)")
 _WORKER = re.compile(r"Worker_(?:TP|PP|DP|EP)(\d+)")
 _RAY_IP = re.compile(r"ip=(\d{1,3}(?:\.\d{1,3}){3})")
 # markers that only a start with several ranks logs: the engine's shm broadcast queue to its

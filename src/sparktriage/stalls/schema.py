@@ -22,7 +22,9 @@ ID_PATTERN = r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$"
 # named groups a marker pattern may use: how long the line says it has waited (seconds or
 # milliseconds: vLLM's shm broadcast and placement-group waits, torch's watchdog and store),
 # and how long the work it reports took (a warmup run, a graph compile)
+# (a digit may follow, `wait_s2`, where one pattern needs the same unit twice)
 STATED_GROUPS = ("wait_s", "wait_ms", "took_s")
+STATED_GROUP = re.compile(r"^(wait_s|wait_ms|took_s)\d?$")
 TEST_KEYS = ("signal", "log", "log_match", "frames", "dmesg", "children", "phase", "all", "any",
              "use")
 
@@ -161,7 +163,7 @@ class Marker(_Strict):
     @classmethod
     def _regex(cls, value: str) -> str:
         _check_regexes([value])
-        unknown = set(re.compile(value).groupindex) - set(STATED_GROUPS)
+        unknown = {g for g in re.compile(value).groupindex if not STATED_GROUP.match(g)}
         if unknown:
             raise ValueError(f"unknown named group(s) {', '.join(sorted(unknown))}: a marker "
                              f"may name only {', '.join(STATED_GROUPS)}")
@@ -170,8 +172,8 @@ class Marker(_Strict):
     @property
     def states_wait(self) -> bool:
         """The line states how long something has waited (`wait_s`/`wait_ms` groups)."""
-        groups = re.compile(self.pattern).groupindex
-        return "wait_s" in groups or "wait_ms" in groups
+        return any(STATED_GROUP.match(g).group(1) in ("wait_s", "wait_ms")
+                   for g in re.compile(self.pattern).groupindex)
 
 
 class Vocabulary(_Strict):
