@@ -59,12 +59,13 @@ def test_what_cannot_be_known_becomes_a_placeholder_with_its_line() -> None:
     assert ctx.secrets.names["HEAD_IP"].startswith("run.sh:2: command substitution")
 
 
-def test_a_placeholder_in_a_typed_option_refuses_with_its_construct_and_line() -> None:
-    with pytest.raises(InputError) as caught:
-        _import("TP=$(nproc)\n\nvllm serve /m --tensor-parallel-size $TP\n")
-    message = caught.value.one_line()
-    assert message.startswith("run.sh:3: --tensor-parallel-size: expected int")
-    assert "<supply:TP> (run.sh:1: command substitution $(nproc))" in message
+def test_a_placeholder_in_a_typed_option_is_listed_with_its_construct_and_line() -> None:
+    result, ctx = _import("TP=$(nproc)\n\nvllm serve /m --tensor-parallel-size $TP\n")
+    assert "tp" not in result.deployment["parallelism"]
+    rows = {u.text: u.note for u in result.unknown}
+    assert rows["<supply:TP>"].startswith("line 1: command substitution $(nproc)")
+    assert "--tensor-parallel-size <supply:TP>" in rows
+    assert ctx.secrets.names["TP"] == "run.sh:1: command substitution $(nproc)"
 
 
 def test_ignored_commands_and_the_server_behind_cleanup() -> None:

@@ -12,16 +12,29 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from sparktriage.reproduce.bash.tree import Node, line
 from sparktriage.reproduce.bash.words import Expander, Scope
 
-if TYPE_CHECKING:
-    from sparktriage.reproduce.bash.walk import _At
 
 _NUMERIC = {"-eq": lambda a, b: a == b, "-ne": lambda a, b: a != b, "-lt": lambda a, b: a < b,
             "-le": lambda a, b: a <= b, "-gt": lambda a, b: a > b, "-ge": lambda a, b: a >= b}
+
+
+@dataclass
+class At:
+    """Where the walk is: branch labels, notes for the commands below, function stack."""
+
+    branch: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    calls: tuple[str, ...] = ()
+    depth: int = 0
+
+    def down(self, **kw) -> At:
+        return At(**{"branch": self.branch, "notes": self.notes, "calls": self.calls,
+                      "depth": self.depth + 1, **kw})
 
 
 class Branches:
@@ -78,7 +91,7 @@ class Branches:
             return (value == "") == (self.t(op) == "-z")
         return None
 
-    def arms(self, arms: list[tuple[str, list[Node] | None, list[Node]]], at: _At,
+    def arms(self, arms: list[tuple[str, list[Node] | None, list[Node]]], at: At,
              complete: bool) -> None:
         """if/elif/else or case arms: the one chosen by known values, or all, labelled."""
         chosen = None
@@ -132,7 +145,7 @@ class Branches:
             merged.exported |= s.exported
         return merged
 
-    def if_(self, node: Node, at: _At) -> None:
+    def if_(self, node: Node, at: At) -> None:
         arms: list[tuple[str, list[Node] | None, list[Node]]] = []
         cond = [c for c in node.children_by_field_name("condition") if c.is_named]
         body, complete, seen_then = [], False, False
@@ -159,7 +172,7 @@ class Branches:
                              clause.named_children))
         self.arms(arms, at, complete)
 
-    def case(self, node: Node, at: _At) -> None:
+    def case(self, node: Node, at: At) -> None:
         subject_node = node.child_by_field_name("value")
         probe = self.scope.copy()
         probe.holes = []
@@ -194,7 +207,7 @@ class Branches:
             outcomes.append(self.scope)
         self.scope = self._merge(before, outcomes, f"the case on line {line(node)}")
 
-    def list_(self, node: Node, at: _At) -> None:
+    def list_(self, node: Node, at: At) -> None:
         """`a && b`, `a || b`: b runs when a test on known values says so (else both read)."""
         children = node.children
         ops = [i for i, c in enumerate(children) if c.type in ("&&", "||")]
@@ -216,7 +229,7 @@ class Branches:
                  f"{line(node)})") if tests else None
         self.statements(right, at.down(branch=at.branch + (label,)) if label else at.down())
 
-    def loop(self, node: Node, at: _At) -> None:
+    def loop(self, node: Node, at: At) -> None:
         variable = node.child_by_field_name("variable")
         if variable is not None:
             lists = node.children_by_field_name("value")

@@ -28,6 +28,9 @@ _SSH_VALUE = {"-p", "-i", "-l", "-o", "-F", "-J", "-b", "-c", "-E", "-L", "-R", 
               "-S", "-m", "-O", "-Q", "-w", "-B", "-e", "-I"}
 _EXEC_VALUE = {"-e", "--env", "-w", "--workdir", "-u", "--user", "--env-file"}
 MAX_NESTED = 3
+# `docker run` options that take no value (importers/docker.py's PLAN_BOOL and KEEP_BOOL)
+RUN_FLAGS = {"--rm", "-d", "--detach", "-i", "-t", "-it", "-ti", "--interactive", "--tty",
+             "--privileged", "--init", "--read-only", "--oom-kill-disable"}
 
 
 @dataclass(frozen=True)
@@ -140,13 +143,12 @@ def _shell_c(words: list[str]) -> int | None:
 def image_index(words: list[str]) -> int | None:
     """The index of the image in `docker|podman [container] run OPTIONS IMAGE ...`, options
     read as the docker importer reads them (a known flag alone, else with its value)."""
-    from sparktriage.reproduce.importers.docker import KEEP_BOOL, PLAN_BOOL
     i = 3 if len(words) > 2 and words[1] == "container" else 2
     while i < len(words):
         word = words[i]
         if not word.startswith("-"):
             return i
-        if word in PLAN_BOOL or word in KEEP_BOOL or "=" in word or \
+        if word in RUN_FLAGS or "=" in word or \
                 (len(word) > 2 and word[:2] in ("-e", "-v", "-p", "-w", "-u", "-m")
                  and not word.startswith("--")):
             i += 1

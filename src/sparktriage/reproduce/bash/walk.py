@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 
 from sparktriage.errors import InputError
+from sparktriage.reproduce.bash.branches import At as _At
 from sparktriage.reproduce.bash.branches import Branches
 from sparktriage.reproduce.bash.tree import Node, first_error, line, parse, text
 from sparktriage.reproduce.bash.words import Expander, Hole, Scope
@@ -50,20 +51,6 @@ class Script:
     errors: list[tuple[int, str]] = field(default_factory=list)  # syntax errors: line, text
     exports: list[int] = field(default_factory=list)  # lines of `export`/`declare -x`
     ran: set[str] = field(default_factory=set)  # other input scripts it runs (library names)
-
-
-@dataclass
-class _At:
-    """Where the walk is: branch labels, notes for the commands below, function stack."""
-
-    branch: tuple[str, ...] = ()
-    notes: tuple[str, ...] = ()
-    calls: tuple[str, ...] = ()
-    depth: int = 0
-
-    def down(self, **kw) -> _At:
-        return _At(**{"branch": self.branch, "notes": self.notes, "calls": self.calls,
-                      "depth": self.depth + 1, **kw})
 
 
 class Walker(Branches):

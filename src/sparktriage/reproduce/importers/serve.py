@@ -5,61 +5,38 @@ Every command the script could run is found (both branches of an `if`/`case` unl
 values choose one; functions where they are called); wrappers are taken off; other commands
 are ignored with their line. Values known only at run time are `<supply:NAME>` placeholders
 with their line. Serve arguments are mapped by `serve_args.parse_serve`, container runs by
-the docker importer's `parse_docker`; `assemble` makes one deployment of several node
-commands (for the docker and compose importers too). A Ray head and `ray start --address`
-workers make the Ray backend with a node each.
+the docker importer's `parse_container_run` (which reads `docker compose run` too); the node
+commands make one deployment (`cluster.assemble_cluster`): a Ray head and `ray start
+--address` workers make the Ray backend with a node each.
 """
 
 from __future__ import annotations
 
-import os
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sparktriage.errors import InputError
 from sparktriage.reproduce.bash import Hole, Simple, read_script
 from sparktriage.reproduce.bash.servers import Server, servers
 from sparktriage.reproduce.importers.common import Ctx
+from sparktriage.reproduce.importers.nodes import assemble, env_block, find_serve
 from sparktriage.reproduce.importers.ray_start import parse_ray_start
-from sparktriage.reproduce.importers.serve_args import Serve, parse_serve
-from sparktriage.reproduce.model import ClientNode, Imported
+from sparktriage.reproduce.importers.serve_args import parse_serve
+from sparktriage.reproduce.model import Imported
 from sparktriage.reproduce.secrets import PREFIX
 
 if TYPE_CHECKING:
     from sparktriage.reproduce.importers.cluster import Member
 
-API_SERVER_MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server")
-CLI_MODULES = ("vllm.entrypoints.cli.main",)
-WRAPPERS = {"exec", "nohup", "time", "command"}
+# assemble, env_block, find_serve live in nodes.py; named here for importers that still import
+# them from this module
+__all__ = ["assemble", "env_block", "find_serve", "import_script"]
+
 # not listed as ignored: shell bookkeeping (tee: said in the piped command's note)
 _QUIET = {"set", "true", ":", "shopt", "tee", "exit", "break", "continue", "return", "shift"}
 _PLACEHOLDER = re.compile(re.escape(PREFIX) + r"([A-Za-z0-9_.-]+)>")
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 _JSON_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-
-
-def find_serve(words: list[str]) -> tuple[list[str], str, list[str]] | None:
-    """(engine argv prefix, form, args after `serve`/the module) when `words` run vLLM."""
-    if not words:
-        return None
-    base = os.path.basename(words[0])
-    if base == "vllm" and len(words) > 1 and words[1] == "serve":
-        return words[:1], "serve", words[2:]
-    if base.startswith("python") and len(words) > 2 and words[1] == "-m":
-        module = words[2]
-        if module in API_SERVER_MODULES:
-            return [words[0], "-m", "vllm.entrypoints.cli.main"], "api_server", words[3:]
-        if module in CLI_MODULES + ("vllm",) and len(words) > 3 and words[3] == "serve":
-            return words[:3], "serve", words[4:]
-    return None
-
-
-def env_block(pairs: dict[str, str], ctx: Ctx, where: str) -> dict[str, str]:
-    out = {}
-    for name, value in pairs.items():
-        ctx.check_variables(value, f"{where} {name}")
-        out[name] = ctx.secrets.env_value(name, value, f"{where} {name}")
-    return out
 
 
 def import_script(text: str, ctx: Ctx, given: dict[str, str] | None = None,
@@ -70,7 +47,7 @@ def import_script(text: str, ctx: Ctx, given: dict[str, str] | None = None,
     `library`: the other scripts the client gave (file name -> text), read where this one runs
     them (`bash run_cluster.sh IMAGE IP --head ...`).
     """
-    from sparktriage.reproduce.importers.cluster import Member, assemble_cluster  # it uses assemble
+    from sparktriage.reproduce.importers.cluster import assemble_cluster  # cluster uses nodes.py
     script = read_script(text, ctx.source, given, library)
     ignored: list[Simple] = []
     holes = list(script.holes)
@@ -182,7 +159,7 @@ def _member(server: Server, engine: dict, ctx: Ctx) -> Member:
     """One server command as a node member: parse_serve, the docker importer's container
     run, or ray_start's `ray start`."""
     from sparktriage.reproduce.importers.cluster import Member
-    from sparktriage.reproduce.importers.docker import parse_container_run
+    from sparktriage.reproduce.importers.docker import parse_container_run  # it uses nodes.py
     command = server.command
     serve, ray = None, None
     try:
@@ -261,37 +238,3 @@ def _same(a: Member, b: Member) -> bool:
     return a.env == b.env and (a.ray is None or a.ray.role == "head")
 
 
-def assemble(serves: list[tuple[Serve, dict]], ctx: Ctx) -> Imported:
-    """Several serve commands (one per node) into one deployment and its client nodes."""
-    ordered = sorted(serves, key=lambda s: (s[0].node_rank or 0))
-    head, head_env = ordered[0]
-    deployment: dict[str, Any] = {k: v for k, v in head.deployment.items()}
-    deployment["serve"] = {**deployment["serve"], "flags": dict(deployment["serve"]["flags"]),
-                           "extra_args": list(deployment["serve"]["extra_args"])}
-    if head.speculative:
-        deployment["speculative"] = head.speculative
-    common = dict(head_env)
-    for _, env in ordered[1:]:
-        common = {k: v for k, v in common.items() if env.get(k) == v}
-    deployment["env"] = common
-    nodes = []
-    for index, (serve, env) in enumerate(ordered):
-        rank = serve.node_rank if serve.node_rank is not None else index
-        own = {k: v for k, v in env.items() if common.get(k) != v}
-        differs = sorted(set(serve.comparable) ^ set(head.comparable)) if index else []
-        for item in differs:
-            ctx.flag_unknown(item, f"node {rank}: option differs from the head node's; the "
-                                   "deployment uses the head node's options")
-        nodes.append(ClientNode(name=f"node{rank}", rank=rank, input=ctx.source,
-                                headless=serve.headless, master_addr=serve.master_addr,
-                                env=own, argv_differs=differs))
-    count = max([s.nnodes or 1 for s, _ in ordered] + [len(ordered)])
-    if count > 1:
-        deployment["parallelism"]["nodes"] = count
-    if count > len(ordered):
-        ctx.note(f"--nnodes {count} but {len(ordered)} node command(s) given: the other "
-                 "nodes are assumed to run the same command")
-        for rank in range(len(ordered), count):
-            nodes.append(ClientNode(name=f"node{rank}", rank=rank, input=ctx.source,
-                                    headless=True, assumed=True))
-    return ctx.result(deployment=deployment, nodes=nodes, line=head.line)
