@@ -36,38 +36,7 @@ LOGS_FAILURE_CODES = ("startup-failed", "engine-died")
 
 # (file, check) -> what the code still lacks. check: verdict | failures | excerpt | goal-*.
 # Kept to what the last run of this file showed; /work/field36-status.md has the same list.
-LOGS_NO_FAILURE = ("logs finds the error lines but reports startup-incomplete, not startup-failed or "
-                   "engine-died (shared failure model, logs side)")
-NO_PHASE_EXCERPT = ("a log none of whose lines is a startup phase marker (waits, warnings or a "
-                    "traceback only) is not called an excerpt by either document")
-GAPS: dict[tuple[str, str], str] = {
-    ("03-ci-prefix-free-memory.log", "verdict"):
-        "a CI runner's [ISO-8601Z] prefix is not a time basis: the one-line log is refused",
-    ("03-ci-prefix-free-memory.log", "failures"):
-        "a CI runner's [ISO-8601Z] prefix is not a time basis: both commands refuse the log",
-    ("11-journald-syslog-engine-init-failed.log", "verdict"):
-        "a traceback under journald's syslog prefix (no year) is not read as a failure",
-    ("11-journald-syslog-engine-init-failed.log", "failures"):
-        "a traceback under journald's syslog prefix (no year) is not read as a failure",
-    ("05-ray-nccl-watchdog-while-serving.log", "failures"):
-        "a Ray worker's NCCL watchdog timeout while serving is no error in logs (0 errors)",
-    ("13-docker-ts-workerproc-failed-restart.log", "failures"):
-        "the restarted attempt (a new EngineCore pid failing again) is not a second failure",
-    **{(name, "failures"): LOGS_NO_FAILURE for name in (
-        "04-nccl-watchdog-worker-died-buildkite.log",
-        "06-hf-hub-retries-modelscope-0.7.log", "07-containerd-ts-modelscope-tp-download.log",
-        "09-enginecore-crash-serving-spark.log", "12-ray-gloo-loopback-fallback-0.5.log",
-        "14-spark-rank1-never-joins-wrapped.log")},
-    **{(name, "excerpt"): NO_PHASE_EXCERPT for name in (
-        "02-ray-pg-wait-node-never-joined.log", "04-nccl-watchdog-worker-died-buildkite.log",
-        "08-toolchain-ptxas-sm121a-spark.log", "09-enginecore-crash-serving-spark.log",
-        "10-journald-iso-dflash-crash-spark.log", "15-multinode-allreduce-workspace-hang.log")},
-    ("03-ci-prefix-free-memory.log", "excerpt"): "the log is refused (no time basis)",
-    ("14-spark-rank1-never-joins-wrapped.log", "excerpt"):
-        "opens with the launcher and the banner, ends inside a traceback that never reaches its "
-        "exception line: neither document calls it an excerpt",
-    ("corpus", "goal-failure-counts"): "logs and stalls disagree on 04, 05, 06, 07, 09, 12, 14",
-}
+GAPS: dict[tuple[str, str], str] = {}
 
 
 @dataclass(frozen=True)
