@@ -78,9 +78,11 @@ def test_ignored_commands_and_the_server_behind_cleanup() -> None:
     assert result.deployment["env"] == {"CUDA_VISIBLE_DEVICES": "0"}
     ignored = sorted(u.note.split(":")[0] + " " + u.text for u in result.unknown
                      if "ignored" in u.note)
-    assert ignored == ["line 2 docker rm -f vllm", "line 2 pkill -f vllm", "line 3 nvidia-smi",
-                       "line 4 echo starting", "line 4 sleep 2", "line 6 wait"]
-    assert "run.sh: line 5: ran in the background ('&')" in ctx.notes
+    # what may change the machine is unknown; output and waiting are notes
+    assert ignored == ["line 2 docker rm -f vllm", "line 2 pkill -f vllm", "line 3 nvidia-smi"]
+    assert {"run.sh: line 4: ignored: echo starting", "run.sh: line 4: ignored: sleep 2",
+            "run.sh: line 6: ignored: wait",
+            "run.sh: line 5: ran in the background ('&')"} <= set(ctx.notes)
 
 
 def test_if_branches_both_read_or_chosen_by_a_known_value() -> None:

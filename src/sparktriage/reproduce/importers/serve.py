@@ -34,6 +34,10 @@ __all__ = ["assemble", "env_block", "find_serve", "import_script"]
 
 # not listed as ignored: shell bookkeeping (tee: said in the piped command's note)
 _QUIET = {"set", "true", ":", "shopt", "tee", "exit", "break", "continue", "return", "shift"}
+# output, waiting and looking: noted, not listed as unknown
+_HARMLESS = {"echo", "printf", "sleep", "wait", "cd", "pushd", "popd", "ls", "cat", "date",
+             "clear", "logger", "tput", "hostname", "whoami", "test", "[",
+             "[[", "pwd", "head", "tail", "grep", "ps", "watch"}
 _PLACEHOLDER = re.compile(re.escape(PREFIX) + r"([A-Za-z0-9_.-]+)>")
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 _JSON_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
@@ -73,12 +77,7 @@ def import_script(text: str, ctx: Ctx, given: dict[str, str] | None = None,
     for server in found:
         _readable(server, script.errors, ctx)
     _holes(found, holes, ctx)
-    seen = set()
-    for command in ignored:
-        if command.words[0] not in _QUIET and (command.line, command.source) not in seen:
-            seen.add((command.line, command.source))
-            ctx.flag_unknown(command.source[:300], f"line {command.line}: ignored: not a server "
-                             "command; not reproduced (run it on the lab yourself if needed)")
+    _ignored(ignored, ctx)
     members: list[Member] = []
     engine: dict = {}
     for server in found:
@@ -96,6 +95,22 @@ def import_script(text: str, ctx: Ctx, given: dict[str, str] | None = None,
                                 **{k: v for k, v in engine.items()
                                    if k in ("image", "runtime", "container_args")}}
     return result.model_copy(update={"deployment": deployment})
+
+
+def _ignored(ignored: list[Simple], ctx: Ctx) -> None:
+    """Commands that are not the server, each once with its line: output and waiting are
+    notes; anything that may change the machine (cleanup, installs, sysctl, ...) is unknown."""
+    seen = set()
+    for command in ignored:
+        name = command.words[0].rsplit("/", 1)[-1]
+        if name in _QUIET or (command.line, command.source) in seen:
+            continue
+        seen.add((command.line, command.source))
+        if name in _HARMLESS:
+            ctx.note(f"line {command.line}: ignored: {command.source[:120]}")
+        else:
+            ctx.flag_unknown(command.source[:300], f"line {command.line}: ignored: not a server "
+                             "command; not reproduced (run it on the lab yourself if needed)")
 
 
 def _construct(bad: str) -> str:
