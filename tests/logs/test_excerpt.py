@@ -73,9 +73,10 @@ def test_a_first_line_inside_a_traceback_is_read_and_marks_the_excerpt():
     doc = _doc(blob)
     assert _codes(doc) == {"starts-mid-record"}
     first = doc["errors"][0]
-    assert first["text"].startswith("ValueError: Free memory on device") and first["line"] == 2
+    assert first["text"].startswith("ValueError: Free memory on device") and first["line"] == 1
+    assert doc["errors_total"] == _doc(STARTUP)["errors_total"] + 1
     assert first["time"] == doc["time_basis"]["first"]  # the first timed line's time
-    assert first["phase"] == "resolve" and first["kind"] == "exception"
+    assert first["phase"] == "resolve" and first["kind"] == "traceback"  # frame + exception: one
     _same(blob, 97)
     # pasted without its exception type, the message still counts as a failure
     doc = _doc(b"Free memory on device (31.44/47.38 GiB) on startup is less than desired GPU "
@@ -144,6 +145,6 @@ def test_a_crash_while_serving_is_in_the_serving_phase():
     doc = _doc(blob)
     late = [e for e in doc["errors"] if e["time"] >= "2026-11-29T20:56"]
     assert [e["phase"] for e in late] == [SERVING] * len(late) and len(late) == 3
-    assert [e["engine_death"] for e in late] == [True, False, True]
+    assert [e["engine_death"] for e in late] == [True, True, True]  # the output handler too
     assert any(f["code"] == "engine-died" for f in doc["findings"])
     _same(blob, 97)

@@ -36,7 +36,7 @@ class LogError(Part):
 
 
 class ExcerptReason(Part):
-    code: Literal["no-start", "serving-only", "starts-mid-record", "cut"]
+    code: Literal["no-start", "serving-only", "starts-mid-record", "ends-mid-record", "cut"]
     text: str
     node: str
     origin: str

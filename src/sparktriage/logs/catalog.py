@@ -281,6 +281,7 @@ MESSAGE_STARTS = (
     "Your GPU", "NVFP4 ", "NvFp4 ", "Mxfp4 ", "MXFP4 ", "Requested ", "Falling back",
     "Weight-only", "Worker proc", "EngineCore", "WorkerProc", "Engine core", "\\[c10d\\]",
     "\\[shutdown\\]", "\\[Autotuner\\]", "Timed out",
+    "\\[Rank [0-9]", "\\[PG ",  # torch's NCCL watchdog lines, "] [Rank 4] Watchdog caught ..."
 )
 GATE_LITERALS = (  # levels, tracebacks, the 0.20+ logo (a restart), crashes
     "WARN", "ERR", "CRITICAL", "Traceback (", "\u2588  ", "Segmentation fault",

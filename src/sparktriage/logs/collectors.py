@@ -14,7 +14,8 @@ prefix, often with a time stamp of its own (docs/logs.md, "Collector prefixes"):
 * ``[rank0]:`` / ``[default0]:`` (torchrun's per-rank prefix); ``0: `` task labels (``srun
   --label``) in front of a worker's line;
 * ``YYYY-MM-DD HH:MM:SS.mmm | `` (log viewers' exports);
-* ``docker compose``'s ``service-1  | `` column.
+* ``docker compose``'s ``service-1  | `` column; Buildkite's ``  | `` column;
+* a CI step's bracketed stamp ``[2026-02-24T20:21:58Z] ``.
 
 `peel` removes any number of them from the front of a line (in any order, at most
 `MAX_LAYERS`) and returns what they said: the outermost stamp with a date wins (it is the last
@@ -33,14 +34,14 @@ MONTHS = {m: i for i, m in enumerate(
     ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"), 1)}
 
 _RFC3339 = re.compile(
-    r"(?P<date>\d{4}-\d\d-\d\d)T(?P<hms>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d{1,9}))?"
-    r"(?P<tz>Z|[+-]\d\d:?\d\d) "
+    r"(?P<open>\[)?(?P<date>\d{4}-\d\d-\d\d)T(?P<hms>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d{1,9}))?"
+    r"(?P<tz>Z|[+-]\d\d:?\d\d)(?(open)\]) "
     r"(?:(?P<cri>stdout|stderr) [FP] |(?P<gitlab>\d\d)(?P<gstream>[OE])\+? |"
-    r"(?P<host>[\w.-]{1,253}) (?P<ident>[^\s\[\]:]{1,64})\[(?P<pid>\d{1,10})\]: )?"
+    r"(?P<host>\S{1,253}) (?P<ident>[^\s\[\]:]{1,64})\[(?P<pid>\d{1,10})\]: )?"
 )
 _JOURNALD = re.compile(
     r"(?P<mon>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) (?P<day>[ 0-3]?\d) "
-    r"(?P<hms>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d{1,9}))? (?P<host>[\w.-]{1,253}) "
+    r"(?P<hms>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d{1,9}))? (?P<host>\S{1,253}) "
     r"(?P<ident>[^\s\[\]:]{1,64})(?:\[(?P<pid>\d{1,10})\])?: "
 )
 # a plain date stamp: with a " | " column after it (log viewers' exports), or where vLLM's own
@@ -54,6 +55,7 @@ _DATED = re.compile(
 _TASK = re.compile(r"\d{1,5}: (?=\(|\[rank|\[[IWEF]\d|Traceback|(?:DEBUG|INFO|WARNING|ERROR|"
                    r"CRITICAL) \d\d-\d\d )")
 _RANK = re.compile(r"\[(?:rank|default)(?P<rank>\d{1,6})\]: ?")
+_COLUMN = re.compile(r" {0,8}\| ")  # Buildkite's "  | " column (and other pasted CI logs)
 _COMPOSE = re.compile(r"(?P<svc>[a-zA-Z0-9][\w.-]{0,63}[-_]\d{1,4}) +\| ")  # service-1, proj_svc_1
 
 
@@ -61,7 +63,7 @@ class Collected(NamedTuple):
     """What the collector prefixes of one line said."""
 
     kind: str  # outermost stamped collector: rfc3339 | cri | gitlab | syslog | journald | dated |
-    #            or, with no stamp, rank | compose | task
+    #            or, with no stamp, rank | compose | column | task
     stamp_full: str | None = None  # "YYYY-MM-DD HH:MM:SS"
     stamp: str | None = None  # "MM-DD HH:MM:SS" (journald: no year)
     frac: str | None = None
@@ -79,7 +81,9 @@ def peel(text: str) -> tuple[str, Collected | None]:
             break
         first = text[0]
         step = None
-        if first.isdigit() and len(text) > 20 and text[4] == "-":
+        if first == "[" and len(text) > 21 and text[5] == "-" and text[11] == "T":
+            step = _rfc3339(text)  # "[2026-02-24T20:21:58Z] " (a CI step's stamp)
+        elif first.isdigit() and len(text) > 20 and text[4] == "-":
             if text[10] == "T":
                 step = _rfc3339(text)
             elif text[10] == " ":
@@ -94,6 +98,10 @@ def peel(text: str) -> tuple[str, Collected | None]:
             m = _RANK.match(text)
             if m:
                 step = (m.end(), Collected("rank", rank=int(m["rank"])))
+        elif (first == " " or first == "|") and text.lstrip(" ")[:2] == "| ":
+            m = _COLUMN.match(text)
+            if m:
+                step = (m.end(), Collected("column"))
         elif first.isalnum() and "| " in text[:80]:
             m = _COMPOSE.match(text)
             if m:

@@ -127,6 +127,7 @@ class LogAnalyzer:
     def document(self) -> dict:
         timelines = {node: attempts for node, b in self.builders.items()
                      if (attempts := b.finish())}
+        self._fail_on_errors(timelines)
         primary = _primary(timelines)
         tl = timelines[primary][-1] if primary else Timeline(node="local")
         self.stats.place()
@@ -184,6 +185,28 @@ class LogAnalyzer:
         }
         doc["findings"] = findings(doc, tl, timelines)
         return doc
+
+    def _fail_on_errors(self, timelines: dict[str, list[Timeline]]) -> None:
+        """One failure model (issue 36): a startup attempt that never became ready and holds an
+        error `logs` counts (an ERROR record, a traceback, an exception line, a fatal signature)
+        ended in that error: it failed, with its first engine death, else its first error."""
+        by_node: dict[str, list[dict]] = {}
+        for entry in self.facts.errors:
+            if entry["t"] is not None:
+                by_node.setdefault(entry["node"], []).append(entry)
+        for node, attempts in timelines.items():
+            for k, tl in enumerate(attempts):
+                if tl.complete or tl.failed or tl.first_t is None:
+                    continue
+                end = attempts[k + 1].first_t if k + 1 < len(attempts) else None
+                errors = [e for e in by_node.get(node, ()) if e["t"] >= tl.first_t
+                          and (end is None or e["t"] < end)]
+                if not errors:
+                    continue
+                first = next((e for e in errors if e.get("engine_death")), errors[0])
+                tl.failed, tl.failure, tl.failure_t = True, first["text"][:300], first["t"]
+                if tl.phases:
+                    tl.phases[-1].open = False
 
     def _time_basis(self) -> dict:
         zone = "local" if self.tz is None else str(self.tz)
@@ -300,13 +323,20 @@ def findings(doc: dict, tl: Timeline, timelines: dict[str, list[Timeline]]) -> l
         out.append({"code": code, "severity": severity, "text": text})
 
     st = doc["startup"]
+    attempts = next((atts for atts in timelines.values() if atts and atts[-1] is tl), [tl])
+    for k, earlier in enumerate(attempts[:-1]):  # one failure per attempt that ended in one
+        if earlier.failed:
+            add("startup-failed", "error",
+                f"startup attempt {k + 1} of {len(attempts)} failed during "
+                f"{earlier.current_phase}: {redact(earlier.failure or '')}")
     if st["failed"]:
         add("startup-failed", "error",
             f"startup failed during {st['current_phase']}: {st['failure']}")
     elif tl.phases and not tl.complete:
-        add("startup-incomplete", "error",
-            f"startup did not complete: last phase {st['current_phase']}, last line at "
-            f"{st['last_time']}: {st['last_line']}")
+        excerpt = bool(doc.get("excerpt"))  # an excerpt that ends before ready cannot tell
+        add("startup-incomplete", "info" if excerpt else "error",
+            f"startup did not complete{' in the excerpt' if excerpt else ''}: last phase "
+            f"{st['current_phase']}, last line at {st['last_time']}: {st['last_line']}")
     if st["attempts"] > 1:
         add("restarts", "warning", f"the log holds {st['attempts']} startup attempts")
     if doc.get("excerpt"):
@@ -326,7 +356,9 @@ def findings(doc: dict, tl: Timeline, timelines: dict[str, list[Timeline]]) -> l
         if k["fallback"]:
             add("kernel-fallback", "warning", f"kernel fallback: {k['kernel']}")
     for e in doc["errors"]:
-        if tl.complete and ("died unexpectedly" in e["text"] or "EngineDeadError" in e["text"]):
+        if tl.complete and (e.get("phase") == "serving" and (e.get("engine_death")
+                                                              or e.get("kind") == "fatal")
+                            or "died unexpectedly" in e["text"] or "EngineDeadError" in e["text"]):
             add("engine-died", "error", f"engine died after startup: {e['text']}")
             break
     versions = set(doc["versions"].values())

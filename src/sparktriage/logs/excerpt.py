@@ -5,11 +5,14 @@ or have lines cut out of them. Judged as a whole log, an excerpt lies: its first
 the start of the startup, a cut looks like a silence. `ExcerptTracker` watches the analysed
 events (per input and node) and says, with reasons (docs/logs.md, "Excerpts"):
 
-* ``no-start``: a phase anchor past `resolve`/`engine_start`, or a serving line, comes before any
-  start line (version banner or logo, argument dump, engine config, ``headless`` launch);
+* ``no-start``: a phase anchor past `resolve`/`engine_start` comes before any start line (version
+  banner or logo, argument dump, engine config, ``headless`` launch), or the log has no start
+  line at all (only waits, warnings or a traceback);
 * ``serving-only``: the log starts while the server already serves (no startup lines at all);
 * ``starts-mid-record``: the first line is the inside of a multi-line record (an indented or
   ``File "..."`` traceback frame, a bare exception line, a caret line);
+* ``ends-mid-record``: the last line is a traceback frame or caret line (the exception line that
+  ends every traceback is missing);
 * ``cut``: a line that only says lines were left out (``...``, ``[...]``, ``<snip>``, ``[N lines
   omitted]``), a jump of more than `CUT_GAP_S` between consecutive lines of a starting node, or
   time going back by more than `BACK_JUMP_S`. Each cut is a window where lines are missing: it is
@@ -27,6 +30,7 @@ from dataclasses import dataclass, field
 
 from sparktriage.logs.catalog import PHASE_INDEX, Hit
 from sparktriage.logs.events import LogEvent
+from sparktriage.logs.timeline import serving_text
 from sparktriage.redact.logtext import redact
 
 CUT_GAP_S = 7200.0  # no healthy or stalled start is silent this long and then goes on
@@ -70,6 +74,7 @@ class _Origin:
     first: bool = True
     start_seen: bool = False
     reasons: list[dict] = field(default_factory=list)
+    last: LogEvent | None = None  # the last event read from this input
 
 
 class ExcerptTracker:
@@ -88,6 +93,7 @@ class ExcerptTracker:
             info = self.origins[event.origin] = _Origin(event.node, records)
         if info.records:
             return
+        info.last = event
         if info.first:
             info.first = False
             if event.kind != "traceback" and _mid_record(event.message):
@@ -126,9 +132,26 @@ class ExcerptTracker:
         else:
             self.last_t[event.node] = event.t
 
+    @staticmethod
+    def _final(info: _Origin) -> list[dict]:
+        """The input's reasons, with those only its end can tell."""
+        reasons = list(info.reasons)
+        codes = {r["code"] for r in reasons}
+        last = info.last
+        if last is None or info.records:
+            return reasons
+        if not info.start_seen and not codes & {"no-start", "serving-only"}:
+            reasons.append(_reason("no-start", last, "the log has no start line (no version "
+                                   "banner, argument dump or engine config)"))
+        if last.kind != "pywarn" and _ends_mid_record(last.message):
+            reasons.append(_reason("ends-mid-record", last, "the last line is inside a "
+                                   "traceback: its exception line is missing"))
+        return reasons
+
     def _no_start(self, info: _Origin, event: LogEvent, hits: list[Hit]) -> None:
         serving = any(h.id in _SERVING_IDS for h in hits) or (
-            event.kind == "uvicorn" and '" 200' in event.message)
+            event.kind == "uvicorn" and '" 200' in event.message) or \
+            serving_text(event.message)
         phases = [h.rule.phase for h in hits if h.rule.phase is not None
                   and PHASE_INDEX[h.rule.phase] > PHASE_INDEX["engine_start"]]
         if phases:
@@ -140,7 +163,7 @@ class ExcerptTracker:
                 "serving-only", event, "the log starts while the server already serves"))
 
     def result(self, complete: bool, failed: bool) -> Excerpt:
-        reasons = tuple(r for info in self.origins.values() for r in info.reasons)
+        reasons = tuple(r for info in self.origins.values() for r in self._final(info))
         codes = {r["code"] for r in reasons}
         no_start = bool(codes & {"no-start", "serving-only"})
         tell: list[str] = []
@@ -151,6 +174,9 @@ class ExcerptTracker:
             tell.append("the start of the startup is not in the excerpt: total startup time "
                         "unknown (startup.seen_s is the part shown), and the "
                         "phases before the first one shown are unknown")
+        if "ends-mid-record" in codes:
+            tell.append("the excerpt ends inside a traceback: the exception that ended it is "
+                        "not shown")
         if "starts-mid-record" in codes:
             tell.append("the excerpt starts inside a multi-line record: the beginning of that "
                         "record (a traceback's first frames, a message's first lines) is missing")
@@ -166,6 +192,14 @@ class ExcerptTracker:
 def _mid_record(message: str) -> bool:
     first = message.split("\n", 1)[0]
     return bool(_FRAME.match(first) or _EXCEPTION.match(first.strip()))
+
+
+_TAIL = re.compile(r"^(?:\s*File \"|\s*[\^~]{3,}\s*$)")
+
+
+def _ends_mid_record(message: str) -> bool:
+    lines = [line for line in message.split("\n") if line.strip()]
+    return bool(lines) and _TAIL.match(lines[-1]) is not None
 
 
 def _short(message: str) -> str:

@@ -26,8 +26,11 @@ MAX_WARNINGS = 200
 _EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt)\b:?")
 _FATAL = ("died unexpectedly", "NV_ERR_NO_MEMORY", "Segmentation fault", "core dumped",
           "OutOfMemoryError", "out of memory", "Killed process", "NCCL error",
-          "less than desired GPU memory utilization")
+          "less than desired GPU memory utilization",
+          "Watchdog caught collective operation timeout")
 _FATAL_RE = re.compile("|".join(re.escape(f) for f in _FATAL))
+_FRAME = re.compile(r'^\s*File "[^"]+", line \d+')  # a traceback frame
+_FRAME_GOES_ON = re.compile(r"^(?:\s+\S|\s*$)")  # its source line, carets
 _CONFIG_KEYS = {
     "model": "model", "served_model_name": "served_model_name", "dtype": "dtype",
     "quantization": "quantization", "kv_cache_dtype": "kv_cache_dtype",
@@ -177,6 +180,7 @@ class Facts:
     errors_total: int = 0
     engine_configs: int = 0
     last_error: dict | None = None  # the entry of the last error counted (None past MAX_ERRORS)
+    in_frames: bool = False  # inside a run of traceback frames without their header
 
     def feed(self, event: LogEvent, hits: list[Hit]) -> None:
         for hit in hits:
@@ -199,7 +203,18 @@ class Facts:
                 if last and last != text:
                     text = f"{text} | {last}"
         elif level is None and _EXCEPTION_LINE.match(first) and event.kind == "text":
+            if self.in_frames and self.last_error is not None:  # the end of a headless
+                self.last_error["text"] = redact(first[:1000])  # traceback: its exception
+                self.in_frames = False
+                return
             text, kind = first, "exception"
+        elif level is None and event.kind == "text" and _FRAME.match(first):
+            if not self.in_frames:  # a pasted traceback whose header is not in the log: one
+                text, kind = "traceback without its header: " + first, "traceback"
+            self.in_frames = True
+        if self.in_frames and not (level is None and event.kind == "text" and (
+                _FRAME.match(first) or _FRAME_GOES_ON.match(event.message))):
+            self.in_frames = False
         elif _FATAL_RE.search(event.message):
             text, kind = first, "fatal"
         if text is not None:

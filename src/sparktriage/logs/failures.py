@@ -24,7 +24,9 @@ SERVING = "serving"  # the phase name of a failure after the node's startup comp
 ENGINE_DEATH_RULES = frozenset({"fail.engine", "fail.init", "fail.died", "fail.engine_dead",
                                 "fail.ready_timeout", "fail.engine_exc"})
 _DEATH_TEXT = ("died unexpectedly", "EngineDeadError", "Engine core initialization failed",
-               "failed to start")
+               "failed to start", "died, exit code", "EngineCore encountered an issue",
+               "Watchdog caught collective operation timeout", "taking the entire process down",
+               "CUDA error: ", "output_handler failed")
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,9 @@ Recognised line shapes (docs/logs.md lists them with examples):
   ``kubectl --timestamps``, CRI files, ``[rank0]:``, ``docker compose`` columns): peeled off, its
   stamp kept in the ``collector_*`` fields.
 
-ANSI colour codes are removed everywhere. A line that ends in ``\\r`` is flagged `cont`: vLLM's
+ANSI colour codes are removed everywhere, and so are their remnants in pasted logs (``[36m``
+without its ESC byte, in the first 200 characters). torch's older C++ lines ``[E
+ProcessGroupNCCL.cpp:475] ...`` (no stamp) are read as ``glog`` too. A line that ends in ``\\r`` is flagged `cont`: vLLM's
 NewLineFormatter writes a multi-line message as ``\\r\\n`` + the full prefix, so the next line with
 the same prefix continues the same record (the assembler in parser.py joins them).
 """
@@ -45,6 +47,8 @@ _GLOG = re.compile(
     r"\[?(?P<level>[IWEF])(?P<mm>\d\d?)(?P<dd>\d\d) (?P<hms>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d{1,9}))?"
     r"(?: +\d+)? (?P<file>[^\s\]:]+):(?P<line>\d{1,9})\] ?"
 )
+_GLOG_OLD = re.compile(r"\[(?P<level>[IWEF]) (?P<file>[^\s\]:]+):(?P<line>\d{1,9})\] ?")  # torch < 2.4
+_REMNANT = re.compile(r"\s*\[(?:\d{1,3};)*\d{1,3}m")  # ANSI colours whose ESC was lost in a paste
 _PYLOG = re.compile(
     r"(?P<date>\d{4}-\d\d-\d\d)[ T](?P<hms>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d{1,9}))?"
     r"(?:\s*-\s*|\s+)(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)(?:\s*-\s*|\s+)"
@@ -150,6 +154,8 @@ def parse_line(text: str) -> LineFields:
                               file.rsplit("/", 1)[-1] if "/" in file else file, int(m["line"]),
                               m["stamp"], None, None, None, False, cont, "vllm")
     text = strip_ansi(text)
+    if "m" in text and _REMNANT.search(text, 0, 200) is not None:
+        text = _REMNANT.sub("", text)
     cont = text.endswith("\r")
     if cont:
         text = text.rstrip("\r")
@@ -180,7 +186,7 @@ def parse_line(text: str) -> LineFields:
     return fields
 
 
-_COLLECTOR_FIRST = frozenset("0123456789JFMASOND[") | frozenset(
+_COLLECTOR_FIRST = frozenset("0123456789JFMASOND[ |") | frozenset(
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _RAY_REPEAT_END = "across cluster]"
 _RAY_REPEAT = re.compile(r"\s*\[repeated \d+x across cluster\]$")
@@ -219,6 +225,13 @@ def _parse_body(rest: str, process, pid, relay, cont) -> LineFields | None:
         if m:
             return LineFields(message=rest[m.end():], level=_LEVELS.get(m["level"], m["level"]),
                               process=process, pid=pid, relay=relay, cont=cont, kind="uvicorn")
+    if first == "[" and rest[2:3] == " ":
+        m = _GLOG_OLD.match(rest)
+        if m:
+            return LineFields(
+                message=rest[m.end():], level=_LEVELS[m["level"]], process=process, pid=pid,
+                relay=relay, source_file=m["file"].rsplit("/", 1)[-1],
+                source_line=int(m["line"]), cont=cont, kind="glog")
     if first == "[" or (first in "IWEF" and len(rest) > 5 and rest[1:4].isdigit()):
         m = _GLOG.match(rest)
         if m:
