@@ -88,3 +88,11 @@ def test_no_lab_and_a_gb10_client_says_what_it_needs(tmp_path: Path) -> None:
     r = run([tmp_path / "k.sh"], tmp_path, out="o2")  # no GPU known on either side
     assert len(r.client_nodes) == 1
     assert not any(s.startswith("ranks onto nodes") for s in r.plan.statements)
+
+
+def test_data_parallel_alone_stays_native(tmp_path: Path) -> None:
+    """dp 2 x tp 1 on one-GPU nodes: two nodes, but vLLM's executor is not Ray for it."""
+    (tmp_path / "d.sh").write_text("vllm serve /m --data-parallel-size 2\n")
+    r = run([tmp_path / "d.sh"], tmp_path, gb10_lab(tmp_path, 2))
+    assert r.deployment["engine"]["backend"] == "mp" and len(r.deployment["nodes"]) == 2
+    assert "data-parallel ranks on their own nodes" in r.plan.statements[0]

@@ -52,11 +52,13 @@ def place_ranks(deployment: dict, nodes: list[ClientNode], lab: Lab, lab_given: 
     engine = deployment.setdefault("engine", {})
     chosen = "as the client gave it"
     if not engine.get("backend"):
-        if par.get("nodes") is None and len(nodes) <= 1:
+        if par.get("nodes") is None and len(nodes) <= 1 and tp * pp > per:
             # vLLM's own choice: no executor and no --nnodes, more ranks than one node's GPUs
             engine["backend"] = "ray"
             chosen = "vLLM picks Ray when the ranks exceed one node's GPUs and no --nnodes " \
                      "is given"
+        elif tp * pp <= per:
+            chosen = "data-parallel ranks on their own nodes: native multi-node"
         else:
             chosen = "native multi-node (--nnodes)"
     statements = [f"ranks onto nodes: tp {tp} x pp {pp} x dp {dp} = {ranks} ranks at {per} "
