@@ -122,3 +122,14 @@ def test_expansion_is_counted_up_to_the_node_limit():
     with pytest.raises(LimitError):
         yamlsafe.load(hostile.laughs(levels=30, width=30), "huge.yaml")
     assert time.monotonic() - started < 2
+
+
+def test_a_key_over_a_merged_template_is_no_duplicate():
+    """yamldoc's duplicate-key check: a mapping's own key overriding one a merge key brought
+    in is YAML's merge rule; two own keys are still a duplicate, at the second's line."""
+    from sparktriage import yamldoc
+    doc = yamldoc.parse("x: &b {a: 1, c: 2}\ny:\n  <<: *b\n  c: 3\n", "m.yaml")
+    assert doc.data["y"] == {"a": 1, "c": 3} and doc.duplicates == ()
+    assert doc.lines[("y", "c")] == 4
+    doc = yamldoc.parse("x: &b {a: 1}\ny:\n  <<: *b\n  c: 3\n  c: 4\n", "m.yaml")
+    assert [(d.path, d.line, d.previous) for d in doc.duplicates] == [(("y", "c"), 5, 4)]
