@@ -145,3 +145,15 @@ def test_substitute_escapes_and_refusals(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="names no model and has no command"):
         (tmp_path / "n.yaml").write_text("recipe_version: '1'\ndefaults: {port: 1}\n")
         run([tmp_path / "n.yaml"], tmp_path, out="o2")
+
+
+def test_the_command_line_model_wins_over_the_config_file_model(tmp_path: Path) -> None:
+    (tmp_path / "c.yaml").write_text("model: from/file\nmax_num_seqs: 2\n")
+    for line in ("vllm serve --config c.yaml --model from/cli\n",
+                 "vllm serve from/cli --config c.yaml\n"):
+        (tmp_path / "run.sh").write_text(line)
+        r = run([tmp_path / "run.sh"], tmp_path)
+        assert r.deployment["model"]["path"] == "from/cli"
+        assert r.deployment["serve"]["extra_args"] == [] and r.deployment["serve"]["max_num_seqs"] == 2
+    (tmp_path / "run.sh").write_text("vllm serve --config c.yaml\n")
+    assert run([tmp_path / "run.sh"], tmp_path).deployment["model"]["path"] == "from/file"

@@ -134,8 +134,9 @@ def _with_config(args: list[str], ctx: Ctx) -> list[str]:
             from_file = read_config(ref, base, ctx, f"--config {ref}")
             if from_file is None:
                 return rest
-            if from_file and not from_file[0].startswith("-") and rest and \
-                    not rest[0].startswith("-"):
+            names_model = (rest and not rest[0].startswith("-")) or any(
+                w == "--model" or w.startswith("--model=") for w in rest)
+            if from_file and not from_file[0].startswith("-") and names_model:
                 from_file = from_file[1:]  # the command line names the model
             return from_file + rest
     return args
