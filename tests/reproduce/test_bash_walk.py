@@ -227,3 +227,15 @@ def test_argument_parsing_loops_take_no_arguments() -> None:
         ("/default", 1)
     script = read_script(text, "run.sh", None)
     assert [c.line for c in script.commands] == [13]  # neither loop body is read
+
+
+def test_here_documents_fed_to_a_shell_are_read_as_scripts() -> None:
+    text = ("M=/m\nssh worker bash <<EOF\nexport A=1\nvllm serve $M --port 8001 --headless "
+            "--node-rank 1 --nnodes 2\nEOF\n"
+            "bash -s <<'X'\nvllm serve $M --port 8001 --node-rank 0 --nnodes 2\nX\n"
+            "cat <<EOF > /tmp/never.yaml\nvllm serve /other\nEOF\n")
+    result, _ = _import(text)
+    # quoted delimiter: not expanded here, and the inner shell has no M (not exported)
+    assert result.deployment["model"]["path"] == "<supply:M>"
+    assert [(n.rank, n.headless, n.env) for n in result.nodes] == [(0, False, {}),
+                                                                  (1, True, {"A": "1"})]

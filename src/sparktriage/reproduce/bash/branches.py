@@ -31,6 +31,7 @@ class At:
     notes: tuple[str, ...] = ()
     calls: tuple[str, ...] = ()
     depth: int = 0
+    stdin: str | None = None  # a here-document fed to the command just below (not further)
 
     def down(self, **kw) -> At:
         return At(**{"branch": self.branch, "notes": self.notes, "calls": self.calls,

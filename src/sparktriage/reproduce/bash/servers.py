@@ -203,8 +203,35 @@ def is_compose_run(words: list[str]) -> bool:
     return bool(rest) and rest[0] == "run"
 
 
-def _inner(words: list[str], env: dict[str, str]) -> tuple[str, str] | None:
-    """(a command string run by another command, how) for `sh -c`, `ssh`, `docker exec`."""
+def _reads_stdin(words: list[str]) -> str | None:
+    """How a command runs the script on its standard input (`bash`, `bash -s`, `ssh HOST`,
+    `ssh HOST bash`, `docker exec -i NAME bash`), or None."""
+    base = os.path.basename(words[0])
+    if base in ("bash", "sh", "dash", "zsh"):
+        return base if all(w.startswith("-") and not w.endswith("c") for w in words[1:]) \
+            else None
+    if base == "ssh":
+        i = 1
+        while i < len(words) and words[i].startswith("-"):
+            i += 2 if words[i] in _SSH_VALUE else 1
+        rest = words[i + 1:]
+        return f"ssh {words[i]}" if i < len(words) and (not rest or _reads_stdin(rest)) \
+            else None
+    if base in ("docker", "podman") and words[1:2] == ["exec"]:
+        i = 2
+        while i < len(words) and words[i].startswith("-"):
+            i += 2 if words[i] in _EXEC_VALUE else 1
+        rest = words[i + 1:]
+        return f"{base} exec {words[i]}" if rest and _reads_stdin(rest) else None
+    return None
+
+
+def _inner(words: list[str], env: dict[str, str],
+           stdin: str | None = None) -> tuple[str, str] | None:
+    """(a command string run by another command, how) for `sh -c`, `ssh`, `docker exec`, and
+    a here-document fed to a shell."""
+    if stdin is not None and (how := _reads_stdin(words)) is not None:
+        return stdin, f"{how} <<here-document"
     base = os.path.basename(words[0])
     if base in ("bash", "sh", "dash", "zsh"):
         at = _shell_c(words)
@@ -299,7 +326,7 @@ def servers(commands: list[Simple], source: str, ignored: list[Simple], holes: l
             found.append(Server("ray", tuple(words), env, command, via))
         elif is_compose_run(words):  # the compose service's container: the docker importer
             found.append(Server("container", tuple(words), env, command, via))
-        elif words and depth < MAX_NESTED and (inner := _inner(words, env)) is not None:
+        elif words and depth < MAX_NESTED and (inner := _inner(words, env, command.stdin)) is not None:
             text, tokens = _protect(inner[0])
             script = read_script(text, f"{source}:{command.line} ({inner[1]})",
                                  {**(given or {}), **command.exported, **env})
@@ -309,7 +336,8 @@ def servers(commands: list[Simple], source: str, ignored: list[Simple], holes: l
             nested = servers(script.commands, source, [], holes, given, depth + 1, inner[1])
             if not nested:
                 ignored.append(command)
-            run = containers.get(inner[1].split()[-1]) if " exec " in f" {inner[1]} " else None
+            how = inner[1].split(" <<")[0]
+            run = containers.get(how.split()[-1]) if " exec " in f" {how} " else None
             for server in nested:
                 # the outer command's line, environment and branch
                 own = {**env, **server.command.exported, **server.env}

@@ -41,6 +41,7 @@ class Simple:
     notes: tuple[str, ...]  # redirection, background, pipe
     source: str  # its text as written, one line
     function: str | None = None  # the function it was found in
+    stdin: str | None = None  # the here-document fed to it (`bash <<EOF`), expanded
 
 
 @dataclass
@@ -140,7 +141,22 @@ class Walker(Branches):
                 notes.append(note)
         body = node.child_by_field_name("body")
         if body is not None:
-            self.statement(body, at.down(notes=tuple(notes)))
+            self.statement(body, at.down(notes=tuple(notes), stdin=self._heredoc(node)))
+
+    def _heredoc(self, node: Node) -> str | None:
+        """The here-document of a redirected statement, as the command reads it: expanded
+        unless its delimiter is quoted (`<<'EOF'`)."""
+        for redirect in node.named_children:
+            if redirect.type != "heredoc_redirect":
+                continue
+            start = next((c for c in redirect.named_children if c.type == "heredoc_start"), None)
+            body = next((c for c in redirect.named_children if c.type == "heredoc_body"), None)
+            if body is None:
+                return ""
+            if start is not None and self.t(start)[:1] in ("'", '"', "\\"):
+                return self.t(body)
+            return Expander(self.data, self.scope).heredoc(body)
+        return None
 
     def pipeline(self, node: Node, at: _At) -> None:
         stages = [c for c in node.named_children]
@@ -236,7 +252,7 @@ class Walker(Branches):
         self.script.commands.append(Simple(
             line(node), node.end_point[0] + 1, tuple(words), prefix, exported, at.branch,
             tuple(sorted(notes, key=_note_order)), self.short(node),
-            at.calls[-1] if at.calls else None))
+            at.calls[-1] if at.calls else None, at.stdin))
 
     def _builtin(self, words: list[str], node: Node, at: _At) -> bool:
         """Functions called, `read`, `shift`, `mapfile`: handled here (True), not recorded."""

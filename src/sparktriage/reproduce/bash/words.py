@@ -152,11 +152,18 @@ class Expander:
             return [("lit", text(node, self.data))]
         return [("lit", _unescape(text(node, self.data)))]
 
-    def _inside(self, node: Node) -> list[tuple[str, Value]]:
+    def heredoc(self, node: Node) -> str:
+        """An unquoted here-document's body, expanded as in double quotes."""
+        return "".join(" ".join(v) if k == "fields" else v
+                       for k, v in self._inside(node, node.start_byte, node.end_byte))
+
+    def _inside(self, node: Node, pos: int | None = None,
+                end: int | None = None) -> list[tuple[str, Value]]:
         """A double-quoted string's parts; the text between child nodes is literal."""
         out: list[tuple[str, Value]] = []
-        pos = node.start_byte + (2 if text(node, self.data).startswith('$"') else 1)
-        end = node.end_byte - 1
+        if pos is None:
+            pos = node.start_byte + (2 if text(node, self.data).startswith('$"') else 1)
+        end = node.end_byte - 1 if end is None else end
         for child in node.children:
             if not child.is_named:
                 continue
