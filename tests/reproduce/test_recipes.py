@@ -157,3 +157,15 @@ def test_the_command_line_model_wins_over_the_config_file_model(tmp_path: Path) 
         assert r.deployment["serve"]["extra_args"] == [] and r.deployment["serve"]["max_num_seqs"] == 2
     (tmp_path / "run.sh").write_text("vllm serve --config c.yaml\n")
     assert run([tmp_path / "run.sh"], tmp_path).deployment["model"]["path"] == "from/file"
+
+
+def test_config_inside_a_container_is_read_through_its_bind(tmp_path: Path) -> None:
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "serve.yaml").write_text(CONFIG)
+    (tmp_path / "compose.yaml").write_text(
+        "services:\n  v:\n    image: vllm/vllm-openai:v0.32.0\n"
+        "    volumes: ['./config:/etc/vllm:ro']\n"
+        "    command: vllm serve openai/gpt-oss-120b --config /etc/vllm/serve.yaml\n")
+    r = run([tmp_path / "compose.yaml"], tmp_path)
+    assert r.deployment["speculative"]["num_speculative_tokens"] == 7
+    assert "--config /etc/vllm/serve.yaml: 5 key(s) -> vllm serve options" in r.mapped

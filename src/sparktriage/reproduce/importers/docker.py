@@ -19,7 +19,7 @@ from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.importers.compose_run import compose_run, is_compose_run
 from sparktriage.reproduce.importers.container_script import pick, split_script
 from sparktriage.reproduce.importers.ray_start import RayStart, is_ray_start, parse_ray_start
-from sparktriage.reproduce.importers.serve import env_block, find_serve
+from sparktriage.reproduce.importers.nodes import env_block, find_serve
 from sparktriage.reproduce.importers.serve_args import Serve, parse_serve
 from sparktriage.reproduce.model import Imported
 from sparktriage.reproduce.shell import assignment, logical_commands
@@ -185,6 +185,31 @@ def container_program(command: list[str], entrypoint: str | None, engine: dict, 
     """(the serve command, the `ray start`) a container runs, with the image's entrypoint taken
     into account; a `sh -c` script is read as data (container_script.py). One of them is
     there, else InputError."""
+    ctx.mounts = binds(engine.get("container_args") or [])
+    try:
+        return _program(command, entrypoint, engine, ctx, line)
+    finally:
+        ctx.mounts = []
+
+
+def binds(args: list[str]) -> list[tuple[str, str]]:
+    """(host, container) folders of the `-v HOST:CONTAINER` and `--mount` binds in `args`."""
+    out = []
+    for flag, value in zip(args, args[1:]):
+        if flag in ("-v", "--volume") and value.count(":") >= 1:
+            host, _, rest = value.partition(":")
+            out.append((host, rest.split(":")[0]))
+        elif flag == "--mount":
+            parts = dict(p.partition("=")[::2] for p in value.split(","))
+            source = parts.get("source") or parts.get("src")
+            target = parts.get("target") or parts.get("destination") or parts.get("dst")
+            if source and target:
+                out.append((source, target))
+    return out
+
+
+def _program(command: list[str], entrypoint: str | None, engine: dict, ctx: Ctx,
+             line: int) -> tuple[Serve | None, RayStart | None]:
     words = ([entrypoint] if entrypoint else []) + command
     where = f"{ctx.source}:{line}"
     if len(words) >= 3 and os.path.basename(words[0]) in SHELLS and words[1] in SHELL_C:

@@ -1,6 +1,7 @@
 """vLLM's own config files and recipe YAML files, onto the serve arguments they stand for.
 
-- A `vllm serve --config FILE.yaml` file: every key is a long option name
+- A `vllm serve --config FILE.yaml` file (inside a container: read through its binds, on the
+  host side, when that lies in the input's folder): every key is a long option name
   (`tensor-parallel-size` or `tensor_parallel_size`); `true` is the bare flag, `false` is left
   out, a mapping is the option's JSON (`speculative-config: {method: eagle3, ...}`), a list the
   option's values. vLLM lays the command line over the file, so `config_args` come first in
@@ -29,7 +30,7 @@ from sparktriage.reproduce.importers.cluster import Member, assemble_cluster
 from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.importers.compose_vars import Interpolator, inside
 from sparktriage.reproduce.importers.container_script import pick, split_script
-from sparktriage.reproduce.importers.serve import env_block, find_serve
+from sparktriage.reproduce.importers.nodes import env_block, find_serve
 from sparktriage.reproduce.importers.serve_args import parse_serve
 from sparktriage.reproduce.model import Imported
 from sparktriage.yamldoc import load_with_lines
@@ -117,7 +118,9 @@ def read_config(ref: str, base: Path, ctx: Ctx, where: str) -> list[str] | None:
     """`--config FILE`: its options as argv (FILE beside the input, by its path or its name),
     or None with an unknowns row and a `<supply:...>` when it was not given."""
     target = None
-    for candidate in (ref, Path(ref).name):
+    on_host = [host.rstrip("/") + ref[len(folder.rstrip("/")):] for host, folder in ctx.mounts
+               if ref.startswith(folder.rstrip("/") + "/")]
+    for candidate in on_host + [ref, Path(ref).name]:
         found = inside(base, candidate)
         if found is not None and found.is_file():
             target = found
