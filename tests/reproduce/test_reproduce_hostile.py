@@ -136,6 +136,12 @@ def test_deep_nesting_and_huge_heredoc_are_bounded(tmp_path: Path, capsys, monke
     assert done.returncode in (0, 2) and "Traceback" not in done.stderr
     if done.returncode == 2:
         _one_line_error(done)
+    expansions = "vllm serve /m --served-model-name " + "${A:-\"" * 2000 + "x" + "\"}" * 2000
+    done = _main(tmp_path, expansions + "\n", capsys, monkeypatch)
+    assert done.returncode == 0, done.stderr
+    chain = "[ 1 = 1 ] && " * 3000 + "vllm serve /m\n"
+    done = _main(tmp_path, chain, capsys, monkeypatch)
+    assert done.returncode == 0, done.stderr
     nested = "if true; then\n" * 400 + "vllm serve /m\n" + "fi\n" * 400
     done = _main(tmp_path, nested, capsys, monkeypatch)
     assert done.returncode in (0, 2) and "Traceback" not in done.stderr

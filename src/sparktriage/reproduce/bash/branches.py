@@ -45,21 +45,22 @@ class Branches:
     scope: Scope
     data: bytes
     script: Any
-    def decide(self, cond: list[Node]) -> bool | None:
+    def decide(self, cond: list[Node], depth: int = 0) -> bool | None:
         """A test on known values: True/False; None when it reads something not known."""
-        if len(cond) != 1:
+        if len(cond) != 1 or depth > 32:
             return None
         node = cond[0]
         if node.type == "list" and node.child_count == 3 and node.children[1].type in ("&&",
                                                                                    "||"):
-            left, right = self.decide([node.children[0]]), self.decide([node.children[2]])
+            left = self.decide([node.children[0]], depth + 1)
+            right = self.decide([node.children[2]], depth + 1)
             if node.children[1].type == "&&":
                 return False if False in (left, right) else (None if None in (left, right)
                                                              else True)
             return True if True in (left, right) else (None if None in (left, right)
                                                        else False)
         if node.type == "negated_command" and node.named_child_count == 1:
-            inner = self.decide(node.named_children)
+            inner = self.decide(node.named_children, depth + 1)
             return None if inner is None else not inner
         if node.type != "test_command" or node.named_child_count != 1:
             return None

@@ -340,7 +340,11 @@ def read_script(text_: str, source: str, given: dict[str, str] | None = None,
     tree, data = parse(text_, source)
     walker = Walker(data, source, given or {})
     walker.library = dict(library or {})
-    walker.statement(tree.root_node, _At())
+    try:
+        walker.statement(tree.root_node, _At())
+    except RecursionError:  # the depth bounds keep well below it; this guards the guard
+        raise InputError(f"{source}: the shell text nests too deeply to read; not a launch "
+                         "script a client sends") from None
     if tree.root_node.has_error and not walker.script.errors:
         bad = first_error(tree.root_node)
         if bad is not None:

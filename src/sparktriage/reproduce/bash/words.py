@@ -26,6 +26,7 @@ _ESCAPED_IN_QUOTES = re.compile(r"\\([\\$`\"])|\\\n")  # \<newline> joins lines
 _ANSI = {"n": "\n", "t": "\t", "\\": "\\", "'": "'", '"': '"', "e": "\x1b", "r": "\r", "a": "\a",
          "b": "\b", "f": "\f", "v": "\v"}
 MAX_VALUE_CHARS = 1024 * 1024
+MAX_WORD_DEPTH = 48  # expansions and quotes nested in one word
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,7 @@ class Expander:
 
     def __init__(self, data: bytes, scope: Scope, hint: str | None = None) -> None:
         self.data, self.scope, self.hint = data, scope, hint
+        self.depth = 0
 
     # fields: (kind, value): "lit" text kept whole, "split" text split on blanks, "fields" list
     def fields(self, nodes: list[Node]) -> list[str]:
@@ -117,6 +119,16 @@ class Expander:
         return "".join(parts)[:MAX_VALUE_CHARS]
 
     def segments(self, node: Node, quoted: bool) -> list[tuple[str, Value]]:
+        if self.depth >= MAX_WORD_DEPTH:
+            return [("lit", self.scope.hole(self.hint or "nested", node, "a word nested more "
+                                            f"than {MAX_WORD_DEPTH} levels deep (not expanded)"))]
+        self.depth += 1
+        try:
+            return self._segments(node, quoted)
+        finally:
+            self.depth -= 1
+
+    def _segments(self, node: Node, quoted: bool) -> list[tuple[str, Value]]:
         kind = node.type
         if kind in ("word", "number", "extglob_pattern", "regex", "test_operator",
                     "special_variable_name", "variable_name", "file_descriptor"):
@@ -349,8 +361,10 @@ _OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * 
         "/": lambda a, b: int(a / b) if b else None, "%": lambda a, b: a % b if b else None}
 
 
-def _arith(node: Node, ex: Expander) -> int | None:
+def _arith(node: Node, ex: Expander, depth: int = 0) -> int | None:
     """Integer arithmetic on numbers and known variables (+ - * / %), else None."""
+    if depth > MAX_WORD_DEPTH:
+        return None
     if node.type == "number":
         try:
             return int(text(node, ex.data), 0)
@@ -364,10 +378,10 @@ def _arith(node: Node, ex: Expander) -> int | None:
         except ValueError:
             return None
     if node.type == "parenthesized_expression" and node.named_child_count == 1:
-        return _arith(node.named_children[0], ex)
+        return _arith(node.named_children[0], ex, depth + 1)
     if node.type == "binary_expression" and node.child_count == 3:
         left, op, right = node.children
-        a, b = _arith(left, ex), _arith(right, ex)
+        a, b = _arith(left, ex, depth + 1), _arith(right, ex, depth + 1)
         if a is None or b is None or op.type not in _OPS or abs(a) > 2**62 or abs(b) > 2**62:
             return None
         return _OPS[op.type](a, b)
