@@ -169,3 +169,16 @@ def test_config_inside_a_container_is_read_through_its_bind(tmp_path: Path) -> N
     r = run([tmp_path / "compose.yaml"], tmp_path)
     assert r.deployment["speculative"]["num_speculative_tokens"] == 7
     assert "--config /etc/vllm/serve.yaml: 5 key(s) -> vllm serve options" in r.mapped
+
+
+def test_a_template_value_missing_from_defaults_is_a_placeholder(tmp_path: Path) -> None:
+    (tmp_path / "r.yaml").write_text(
+        "model: m/x\ncontainer: img\ndefaults: {port: 8001}\n"
+        "command: vllm serve {model} --port {port} --max-num-seqs {seqs} "
+        "--served-model-name {alias}\n")
+    r = run([tmp_path / "r.yaml"], tmp_path)
+    d = r.deployment
+    assert d["serve"]["port"] == 8001 and d["serve"].get("max_num_seqs") is None
+    assert d["model"]["name"] == "<supply:ALIAS>"
+    assert {"SEQS", "ALIAS"} <= set(r.placeholders)
+    assert any(u.text == "{seqs}" and "written as <supply:SEQS>" in u.note for u in r.unknown)

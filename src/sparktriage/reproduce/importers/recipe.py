@@ -214,10 +214,14 @@ def _template(data: dict, marks: dict, ctx: Ctx) -> Imported:
         elif key == "defaults" and isinstance(value, dict):
             ctx.mapped.append(f"{where}: defaults -> the command template's values")
         elif key == "command" and isinstance(value, str):
-            text = substitute(value, {**({"model": model} if model else {}), **defaults})
-            for left in sorted(set(_PLACE.findall(text))):
+            values = {**({"model": model} if model else {}), **defaults}
+            missing = sorted(set(_PLACE.findall(value.replace("{{", "").replace("}}", "")))
+                             - set(values))
+            for left in missing:  # given on the recipe tool's command line, not known here
+                values[left] = ctx.secrets.declare(left.upper(), f"{where}: template {{{left}}}")
                 ctx.flag_unknown(f"{{{left}}}", f"{where}: template value not in defaults; "
-                                 "kept as written")
+                                 f"written as {values[left]}")
+            text = substitute(value, values)
             serve, _ = pick(split_script(text, ctx, line), find_serve, ctx, line)
             if serve is None:
                 raise InputError(f"{ctx.source}:{line}: the recipe's command runs no vllm serve "
