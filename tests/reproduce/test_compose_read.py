@@ -99,11 +99,13 @@ def test_an_active_profile_and_a_missing_variable(tmp_path: Path) -> None:
     row = next(u for u in r.unknown if u.text == "${MODEL}")
     assert "compose requires it (give the model)" in row.note and row.note.startswith("line ")
     assert "MODEL" in r.placeholders
-    # COMPOSE_PROFILES in .env activates the profile: the bench service is read (as a node
-    # running `vllm bench`, which is not vllm serve: the image's entrypoint is assumed)
+    # COMPOSE_PROFILES in .env activates the profile: the bench service is read, and it runs
+    # `vllm bench`, not the server: noted, no node of its own
     (tmp_path / ".env").write_text("COMPOSE_PROFILES=bench\nMODEL=/m\n")
     r = run([tmp_path / "compose.yaml"], tmp_path, out="out2")
     assert "services.bench.profiles: active" in r.mapped
+    assert any("service bench runs `vllm bench`, not the server" in n for n in r.notes)
+    assert len(r.client_nodes) == 1 and r.deployment["model"]["path"] == "/m"
 
 
 def test_extends_same_file_and_relative_file(tmp_path: Path) -> None:

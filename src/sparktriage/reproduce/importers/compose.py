@@ -25,7 +25,7 @@ from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.importers.compose_keys import service_keys
 from sparktriage.reproduce.importers.compose_vars import Interpolator, inside, read_env_file
 from sparktriage.reproduce.importers.docker import container_program
-from sparktriage.reproduce.importers.serve import env_block
+from sparktriage.reproduce.importers.nodes import env_block
 from sparktriage.reproduce.model import Imported
 from sparktriage.reproduce.shell import split_words
 from sparktriage.yamldoc import load_with_lines
@@ -333,6 +333,11 @@ def _service(name: str, service: dict, marks: dict, base: Path, interp: Interpol
     if not command and not entry:
         ctx.note(f"line {line}: service {name} runs its image's default command (no model "
                  "given: a base for others, or a service started by hand); not reproduced")
+        return None, {}
+    program = entry + command
+    if program and os.path.basename(program[0]) == "vllm" and program[1:2] != ["serve"]:
+        ctx.note(f"line {line}: service {name} runs `vllm {' '.join(program[1:2])}`, not the "
+                 "server; not reproduced")
         return None, {}
     if not image:
         raise InputError(f"{ctx.source}:{line}: service {name} has no image (build: is not "
