@@ -64,6 +64,24 @@ def test_kubernetes_cri_gitlab_kubectl_and_compose():
     assert (f.collector, f.message[:11]) == ("compose", "ValueError:")
 
 
+def test_ci_step_stamp_buildkite_column_and_ansi_remnants():
+    f = parse_line("[2026-02-24T20:21:58Z] (EngineCore_DP0 pid=6940) ValueError: Free memory on device")
+    assert (f.collector, f.collector_full, f.process, f.message[:11]) == (
+        "rfc3339", "2026-02-24 20:21:58", "EngineCore_DP0", "ValueError:")
+    f = parse_line("  | [rank0]:[E ProcessGroupNCCL.cpp:563] [Rank 0] Watchdog caught collective")
+    assert (f.collector, f.rank, f.kind, f.level, f.source_file) == (
+        "column", 0, "glog", "ERROR", "ProcessGroupNCCL.cpp")
+    f = parse_line("  | ERROR 07-01 13:54:43 multiproc_worker_utils.py:120] Worker VllmWorkerProcess "
+                   "pid 1159 died, exit code: -6")
+    assert (f.level, f.stamp, f.message[-8:]) == ("ERROR", "07-01 13:54:43", "code: -6")
+    f = parse_line(" [36m(RayWorkerVllm pid=5310) [0m [W CUDAGraph.cpp:145] Warning: Waiting "
+                   "(function operator()) [32m [repeated 6x across cluster] [0m")
+    assert (f.relay, f.level, f.message) == ("RayWorkerVllm pid=5310", "WARNING",
+                                             "Warning: Waiting (function operator())")
+    f = parse_line("  indented traceback source line stays as it is")
+    assert f.collector is None and f.message == "  indented traceback source line stays as it is"
+
+
 def test_rank_ray_and_ansi_prefixes():
     f = parse_line("[rank0]: Traceback (most recent call last):")
     assert (f.rank, f.message) == (0, "Traceback (most recent call last):")
@@ -243,7 +261,8 @@ def test_journald_and_nested_layers_peel_to_the_body(mon, day, hour, frac, host,
 
 @settings(max_examples=500, deadline=None)
 @given(st.text(max_size=300), st.sampled_from(["", "2025-03-04T12:34:56Z ", "Mar 04 12:34:56 h i: ",
-                                               "[rank0]: ", "x  | ", "2025-03-04 12:34:56 "]))
+                                               "[rank0]: ", "x-1  | ", "2025-03-04 12:34:56 ",
+                                               "[2025-03-04T12:34:56Z] ", "  | ", " [36m", "0: "]))
 def test_any_text_behind_any_prefix_never_breaks_the_reader(text, prefix):
     f = parse_line(prefix + text)
     assert isinstance(f.message, str)

@@ -212,11 +212,11 @@ class Facts:
             if not self.in_frames:  # a pasted traceback whose header is not in the log: one
                 text, kind = "traceback without its header: " + first, "traceback"
             self.in_frames = True
+        elif _FATAL_RE.search(event.message):
+            text, kind = first, "fatal"
         if self.in_frames and not (level is None and event.kind == "text" and (
                 _FRAME.match(first) or _FRAME_GOES_ON.match(event.message))):
             self.in_frames = False
-        elif _FATAL_RE.search(event.message):
-            text, kind = first, "fatal"
         if text is not None:
             self.errors_total += 1
             self.last_error = None
