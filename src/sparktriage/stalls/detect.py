@@ -131,6 +131,15 @@ def _progress_marks(timeline: NodeTimeline, markers: MarkerSet) -> list[Mark]:
     return out
 
 
+def _anchored_at_first_line(timeline: NodeTimeline, progress: list[Mark]) -> list[Mark]:
+    """Progress measured from the node's first line, even when that line only says it waits:
+    an excerpt made of retry and waiting lines made no progress from its first line on."""
+    first = timeline.marks[0] if timeline.marks else None
+    if first is None or (progress and progress[0].t <= first.t) or first.t > timeline.settled:
+        return progress
+    return [first] + progress
+
+
 _SPAWN_LOOKAHEAD_S = 5.0  # a new process's first lines may lack its prefix (warnings, glog)
 
 
@@ -334,7 +343,7 @@ def detect(evidence: Evidence, markers: MarkerSet, params: DetectParams | None =
                   if a.first_t is not None] + failures.restarts(timeline, errors, markers)
         episodes[name] = failures.episodes(errors, starts, timeline.ready_at)
     for name, timeline in timelines.items():
-        progress = _progress_marks(timeline, markers)
+        progress = _anchored_at_first_line(timeline, _progress_marks(timeline, markers))
         budget = _budget(timeline, timelines, markers, evidence.nodes.get(name), params)
         found = _silences(timeline, progress, markers, params,
                           evidence.started if evidence.form == "bundle" else None, budget,
@@ -344,6 +353,10 @@ def detect(evidence: Evidence, markers: MarkerSet, params: DetectParams | None =
             found.append(crawl)
         found += stated.waits(timeline, markers, params, budget, observations)
         failed, teardown = failures.failure_periods(timeline, episodes[name], progress, markers)
+        for stall in found:  # a silence that ends in a failure was stuck where the error shows
+            if any(abs(stall.end - f.start) <= 1.0 for f in failed):
+                stall.phase = later(stall.phase, next(f.phase for f in failed
+                                                      if abs(stall.end - f.start) <= 1.0))
         found += failed
         teardown_errors[name] = teardown
         periods += found

@@ -149,6 +149,27 @@ def _anchored(phase, attempt) -> bool:
     return bool(_RESOLVE_ANCHORS.intersection(getattr(attempt, "anchors", {}) or {}))
 
 
+_ORDER = {name: i for i, name in enumerate(PHASES)}
+
+
+def _add_shown_phases(timeline: "NodeTimeline", marks: list["Mark"], markers: MarkerSet) -> None:
+    """Lines whose marker names a phase (`phase:`) start that phase where the log parser's
+    anchors leave an earlier one running (an old version's profile run, a traceback through
+    the rendezvous); phases never go back."""
+    points = list(timeline.phase_points)
+    for mark in marks:
+        for name in mark.markers:
+            shown = markers.markers[name].phase
+            if shown is None or shown not in _ORDER:
+                continue
+            current = timeline.phase_at(mark.t)
+            if current is None or _ORDER.get(current, -1) < _ORDER[shown]:
+                points.append((mark.t, shown))
+                points.sort(key=lambda p: p[0])
+                timeline.phase_points = points
+    timeline.phase_points = points
+
+
 def build_timeline(node: str, events: list[LogEvent], markers: MarkerSet,
                    end_hint: float | None, attempts: list[Timeline] | None = None
                    ) -> NodeTimeline | None:
@@ -161,6 +182,7 @@ def build_timeline(node: str, events: list[LogEvent], markers: MarkerSet,
     timeline.phase_points = [(p.start, p.name) for attempt in attempts or []
                              for p in attempt.phases if _anchored(p, attempt)]
     timeline.phase_points.sort(key=lambda p: p[0])
+    _add_shown_phases(timeline, marks, markers)
     for mark in marks:
         for name in mark.markers:
             marker = markers.markers[name]

@@ -63,6 +63,9 @@ class Condition(_Strict):
     any: list["Condition"] | None = None
     use: str | None = Field(None, description="a shared condition of _vocabulary.yaml")
     weight: float = Field(1.0, gt=0, le=10, description="how much this test counts in the score")
+    gate: bool = Field(False, description="a precondition of the cause (several ranks, Ray in "
+                       "use): it must hold for the decision but is no evidence for the cause, "
+                       "so it adds no support")
     explain: str | None = Field(None, description="what a match means, shown as evidence")
 
     @model_validator(mode="after")
