@@ -239,3 +239,11 @@ def test_here_documents_fed_to_a_shell_are_read_as_scripts() -> None:
     assert result.deployment["model"]["path"] == "<supply:M>"
     assert [(n.rank, n.headless, n.env) for n in result.nodes] == [(0, False, {}),
                                                                   (1, True, {"A": "1"})]
+
+
+def test_a_multi_line_container_script_is_not_a_newline_in_the_server_argv() -> None:
+    text = ('docker run --gpus all img bash -c "\n  ray start --head --port=6379\n'
+            '  vllm serve /m -tp 2 --distributed-executor-backend ray\n"\n')
+    result, _ = _import(text)
+    assert (result.deployment["engine"]["image"], result.deployment["parallelism"]["tp"]) == \
+        ("img", 2)

@@ -41,6 +41,7 @@ _HARMLESS = {"echo", "printf", "sleep", "wait", "cd", "pushd", "popd", "ls", "ca
 _PLACEHOLDER = re.compile(re.escape(PREFIX) + r"([A-Za-z0-9_.-]+)>")
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 _JSON_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_SHELL_C = re.compile(r"^-[a-z]*c$")  # -c, -lc, -ec
 
 
 def import_script(text: str, ctx: Ctx, given: dict[str, str] | None = None,
@@ -127,7 +128,10 @@ def _readable(server: Server, errors: list[tuple[int, str]], ctx: Ctx) -> None:
         if command.line <= line <= command.end_line + 1:
             raise InputError(f"{ctx.source}:{line}: {_construct(bad)}: the server command "
                              f"of line {command.line} cannot be read")
-    for word in server.words + tuple(server.env.values()):
+    words = server.words
+    for index, word in enumerate(words + tuple(server.env.values())):
+        if 0 < index < len(words) and _SHELL_C.match(words[index - 1]):
+            continue  # a container's `sh -c` script: read by the docker importer
         control = _JSON_CONTROL if word.lstrip()[:1] in ("{", "[") else _CONTROL
         if control.search(word):
             raise InputError(f"{ctx.source}:{command.line}: a quoted value of the server command "
