@@ -196,3 +196,16 @@ def test_marker_groups_are_only_stated_durations(rules):
             "WorkNCCL(SeqNum=2, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600059 milliseconds "
             "before timing out.")
     assert markers.stated("nccl_watchdog", line, "wait_s") == 600.059
+
+
+def test_errors_that_ended_nothing_are_no_failure(classify):
+    """An error during a start that still became ready, and a request's error while serving:
+    `logs` counts both, neither ended anything, `stalls` counts them apart."""
+    log = HEAD + [[42, "Worker", "ERROR", "Failed to import flash_attn: falling back to SDPA"]] + LOAD \
+        + [{"segment": "compile_warm", "at": 58}, {"segment": "kv_and_graphs", "at": 64},
+           {"segment": "ready", "at": 74},
+           [90, "APIServer", "ERROR", "Error in preprocessing prompt inputs: prompt too long"]]
+    doc, classification = classify(_spec(log), form="log")
+    assert doc["findings"] == []
+    assert doc["summary"]["errors_other"] == 2 == classification.evidence.logs["errors_total"]
+    assert doc["summary"]["errors"] == 0

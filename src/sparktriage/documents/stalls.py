@@ -72,6 +72,9 @@ class StallsSummary(Part):
     errors: int | None = Field(None, description="errors `logs` counts that the failures hold")
     errors_teardown: int | None = Field(None, description="errors `logs` counts that were "
                                                           "logged after a stop (teardown)")
+    errors_other: int | None = Field(None, description="errors `logs` counts that ended "
+                                                       "nothing: the start still became ready, "
+                                                       "or the server went on serving")
 
 
 class StallsDocument(Document):

@@ -52,7 +52,8 @@ class Detection:
     periods: list[Period]
     params: DetectParams
     observations: list[dict] = field(default_factory=list)  # long but expected silences
-    teardown_errors: dict[str, int] = field(default_factory=dict)  # node -> errors after a stop
+    # node -> errors that are no failure: {"teardown": after a stop, "other": survived}
+    errors_apart: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 def _load_factor(node_evidence, start: float, end: float, params: DetectParams) -> float:
@@ -336,7 +337,7 @@ def detect(evidence: Evidence, markers: MarkerSet, params: DetectParams | None =
     observations: list[dict] = []
     keys = failures.error_keys(evidence.logs)
     episodes: dict[str, list[failures.Episode]] = {}
-    teardown_errors: dict[str, int] = {}
+    errors_apart: dict[str, dict[str, int]] = {}
     for name, timeline in timelines.items():
         errors = failures.error_marks(timeline, keys, markers)
         starts = [a.first_t for a in evidence.attempts.get(name, [])[1:]
@@ -352,20 +353,21 @@ def detect(evidence: Evidence, markers: MarkerSet, params: DetectParams | None =
         if crawl:
             found.append(crawl)
         found += stated.waits(timeline, markers, params, budget, observations)
-        failed, teardown = failures.failure_periods(timeline, episodes[name], progress, markers)
+        failed, apart = failures.failure_periods(timeline, episodes[name], progress, markers,
+                                                 keys)
         for stall in found:  # a silence that ends in a failure was stuck where the error shows
             if any(abs(stall.end - f.start) <= 1.0 for f in failed):
                 stall.phase = later(stall.phase, next(f.phase for f in failed
                                                       if abs(stall.end - f.start) <= 1.0))
         found += failed
-        teardown_errors[name] = teardown
+        errors_apart[name] = apart
         periods += found
     periods += _asymmetry(timelines, params)
     periods = _merge(periods)
     _mark_held(periods)
     return Detection(timelines, sorted(periods, key=lambda p: (p.start, p.node)), params,
                      sorted(observations, key=lambda o: (o["start"], o["node"])),
-                     teardown_errors=teardown_errors)
+                     errors_apart=errors_apart)
 
 
 def _mark_held(periods: list[Period]) -> None:

@@ -185,9 +185,10 @@ def build(classification: Classification, rules_dir: str) -> dict:
             "failures": sum(1 for f in findings if f["kind"] == "failure"),
             "healthy": not findings,
             "causes": sorted({f["verdict"]["id"] for f in findings}),
-            # the errors `logs` counts: held by the failures, or logged in a teardown
+            # the errors `logs` counts: held by the failures, logged in a teardown, or survived
             "errors": sum(f.get("errors") or 0 for f in findings),
-            "errors_teardown": sum(detection.teardown_errors.values()),
+            "errors_teardown": sum(a["teardown"] for a in detection.errors_apart.values()),
+            "errors_other": sum(a["other"] for a in detection.errors_apart.values()),
         },
     }
     if excerpt is not None:  # as the logs document of the same lines says (docs/logs.md)

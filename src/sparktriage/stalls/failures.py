@@ -40,20 +40,25 @@ class Episode:
         return self.marks[-1].t
 
 
-def error_keys(logs_document: dict) -> set[tuple[str, int]]:
-    """(input, line number) of every error the `logs` document lists."""
-    return {(str(e.get("origin")), int(e["line"])) for e in logs_document.get("errors") or []
+def error_keys(logs_document: dict) -> dict[tuple[str, int], bool]:
+    """(input, line number) of every error the `logs` document lists, and whether `logs`
+    reads it as an engine death."""
+    return {(str(e.get("origin")), int(e["line"])): bool(e.get("engine_death"))
+            for e in logs_document.get("errors") or []
             if isinstance(e, dict) and isinstance(e.get("line"), int)}
 
 
-def error_marks(timeline: NodeTimeline, keys: set[tuple[str, int]],
+def _key(mark: Mark) -> tuple[str, int]:
+    return (str(mark.event.origin), mark.event.line_no)
+
+
+def error_marks(timeline: NodeTimeline, keys: dict[tuple[str, int], bool],
                 markers: MarkerSet) -> list[Mark]:
     """The node's lines that `logs` counts as errors, plus lines a failure marker names
     (a failure marker on a line `logs` reads as INFO still ends the start)."""
     out = []
     for mark in timeline.marks:
-        key = (str(mark.event.origin), mark.event.line_no)
-        if key in keys or any(markers.markers[n].failure for n in mark.markers):
+        if _key(mark) in keys or any(markers.markers[n].failure for n in mark.markers):
             out.append(mark)
     return out
 
@@ -117,14 +122,33 @@ def failure_text(mark: Mark, markers: MarkerSet) -> str:
     return lines[0] if lines else mark.event.message
 
 
+def is_failure(timeline: NodeTimeline, episode: Episode, keys: dict[tuple[str, int], bool],
+               markers: MarkerSet) -> bool:
+    """An episode is a failure when it ends a start (a failure marker, or a start that never
+    became ready after it) or, while serving, when the engine died (`logs`' engine_death or
+    a failure marker). A start that logged errors and still became ready, and a server that
+    logged a request's error and went on, did not fail: their errors are counted apart."""
+    death = any(keys.get(_key(m)) or any(markers.markers[n].failure for n in m.markers)
+                for m in episode.marks)
+    if timeline.phase_at(episode.start) == SERVING:
+        return death
+    return death or timeline.ready_at is None or timeline.ready_at < episode.start
+
+
 def failure_periods(timeline: NodeTimeline, found: list[Episode], progress: list[Mark],
-              markers: MarkerSet) -> tuple[list[Period], int]:
-    """A failure period per error episode (teardown after a stop excepted, counted apart)."""
+                    markers: MarkerSet, keys: dict[tuple[str, int], bool]
+                    ) -> tuple[list[Period], dict[str, int]]:
+    """A failure period per failing episode; the errors of the others are counted apart
+    (`teardown`: after a stop; `other`: a start or a server that went on)."""
     out: list[Period] = []
-    teardown = 0
+    apart = {"teardown": 0, "other": 0}
     for episode in found:
+        counted = sum(1 for m in episode.marks if _key(m) in keys)
         if is_teardown(timeline, episode):
-            teardown += len(episode.marks)
+            apart["teardown"] += counted
+            continue
+        if not is_failure(timeline, episode, keys, markers):
+            apart["other"] += counted
             continue
         first = episode.marks[0]
         if timeline.failed_at is not None and first.t <= timeline.failed_at <= episode.end:
@@ -144,5 +168,5 @@ def failure_periods(timeline: NodeTimeline, found: list[Episode], progress: list
                           f"{what}: {failure_text(first, markers)[:200]}",
                           last_line=before[-1] if before else None,
                           evidence_from=before[-1].t if before else None,
-                          facts={"errors": len(episode.marks)}))
-    return out, teardown
+                          facts={"errors": counted}))
+    return out, apart
