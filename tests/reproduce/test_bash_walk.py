@@ -247,3 +247,14 @@ def test_a_multi_line_container_script_is_not_a_newline_in_the_server_argv() -> 
     result, _ = _import(text)
     assert (result.deployment["engine"]["image"], result.deployment["parallelism"]["tp"]) == \
         ("img", 2)
+
+
+def test_a_launcher_not_given_runs_the_serve_command_in_its_arguments() -> None:
+    text = ("./launch-cluster.sh -n 10.0.0.1,10.0.0.2 exec vllm serve Qwen/Q --port 8000\n"
+            "echo vllm serve started\n")
+    result, ctx = _import(text)
+    assert (result.deployment["model"]["path"], result.deployment["serve"]["port"]) == \
+        ("Qwen/Q", 8000)
+    assert any("`./launch-cluster.sh` (a launcher not given: assumed to run them" in n
+               for n in ctx.notes)
+    assert "run.sh: line 2: ignored: echo vllm serve started" in ctx.notes

@@ -28,6 +28,10 @@ _SSH_VALUE = {"-p", "-i", "-l", "-o", "-F", "-J", "-b", "-c", "-E", "-L", "-R", 
               "-S", "-m", "-O", "-Q", "-w", "-B", "-e", "-I"}
 _EXEC_VALUE = {"-e", "--env", "-w", "--workdir", "-u", "--user", "--env-file"}
 MAX_NESTED = 3
+# commands whose arguments name a server without running it
+_NOT_LAUNCHERS = {"echo", "printf", "logger", "log", "info", "warn", "error", "print", "cat",
+                  "tee", "grep", "pgrep", "pkill", "kill", "killall", "ps", "man", "which",
+                  "type", "alias", "read", "test", "[", "[["}
 # `docker run` options that take no value (importers/docker.py's PLAN_BOOL and KEEP_BOOL)
 RUN_FLAGS = {"--rm", "-d", "--detach", "-i", "-t", "-it", "-ti", "--interactive", "--tty",
              "--privileged", "--init", "--read-only", "--oom-kill-disable"}
@@ -348,6 +352,21 @@ def servers(commands: list[Simple], source: str, ignored: list[Simple], holes: l
                                         + server.words, {}, command, inner[1]))
                 else:
                     found.append(Server(server.kind, server.words, own, command, server.via))
+        elif (tail := _serve_in_tail(words)) is not None:
+            found.append(Server("serve", tuple(words[tail:]), env, command,
+                                f"the arguments of `{words[0]}` (a launcher not given: assumed "
+                                "to run them as the command)"))
         else:
             ignored.append(command)
     return found
+
+
+def _serve_in_tail(words: list[str]) -> int | None:
+    """Where a serve command starts among the arguments of a launcher this module does not
+    know (`./launch-cluster.sh -n a,b exec vllm serve MODEL ...`), or None."""
+    if os.path.basename(words[0]) in _NOT_LAUNCHERS:
+        return None
+    for index in range(1, len(words)):
+        if is_serve(words[index:]):
+            return index
+    return None
