@@ -258,3 +258,14 @@ def test_a_launcher_not_given_runs_the_serve_command_in_its_arguments() -> None:
     assert any("`./launch-cluster.sh` (a launcher not given: assumed to run them" in n
                for n in ctx.notes)
     assert "run.sh: line 2: ignored: echo vllm serve started" in ctx.notes
+
+
+def test_serve_commands_one_after_the_other_are_alternatives_not_nodes() -> None:
+    text = ('vllm serve "Qwen/A" --pipeline-parallel-size 2 --dtype float16 # check\n'
+            'vllm serve "Qwen/B" --distributed-executor-backend mp # error\n')
+    result, _ = _import(text)
+    assert result.deployment["model"]["path"] == "Qwen/A"
+    assert len(result.nodes) == 1
+    assert any(u.note.startswith("line 2: another server command of the script (an "
+                                 "alternative or a later run, not a node); the one on line 1")
+               for u in result.unknown)

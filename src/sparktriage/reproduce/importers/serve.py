@@ -223,8 +223,10 @@ def _located(exc: InputError, command: Simple, ctx: Ctx) -> InputError:
 
 
 def _alternatives(members: list[Member], found: list[Server], ctx: Ctx) -> list[Member]:
-    """Serve commands in different branches of one script, none of them a node of a multi-node
-    run: alternatives (the first is used), not nodes. The same command found twice: once."""
+    """Several serve commands none of which is a node of a multi-node run (`--headless`,
+    `--node-rank`, `--nnodes`, Ray): alternatives (branches of an `if`/`case`, or commands
+    run one after the other), not nodes: the first is used, the others listed. The same
+    command found twice counts once."""
     unique: list[Member] = []
     for member in members:
         if not any(_same(m, member) for m in unique):
@@ -232,16 +234,20 @@ def _alternatives(members: list[Member], found: list[Server], ctx: Ctx) -> list[
     serves = [m.serve for m in unique if m.serve is not None]
     multi = any(s.headless or s.node_rank is not None or s.nnodes for s in serves) or \
         any(m.ray for m in unique)
-    branches = {f.command.branch for f in found}
-    if multi or len(serves) < 2 or len(branches) < 2:
+    if multi or len(serves) < 2:
         return unique
     first = next(m for m in unique if m.serve is not None)
+    branches = {m.line: f.command.branch for m in unique for f in found
+                if f.command.line == m.line}
     for member in unique:
         if member.serve is not None and member is not first:
+            how = ("another branch runs this server command" if branches.get(member.line) !=
+                   branches.get(first.line) else "another server command of the script "
+                   "(an alternative or a later run, not a node)")
             ctx.flag_unknown(" ".join(member.serve.comparable)[:300], f"line {member.line}: "
-                             f"another branch runs this server command; the one on line "
-                             f"{first.line} is used (give the variable that chooses the branch "
-                             "in an env dump input)")
+                             f"{how}; the one on line {first.line} is used (give the variable "
+                             "that chooses the branch in an env dump input, or that command "
+                             "alone)")
     return [m for m in unique if m.serve is None or m is first]
 
 
