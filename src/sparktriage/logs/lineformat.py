@@ -39,7 +39,8 @@ _PAREN = re.compile(
 _VLLM = re.compile(
     r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL|WARN|TRACE) "
     r"(?P<stamp>\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,](?P<frac>\d{1,9}))? "
-    r"\[?(?P<file>[^\]\s]+?):(?P<line>\d{1,9})\] ?"  # 0.6-0.8: no "[" (and "]" kept)
+    r"\[?(?P<file>[^\]\s]+?):(?P<line>\d{1,9})(?:\]|\[\]) ?"  # 0.6-0.8: no "["; "[]": a
+    # paste whose markdown rendering turned the "]" into "[]"
 )
 _STAMP_HINT = re.compile(r"\d\d-\d\d \d\d:\d\d:\d\d")
 _UVICORN = re.compile(r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL|TRACE):\s+")
@@ -49,6 +50,7 @@ _GLOG = re.compile(
 )
 _GLOG_OLD = re.compile(r"\[(?P<level>[IWEF]) (?P<file>[^\s\]:]+):(?P<line>\d{1,9})\] ?")  # torch < 2.4
 _REMNANT = re.compile(r"\s*\[(?:\d{1,3};)*\d{1,3}m")  # ANSI colours whose ESC was lost in a paste
+_REMNANT_HINT = re.compile(r"\[(?:\d{1,3};)*\d{1,3}m")
 _PYLOG = re.compile(
     r"(?P<date>\d{4}-\d\d-\d\d)[ T](?P<hms>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d{1,9}))?"
     r"(?:\s*-\s*|\s+)(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)(?:\s*-\s*|\s+)"
@@ -154,13 +156,16 @@ def parse_line(text: str) -> LineFields:
                               file.rsplit("/", 1)[-1] if "/" in file else file, int(m["line"]),
                               m["stamp"], None, None, None, False, cont, "vllm")
     text = strip_ansi(text)
-    if "m" in text and _REMNANT.search(text, 0, 200) is not None:
+    if "[" in text and "m" in text and _REMNANT_HINT.search(text, 0, 200) is not None:
         text = _REMNANT.sub("", text)
     cont = text.endswith("\r")
     if cont:
         text = text.rstrip("\r")
     collected = None
-    if text[:1] in _COLLECTOR_FIRST:
+    first = text[:1]
+    if first in _COLLECTOR_FIRST or (first in _MONTH_FIRST and text[3:4] == " ") or (
+            first in " |" and text.lstrip(" ")[:2] == "| ") or (
+            first.isalnum() and "| " in text[:80]):
         text, collected = peel(text)
     lead = text.lstrip("\r")
     groups, rest = _take_parens(lead)
@@ -186,8 +191,8 @@ def parse_line(text: str) -> LineFields:
     return fields
 
 
-_COLLECTOR_FIRST = frozenset("0123456789JFMASOND[ |") | frozenset(
-    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_COLLECTOR_FIRST = frozenset("0123456789[")  # stamps, [rank0]:; then months, columns, compose
+_MONTH_FIRST = frozenset("JFMASOND")
 _RAY_REPEAT_END = "across cluster]"
 _RAY_REPEAT = re.compile(r"\s*\[repeated \d+x across cluster\]$")
 
