@@ -69,3 +69,15 @@ def test_a_yaml_mapping_of_no_known_kind_is_not_a_script(tmp_path: Path) -> None
     with pytest.raises(InputError) as caught:
         reproduce([tmp_path / "recipe.yaml"], None, None, tmp_path / "out", capture_live=False)
     assert "not read as a shell script" in caught.value.one_line()
+
+
+def test_exec_environment_reaches_a_single_quoted_inner_script(tmp_path: Path) -> None:
+    files = {"launch.sh": 'M="${M:-org/model}"\nC=$(find_container)\n'
+                          'docker exec -it -e M="$M" -e TP=2 "$C" /bin/bash -c \'\n'
+                          '  exec vllm serve "${M}" --tensor-parallel-size "${TP}"\n\'\n',
+             ".env": "# the client's env file, with comments\n# TOKEN -- ask ops\n"
+                     "HF_TOKEN=hf_AbCdEfGhIjKlMnOpQrStUvWxYz987654\n"}
+    result = _run(tmp_path, files, ["launch.sh", ".env"])
+    assert result["deployment"]["model"]["path"] == "org/model"
+    assert result["deployment"]["parallelism"]["tp"] == 2
+    assert [i["kind"] for i in result["inputs"]] == ["serve", "env"]

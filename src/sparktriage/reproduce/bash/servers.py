@@ -332,12 +332,12 @@ def servers(commands: list[Simple], source: str, ignored: list[Simple], holes: l
             found.append(Server("container", tuple(words), env, command, via))
         elif words and depth < MAX_NESTED and (inner := _inner(words, env, command.stdin)) is not None:
             text, tokens = _protect(inner[0])
-            script = read_script(text, f"{source}:{command.line} ({inner[1]})",
-                                 {**(given or {}), **command.exported, **env})
+            inner_env = {**(given or {}), **command.exported, **env}  # what the inner shell has
+            script = read_script(text, f"{source}:{command.line} ({inner[1]})", inner_env)
             script.commands[:] = [_restore(c, tokens) for c in script.commands]
             holes.extend(Hole(h.name, command.line, f"{h.what} (inside {inner[1]})", h.dropped)
                          for h in script.holes)
-            nested = servers(script.commands, source, [], holes, given, depth + 1, inner[1])
+            nested = servers(script.commands, source, [], holes, inner_env, depth + 1, inner[1])
             if not nested:
                 ignored.append(command)
             how = inner[1].split(" <<")[0]
