@@ -82,6 +82,20 @@ def test_ci_step_stamp_buildkite_column_and_ansi_remnants():
     assert f.collector is None and f.message == "  indented traceback source line stays as it is"
 
 
+def test_kubectl_prefix_journald_unix_stamps_and_a_mangled_file_tag():
+    f = parse_line("[pod/vllm-0/vllm] 2025-03-04T12:00:00.5Z INFO 03-04 12:00:00 [x.py:1] hi")
+    assert (f.collector, f.collector_full, f.collector_frac, f.message) == (
+        "rfc3339", "2025-03-04 12:00:00", "5", "hi")
+    assert parse_line("[pod/vllm-0/vllm] Traceback (most recent call last):").collector == "kubectl"
+    f = parse_line("1709555696.123456 spark-01 vllm[12]: Segmentation fault (core dumped)")
+    assert (f.collector_full, f.collector_offset, f.message) == (
+        "2024-03-04 12:34:56", "Z", "Segmentation fault (core dumped)")
+    assert parse_line("1709555696.123456 is a number").collector is None
+    f = parse_line("(APIServer pid=1) ERROR 10-20 03:20:50 [async_llm.py:485[] vllm.v1.engine."
+                   "exceptions.EngineDeadError: EngineCore encountered an issue.")
+    assert (f.level, f.source_file, f.source_line) == ("ERROR", "async_llm.py", 485)
+
+
 def test_rank_ray_and_ansi_prefixes():
     f = parse_line("[rank0]: Traceback (most recent call last):")
     assert (f.rank, f.message) == (0, "Traceback (most recent call last):")

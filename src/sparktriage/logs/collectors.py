@@ -8,7 +8,9 @@ prefix, often with a time stamp of its own (docs/logs.md, "Collector prefixes"):
   offset), GitLab's ``<stamp> 00O `` stream tag, a Kubernetes CRI log file
   (``<stamp> stdout F ``), rsyslog / ``journalctl -o short-iso`` (``<stamp> host ident[pid]: ``);
 * journald's default form ``Mar 04 12:34:56 host ident[pid]: `` (no year, the host's zone;
-  ``-o short-precise`` adds microseconds);
+  ``-o short-precise`` adds microseconds), and ``-o short-unix`` (``1709555696.123456 host
+  ident[pid]: ``, absolute);
+* ``kubectl logs --prefix``'s ``[pod/name/container] ``;
 * a ``YYYY-MM-DD HH:MM:SS`` stamp (``ts``, other line stampers) directly in front of vLLM's
   own format;
 * ``[rank0]:`` / ``[default0]:`` (torchrun's per-rank prefix); ``0: `` task labels (``srun
@@ -26,6 +28,7 @@ Never raises; bounded work per line (anchored regexes on the first few hundred c
 
 from __future__ import annotations
 
+import datetime as _dt
 import re
 from typing import NamedTuple
 
@@ -54,6 +57,9 @@ _DATED = re.compile(
 # srun --label / pdsh-like task numbers, only in front of what a vLLM worker writes
 _TASK = re.compile(r"\d{1,5}: (?=\(|\[rank|\[[IWEF]\d|Traceback|(?:DEBUG|INFO|WARNING|ERROR|"
                    r"CRITICAL) \d\d-\d\d )")
+_KUBECTL = re.compile(r"\[(?:pod|deployment|statefulset|job|daemonset|replicaset)/[^\]\s]{1,253}\] ")
+_EPOCH = re.compile(r"(?P<s>\d{10})\.(?P<frac>\d{1,9}) (?P<host>\S{1,253}) "
+                    r"(?P<ident>[^\s\[\]:]{1,64})(?:\[(?P<pid>\d{1,10})\])?: ")  # short-unix
 _RANK = re.compile(r"\[(?:rank|default)(?P<rank>\d{1,6})\]: ?")
 _COLUMN = re.compile(r" {0,8}\| ")  # Buildkite's "  | " column (and other pasted CI logs)
 _COMPOSE = re.compile(r"(?P<svc>[a-zA-Z0-9][\w.-]{0,63}[-_]\d{1,4}) +\| ")  # service-1, proj_svc_1
@@ -63,7 +69,7 @@ class Collected(NamedTuple):
     """What the collector prefixes of one line said."""
 
     kind: str  # outermost stamped collector: rfc3339 | cri | gitlab | syslog | journald | dated |
-    #            or, with no stamp, rank | compose | column | task
+    #            or, with no stamp, rank | compose | column | task | kubectl
     stamp_full: str | None = None  # "YYYY-MM-DD HH:MM:SS"
     stamp: str | None = None  # "MM-DD HH:MM:SS" (journald: no year)
     frac: str | None = None
@@ -83,6 +89,12 @@ def peel(text: str) -> tuple[str, Collected | None]:
         step = None
         if first == "[" and len(text) > 21 and text[5] == "-" and text[11] == "T":
             step = _rfc3339(text)  # "[2026-02-24T20:21:58Z] " (a CI step's stamp)
+        elif first == "[" and text[1:4] in ("pod", "dep", "sta", "job", "dae", "rep"):
+            m = _KUBECTL.match(text)  # kubectl logs --prefix
+            if m:
+                step = (m.end(), Collected("kubectl"))
+        elif first.isdigit() and len(text) > 12 and text[10] == ".":
+            step = _epoch(text)
         elif first.isdigit() and len(text) > 20 and text[4] == "-":
             if text[10] == "T":
                 step = _rfc3339(text)
@@ -145,6 +157,15 @@ def _dated(text: str) -> tuple[int, Collected] | None:
     tz = m["tz"]
     return m.end(), Collected("dated", f"{m['date']} {m['hms']}", None, m["frac"],
                               "Z" if tz == "UTC" else tz)
+
+
+def _epoch(text: str) -> tuple[int, Collected] | None:
+    m = _EPOCH.match(text)
+    if m is None:
+        return None
+    moment = _dt.datetime.fromtimestamp(int(m["s"]), _dt.timezone.utc)
+    return m.end(), Collected("journald", moment.strftime("%Y-%m-%d %H:%M:%S"), None, m["frac"],
+                              "Z", None, None, m["host"])
 
 
 def _journald(text: str) -> tuple[int, Collected] | None:
