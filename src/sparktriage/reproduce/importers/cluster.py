@@ -16,7 +16,7 @@ from typing import Any
 
 from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.importers.ray_start import RayStart
-from sparktriage.reproduce.importers.serve import assemble
+from sparktriage.reproduce.importers.nodes import assemble
 from sparktriage.reproduce.importers.serve_args import Serve
 from sparktriage.reproduce.model import ClientNode, Imported
 

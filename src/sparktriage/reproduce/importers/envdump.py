@@ -1,7 +1,8 @@
 """`env` / `printenv` / `export -p` dumps: one node's environment, for the diff.
 
 Lines `NAME=value`, `declare -x NAME="value"` or `export NAME=value`; a value may continue on
-the next lines (a newline inside it) until the next `NAME=` line. Values of secret-looking
+the next lines (a newline inside it) until the next `NAME=` line; `#` comment lines (an
+env file's) are skipped. Values of secret-looking
 names become placeholders. The dump feeds the diff only: the deployment's environment is what
 the client's commands set.
 """

@@ -1,6 +1,8 @@
 """Serve commands and node commands, for every importer: `find_serve` (is this vLLM's server,
 and in which form), `env_block` (a command's environment, secrets replaced) and `assemble`
-(several serve commands, one per node, into one deployment and its client nodes)."""
+(several serve commands, one per node, into one deployment and its client nodes). The serve
+commands are `serve_args.Serve` records (not imported here: serve_args' own imports lead back
+to this module)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,6 @@ import os
 from typing import Any
 
 from sparktriage.reproduce.importers.common import Ctx
-from sparktriage.reproduce.importers.serve_args import Serve
 from sparktriage.reproduce.model import ClientNode, Imported
 
 API_SERVER_MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server")
@@ -39,7 +40,7 @@ def env_block(pairs: dict[str, str], ctx: Ctx, where: str) -> dict[str, str]:
     return out
 
 
-def assemble(serves: list[tuple[Serve, dict]], ctx: Ctx) -> Imported:
+def assemble(serves: list[tuple[Any, dict]], ctx: Ctx) -> Imported:
     """Several serve commands (one per node) into one deployment and its client nodes."""
     ordered = sorted(serves, key=lambda s: (s[0].node_rank or 0))
     head, head_env = ordered[0]

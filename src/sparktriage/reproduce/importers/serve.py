@@ -13,24 +13,18 @@ commands make one deployment (`cluster.assemble_cluster`): a Ray head and `ray s
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 from sparktriage.errors import InputError
 from sparktriage.reproduce.bash import Hole, Simple, read_script
 from sparktriage.reproduce.bash.servers import Server, servers
+from sparktriage.reproduce.importers.cluster import Member, assemble_cluster
 from sparktriage.reproduce.importers.common import Ctx
-from sparktriage.reproduce.importers.nodes import assemble, env_block, find_serve
+from sparktriage.reproduce.importers.docker import parse_container_run
+from sparktriage.reproduce.importers.nodes import env_block, find_serve
 from sparktriage.reproduce.importers.ray_start import parse_ray_start
 from sparktriage.reproduce.importers.serve_args import parse_serve
 from sparktriage.reproduce.model import Imported
 from sparktriage.reproduce.secrets import PREFIX
-
-if TYPE_CHECKING:
-    from sparktriage.reproduce.importers.cluster import Member
-
-# assemble, env_block, find_serve live in nodes.py; named here for importers that still import
-# them from this module
-__all__ = ["assemble", "env_block", "find_serve", "import_script"]
 
 # not listed as ignored: shell bookkeeping (tee: said in the piped command's note)
 _QUIET = {"set", "true", ":", "shopt", "tee", "exit", "break", "continue", "return", "shift"}
@@ -52,7 +46,6 @@ def import_script(text: str, ctx: Ctx, given: dict[str, str] | None = None,
     `library`: the other scripts the client gave (file name -> text), read where this one runs
     them (`bash run_cluster.sh IMAGE IP --head ...`).
     """
-    from sparktriage.reproduce.importers.cluster import assemble_cluster  # cluster uses nodes.py
     script = read_script(text, ctx.source, given, library)
     ignored: list[Simple] = []
     holes = list(script.holes)
@@ -177,8 +170,6 @@ def _where(server: Server) -> str:
 def _member(server: Server, engine: dict, ctx: Ctx) -> Member:
     """One server command as a node member: parse_serve, the docker importer's container
     run, or ray_start's `ray start`."""
-    from sparktriage.reproduce.importers.cluster import Member
-    from sparktriage.reproduce.importers.docker import parse_container_run  # it uses nodes.py
     command = server.command
     serve, ray = None, None
     try:
