@@ -269,3 +269,12 @@ def test_serve_commands_one_after_the_other_are_alternatives_not_nodes() -> None
     assert any(u.note.startswith("line 2: another server command of the script (an "
                                  "alternative or a later run, not a node); the one on line 1")
                for u in result.unknown)
+
+
+def test_main_called_with_the_scripts_arguments_and_exported_command_output() -> None:
+    text = ('main() {\n  MODEL=${1:-/default}\n  vllm serve $MODEL\n}\n'
+            'export $(grep -v "^#" .env | xargs)\nmain "$@"\n')
+    result, ctx = _import(text)
+    assert result.deployment["model"]["path"] == "/default"
+    assert any(n.startswith("run.sh: line 5: `export $(grep") and "computed at run time" in n
+               for n in ctx.notes)

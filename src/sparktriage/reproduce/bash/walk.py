@@ -11,6 +11,7 @@ visited, seconds.
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 
@@ -220,6 +221,11 @@ class Walker(Branches):
                     self.assign(child, export)
                 elif child.type == "variable_name" and export:
                     self.scope.exported.add(self.t(child))
+                elif child.type in ("command_substitution", "simple_expansion", "expansion",
+                                    "concatenation", "string"):
+                    self.script.notes.append(
+                        f"line {line(node)}: `{self.short(node)[:80]}` sets variables computed "
+                        "at run time; they are not known (give that file as an env input)")
 
     # -- commands ------------------------------------------------------------------------------
     def command(self, node: Node, at: _At) -> None:
@@ -264,7 +270,9 @@ class Walker(Branches):
                                          "not followed")
                 return True
             saved = self.scope.positional
-            self.scope.positional = words[1:]
+            # `main "$@"` with the script's own arguments unknown: still unknown inside
+            forwards = saved is None and re.search(r"\$\{?[@*]", self.t(node)) is not None
+            self.scope.positional = None if forwards and len(words) == 1 else words[1:]
             self.statement(self.functions[name], at.down(calls=at.calls + (name,)))
             self.scope.positional = saved
             return True

@@ -233,8 +233,8 @@ class Expander:
                 [("lit" if quoted else "split", " ".join(args))]
         value = self._value(name, node)
         if value is None:
-            value = self.scope.hole(name, node, f"${name} is not set in the script and no "
-                                    "default is given")
+            value = self.scope.hole(f"arg{name}" if name.isdigit() else name, node,
+                                    f"${name} is not set in the script and no default is given")
             return [("lit", value)]
         if isinstance(value, list):
             value = value[0] if value else ""
