@@ -185,3 +185,19 @@ def test_pipe_to_tee_is_a_note(tmp_path: Path, capsys) -> None:
     assert done.returncode == 0, done.stderr
     assert "piped to tee" in done.stderr
     assert not (tmp_path / "log.txt").exists()
+
+
+def test_a_secret_inside_a_substitution_is_not_written(tmp_path: Path) -> None:
+    text = (f"TOKEN=$(echo {SECRET} | base64 -d)\n"
+            "vllm serve /m --served-model-name \"$TOKEN\"\n")
+    done = _cli(tmp_path, text)
+    assert done.returncode == 0, done.stderr
+    for path in (tmp_path / "out").iterdir():
+        assert SECRET not in path.read_text(), path
+    assert SECRET not in done.stderr + done.stdout
+
+
+def test_a_refusal_does_not_print_a_secret(tmp_path: Path, capsys) -> None:
+    done = _main(tmp_path, f"vllm serve /m --served-model-name '{SECRET}\n", capsys)
+    line = _one_line_error(done)
+    assert "unbalanced ' quote" in line and SECRET not in line

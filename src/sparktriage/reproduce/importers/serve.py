@@ -44,8 +44,17 @@ def import_script(text: str, ctx: Ctx, given: dict[str, str] | None = None,
 
     `given`: variables the client supplied (env dumps), which win over the script's defaults;
     `library`: the other scripts the client gave (file name -> text), read where this one runs
-    them (`bash run_cluster.sh IMAGE IP --head ...`).
+    them (`bash run_cluster.sh IMAGE IP --head ...`). A refusal's text has secrets replaced.
     """
+    try:
+        return _import(text, ctx, given, library)
+    except InputError as exc:
+        exc.message = ctx.secrets.text(exc.message)  # the construct it names may hold one
+        raise
+
+
+def _import(text: str, ctx: Ctx, given: dict[str, str] | None,
+            library: dict[str, str] | None) -> Imported:
     script = read_script(text, ctx.source, given, library)
     ignored: list[Simple] = []
     holes = list(script.holes)
@@ -142,15 +151,16 @@ def _holes(found: list[Server], holes: list[Hole], ctx: Ctx) -> None:
     lines = {s.command.line for s in found}
     seen = set()
     for hole in holes:
-        key = (hole.name, hole.line, hole.what)
+        what = ctx.secrets.text(hole.what)  # a construct's text may hold a secret
+        key = (hole.name, hole.line, what)
         if key in seen:
             continue
         seen.add(key)
         if hole.dropped and hole.line in lines:
-            ctx.flag_unknown(hole.what, f"line {hole.line}: {hole.what}")
+            ctx.flag_unknown(what, f"line {hole.line}: {what}")
         elif not hole.dropped and hole.name in used:
-            ctx.secrets.declare(hole.name, f"{ctx.source}:{hole.line}: {hole.what}")
-            ctx.flag_unknown(f"{PREFIX}{hole.name}>", f"line {hole.line}: {hole.what}; not "
+            ctx.secrets.declare(hole.name, f"{ctx.source}:{hole.line}: {what}")
+            ctx.flag_unknown(f"{PREFIX}{hole.name}>", f"line {hole.line}: {what}; not "
                              "known without running the script: a placeholder to supply on the "
                              "lab (or give the value in an env dump input)")
 
