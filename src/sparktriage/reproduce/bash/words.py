@@ -11,10 +11,10 @@ script argument) becomes a `<supply:NAME>` placeholder and a `Hole` with its lin
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from dataclasses import dataclass, field
 
+from sparktriage.reproduce.bash.arith import arith, trim
 from sparktriage.reproduce.bash.tree import Node, line, text
 from sparktriage.reproduce.secrets import placeholder
 
@@ -327,65 +327,18 @@ class Expander:
         if unset or "<supply:" in value:
             return [("lit", self.scope.hole(name, node, f"${{{name}{op}...}} of a value not "
                                             "known"))]
-        if op in ("#", "##", "%", "%%"):
-            return [(kind, _trim(value, op, operand))]
+        if op in ("#", "##", "%", "%%") and (trimmed := trim(value, op, operand)) is not None:
+            return [(kind, trimmed)]
         return [("lit", self.scope.hole(name, node, f"${{{name}{op}...}}: this expansion is "
                                         "not evaluated"))]
 
     def _arithmetic(self, node: Node) -> str:
         inner = [c for c in node.named_children]
-        result = _arith(inner[0], self) if len(inner) == 1 else None
+        result = arith(inner[0], self.scope.lookup, self.data) if len(inner) == 1 else None
         if result is None:
             return self.scope.hole(self.hint or "arithmetic", node,
                                    "arithmetic on values not known " + _short(node, self.data))
         return str(result)
-
-
-def _trim(value: str, op: str, pattern: str) -> str:
-    """`${X#p}` `${X##p}` `${X%p}` `${X%%p}` with a glob pattern."""
-    cuts = range(len(value) + 1)
-    if op in ("#", "##"):
-        order = cuts if op == "#" else reversed(cuts)
-        for i in order:
-            if fnmatch.fnmatchcase(value[:i], pattern):
-                return value[i:]
-        return value
-    order = reversed(cuts) if op == "%" else cuts
-    for i in order:
-        if fnmatch.fnmatchcase(value[i:], pattern):
-            return value[:i]
-    return value
-
-
-_OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
-        "/": lambda a, b: int(a / b) if b else None, "%": lambda a, b: a % b if b else None}
-
-
-def _arith(node: Node, ex: Expander, depth: int = 0) -> int | None:
-    """Integer arithmetic on numbers and known variables (+ - * / %), else None."""
-    if depth > MAX_WORD_DEPTH:
-        return None
-    if node.type == "number":
-        try:
-            return int(text(node, ex.data), 0)
-        except ValueError:
-            return None
-    if node.type in ("variable_name", "simple_expansion", "expansion"):
-        name = text(node, ex.data).lstrip("$").strip("{}")
-        value = ex.scope.lookup(name)
-        try:
-            return int(value) if isinstance(value, str) else None
-        except ValueError:
-            return None
-    if node.type == "parenthesized_expression" and node.named_child_count == 1:
-        return _arith(node.named_children[0], ex, depth + 1)
-    if node.type == "binary_expression" and node.child_count == 3:
-        left, op, right = node.children
-        a, b = _arith(left, ex, depth + 1), _arith(right, ex, depth + 1)
-        if a is None or b is None or op.type not in _OPS or abs(a) > 2**62 or abs(b) > 2**62:
-            return None
-        return _OPS[op.type](a, b)
-    return None
 
 
 def _split(segments: list[tuple[str, Value]]) -> list[str]:
