@@ -309,7 +309,9 @@ def servers(commands: list[Simple], source: str, ignored: list[Simple], holes: l
     for command in commands:
         env = dict(command.prefix)
         words = strip_wrappers(list(command.words), env)
-        if is_serve(words):
+        if not words:  # a wrapper alone (`env`, `sudo -v`)
+            ignored.append(command)
+        elif is_serve(words):
             found.append(Server("serve", tuple(words), env, command, via))
         elif is_container_run(words) and (parts := _container(words)) is not None:
             name, run, rest = parts
