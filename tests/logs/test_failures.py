@@ -38,6 +38,15 @@ def test_a_restart_without_a_banner_is_a_second_failed_attempt():
     # the same process logging on (same pid) after its failure is the same attempt
     doc = _doc(lines[:2] + [lines[1].replace("WorkerProc failed to start.", "Shutting down.")])
     assert doc["startup"]["attempts"] == 1
+    # other processes reporting the same failure are not a restart: an error, at once, or a
+    # name several processes share (0.31+'s "Worker" before the parallel groups exist)
+    others = ["(EngineCore_DP0 pid=470) ERROR 03-11 17:57:11 [core.py:1] EngineCore failed",
+              "(Worker pid=5) INFO 03-11 17:57:01 [x.py:1] hello",
+              "(Worker pid=6) INFO 03-11 17:57:30 [x.py:1] shutting down"]
+    doc = _doc(lines[:2] + [others[0]])
+    assert doc["startup"]["attempts"] == 1
+    doc = _doc([others[1]] + lines[:2] + [others[2]])
+    assert doc["startup"]["attempts"] == 1
 
 
 def test_an_unfinished_start_that_holds_an_error_failed_with_it():

@@ -34,7 +34,8 @@ from sparktriage.logs.collectors import Collected, peel
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
 _PAREN = re.compile(
-    r"\((?:(?P<name>[A-Za-z_][\w.:\-]*) )?pid=(?P<pid>\d{1,10})(?:, ip=(?P<ip>[^)\s]*))?\) ?"
+    r"\((?:(?P<name>[A-Za-z_][\w.:\-]*) )?(?:rank=(?P<rank>\d{1,6}) )?pid=(?P<pid>\d{1,10})"
+    r"(?:, ip=(?P<ip>[^)\s]*))?\) ?"  # 0.8-0.10: "(VllmWorker rank=0 pid=N)"
 )
 _VLLM = re.compile(
     r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL|WARN|TRACE) "
@@ -121,9 +122,16 @@ def _prefix_owner(groups: list[re.Match]) -> tuple[str | None, int | None, str |
     if len(groups) == 1:
         if relay_like:
             return None, None, outer.group(0).strip()[1:-1]
-        return outer["name"], int(outer["pid"]), None
+        return _name(outer), int(outer["pid"]), None
     inner = groups[-1]
-    return inner["name"], int(inner["pid"]), outer.group(0).strip()[1:-1]
+    return _name(inner), int(inner["pid"]), outer.group(0).strip()[1:-1]
+
+
+def _name(group: re.Match) -> str | None:
+    """The process name; 0.8-0.10 workers name their rank apart: "VllmWorker rank=1"."""
+    if group["rank"] is not None and group["name"]:
+        return f"{group['name']} rank={group['rank']}"
+    return group["name"]
 
 
 def _overwrite(text: str) -> str:

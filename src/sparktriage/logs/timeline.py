@@ -32,6 +32,7 @@ from sparktriage.logs.events import LogEvent
 from sparktriage.logs.startup_time import span
 
 SILENCE_MIN_S = 5.0
+RESTART_AFTER_S = 5.0  # a process restarted after a failure logs this long after it, or later
 MAX_SILENCES = 10
 GAP_MIN_S = 3.0  # 1-second stamps: smaller differences are noise
 GAP_MIN_FRACTION = 0.25
@@ -150,7 +151,7 @@ class TimelineBuilder:
         self._seq = 0
         self._kv_sized = False
         self._last_phase_t: dict[str, float] = {}
-        self._pids: dict[str, int] = {}  # process name → its pid in the current attempt
+        self._pids: dict[str, set[int]] = {}  # process name → its pids in the current attempt
 
     def feed(self, event: LogEvent, hits: list[Hit] | None = None) -> None:
         if event.t is None:
@@ -181,7 +182,9 @@ class TimelineBuilder:
         if not tl.complete and tl.phases:
             self._last_phase_t[tl.phases[-1].name] = event.t
         if event.process is not None and event.pid is not None:
-            self._pids.setdefault(event.process, event.pid)
+            pids = self._pids.setdefault(event.process, set())
+            if len(pids) < 8:
+                pids.add(event.pid)
         serving = "stats" in ids or (event.kind == "uvicorn" and '" 200' in event.message) or \
             _SERVING_TEXT.search(event.message) is not None
         if serving and not tl.complete and not self._beyond_resolve(tl):
@@ -210,10 +213,18 @@ class TimelineBuilder:
                        for i in tl.anchors if i in RULES_BY_ID)
 
     def _new_process(self, event: LogEvent) -> bool:
-        """After a failed attempt, a process of a known name with a new pid: a restart (a
-        container or supervisor starting the server again, without a new banner)."""
-        known = self._pids.get(event.process) if event.process is not None else None
-        return known is not None and event.pid is not None and event.pid != known
+        """After a failed attempt, a process of a known name with a new pid, at least
+        RESTART_AFTER_S after the failure and not itself an error: a restart (a container or
+        supervisor starting the server again without a new banner). A name already held by
+        several pids (0.31+'s plain "Worker" before the parallel groups exist) says nothing."""
+        if event.process is None or event.pid is None or event.process == "Worker":
+            return False
+        known = self._pids.get(event.process)
+        tl = self.current
+        return (known is not None and len(known) == 1 and event.pid not in known
+                and tl is not None and tl.failure_t is not None and event.t is not None
+                and event.t >= tl.failure_t + RESTART_AFTER_S
+                and event.level not in ("ERROR", "CRITICAL") and event.kind != "traceback")
 
     def _beyond_resolve(self, tl: Timeline) -> bool:
         return bool(tl.phases) and PHASE_INDEX[tl.phases[-1].name] >= PHASE_INDEX["engine_start"]
