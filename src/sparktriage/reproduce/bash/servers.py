@@ -2,9 +2,12 @@
 container run, `ray start`; every other command is ignored (with its line).
 
 Wrappers are taken off first: `sudo`, `exec`, `nohup`, `time`, `command`, `env A=B`, `nice`,
-`numactl ...`, `taskset ...`, `timeout N`, `stdbuf`, `uv run`, `ionice`, `chrt`. A command
-string run by `bash -c`/`sh -c`, by `ssh HOST '...'` or by `docker exec CONTAINER ...` is read
-as a script in turn (bounded depth). Nothing is run.
+`numactl ...`, `taskset ...`, `timeout N`, `stdbuf`, `screen`, `srun`, `uv|conda|... run`,
+python's own options. A command string run by `bash -c`, `ssh HOST '...'`, `docker exec
+CONTAINER ...`, `eval`, `tmux new`, or a here-document fed to a shell is read as a script in
+turn (bounded depth); placeholders in it are kept as words while it is read. A container
+started with a `--name` and later `docker exec`'d is that run with the exec'd command; a
+launcher not given whose arguments hold a serve command is taken to run it. Nothing is run.
 """
 
 from __future__ import annotations
