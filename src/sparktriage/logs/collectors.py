@@ -12,7 +12,7 @@ prefix, often with a time stamp of its own (docs/logs.md, "Collector prefixes"):
   ident[pid]: ``, absolute);
 * ``kubectl logs --prefix``'s ``[pod/name/container] ``;
 * a ``YYYY-MM-DD HH:MM:SS`` stamp (``ts``, other line stampers) directly in front of vLLM's
-  own format;
+  own format, a process group, or a traceback's lines;
 * ``[rank0]:`` / ``[default0]:`` (torchrun's per-rank prefix); ``0: `` task labels (``srun
   --label``) in front of a worker's line;
 * ``YYYY-MM-DD HH:MM:SS.mmm | `` (log viewers' exports);
@@ -49,7 +49,8 @@ _JOURNALD = re.compile(
 )
 # a plain date stamp: with a " | " column after it (log viewers' exports), or where vLLM's own
 # header, a process group or a rank prefix follows it
-_AFTER = r"(?=\(|\[rank|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d )"
+_AFTER = (r"(?=\(|\[rank|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d |"
+          r"Traceback \(|\s+File \"|(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception): )")
 _DATED = re.compile(
     r"(?P<date>\d{4}-\d\d-\d\d) (?P<hms>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d{1,9}))?"
     r"(?: ?(?P<tz>Z|UTC|[+-]\d\d:?\d\d))?(?: \| | " + _AFTER + ")"
