@@ -43,6 +43,7 @@ class Simple:
     source: str  # its text as written, one line
     function: str | None = None  # the function it was found in
     stdin: str | None = None  # the here-document fed to it (`bash <<EOF`), expanded
+    file: str | None = None  # another input script it is in (its line is that file's)
 
 
 @dataclass
@@ -62,6 +63,7 @@ class Walker(Branches):
         self.scope = Scope(given=dict(given), holes=self.script.holes)
         self.functions: dict[str, Node] = {}
         self.library: dict[str, str] = {}  # other scripts the client gave, by file name
+        self.file: str | None = None  # set while another input script is read
         self.steps = 0
         self.deadline = time.monotonic() + WALK_SECONDS
 
@@ -258,7 +260,7 @@ class Walker(Branches):
         self.script.commands.append(Simple(
             line(node), node.end_point[0] + 1, tuple(words), prefix, exported, at.branch,
             tuple(sorted(notes, key=_note_order)), self.short(node),
-            at.calls[-1] if at.calls else None, at.stdin))
+            at.calls[-1] if at.calls else None, at.stdin, self.file))
 
     def _builtin(self, words: list[str], node: Node, at: _At) -> bool:
         """Functions called, `read`, `shift`, `mapfile`: handled here (True), not recorded."""
@@ -318,6 +320,7 @@ class Walker(Branches):
         self.script.ran.add(name)
         tree, data = parse(self.library[name], name)
         child = Walker(data, name, {})
+        child.file = name
         child.script, child.library, child.deadline = self.script, self.library, self.deadline
         child.steps = self.steps
         if sourced:

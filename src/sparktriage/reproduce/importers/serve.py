@@ -85,11 +85,11 @@ def _import(text: str, ctx: Ctx, given: dict[str, str] | None,
     engine: dict = {}
     for server in found:
         for note in server.command.notes:
-            ctx.note(f"line {server.command.line}: {note}")
+            ctx.note(f"{_at(server.command)}: {note}")
         members.append(_member(server, engine, ctx))
         where = _where(server)
         if where:
-            ctx.note(f"line {server.command.line}: server command found {where}")
+            ctx.note(f"{_at(server.command)}: server command found {where}")
     members = _alternatives(members, found, ctx)
     result = assemble_cluster(members, ctx)
     deployment = dict(result.deployment)
@@ -98,6 +98,11 @@ def _import(text: str, ctx: Ctx, given: dict[str, str] | None,
                                 **{k: v for k, v in engine.items()
                                    if k in ("image", "runtime", "container_args")}}
     return result.model_copy(update={"deployment": deployment})
+
+
+def _at(command: Simple) -> str:
+    """`line N`, or `run_cluster.sh line N` for a command of another input script."""
+    return f"{command.file} line {command.line}" if command.file else f"line {command.line}"
 
 
 def _ignored(ignored: list[Simple], ctx: Ctx) -> None:
@@ -110,9 +115,9 @@ def _ignored(ignored: list[Simple], ctx: Ctx) -> None:
             continue
         seen.add((command.line, command.source))
         if name in _HARMLESS:
-            ctx.note(f"line {command.line}: ignored: {command.source[:120]}")
+            ctx.note(f"{_at(command)}: ignored: {command.source[:120]}")
         else:
-            ctx.flag_unknown(command.source[:300], f"line {command.line}: ignored: not a server "
+            ctx.flag_unknown(command.source[:300], f"{_at(command)}: ignored: not a server "
                              "command; not reproduced (run it on the lab yourself if needed)")
 
 
