@@ -43,11 +43,7 @@ GOAL = 0.90
 NEEDED = math.ceil(round(GOAL * len(CASES), 6))  # cases that must pass for the goal
 
 # case -> what the code is missing (strict xfail: the mark must go once the case passes)
-KNOWN_GAPS: dict[str, str] = {
-    "23-glm53-flash-docker-exec-env-heredoc": "env: a .env with comment lines (glm/.env.example "
-    "filled in) is refused as an unknown kind; shell: the single-quoted bash -c script of "
-    "`docker exec -e PORT=\"${PORT}\" ... C /bin/bash -c '...'` does not see the -e environment",
-}
+KNOWN_GAPS: dict[str, str] = {}
 
 
 @dataclass
