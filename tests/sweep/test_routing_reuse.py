@@ -73,6 +73,9 @@ def test_reuse_is_fitted_from_the_pairs_and_the_launches_and_the_model_holds(reu
     assert model.steps.slope == pytest.approx(0.6, rel=0.15)
     assert model.as_dict()["parameters"]["routing_reuse"] == fitted["value"]
     assert model.as_dict()["step_ratios"]["routing_reuse_fitted"] is True
+    # the expert weights a verify step reads, as the summary says them: at the fitted reuse
+    assert model.prediction(3)["expert_ratio"] == pytest.approx(
+        experts.ratio(384, 8, 4, fitted["value"]))
 
 
 def test_verify_ratios_alone_cannot_tell_reuse_and_keep_its_prior_range():

@@ -207,8 +207,8 @@ class DepthModel:
                 "step_source": ("none (no speculation)" if depth == 0 else "measured inside launches"
                                 if found is not None else "the fitted curve"),
                 "drafted_share": self.share(depth),
-                "expert_ratio": (self.shape.g(depth) + 1.0 if self.shape.kind == "expert-union"
-                                 else None),
+                "expert_ratio": (self.steps.shape.g(depth) + 1.0  # at the fitted reuse
+                                 if self.shape.kind == "expert-union" else None),
                 "measured_launches": len(measured),
                 "measured_mean_tok_s": sum(measured) / len(measured) if measured else None}
 
