@@ -176,7 +176,8 @@ def _where(server: Server) -> str:
     if function:
         parts.append(f"in {function}" if function.endswith(".sh") else f"in function {function}")
     if server.via:
-        parts.append(f"inside `{server.via}`")
+        parts.append(f"in {server.via}" if server.via.startswith("the ")
+                     else f"inside `{server.via}`")
     if server.command.branch:
         parts.append("in branch " + " > ".join(server.command.branch))
     return ", ".join(parts)
