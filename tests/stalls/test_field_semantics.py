@@ -209,3 +209,22 @@ def test_errors_that_ended_nothing_are_no_failure(classify):
     assert doc["findings"] == []
     assert doc["summary"]["errors_other"] == 2 == classification.evidence.logs["errors_total"]
     assert doc["summary"]["errors"] == 0
+
+
+def test_what_a_server_logs_as_the_collector_stops_it_is_teardown(classify, rules, tmp_path):
+    """A recorded start stopped on purpose once ready (the collector's teardown event, reason
+    `ready`): the engine's death the kill causes is teardown; after `target-exited` it is not."""
+    import json
+    log = HEAD + LOAD + [{"segment": "compile_warm", "at": 58}, {"segment": "kv_and_graphs", "at": 64},
+                         {"segment": "ready", "at": 74},
+                         [80, "APIServer", "ERROR", "AsyncLLM output_handler failed."],
+                         [80, "APIServer", "ERROR", "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue."]]
+    _, first = classify(_spec(log))
+    bundle = Path(first.evidence.origin)
+    t0 = first.detection.timelines["n1"].start
+    for reason, failures in (("ready", 0), ("target-exited", 1)):
+        (bundle / "events.jsonl").write_text(json.dumps(
+            {"t": t0 + 82, "event": "teardown", "node": "n1", "reason": reason}) + "\n")
+        doc, _ = analyze(bundle, rules)
+        assert doc["summary"]["failures"] == failures, reason
+        assert doc["summary"]["errors_teardown"] == 2 * (1 - failures)

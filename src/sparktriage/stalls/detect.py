@@ -327,6 +327,7 @@ def detect(evidence: Evidence, markers: MarkerSet, params: DetectParams | None =
         timeline = build_timeline(name, node.events, markers, end_hint,
                                   evidence.attempts.get(name))
         if timeline is not None:
+            timeline.torn_down_at = evidence.stops.get(name)
             timelines[name] = timeline
     # headless nodes never log "startup complete": the cluster is ready when its head is
     ready = [t.ready_at for t in timelines.values() if t.ready_at is not None]

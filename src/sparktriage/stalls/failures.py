@@ -101,9 +101,18 @@ def restarts(timeline: NodeTimeline, errors: list[Mark], markers: MarkerSet) -> 
     return out
 
 
+# the collector signals the server (SIGTERM, then SIGKILL after its grace period, 15 s by
+# default) before it records its teardown event: errors this close before it are the kill's
+TEARDOWN_WINDOW_S = 30.0
+
+
 def is_teardown(timeline: NodeTimeline, episode: Episode) -> bool:
-    """Errors logged after the server was stopped from outside belong to its teardown."""
-    return timeline.stopped_at is not None and episode.start >= timeline.stopped_at
+    """Errors logged after the server was stopped from outside belong to its teardown: after a
+    stop signal it logged, or in the moments the collector was tearing it down on purpose."""
+    if timeline.stopped_at is not None and episode.start >= timeline.stopped_at:
+        return True
+    down = timeline.torn_down_at
+    return down is not None and episode.start >= down - TEARDOWN_WINDOW_S
 
 
 def telling(episode: Episode, markers: MarkerSet) -> Mark:

@@ -102,6 +102,7 @@ class NodeTimeline:
     failed_at: float | None = None
     failed_mark: Mark | None = None  # the line that said the start failed
     stopped_at: float | None = None  # a signal from outside stopped the server before ready
+    torn_down_at: float | None = None  # the collector's teardown event (it stopped the server)
     phase_points: list[tuple[float, str]] = field(default_factory=list)
     bar: list[tuple[float, int, int]] = field(default_factory=list)  # (t, n, total) shards
     checkpoint_bytes: float | None = None
@@ -202,7 +203,10 @@ def build_timeline(node: str, events: list[LogEvent], markers: MarkerSet,
                 bar = _BAR.search(mark.event.message)
                 if bar:
                     timeline.bar.append((mark.t, int(bar.group(2)), int(bar.group(3))))
-    if timeline.ready_at is None:
+    if timeline.ready_at is not None:  # a stop while serving: what follows is teardown
+        timeline.stopped_at = next((m.t for m in marks if m.t >= timeline.ready_at and any(
+            markers.markers[n].stopped for n in m.markers)), None)
+    else:
         for mark in marks:
             if any(markers.markers[n].stopped for n in mark.markers):
                 timeline.stopped_at = mark.t  # teardown lines that follow are not a failure
