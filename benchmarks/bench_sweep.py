@@ -28,6 +28,14 @@ a slow path at one width, a drafter that depends on k, short ngram drafts).
 
     .venv/bin/python benchmarks/bench_sweep.py --sweeps 1000   # writes benchmarks/results/sweep.json
     .venv/bin/python benchmarks/bench_sweep.py --sweeps 1000 --section model --jobs 2
+
+Issue 38 added scenarios with routing reuse 0.15, 0.3 and 0.5 and a batched step
+(sweep_physics.REUSE; `goal_reuse`), and `--only TEXT` (scenarios whose name contains it; `!TEXT`
+those without), `--arms model,...` and `--first N` (sweeps N .. N + sweeps − 1: runs over
+consecutive ranges merge with merge_sweep_chunks.py, e.g. on a loaded machine):
+
+    .venv/bin/python benchmarks/bench_sweep.py --section model --only reuse --arms model \
+        --sweeps 250 --first 0 --out /tmp/reuse_0.json
 """
 
 from __future__ import annotations
