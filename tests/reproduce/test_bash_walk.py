@@ -278,3 +278,15 @@ def test_main_called_with_the_scripts_arguments_and_exported_command_output() ->
     assert result.deployment["model"]["path"] == "/default"
     assert any(n.startswith("run.sh: line 5: `export $(grep") and "computed at run time" in n
                for n in ctx.notes)
+
+
+def test_a_container_whose_script_starts_no_server_is_a_build_step() -> None:
+    text = ("docker run --gpus all --name cdg img:1 bash -lc 'cd /w && pip install . && "
+            "python3 -c \"import x\"'\ndocker commit cdg img:1\n"
+            "HF_HOME=/hf ./launch-cluster.sh -n 10.0.0.1,10.0.0.2 -t img:1 exec vllm serve /m "
+            "--tensor-parallel-size 2\n")
+    result, _ = _import(text)
+    assert (result.deployment["model"]["path"], result.deployment["parallelism"]["tp"]) == \
+        ("/m", 2)
+    ignored = [u.note.split(":")[0] for u in result.unknown if "ignored" in u.note]
+    assert ignored == ["line 1", "line 2"]

@@ -200,16 +200,6 @@ def _ray_mode(run: list[str], rest: list[str]) -> list[str] | None:
     return ["ray", "start", f"--address={head}:6379" if head else "--address"]
 
 
-def is_compose_run(words: list[str]) -> bool:
-    """`docker compose [-f FILE ...] run ...` (also `docker-compose`, `podman compose`)."""
-    base = os.path.basename(words[0]) if words else ""
-    rest = words[1:] if base in ("docker-compose", "podman-compose") else \
-        words[2:] if base in ("docker", "podman") and words[1:2] == ["compose"] else None
-    while rest and rest[0].startswith("-"):
-        rest = rest[1:] if "=" in rest[0] else rest[2:]
-    return bool(rest) and rest[0] == "run"
-
-
 def _reads_stdin(words: list[str]) -> str | None:
     """How a command runs the script on its standard input (`bash`, `bash -s`, `ssh HOST`,
     `ssh HOST bash`, `docker exec -i NAME bash`), or None."""
@@ -321,8 +311,9 @@ def servers(commands: list[Simple], source: str, ignored: list[Simple], holes: l
             if name:
                 containers[name] = run
             mode = _ray_mode(run, rest)
-            if _idle(rest):
-                ignored.append(command)
+            if _idle(rest) or (depth < MAX_NESTED and
+                               not _runs_server(rest, source, command, given, depth)):
+                ignored.append(command)  # idle, or its `sh -c` script starts no server
             elif mode is not None:
                 found.append(Server("container", tuple(run + mode), env, command,
                                     f"the image's entrypoint word `{rest[0]}`, read as "
@@ -333,8 +324,6 @@ def servers(commands: list[Simple], source: str, ignored: list[Simple], holes: l
             found.append(Server("container", tuple(words), env, command, via))
         elif is_ray_start(words):
             found.append(Server("ray", tuple(words), env, command, via))
-        elif is_compose_run(words):  # the compose service's container: the docker importer
-            found.append(Server("container", tuple(words), env, command, via))
         elif words and depth < MAX_NESTED and (inner := _inner(words, env, command.stdin)) is not None:
             text, tokens = _protect(inner[0])
             inner_env = {**(given or {}), **command.exported, **env}  # what the inner shell has
@@ -364,6 +353,21 @@ def servers(commands: list[Simple], source: str, ignored: list[Simple], holes: l
         else:
             ignored.append(command)
     return found
+
+
+def _runs_server(rest: list[str], source: str, command: Simple,
+                 given: dict[str, str] | None, depth: int) -> bool:
+    """Does a container's command start a server? False only for a `sh -c SCRIPT` whose
+    script (read as data) runs no serve command and no `ray start` (a build or install step);
+    any other command is the docker importer's to read."""
+    at = _shell_c(rest) if rest and os.path.basename(rest[0]) in ("bash", "sh", "dash") \
+        else None
+    if at is None:
+        return True
+    text, tokens = _protect(rest[at])
+    script = read_script(text, f"{source}:{command.line} (container script)", given)
+    script.commands[:] = [_restore(c, tokens) for c in script.commands]
+    return bool(servers(script.commands, source, [], [], given, depth + 1))
 
 
 def _serve_in_tail(words: list[str]) -> int | None:
