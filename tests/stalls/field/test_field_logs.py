@@ -36,16 +36,7 @@ LOGS_FAILURE_CODES = ("startup-failed", "engine-died")
 
 # (file, check) -> what the code still lacks. check: verdict | failures | excerpt | goal-*.
 # Kept to what the last run of this file showed; /work/field36-status.md has the same list.
-GAPS: dict[tuple[str, str], str] = {
-    ("27-worker-died-mm-profile-run-0.6.log", "verdict"):
-        "a worker death with no NCCL line is called nccl-hang (the implied collective backend "
-        "outranks unknown), and 0.6's 'Starting profile run for multi-modal models' does not "
-        "anchor kv_profiling (the failure lands in post_load)",
-    **{("28-enginedead-serving-mangled-brackets.log", check_name):
-       "stamps whose file tag closes with '[]' (a rendering of ']') are not read: the whole "
-       "log is refused as having no timed line" for check_name in ("verdict", "failures", "excerpt")},
-    ("corpus", "goal-failure-counts"): "28 is refused by both commands, so neither counts a failure",
-}
+GAPS: dict[tuple[str, str], str] = {}
 
 
 @dataclass(frozen=True)
