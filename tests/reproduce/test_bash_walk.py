@@ -38,6 +38,9 @@ def _words(text: str, given: dict[str, str] | None = None) -> list[tuple[int, li
      ["vllm", "serve", "/models/qwen", "qwen.tar"]),
     ("vllm serve $'a\\tb' 'c d'\"e\"f\\ g", {}, ["vllm", "serve", "a\tb", "c def g"]),
     ("export A=1; unset A\nvllm serve ${A:-gone}", {}, ["vllm", "serve", "gone"]),
+    ("M=Qwen/Qwen3-235B\nN=${M//\\//-}\nvllm serve ${N,,} ${M:0:4} ${M: -3} ${M/Qwen/Q} ${M^^}",
+     {}, ["vllm", "serve", "qwen-qwen3-235b", "Qwen", "35B", "Q/Qwen3-235B",
+          "QWEN/QWEN3-235B"]),
 ])
 def test_variables_and_defaults(text: str, given: dict, words: list[str]) -> None:
     assert _words(text, given)[-1][1] == words

@@ -1,10 +1,12 @@
 """Values bash computes from known values: `$((..))` integer arithmetic (+ - * / % on numbers
-and variables) and the pattern trims `${X#p}` `${X##p}` `${X%p}` `${X%%p}`; anything else is
-not evaluated (the caller makes a placeholder)."""
+and variables), the pattern trims `${X#p}` `${X##p}` `${X%p}` `${X%%p}`, case changes
+`${X^^}` `${X,,}` `${X^}` `${X,}`, substrings `${X:o}` `${X:o:n}` and literal replacements
+`${X/a/b}` `${X//a/b}`; anything else is not evaluated (the caller makes a placeholder)."""
 
 from __future__ import annotations
 
 import fnmatch
+import re
 from typing import Any, Callable
 
 from sparktriage.reproduce.bash.tree import Node, text
@@ -29,6 +31,33 @@ def trim(value: str, op: str, pattern: str) -> str | None:
         if fnmatch.fnmatchcase(value[i:], pattern):
             return value[:i]
     return value
+
+
+_GLOB = set("*?[")
+
+
+def edit(value: str, op: str, operand: str) -> str | None:
+    """A case change, substring or literal replacement of a known value (None: not one)."""
+    if op in ("^^", ",,", "^", ","):
+        head = value[:1].upper() if op.startswith("^") else value[:1].lower()
+        return {"^^": value.upper(), ",,": value.lower()}.get(op, head + value[1:])
+    if op == ":":
+        parts = operand.split(":")
+        try:
+            numbers = [int(p.strip()) for p in parts]
+        except ValueError:
+            return None
+        start = numbers[0]
+        end = None if len(numbers) < 2 else (start + numbers[1] if numbers[1] >= 0
+                                             else numbers[1])
+        return value[start:end] if len(numbers) <= 2 else None
+    if op in ("/", "//"):
+        parts = re.split(r"(?<!\\)/", operand, maxsplit=1)
+        pattern, replacement = (re.sub(r"\\(.)", r"\1", p) for p in (parts + [""])[:2])
+        if not pattern or _GLOB & set(pattern) or pattern[0] in "#%":
+            return None
+        return value.replace(pattern, replacement, -1 if op == "//" else 1)
+    return None
 
 
 OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,

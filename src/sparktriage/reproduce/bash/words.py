@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from sparktriage.reproduce.bash.arith import arith, trim
+from sparktriage.reproduce.bash.arith import arith, edit, trim
 from sparktriage.reproduce.bash.tree import Node, line, text
 from sparktriage.reproduce.secrets import placeholder
 
@@ -329,6 +329,8 @@ class Expander:
                                             "known"))]
         if op in ("#", "##", "%", "%%") and (trimmed := trim(value, op, operand)) is not None:
             return [(kind, trimmed)]
+        if (changed := edit(value, op, operand)) is not None:
+            return [(kind, changed)]
         return [("lit", self.scope.hole(name, node, f"${{{name}{op}...}}: this expansion is "
                                         "not evaluated"))]
 
