@@ -29,7 +29,7 @@ def render(document: dict) -> View:
             out.append(f"  {_rel(phase['start'], origin):>10}  {phase['name']:<17}"
                        f"{phase['duration_s']:8.1f} s{flag}")
     for item in document.get("observations", []):
-        out.append(f"observation on {item['node']} in {item['phase']} at "
+        out.append(f"observation on {item['node']} in {item['phase'] or 'an unknown phase'} at "
                    f"{_rel(item['start'], origin)}: {item['text']}")
     findings = document["findings"]
     if not findings:
