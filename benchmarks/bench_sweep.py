@@ -28,6 +28,14 @@ a slow path at one width, a drafter that depends on k, short ngram drafts).
 
     .venv/bin/python benchmarks/bench_sweep.py --sweeps 1000   # writes benchmarks/results/sweep.json
     .venv/bin/python benchmarks/bench_sweep.py --sweeps 1000 --section model --jobs 2
+
+Issue 38 added scenarios with routing reuse 0.15, 0.3 and 0.5 and a batched step
+(sweep_physics.REUSE; `goal_reuse`), and `--only TEXT` (scenarios whose name contains it; `!TEXT`
+those without), `--arms model,...` and `--first N` (sweeps N .. N + sweeps − 1: runs over
+consecutive ranges merge with merge_sweep_chunks.py, e.g. on a loaded machine):
+
+    .venv/bin/python benchmarks/bench_sweep.py --section model --only reuse --arms model \
+        --sweeps 250 --first 0 --out /tmp/reuse_0.json
 """
 
 from __future__ import annotations
@@ -333,14 +341,17 @@ def _arm_summary(rows: list[tuple]) -> dict:
 
 
 def _model_job(job: tuple) -> dict:
-    name, physics, sweeps, seed, cap = job
-    return arms.run(name, physics, sweeps, seed, cap)
+    name, physics, sweeps, seed, cap, which, first = job
+    return arms.run(name, physics, sweeps, seed, cap, which, first)
 
 
-def model_section(sweeps: int, seed: int, cap: int, jobs: int) -> dict:
-    """The depth model beside the black-box rule, the grid and the bound (module doc)."""
-    listed = arms.scenarios()
-    work = [(name, physics, sweeps, seed, cap) for name, physics, _ in listed]
+def model_section(sweeps: int, seed: int, cap: int, jobs: int, only: str | None = None,
+                  which: tuple[str, ...] = arms.ARMS, first: int = 0) -> dict:
+    """The depth model beside the black-box rule, the grid and the bound (module doc);
+    `which` arms only, over sweeps first .. first + sweeps − 1 (`rows` kept in the entries
+    of a partial run, so that runs over consecutive ranges can be merged)."""
+    listed = arms.scenarios(only)
+    work = [(name, physics, sweeps, seed, cap, which, first) for name, physics, _ in listed]
     if jobs > 1:
         with multiprocessing.get_context("fork").Pool(jobs) as pool:
             done = pool.map(_model_job, work, chunksize=1)
@@ -354,27 +365,51 @@ def model_section(sweeps: int, seed: int, cap: int, jobs: int) -> dict:
                  "drafter": "ngram" if physics.match < 1.0 else "every step",
                  "drafted_share": physics.match,
                  "true_tok_s": {str(k): round(v, 3) for k, v in physics.truth().items()},
-                 **{arm: _arm_summary(rows[arm]) for arm in arms.ARMS},
+                 **{arm: _arm_summary(rows[arm]) for arm in which},
                  "model_states": arms.states(rows["model"]), "bound": floor}
+        if which != arms.ARMS:
+            entry["rows"] = {arm: rows[arm] for arm in which}
+            entry["sweeps_from"] = first
         entry["launch_ratio_model_to_bound"] = (entry["model"]["launches_mean"]
                                                 / floor["floor_with_one_launch_per_depth"])
-        entry["launch_ratio_model_to_adaptive"] = (entry["model"]["launches_mean"]
-                                                   / entry["adaptive"]["launches_mean"])
-        entry["launch_ratio_model_to_one_stream"] = (entry["model"]["launches_mean"]
-                                                     / entry["model_one_stream"]["launches_mean"])
         entries.append(entry)
-        m, a = entry["model"], entry["adaptive"]
-        o = entry["model_one_stream"]
-        print(f"[model] {name}: model {m['launches_mean']:.1f} launches, wrong "
-              f"{m['error_rate']:.1%} {_pct(m['error_rate_ci95'])}, none {m['insufficient_rate']:.1%}, "
-              f"rejected {entry['model_states']['rejected']:.0%} | one stream {o['launches_mean']:.1f}, "
-              f"wrong {o['error_rate']:.1%} | black box {a['launches_mean']:.1f}, "
-              f"wrong {a['error_rate']:.1%} | grid wrong {entry['grid']['error_rate']:.1%} | bound "
-              f"{floor['floor_with_one_launch_per_depth']:.1f}", flush=True)
-    chain = [e for e in entries if arms.NGRAM not in e["scenario"]]
-    ngram = [e for e in entries if arms.NGRAM in e["scenario"]]
+        m = entry["model"]
+        line = (f"[model] {name}: model {m['launches_mean']:.1f} launches, wrong "
+                f"{m['error_rate']:.1%} {_pct(m['error_rate_ci95'])}, none "
+                f"{m['insufficient_rate']:.1%}, rejected {entry['model_states']['rejected']:.0%}")
+        if which == arms.ARMS:
+            a, o = entry["adaptive"], entry["model_one_stream"]
+            entry["launch_ratio_model_to_adaptive"] = m["launches_mean"] / a["launches_mean"]
+            entry["launch_ratio_model_to_one_stream"] = m["launches_mean"] / o["launches_mean"]
+            line += (f" | one stream {o['launches_mean']:.1f}, wrong {o['error_rate']:.1%} | "
+                     f"black box {a['launches_mean']:.1f}, wrong {a['error_rate']:.1%} | grid "
+                     f"wrong {entry['grid']['error_rate']:.1%} | bound "
+                     f"{floor['floor_with_one_launch_per_depth']:.1f}")
+        print(line, flush=True)
+    chain = [e for e in entries if arms.NGRAM not in e["scenario"] and not _reuse(e)]
+    ngram = [e for e in entries if arms.NGRAM in e["scenario"] and not _reuse(e)]
+    reuse = [e for e in entries if _reuse(e)]
+    if which != arms.ARMS:
+        return {"scenarios": entries, "arms": list(which), "goal_reuse": _reuse_goal(reuse)}
     return {"scenarios": entries, "goal": _model_goal(chain), "goal_ngram": _model_goal(ngram),
-            "goal_all": _model_goal(entries)}
+            "goal_all": _model_goal([e for e in entries if not _reuse(e)]),
+            "goal_reuse": _reuse_goal(reuse)}
+
+
+def _reuse(entry: dict) -> bool:
+    return entry["scenario"].startswith("routing reuse")
+
+
+def _reuse_goal(entries: list[dict]) -> dict | None:
+    """Issue 38's goal on the routing-reuse and batched-step scenarios: at most 9 launches on
+    average, at most 5% wrong in each."""
+    if not entries:
+        return None
+    mean = statistics.fmean(e["model"]["launches_mean"] for e in entries)
+    worst = max(e["model"]["error_rate"] for e in entries)
+    return {"scenarios": len(entries), "model_launches_mean": mean, "max_error_rate": worst,
+            "model_rejected_mean": statistics.fmean(e["model_states"]["rejected"] for e in entries),
+            "met": mean <= 9.0 and worst <= 0.05}
 
 
 def _model_goal(entries: list[dict]) -> dict:
@@ -382,6 +417,8 @@ def _model_goal(entries: list[dict]) -> dict:
     holds with at most 5% wrong in each, at most 5% wrong where it does not."""
     holds = [e for e in entries if e["model_holds"]]
     wrong = [e for e in entries if not e["model_holds"]]
+    if not holds or not wrong:
+        return None
     mean = lambda xs: statistics.fmean(xs)  # noqa: E731
     model_mean = mean(e["model"]["launches_mean"] for e in holds)
     bound_mean = mean(e["bound"]["floor_with_one_launch_per_depth"] for e in holds)
@@ -411,19 +448,29 @@ def main() -> None:
     parser.add_argument("--section", choices=("all", "black-box", "model"), default="all",
                         help="the black-box arms, the depth-model arms, or both")
     parser.add_argument("--jobs", type=int, default=1, help="processes for the depth-model arms")
+    parser.add_argument("--only", default=None,
+                        help="depth-model scenarios whose name contains this ('!x': without x)")
+    parser.add_argument("--arms", default=",".join(arms.ARMS),
+                        help="depth-model arms to run, comma-separated (model first)")
+    parser.add_argument("--first", type=int, default=0,
+                        help="index of the first sweep (runs over consecutive ranges merge)")
     parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "sweep.json")
     args = parser.parse_args()
     started = time.time()
     previous = json.loads(args.out.read_text()) if args.out.is_file() else {}
     if args.section == "model":
-        document = {**previous, "depth_model": model_section(args.sweeps, args.seed, args.cap, args.jobs),
+        which = tuple(a for a in args.arms.split(",") if a)
+        document = {**previous, "depth_model": model_section(args.sweeps, args.seed, args.cap, args.jobs,
+                                                              args.only, which, args.first),
                     "depth_model_settings": {"sweeps_per_scenario": args.sweeps, "cap": args.cap,
-                                             "seed": args.seed, "seconds": round(time.time() - started, 1)}}
+                                             "seed": args.seed, "only": args.only,
+                                             "arms": list(which), "first_sweep": args.first,
+                                             "seconds": round(time.time() - started, 1)}}
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(document, indent=2) + "\n")
         model = document["depth_model"]
-        print(f"wrote {args.out}: every-step drafters {json.dumps(model['goal'])}; ngram "
-              f"{json.dumps(model['goal_ngram'])}")
+        print(f"wrote {args.out}: every-step drafters {json.dumps(model.get('goal'))}; ngram "
+              f"{json.dumps(model.get('goal_ngram'))}; reuse {json.dumps(model['goal_reuse'])}")
         return
     results = []
     pooled: dict[str, list[tuple]] = {k: [] for k in ARMS}

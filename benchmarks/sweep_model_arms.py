@@ -20,7 +20,7 @@ from sparktriage.stats.launch_bound import launch_bound  # noqa: E402
 from sparktriage.sweep import allocate, rule  # noqa: E402
 from sparktriage.sweep.allocate import MARGIN  # noqa: E402
 from sparktriage.sweep.model import ModelLaunch  # noqa: E402
-from sweep_physics import HOLDS, SHAPE, WRONG, Physics, SweepDraw, as_ngram  # noqa: E402
+from sweep_physics import HOLDS, REUSE, SHAPE, WRONG, Physics, SweepDraw, as_ngram  # noqa: E402
 
 ARMS = ("model", "model_one_stream", "adaptive", "grid")
 
@@ -76,15 +76,19 @@ def grid_arm(draw: SweepDraw, rng: random.Random, cap: int, per_depth: int = 3):
     return allocate.decide(means), per_depth * len(means), None
 
 
-def run(name: str, physics: Physics, sweeps: int, seed: int, cap: int) -> dict:
-    """Every arm over `sweeps` sweeps of one scenario: rows (verdict, launches, model state)."""
-    rows: dict[str, list[tuple]] = {arm: [] for arm in ARMS}
-    for i in range(sweeps):
+def run(name: str, physics: Physics, sweeps: int, seed: int, cap: int,
+        arms: tuple[str, ...] = ARMS, first: int = 0) -> dict:
+    """The `arms` over sweeps first .. first + sweeps − 1 of one scenario: rows (verdict,
+    launches, model state). Sweep i's prompt and launch noise depend on the seed and i alone,
+    so runs over consecutive ranges add up to one run over their union."""
+    rows: dict[str, list[tuple]] = {arm: [] for arm in arms}
+    fns = {"model": model_arm, "model_one_stream": one_stream_arm, "adaptive": adaptive_arm,
+           "grid": grid_arm}
+    for i in range(first, first + sweeps):
         draw = SweepDraw(physics, seed * 100003 + i)
         truth = draw.truth()
-        for arm, fn in (("model", model_arm), ("model_one_stream", one_stream_arm),
-                        ("adaptive", adaptive_arm), ("grid", grid_arm)):
-            decision, launches, state = fn(draw, random.Random(seed * 1000 + i), cap)
+        for arm in arms:
+            decision, launches, state = fns[arm](draw, random.Random(seed * 1000 + i), cap)
             rows[arm].append((_verdict(decision, truth), launches, state))
     return {"name": name, "rows": rows}
 
@@ -102,13 +106,18 @@ def bound(physics: Physics) -> dict:
 NGRAM = " · ngram drafts"
 
 
-def scenarios() -> list[tuple[str, Physics, bool]]:
+def scenarios(only: str | None = None) -> list[tuple[str, Physics, bool]]:
     """Every scenario twice: with a drafter that drafts at every step (MTP, EAGLE: no plain step
     inside a launch) and with ngram drafts at 70% of steps (`as_ngram`: the same true rates,
-    plain steps inside every launch, so the step-time ratios of sweep.steptimes can be measured)."""
-    chain = [(n, p, True) for n, p in HOLDS.items()] + [(n, p, False) for n, p in WRONG.items()]
-    return chain + [(n + NGRAM + f" (q = {as_ngram(p).match:.2f})", as_ngram(p), holds)
-                    for n, p, holds in chain]
+    plain steps inside every launch, so the step-time ratios of sweep.steptimes can be measured).
+    `only`: the scenarios whose name contains it ("reuse": issue 38's; "!reuse": the others)."""
+    chain = ([(n, p, True) for n, p in HOLDS.items()] + [(n, p, False) for n, p in WRONG.items()]
+             + [(n, p, True) for n, p in REUSE.items()])
+    listed = chain + [(n + NGRAM + f" (q = {as_ngram(p).match:.2f})", as_ngram(p), holds)
+                      for n, p, holds in chain]
+    if only and only.startswith("!"):
+        return [s for s in listed if only[1:] not in s[0]]
+    return [s for s in listed if not only or only in s[0]]
 
 
 def states(rows: list[tuple]) -> dict[str, float]:

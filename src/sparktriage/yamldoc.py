@@ -89,9 +89,13 @@ def _walk(node: yaml.Node, path: tuple, lines: Lines, duplicates: list[Duplicate
         for key_node, value_node in node.value:
             key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node)
             line = key_node.start_mark.line + 1
-            if key in seen:
+            # keys a merge key (`<<: *template`) brought in lie outside this mapping's text;
+            # the mapping's own key overrides them (YAML's merge rule), not a duplicate
+            own = node.start_mark.index <= key_node.start_mark.index < node.end_mark.index
+            if key in seen and own:
                 duplicates.append(Duplicate(path + (key,), line, seen[key]))
-            seen[key] = line
+            if own:
+                seen[key] = line
             lines[path + (key,)] = line
             _walk(value_node, path + (key,), lines, duplicates)
     elif isinstance(node, yaml.SequenceNode):

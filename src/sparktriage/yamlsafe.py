@@ -2,11 +2,14 @@
 client inputs) is read and parsed here.
 
 Parsing is `yaml.safe_load` semantics (the safe constructor only; libyaml's event parser when
-it is installed), with three bounds enforced while the node tree is composed, before anything
-is expanded: a file is at most `YAML_MAX_BYTES`, nesting is at most `YAML_MAX_DEPTH` levels, at
-most `YAML_MAX_NODES` nodes are composed, and an alias may only name a scalar (an alias to a
-mapping or list is refused: that is how "billion laughs" files blow up, and merge keys `<<:`
-therefore do not work). A limit hit is a `LimitError` (exit 2) with the file:line.
+it is installed), with bounds enforced while the node tree is composed, before anything is
+constructed: a file is at most `YAML_MAX_BYTES`, nesting is at most `YAML_MAX_DEPTH` levels, and
+the document *as expanded* holds at most `YAML_MAX_NODES` nodes. An alias to a mapping or list
+(a template: `x-base: &base {...}` then `<<: *base`, or `<<: [*a, *b]`) counts every node of
+its target each time it is used, so a "billion laughs" file (aliases of aliases) is refused at
+the line of the alias that takes it past the bound, while ordinary templates load. An alias
+inside its own anchor (a cycle) is refused. A limit hit is a `LimitError` (exit 2) with the
+file:line.
 """
 
 from __future__ import annotations
@@ -45,25 +48,42 @@ class _Limit(Exception):
 
 
 class _BoundedComposer(Composer):
+    """Counts the nodes of the document as expanded: a node is one, an alias to a collection
+    is every node of its target (`_sizes` holds each composed collection's expanded size)."""
+
     def compose_node(self, parent, index):  # noqa: ANN001 - PyYAML's signature
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()
             target = self.anchors.get(event.anchor)
+            line = event.start_mark.line + 1
+            size = 1
             if target is not None and not isinstance(target, yaml.ScalarNode):
-                raise _Limit(f"alias *{event.anchor} names a mapping or list (aliases may only "
-                             "name scalars)", event.start_mark.line + 1)
-        self._nodes += 1
-        if self._nodes > YAML_MAX_NODES:
-            raise _Limit(f"document exceeds the limit of {YAML_MAX_NODES} nodes",
-                         self.peek_event().start_mark.line + 1)
+                size = self._sizes.get(id(target), 0)
+                if not size:  # still being composed: the alias is inside its own anchor
+                    raise _Limit(f"alias *{event.anchor} is inside its own anchor (a cycle)",
+                                 line)
+            self._count(size, line, f"alias *{event.anchor} expands the document past the "
+                        f"limit of {YAML_MAX_NODES} nodes")
+            return super().compose_node(parent, index)
+        self._count(1, self.peek_event().start_mark.line + 1,
+                    f"document exceeds the limit of {YAML_MAX_NODES} nodes")
+        before = self._expanded
         self._depth += 1
         try:
             if self._depth > YAML_MAX_DEPTH:
                 raise _Limit(f"nesting exceeds the limit of {YAML_MAX_DEPTH} levels",
                              self.peek_event().start_mark.line + 1)
-            return super().compose_node(parent, index)
+            node = super().compose_node(parent, index)
         finally:
             self._depth -= 1
+        if not isinstance(node, yaml.ScalarNode):
+            self._sizes[id(node)] = self._expanded - before + 1
+        return node
+
+    def _count(self, size: int, line: int, message: str) -> None:
+        self._expanded += size
+        if self._expanded > YAML_MAX_NODES:
+            raise _Limit(message, line)
 
 
 class _Loader(_BoundedComposer, _Parser, SafeConstructor, Resolver):
@@ -72,7 +92,8 @@ class _Loader(_BoundedComposer, _Parser, SafeConstructor, Resolver):
         Composer.__init__(self)
         SafeConstructor.__init__(self)
         Resolver.__init__(self)
-        self._nodes = 0
+        self._expanded = 0  # nodes of the document as expanded (aliases count their targets)
+        self._sizes: dict[int, int] = {}  # id(collection node) -> its expanded size
         self._depth = 0
 
 

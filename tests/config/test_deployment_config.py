@@ -62,15 +62,15 @@ def test_unknown_key_is_reported_at_its_line(tmp_path):
 
 def test_every_problem_is_collected_with_its_line(tmp_path):
     text = GOOD.replace("  tp: 2", "  tp: zero\n  pipeline: 2").replace(
-        "      ssh: spark-01", "      ssh: spark-01\n      gpus: 1")
+        "      ssh: spark-01", "      ssh: spark-01\n      gpu_count: 1")
     path = _write(tmp_path, text)
     error = _error(path)
     assert error.errors == [
-        f"{path}:8: lab.nodes[0].gpus: unknown key",
+        f"{path}:8: lab.nodes[0].gpu_count: unknown key",
         f"{path}:15: parallelism.tp: expected an integer",
         f"{path}:16: parallelism.pipeline: unknown key",
     ]
-    assert error.one_line().startswith(f"{path}:8: lab.nodes[0].gpus: unknown key (and 2 more")
+    assert error.one_line().startswith(f"{path}:8: lab.nodes[0].gpu_count: unknown key (and 2 more")
 
 
 def test_missing_required_and_duplicate_keys(tmp_path):

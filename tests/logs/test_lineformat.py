@@ -111,7 +111,9 @@ def test_json_formatter_032():
 def test_custom_logging_prefix_and_docker_timestamps():
     f = parse_line("2026-11-29T20:53:15.123456789Z [spark-01] (APIServer pid=7) INFO 11-29 20:53:15 "
                    "[api_server.py:1] hello")
-    assert f.receive_stamp and f.stamp_full == "2026-11-29 20:53:15" and f.utc_offset == "Z"
+    assert (f.collector, f.collector_full, f.collector_frac, f.collector_offset) == (
+        "rfc3339", "2026-11-29 20:53:15", "123456789", "Z")
+    assert f.stamp == "11-29 20:53:15" and f.stamp_full is None
     assert (f.process, f.pid, f.level, f.message) == ("APIServer", 7, "INFO", "hello")
 
 

@@ -53,7 +53,9 @@ def test_logo_is_one_event_and_times_follow_the_stamps():
     stats = [e for e in events if "Avg generation throughput" in e.message]
     assert [e.t for e in stats] == [unix(f"2026-11-29T20:55:{s}") for s in (12, 22, 32, 42)]
     assert all(e.t_source == "log" for e in stats)
-    assert events[0].t is None and events[0].t_source == "none"  # before any stamp
+    # before any stamp: the first timed line's time (issue 36: untimed lines are read)
+    assert events[0].t == events[1].t and events[0].t_source == "inferred"
+    assert events[0].timed_by == events[1].line_no == 2
     # input order is kept
     assert [e.line_no for e in events] == sorted(e.line_no for e in events)
 

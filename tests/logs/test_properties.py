@@ -86,3 +86,35 @@ def test_split_lines_is_lossless_up_to_the_cut(data, block, max_line):
         expected = []
     assert [line for line, _ in lines] == [e[:max_line] for e in expected]
     assert [cut for _, cut in lines] == [len(e) > max_line for e in expected]
+
+
+_PREFIXES = [b"", b"2026-11-29T20:53:15.1234567Z ", b"2026-11-29T20:55:0%dZ stdout F ",
+             b"Nov 29 20:55:1%d spark-01 vllm[7]: ", b"[rank%d]: ", b"vllm-1  | ",
+             b"2026-11-29 20:55:2%d.123 | ", b"\x1b[36m(pid=%d, ip=10.0.0.2)\x1b[0m ", b"0: "]
+_UNTIMED = [b"ValueError: Free memory on device (31.44/47.38 GiB) on startup", b"  File \"x.py\"",
+            b"...", b"INFO:     Application startup complete.", b"[... 3 lines omitted ...]"]
+
+
+@SETTINGS
+@given(st.data())
+def test_collector_prefixes_excerpts_and_old_lines_agree_on_every_path(data):
+    """Issue 36: prefixed, bracket-less and untimed lines (at the top too) give one document."""
+    picked = data.draw(st.lists(st.sampled_from(REAL_LINES + _UNTIMED), max_size=40))
+    top = data.draw(st.lists(st.sampled_from(_UNTIMED), max_size=3))
+    out = []
+    for line in top + picked:
+        prefix = data.draw(st.sampled_from(_PREFIXES))
+        if b"%d" in prefix:
+            prefix = prefix % data.draw(st.integers(0, 9))
+        if data.draw(st.booleans()):
+            line = line.replace(b" [", b" ", 1).replace(b"] ", b"] ", 1)  # 0.6-0.8: no "["
+        out.append(prefix + line)
+    blob = b"\n".join(out)
+    source = BytesSource("<prefixed>", "n", False, data=blob)
+    block = data.draw(st.sampled_from([64, 4096, 1 << 22]))
+    year = data.draw(st.sampled_from([2026, None]))  # None: the runner's stamps give the year
+    tz = data.draw(st.sampled_from([UTC, None]))  # None: and the zone
+    full = json.dumps(analyze_inputs([source], tz=tz, year=year, fast=False), allow_nan=False)
+    assert json.dumps(analyze_inputs([source], tz=tz, year=year, block_size=block,
+                                     compiled_path=False)) == full
+    assert json.dumps(analyze_inputs([source], tz=tz, year=year, block_size=block)) == full

@@ -54,7 +54,9 @@ def _model_doc(state: str, inside: bool = False, pairs: bool = False) -> dict:
         doc.update(state="rejected", decided=False,
                    reason="the step time jumps: a free factor on jump from depth 2 (×1.40)",
                    summary="The depth model was rejected (the step time jumps); the black-box rule "
-                           "decided over every launch made.")
+                           "decided over every launch made.",
+                   rejection="The step-cost curve did not fit: launches measured steps at depth 2 "
+                             "1.41x a plain step where the model allowed at most 1.30x.")
     return doc
 
 
@@ -107,6 +109,9 @@ def test_a_rejected_model_is_said_with_its_reason_and_an_unchecked_gate_reaches_
     titles = [f["title"] for f in page_one["findings"]]
     assert any("recommended with its greedy output unchecked" in t for t in titles)
     assert note in md
+    row = next(r for r in page_one["results"] if r["metric"] == "Depth model")  # issue 38
+    assert row["notes"].startswith("The step-cost curve did not fit: launches measured steps at "
+                                   "depth 2 1.41x a plain step where the model allowed at most")
 
 
 def test_a_step_cost_measured_inside_the_launches_is_said_with_its_terms(model_run, tmp_path,

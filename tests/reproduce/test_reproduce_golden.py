@@ -53,7 +53,8 @@ def test_multinode_values(tmp_path: Path) -> None:
     assert dep["serve"]["flags"]["compilation-config"] == '{"cudagraph_mode":"FULL_DECODE_ONLY"}'
     assert dep["env"]["HF_TOKEN"] == "<supply:HF_TOKEN>"
     assert dep["env"]["NCCL_DEBUG"] == "WARN"  # env prefix of the serve command
-    assert [u["text"] for u in doc["unknown"]] == ["--frobnicate-kv 3"]
+    # the made-up option, and a variable of an older release vLLM 0.32 does not read (#35)
+    assert [u["text"] for u in doc["unknown"]] == ["--frobnicate-kv 3", "VLLM_USE_FLASHINFER_MOE_FP4"]
     assert dep["serve"]["extra_args"] == ["--frobnicate-kv", "3"]
     assert doc["placeholders"] == ["API_KEY", "HF_TOKEN"]
     assert any(d["key"] == "nodes.count" and d["severity"] == "high" for d in doc["diff"])

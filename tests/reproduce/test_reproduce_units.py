@@ -78,9 +78,11 @@ def test_detect_by_content() -> None:
 
 
 def test_variables_kept_and_flagged(tmp_path: Path) -> None:
+    # an unset variable with no default is a placeholder to supply, with its line (issue 35)
     r = _one(tmp_path, "vllm serve $MODEL_DIR --port 8000\n")
-    assert r.deployment["model"]["path"] == "$MODEL_DIR"
-    assert any("$MODEL_DIR" in u.note for u in r.unknown)
+    assert r.deployment["model"]["path"] == "<supply:MODEL_DIR>"
+    assert any(u.text == "<supply:MODEL_DIR>" and u.note.startswith("line 1: $MODEL_DIR is not "
+                                                                     "set") for u in r.unknown)
 
 
 def test_why_table_in_docs() -> None:

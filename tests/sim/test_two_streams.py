@@ -65,3 +65,58 @@ def test_the_server_takes_steps_at_the_pair_gap_while_two_streams_are_open(start
     assert len(both) >= 80
     assert statistics.median(both) == pytest.approx(0.018, abs=0.002)
     assert statistics.median(_gaps(alone)) == pytest.approx(0.010, abs=0.002)
+
+
+def test_routing_reuse_and_a_batched_step_over_every_sequence_s_own_draft():
+    reuse = StepCost(routed_share=0.4, experts=384, experts_per_token=8, routing_reuse=0.3)
+    same = StepCost(routed_share=0.4, experts=384, experts_per_token=8, correlation=0.3)
+    for length in range(5):
+        assert reuse.cost(length) == pytest.approx(same.cost(length))
+        assert reuse.cost(length, 2) == pytest.approx(
+            1 + 0.4 * (experts.ratio(384, 8, length + 1, 0.3, 2) - 1))
+    # a step of a draft of 3 beside a plain step: 4 + 1 tokens, the first sequence's 3 further
+    # tokens each bringing 70% fresh experts, the second sequence routing on its own
+    unit = experts.union(384, 8, 1.0)
+    mixed = 1 + 0.4 * (experts.union(384, 8, (1 + 3 * 0.7) + 1) / unit - 1)
+    assert reuse.batch_cost((3, 0)) == pytest.approx(mixed)
+    assert reuse.cost(3) < reuse.batch_cost((3, 0)) < reuse.cost(3, 2)
+    dense = StepCost(per_token=0.05, routed_share=0.4, experts=384, experts_per_token=8,
+                     routing_reuse=0.3, jump={"depth": 6, "factor": 1.5})
+    assert dense.batch_cost((3, 2)) == pytest.approx(
+        (1 + 0.05 * 6 + 0.4 * (experts.union(384, 8, 3.1 + 2.4) / unit - 1)) * 1.5)
+    with pytest.raises(ValueError, match="routing_reuse or correlation"):
+        StepCost(routed_share=0.4, experts=384, experts_per_token=8, correlation=0.2,
+                 routing_reuse=0.3)
+
+
+def test_a_batched_engine_prices_each_step_over_every_open_stream(start_sim):
+    step = StepCost(routed_share=0.5, experts=384, experts_per_token=8, routing_reuse=0.3,
+                    batched=True)
+    base = 0.008
+    scenario = {"ttft_s": 0.005, "gap_s": [base * step.cost(2)], "gap_per": "chunk",
+                "tokens_per_chunk": 1, "drafts": [2], "batch_step": step.model_dump(),
+                "batch_base_s": base}
+    url = start_sim({"scenarios": {"m": scenario}}).base_url
+    settings = ClientSettings(base_url=url)
+    body = {"model": "m", "prompt": "x", "max_tokens": 60, "stream": True, "ignore_eos": True}
+
+    async def one() -> dict:
+        async with make_stream_client(settings) as client:
+            return await stream_request(client, settings, "/v1/completions", body)
+
+    async def go() -> None:
+        await asyncio.gather(one(), one(), one())
+        await one()
+
+    asyncio.run(go())
+    trace = httpx.get(url + "/sim/trace", timeout=30, trust_env=False).json()["requests"]
+    *three, alone = sorted(trace, key=lambda e: e["n"])[-4:]
+    low = max(_gaps_from(e) for e in three)
+    high = min(e["t_end"] for e in three)
+    together = [g for e in three for g in _gaps(e, low, high)]
+    assert len(together) >= 60
+    # three sequences verifying 3 tokens each: the union over all nine, not 3x one's
+    assert statistics.median(together) == pytest.approx(base * step.batch_cost((2, 2, 2)),
+                                                        abs=0.002)
+    assert step.batch_cost((2, 2, 2)) < 3 * step.cost(2)
+    assert statistics.median(_gaps(alone)) == pytest.approx(base * step.cost(2), abs=0.002)

@@ -53,9 +53,23 @@ class LabNode(Strict):
     role: Literal["head", "worker"] | None = Field(None, description="head or worker; default: the first node is the head.")
     interfaces: list[str] = Field(default_factory=list, description="The fast network interfaces (informational).")
     gpu: str | None = Field(None, description="GPU kind, e.g. gb10, h200, none (informational).")
+    gpus: int | None = Field(None, ge=0, le=64, description=(
+        "GPUs on this node (count); default from `gpu`: 1 for gb10 / DGX Spark, 0 for none/cpu, "
+        "else unknown. reproduce places tp x pp x dp ranks at this many per node."))
     python: str = Field("python3", description="Interpreter that runs the node agent on the node.")
     pyspy: str | None = Field(None, description="py-spy executable on the node (else looked up).")
     env: dict[str, str] = Field(default_factory=dict, description="Environment for every process on this node.")
+
+    def gpu_count(self) -> int | None:
+        """GPUs on the node: `gpus`, else 1 for a GB10 / DGX Spark, 0 for none/cpu, else None."""
+        if self.gpus is not None:
+            return self.gpus
+        kind = (self.gpu or "").lower()
+        if re.search(r"gb10|spark|gx10", kind):
+            return 1
+        if kind in ("none", "cpu"):
+            return 0
+        return None
 
     @field_validator("name")
     @classmethod

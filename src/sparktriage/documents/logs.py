@@ -30,6 +30,31 @@ class LogError(Part):
     process: str | None = None
     origin: str | None = None
     line: int | None = None
+    kind: str | None = None  # error | traceback | exception | fatal (logs/failures.py)
+    phase: str | None = None  # the startup phase it happened in, or "serving"
+    engine_death: bool | None = None
+
+
+class ExcerptReason(Part):
+    code: Literal["no-start", "serving-only", "starts-mid-record", "ends-mid-record", "cut"]
+    text: str
+    node: str
+    origin: str
+
+
+class ExcerptCut(Part):
+    node: str
+    start: str | float | None
+    end: str | float | None
+    why: str
+
+
+class ExcerptDetail(Part):
+    """Why the log is an excerpt and what it cannot tell (docs/logs.md, "Excerpts")."""
+
+    reasons: list[ExcerptReason]
+    cannot_tell: list[str]
+    cuts: list[ExcerptCut]
 
 
 class Rate(OpenPart):
@@ -62,6 +87,8 @@ class LogsDocument(Document):
     versions: dict[str, Any] | None = None
     model: str | None = None
     startup: dict[str, Any] | None = None
+    excerpt: bool | None = None  # issue 36: the log starts mid-run, mid-record, or has cuts
+    excerpt_detail: ExcerptDetail | None = None
     phases: list[Phase]
     reported: dict[str, Any] = {}
     reported_detail: dict[str, Any] | None = None

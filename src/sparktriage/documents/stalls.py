@@ -44,6 +44,8 @@ class Finding(Part):
     open_ended: bool | None = None
     held_by: str | None = None
     last_line: str | None = None
+    errors: int | None = Field(None, description="a failure: how many of the errors `logs` "
+                                                 "counts it holds")
     verdict: StallVerdict
 
 
@@ -67,6 +69,12 @@ class StallsSummary(Part):
     failures: int
     healthy: bool
     causes: list[str]
+    errors: int | None = Field(None, description="errors `logs` counts that the failures hold")
+    errors_teardown: int | None = Field(None, description="errors `logs` counts that were "
+                                                          "logged after a stop (teardown)")
+    errors_other: int | None = Field(None, description="errors `logs` counts that ended "
+                                                       "nothing: the start still became ready, "
+                                                       "or the server went on serving")
 
 
 class StallsDocument(Document):
@@ -83,3 +91,7 @@ class StallsDocument(Document):
     findings: list[Finding]
     observations: list[Observation] | None = None
     summary: StallsSummary | None = None
+    # issue 36: the log is an excerpt, as the logs document says (`excerpt_detail` is its
+    # `excerpt_detail`: reasons, cannot_tell, cuts; docs/logs.md "Excerpts")
+    excerpt: bool | None = None
+    excerpt_detail: dict[str, Any] | None = None

@@ -1,4 +1,4 @@
-"""What vLLM 0.11-0.33 says about itself: every message the analysis reads, as data.
+"""What vLLM 0.11-0.33 (and 0.6-0.8 where it differs) says about itself: every message the analysis reads, as data.
 
 Each `Rule` names one message shape with a stable id, the literal `key` that must occur in the
 message (a cheap test before any regex; the fast scanner in scan.py is built from these keys), a
@@ -44,6 +44,7 @@ RULES: tuple[Rule, ...] = (
     _r("version.logo", "  version ", r"\u2588\s+version (?P<v>\d[\w.+-]*)", "resolve"),
     _r("model.logo", "  model ", r"\u2588\s+model\s+(?P<model>\S+)", None),
     _r("args", "non-default args:", r"non-default args: (?P<args>.*)$", "resolve"),
+    _r("args.namespace", "args: Namespace(", r"^args: Namespace\((?P<args>.*)\)\s*$", "resolve"),
     _r("resolve.arch", "Resolved architecture", r"Resolved architecture: (?P<arch>\S+)", "resolve"),
     _r("resolve.download", "Downloading", r"^Downloading", "resolve"),
     _r("resolve.lock", "waiting to acquire lock", r"waiting to acquire lock", "resolve"),
@@ -98,8 +99,10 @@ RULES: tuple[Rule, ...] = (
     _r("reported.loading_weights", "Loading weights took",
        r"Loading weights took " + _NUM + r" s(?:econds)?", "post_load"),
     _r("reported.model_loading", "Model loading took",
-       r"Model loading took (?P<gib>-?[\d.]+) GiB(?: memory)? and " + _NUM + r" s(?:econds)?",
+       r"Model loading took (?P<gib>-?[\d.]+) Gi?B(?: memory)? and " + _NUM + r" s(?:econds)?",
        "post_load"),
+    _r("load.done_v0", "Loading model weights took",
+       r"Loading model weights took (?P<gb>[\d.]+) GB", "post_load"),
     _r("load.drafter", "Loading drafter model", r"Loading drafter model", "post_load"),
     _r("load.mtp_share", "Detected MTP model", r"Detected MTP model", "post_load"),
     # --- compile ---
@@ -113,7 +116,7 @@ RULES: tuple[Rule, ...] = (
        r"Dynamo bytecode transform time: " + _NUM + r" s", "compile"),
     _r("compile.graph", "Compiling a graph for",
        r"Compiling a graph for (?P<what>.+?) takes " + _NUM + r" s", "compile"),
-    _r("compile.cache_graph", "Cache the graph of", r"Cache the graph of", "compile"),
+    _r("compile.cache_graph", "Cache the graph ", r"Cache the graph (?:of|for) ", "compile"),
     _r("compile.cache_hit", "Directly load the compiled graph",
        r"Directly load the compiled graph\(s\) for (?P<what>.+?) from the cache, took " + _NUM
        + r" s", "compile"),
@@ -132,6 +135,8 @@ RULES: tuple[Rule, ...] = (
        r"Estimated CUDA graph memory: (?P<gib>[\d.]+) GiB", "kv_profiling"),
     _r("kv.graph_profiling_note", "CUDA graph memory profiling is enabled", r"profiling is enabled",
        "kv_profiling"),
+    _r("kv.memory_profile_v0", "Memory profiling results:", r"^Memory profiling results:",
+       "kv_profiling"),
     _r("kv.memory_profiling", "Memory profiling takes",
        r"Memory profiling takes " + _NUM + r" seconds", "kv_profiling"),
     _r("kv.available", "Available KV cache memory",
@@ -143,6 +148,8 @@ RULES: tuple[Rule, ...] = (
     _r("kv.concurrency", "Maximum concurrency for",
        r"Maximum concurrency for (?P<len>[\d,]+) tokens per request: (?P<x>[\d.]+)x",
        "kv_profiling"),
+    _r("kv.blocks_v0", " blocks: ",
+       r"# (?P<dev>\w+) blocks: (?P<blocks>\d+), # CPU blocks: (?P<cpu>\d+)", "kv_profiling"),
     _r("kv.blocks", "cache_config_info with initialization",
        r"num_gpu_blocks is: (?P<blocks>\d+)", "kv_profiling"),
     # --- kernel JIT / autotune ---
@@ -156,6 +163,8 @@ RULES: tuple[Rule, ...] = (
        "cuda_graphs"),
     _r("reported.graph_capture", "Graph capturing finished",
        r"Graph capturing finished in " + _NUM + r" secs?(?:, took (?P<gib>-?[\d.]+) GiB)?",
+       "cuda_graphs"),
+    _r("graphs.v0", "Capturing ", r"^Capturing (?:the model for CUDA graphs|cudagraphs for decoding)",
        "cuda_graphs"),
     _r("graphs.skip", "Skipping CUDA graph capture", r"Skipping CUDA graph capture", "cuda_graphs"),
     # --- ready ---
@@ -174,6 +183,8 @@ RULES: tuple[Rule, ...] = (
     _r("fail.died", "died unexpectedly",
        r"(?P<who>[\w-]+ proc \S+|\S+) died unexpectedly(?: \(exit code: (?P<code>-?\d+)\))?", None),
     _r("fail.engine_dead", "EngineDeadError", r"EngineDeadError", None),
+    _r("fail.engine_exc", "EngineCore ",
+       r"EngineCore (?:hit an exception|encountered a fatal error|encountered an issue)", None),
     _r("fail.ready_timeout", "Timed out waiting for engine core", r"Timed out waiting", None),
     _r("fail.c10d", "[c10d]", r"\[c10d\] (?P<what>.*?timed out.*)$", None),
     _r("fail.shm", "No available shared memory broadcast block",
@@ -272,6 +283,7 @@ MESSAGE_STARTS = (
     "Your GPU", "NVFP4 ", "NvFp4 ", "Mxfp4 ", "MXFP4 ", "Requested ", "Falling back",
     "Weight-only", "Worker proc", "EngineCore", "WorkerProc", "Engine core", "\\[c10d\\]",
     "\\[shutdown\\]", "\\[Autotuner\\]", "Timed out",
+    "\\[Rank [0-9]", "\\[PG ",  # torch's NCCL watchdog lines, "] [Rank 4] Watchdog caught ..."
 )
 GATE_LITERALS = (  # levels, tracebacks, the 0.20+ logo (a restart), crashes
     "WARN", "ERR", "CRITICAL", "Traceback (", "\u2588  ", "Segmentation fault",

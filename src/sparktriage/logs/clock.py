@@ -8,7 +8,9 @@ time-zone doubt). Later stamps keep that year until the date jumps back by more 
 (Dec → Jan: a new year); a stamp that jumps forward by more than half a year belongs to the
 previous year (an out-of-order line from before the rollover). The zone is the analysing
 machine's local zone unless one is given (``--tz``). Feb 29 in a non-leap year moves to the
-latest leap year before it.
+latest leap year before it. A collector's dated stamp on the same line (a CI runner's, ``docker
+logs -t``) is better than the reference: `calibrate` takes the year from it, and the zone too when
+none was given and the collector's stamp carries an offset.
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ class StampClock:
         self.year: int | None = year
         self.last: float | None = None
         self.year_source = "given" if year is not None else "reference"
+        self.zone_source = "given" if tz is not None else "local"
         self._cache: tuple[str, float | None] = ("", None)
         self._hours: dict[tuple, float] = {}
 
@@ -130,6 +133,47 @@ class StampClock:
             self.last = t
         self._cache = (stamp, t)
         return None if t is None else t + _frac(frac)
+
+    def calibrate(self, t_collector: float, stamp: str, collector_offset: str | None) -> None:
+        """Take the year (and, when no zone was given, the zone) of the year-less stamps from
+        a collector's dated stamp on the same line (a CI runner, ``docker logs -t``): the year
+        that puts the stamp nearest the collector's moment; the zone as the difference, in whole
+        quarter hours, when the collector's stamp is absolute (it carries an offset). Only before
+        the first stamp is read, and never over a year given with ``--year``."""
+        if self.fixed_year is not None or self.last is not None:
+            return
+        try:
+            month, day = int(stamp[0:2]), int(stamp[3:5])
+            h, m, s = int(stamp[6:8]), int(stamp[9:11]), int(stamp[12:14])
+            year0 = _dt.datetime.fromtimestamp(t_collector, _dt.timezone.utc).year
+        except (ValueError, OverflowError, OSError):
+            return
+        if self.tz is None and collector_offset is not None:
+            best = None
+            for year in (year0 - 1, year0, year0 + 1):
+                try:
+                    naive = _dt.datetime(year, month, day, h, m, min(s, 59),
+                                         tzinfo=_dt.timezone.utc).timestamp()
+                except (ValueError, OverflowError):
+                    continue
+                offset = round((naive - t_collector) / 900.0) * 900
+                if abs(offset) <= 14 * 3600 and (best is None or abs(naive - offset - t_collector)
+                                                 < abs(best[1] - best[2] - t_collector)):
+                    best = (year, naive, offset)
+            if best is None:
+                return
+            self.tz = _dt.timezone(_dt.timedelta(seconds=best[2]))
+            self.zone_source = "collector"
+            self._hours.clear()
+            self._cache = ("", None)
+        choices = []
+        for year in (year0 - 1, year0, year0 + 1):
+            t = self._unix(year, month, day, stamp[6:])
+            if t is not None:
+                choices.append((abs(t - t_collector), year))
+        if choices:
+            self.year = min(choices)[1]
+            self.year_source = "collector"
 
     def from_full(self, stamp_full: str, frac: str | None = None,
                   utc_offset: str | None = None) -> float | None:

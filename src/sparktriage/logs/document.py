@@ -17,7 +17,9 @@ from sparktriage.errors import InputError
 from sparktriage.logs.catalog import PHASE_INDEX, match_message
 from sparktriage.logs.clock import IsoFormatter
 from sparktriage.logs.events import LogEvent
+from sparktriage.logs.excerpt import Excerpt, ExcerptTracker
 from sparktriage.logs.facts import Facts
+from sparktriage.logs.failures import LogFailure, failure_of, record
 from sparktriage.logs.startup_time import DEFINITION, span
 from sparktriage.redact.logtext import redact
 from sparktriage.logs.gate import interesting, restart_mark, serving_mark
@@ -41,6 +43,8 @@ class LogAnalyzer:
         self.t_sources: Counter = Counter()
         self.kinds: Counter = Counter()
         self.truncated = 0
+        self.collectors: Counter = Counter()
+        self.excerpts = ExcerptTracker()
         self.first_t: float | None = None
         self.last_t: float | None = None
         self.inputs: dict[str, dict] = {}
@@ -61,6 +65,8 @@ class LogAnalyzer:
         self.t_sources[event.t_source] += 1
         self.kinds[event.kind] += 1
         self.truncated += event.truncated
+        if event.collector is not None:
+            self.collectors[event.collector] += 1
         info = self.inputs.get(event.origin)
         if info is None:
             info = self.inputs[event.origin] = {"origin": event.origin, "node": event.node,
@@ -83,7 +89,31 @@ class LogAnalyzer:
                 window = parse_spec(hit, event)
                 if window is not None:
                     self.spec.add(window)
+        errors = self.facts.errors_total
         self.facts.feed(event, hits)
+        if self.facts.errors_total != errors and self.facts.last_error is not None:
+            record(self.facts.last_error, event, hits)
+        current = builder.current
+        self.excerpts.feed(event, hits, current is not None and not current.complete)
+
+    @property
+    def failures(self) -> list[LogFailure]:
+        """Every error counted (the first facts.MAX_ERRORS), typed, with the phase it happened
+        in (logs/failures.py); `facts.errors_total` counts them all."""
+        return [failure_of(e, self._attempts(e["node"])) for e in self.facts.errors]
+
+    def _attempts(self, node: str) -> list[Timeline]:
+        builder = self.builders.get(node)
+        if builder is None:
+            return []
+        return builder.attempts
+
+    def excerpt(self) -> Excerpt:
+        """Is the log an excerpt, and what can it not tell (logs/excerpt.py)?"""
+        timelines = {node: b.attempts[-1] for node, b in self.builders.items() if b.attempts}
+        primary = _primary({node: [tl] for node, tl in timelines.items()})
+        tl = timelines.get(primary) if primary else None
+        return self.excerpts.result(bool(tl and tl.complete), bool(tl and tl.failed))
 
     def feed_all(self, events: Iterable[LogEvent]) -> "LogAnalyzer":
         for event in events:
@@ -97,11 +127,14 @@ class LogAnalyzer:
     def document(self) -> dict:
         timelines = {node: attempts for node, b in self.builders.items()
                      if (attempts := b.finish())}
+        self._fail_on_errors(timelines)
         primary = _primary(timelines)
         tl = timelines[primary][-1] if primary else Timeline(node="local")
         self.stats.place()
         spec = self.spec.summary()
         seen: dict = {}
+        excerpt = self.excerpts.result(tl.complete, tl.failed)
+        failures = self.failures
         doc = {
             "kind": "logs",
             "inputs": list(self.inputs.values()),
@@ -110,7 +143,9 @@ class LogAnalyzer:
             "versions": dict(self.facts.versions),
             "model": self.facts.model,
             "startup": self._startup(tl, len(timelines.get(primary, [])) if primary else 0,
-                                     timelines),
+                                     timelines, excerpt.start_in_log),
+            "excerpt": excerpt.excerpt,
+            "excerpt_detail": excerpt.as_json(self._t),
             "phases": self._phases(tl),
             "reported": dict(tl.reported),
             "reported_detail": {k: [self._entry(e) for e in v] for k, v in tl.reported_detail.items()},
@@ -140,9 +175,10 @@ class LogAnalyzer:
             "warnings": [{"time": self._t(w["t"]), "text": w["text"], "count": w["count"],
                           "node": w["node"]} for w in self.facts.warnings.values()],
             "warnings_total": self.facts.warnings_total,
-            "errors": [{"time": self._t(e["t"]), "text": e["text"], "node": e["node"],
-                        "process": e["process"], "origin": e["origin"], "line": e["line"]}
-                       for e in self.facts.errors],
+            "errors": [{"time": self._t(f.t), "text": f.text, "node": f.node,
+                        "process": f.process, "origin": f.origin, "line": f.line,
+                        "kind": f.kind, "phase": f.phase, "engine_death": f.engine_death}
+                       for f in failures],
             "errors_total": self.facts.errors_total,
             "counts": {"events": self.events, "levels": dict(self.levels),
                        "kinds": dict(self.kinds), "truncated_lines": self.truncated},
@@ -150,10 +186,33 @@ class LogAnalyzer:
         doc["findings"] = findings(doc, tl, timelines)
         return doc
 
+    def _fail_on_errors(self, timelines: dict[str, list[Timeline]]) -> None:
+        """One failure model (issue 36): a startup attempt that never became ready and holds an
+        error `logs` counts (an ERROR record, a traceback, an exception line, a fatal signature)
+        ended in that error: it failed, with its first engine death, else its first error."""
+        by_node: dict[str, list[dict]] = {}
+        for entry in self.facts.errors:
+            if entry["t"] is not None:
+                by_node.setdefault(entry["node"], []).append(entry)
+        for node, attempts in timelines.items():
+            for k, tl in enumerate(attempts):
+                if tl.complete or tl.failed or tl.first_t is None:
+                    continue
+                end = attempts[k + 1].first_t if k + 1 < len(attempts) else None
+                errors = [e for e in by_node.get(node, ()) if e["t"] >= tl.first_t
+                          and (end is None or e["t"] < end)]
+                if not errors:
+                    continue
+                first = next((e for e in errors if e.get("engine_death")), errors[0])
+                tl.failed, tl.failure, tl.failure_t = True, first["text"][:300], first["t"]
+                if tl.phases:
+                    tl.phases[-1].open = False
+
     def _time_basis(self) -> dict:
         zone = "local" if self.tz is None else str(self.tz)
         return {"format": "ISO 8601, milliseconds, with UTC offset",
                 "zone_of_log_stamps": zone, "sources": dict(self.t_sources),
+                "collectors": dict(self.collectors),
                 "first": self._t(self.first_t), "last": self._t(self.last_t)}
 
     def _phases(self, tl: Timeline) -> list[dict]:
@@ -161,12 +220,15 @@ class LogAnalyzer:
                  "duration_s": None if p.duration_s is None else round(p.duration_s, 3),
                  "open": p.open, "anchor": redact(p.anchor)} for p in tl.phases]
 
-    def _startup(self, tl: Timeline, attempts: int, timelines: dict | None = None) -> dict:
+    def _startup(self, tl: Timeline, attempts: int, timelines: dict | None = None,
+                 start_in_log: bool = True) -> dict:
         # one definition (logs/startup_time.py): the earliest phase start on any node to the
-        # latest phase end, over each node's last attempt
+        # latest phase end, over each node's last attempt; unknown when the log is an excerpt
+        # that starts after the startup did (`seen_s` is then the part it shows)
         lasts = [atts[-1] for atts in (timelines or {}).values()] or [tl]
-        took = span((p.start, p.end) for t in lasts for p in t.phases) if tl.startup_s is not None \
+        seen = span((p.start, p.end) for t in lasts for p in t.phases) if tl.startup_s is not None \
             else None
+        took = seen if start_in_log or attempts > 1 else None
         starts = [t.phases[0].start for t in lasts if t.phases]
         start = min(starts) if starts else None
         return {
@@ -176,6 +238,7 @@ class LogAnalyzer:
             "current_phase": tl.current_phase, "last_line": redact(tl.last_line or "") or None,
             "last_time": self._t(tl.last_t), "attempts": attempts,
             "seen": not tl.serving_only and bool(tl.phases),
+            "start_in_log": start_in_log or attempts > 1, "seen_s": seen,
         }
 
     def _entry(self, e: dict) -> dict:
@@ -260,15 +323,27 @@ def findings(doc: dict, tl: Timeline, timelines: dict[str, list[Timeline]]) -> l
         out.append({"code": code, "severity": severity, "text": text})
 
     st = doc["startup"]
+    attempts = next((atts for atts in timelines.values() if atts and atts[-1] is tl), [tl])
+    for k, earlier in enumerate(attempts[:-1]):  # one failure per attempt that ended in one
+        if earlier.failed:
+            add("startup-failed", "error",
+                f"startup attempt {k + 1} of {len(attempts)} failed during "
+                f"{earlier.current_phase}: {redact(earlier.failure or '')}")
     if st["failed"]:
         add("startup-failed", "error",
             f"startup failed during {st['current_phase']}: {st['failure']}")
     elif tl.phases and not tl.complete:
-        add("startup-incomplete", "error",
-            f"startup did not complete: last phase {st['current_phase']}, last line at "
-            f"{st['last_time']}: {st['last_line']}")
+        excerpt = bool(doc.get("excerpt"))  # an excerpt that ends before ready cannot tell
+        add("startup-incomplete", "info" if excerpt else "error",
+            f"startup did not complete{' in the excerpt' if excerpt else ''}: last phase "
+            f"{st['current_phase']}, last line at {st['last_time']}: {st['last_line']}")
     if st["attempts"] > 1:
         add("restarts", "warning", f"the log holds {st['attempts']} startup attempts")
+    if doc.get("excerpt"):
+        detail = doc["excerpt_detail"]
+        add("excerpt", "info", "the log is an excerpt (" + "; ".join(
+            sorted({r["code"] for r in detail["reasons"]})) + "): " + " ".join(
+            detail["cannot_tell"][:2]))
     for gap in doc["gaps"]:
         if gap["significant"]:
             add("wall-vs-reported", "warning",
@@ -281,7 +356,9 @@ def findings(doc: dict, tl: Timeline, timelines: dict[str, list[Timeline]]) -> l
         if k["fallback"]:
             add("kernel-fallback", "warning", f"kernel fallback: {k['kernel']}")
     for e in doc["errors"]:
-        if tl.complete and ("died unexpectedly" in e["text"] or "EngineDeadError" in e["text"]):
+        if tl.complete and (e.get("phase") == "serving" and (e.get("engine_death")
+                                                              or e.get("kind") == "fatal")
+                            or "died unexpectedly" in e["text"] or "EngineDeadError" in e["text"]):
             add("engine-died", "error", f"engine died after startup: {e['text']}")
             break
     versions = set(doc["versions"].values())

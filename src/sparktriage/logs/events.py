@@ -30,3 +30,6 @@ class LogEvent:
     # Added by the log parser (issue 3); defaults keep older constructors valid.
     kind: str = "text"  # line shape: vllm, uvicorn, tqdm, glog, pylog, json, nccl, pywarn, traceback, text
     truncated: bool = False  # a physical line was longer than the reader keeps (sources.MAX_LINE)
+    # Added for issue 36: untimed lines belong to a timed one; collector prefixes.
+    timed_by: int | None = None  # line_no of the timed line whose time an inferred event took
+    collector: str | None = None  # the collector prefix the line carried (lineformat/collectors)

@@ -25,8 +25,12 @@ MAX_ERRORS = 200
 MAX_WARNINGS = 200
 _EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt)\b:?")
 _FATAL = ("died unexpectedly", "NV_ERR_NO_MEMORY", "Segmentation fault", "core dumped",
-          "OutOfMemoryError", "out of memory", "Killed process", "NCCL error")
+          "OutOfMemoryError", "out of memory", "Killed process", "NCCL error",
+          "less than desired GPU memory utilization",
+          "Watchdog caught collective operation timeout")
 _FATAL_RE = re.compile("|".join(re.escape(f) for f in _FATAL))
+_FRAME = re.compile(r'^\s*File "[^"]+", line \d+')  # a traceback frame
+_FRAME_GOES_ON = re.compile(r"^(?:\s+\S|\s*$)")  # its source line, carets
 _CONFIG_KEYS = {
     "model": "model", "served_model_name": "served_model_name", "dtype": "dtype",
     "quantization": "quantization", "kv_cache_dtype": "kv_cache_dtype",
@@ -175,6 +179,8 @@ class Facts:
     errors: list[dict] = field(default_factory=list)
     errors_total: int = 0
     engine_configs: int = 0
+    last_error: dict | None = None  # the entry of the last error counted (None past MAX_ERRORS)
+    in_frames: bool = False  # inside a run of traceback frames without their header
 
     def feed(self, event: LogEvent, hits: list[Hit]) -> None:
         for hit in hits:
@@ -187,25 +193,38 @@ class Facts:
     def _problems(self, event: LogEvent) -> None:
         level = event.level
         first = event.message.split("\n", 1)[0].strip()
-        text = None
+        text = kind = None
         if event.kind == "traceback":
-            text = _last_line(event.message)
+            text, kind = _last_line(event.message), "traceback"
         elif level in ("ERROR", "CRITICAL"):
-            text = first or _last_line(event.message)
+            text, kind = first or _last_line(event.message), "error"
             if "\n" in event.message and "Traceback" in event.message:
                 last = _last_line(event.message)
                 if last and last != text:
                     text = f"{text} | {last}"
         elif level is None and _EXCEPTION_LINE.match(first) and event.kind == "text":
-            text = first
+            if self.in_frames and self.last_error is not None:  # the end of a headless
+                self.last_error["text"] = redact(first[:1000])  # traceback: its exception
+                self.in_frames = False
+                return
+            text, kind = first, "exception"
+        elif level is None and event.kind == "text" and _FRAME.match(first):
+            if not self.in_frames:  # a pasted traceback whose header is not in the log: one
+                text, kind = "traceback without its header: " + first, "traceback"
+            self.in_frames = True
         elif _FATAL_RE.search(event.message):
-            text = first
+            text, kind = first, "fatal"
+        if self.in_frames and not (level is None and event.kind == "text" and (
+                _FRAME.match(first) or _FRAME_GOES_ON.match(event.message))):
+            self.in_frames = False
         if text is not None:
             self.errors_total += 1
+            self.last_error = None
             if len(self.errors) < MAX_ERRORS:
-                self.errors.append({"t": event.t, "text": redact(text[:1000]), "node": event.node,
-                                    "process": event.process, "line": event.line_no,
-                                    "origin": event.origin})
+                self.last_error = {"t": event.t, "text": redact(text[:1000]), "node": event.node,
+                                   "process": event.process, "line": event.line_no,
+                                   "origin": event.origin, "kind": kind}
+                self.errors.append(self.last_error)
             return
         if level == "WARNING":
             self.warnings_total += 1

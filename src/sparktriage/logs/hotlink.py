@@ -86,7 +86,7 @@ class HotLink:
     def load(self) -> bool:
         """Lend the state if hot lines may be folded in now; False leaves them to Python."""
         asm, an, st = self.asm, self.analyzer, self.state
-        if asm.group:
+        if asm.group or asm.pending:
             return False
         if asm.out:  # events before the hot lines reach the analyzer first
             self.drain()

@@ -7,14 +7,19 @@ Recognised line shapes (docs/logs.md lists them with examples):
   0.31, the logging format from 0.31), Ray's relay prefix ``(RayWorkerWrapper pid=N, ip=A)``,
   and any custom ``VLLM_LOGGING_PREFIX`` or container prefix before them;
 * uvicorn's ``INFO:     text`` lines; tqdm bars (``\\r``-separated updates, no prefix from 0.31);
-* torch's C++ glog lines ``[W1129 20:54:04.553711373 utils.cpp:68] ...`` and
+* torch's C++ glog lines ``[W1129 20:54:04.553711373 utils.cpp:68] ...`` (``[W304 ...`` in March) and
   ``W1129 21:23:28.947000 31225 torch/x.py:53] ...``;
 * Python ``logging`` lines with a full date (FlashInfer, Ray): ``2026-03-08 16:44:29,692 - INFO - ...``;
 * the JSON formatter of vLLM 0.32+ (one JSON object per line);
 * NCCL's ``host:pid:tid [rank] NCCL INFO ...``; Python warnings ``file.py:12: FutureWarning: ...``;
-* a leading RFC 3339 receive stamp (``docker logs -t``, ``kubectl logs --timestamps``).
+* vLLM 0.6-0.8's format without brackets around the file: ``INFO 03-04 12:34:56 llm_engine.py:234] ...``;
+* any collector prefix in front of all that (collectors.py: CI runners, journald, ``docker logs -t``,
+  ``kubectl --timestamps``, CRI files, ``[rank0]:``, ``docker compose`` columns): peeled off, its
+  stamp kept in the ``collector_*`` fields.
 
-ANSI colour codes are removed everywhere. A line that ends in ``\\r`` is flagged `cont`: vLLM's
+ANSI colour codes are removed everywhere, and so are their remnants in pasted logs (``[36m``
+without its ESC byte, in the first 200 characters). torch's older C++ lines ``[E
+ProcessGroupNCCL.cpp:475] ...`` (no stamp) are read as ``glog`` too. A line that ends in ``\\r`` is flagged `cont`: vLLM's
 NewLineFormatter writes a multi-line message as ``\\r\\n`` + the full prefix, so the next line with
 the same prefix continues the same record (the assembler in parser.py joins them).
 """
@@ -25,29 +30,32 @@ import json
 import re
 from typing import NamedTuple
 
+from sparktriage.logs.collectors import Collected, peel
+
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]")
 _PAREN = re.compile(
-    r"\((?:(?P<name>[A-Za-z_][\w.:\-]*) )?pid=(?P<pid>\d{1,10})(?:, ip=(?P<ip>[^)\s]*))?\) ?"
+    r"\((?:(?P<name>[A-Za-z_][\w.:\-]*) )?(?:rank=(?P<rank>\d{1,6}) )?pid=(?P<pid>\d{1,10})"
+    r"(?:, ip=(?P<ip>[^)\s]*))?\) ?"  # 0.8-0.10: "(VllmWorker rank=0 pid=N)"
 )
 _VLLM = re.compile(
     r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL|WARN|TRACE) "
     r"(?P<stamp>\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,](?P<frac>\d{1,9}))? "
-    r"\[(?P<file>[^\]\s]+?):(?P<line>\d{1,9})\] ?"
+    r"\[?(?P<file>[^\]\s]+?):(?P<line>\d{1,9})(?:\]|\[\]) ?"  # 0.6-0.8: no "["; "[]": a
+    # paste whose markdown rendering turned the "]" into "[]"
 )
 _STAMP_HINT = re.compile(r"\d\d-\d\d \d\d:\d\d:\d\d")
 _UVICORN = re.compile(r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL|TRACE):\s+")
 _GLOG = re.compile(
-    r"\[?(?P<level>[IWEF])(?P<mm>\d\d)(?P<dd>\d\d) (?P<hms>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d{1,9}))?"
+    r"\[?(?P<level>[IWEF])(?P<mm>\d\d?)(?P<dd>\d\d) (?P<hms>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d{1,9}))?"
     r"(?: +\d+)? (?P<file>[^\s\]:]+):(?P<line>\d{1,9})\] ?"
 )
+_GLOG_OLD = re.compile(r"\[(?P<level>[IWEF]) (?P<file>[^\s\]:]+):(?P<line>\d{1,9})\] ?")  # torch < 2.4
+_REMNANT = re.compile(r"\s*\[(?:\d{1,3};)*\d{1,3}m")  # ANSI colours whose ESC was lost in a paste
+_REMNANT_HINT = re.compile(r"\[(?:\d{1,3};)*\d{1,3}m")
 _PYLOG = re.compile(
     r"(?P<date>\d{4}-\d\d-\d\d)[ T](?P<hms>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d{1,9}))?"
     r"(?:\s*-\s*|\s+)(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)(?:\s*-\s*|\s+)"
     r"(?:(?P<file>[\w./-]+\.py):(?P<line>\d+)(?:\s*-\s*|\s+))?"
-)
-_RFC3339 = re.compile(
-    r"(?P<date>\d{4}-\d\d-\d\d)T(?P<hms>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d{1,9}))?"
-    r"(?P<tz>Z|[+-]\d\d:?\d\d) "
 )
 _NCCL = re.compile(r"\S+:\d+:\d+ \[\d+\] NCCL (?P<level>INFO|WARN|ERROR|TRACE) ")
 _PYWARN = re.compile(r"(?P<file>\S+?\.py):(?P<line>\d+): (?P<cat>[A-Z]\w*Warning): ")
@@ -70,9 +78,22 @@ class LineFields(NamedTuple):
     stamp_full: str | None = None  # "YYYY-MM-DD HH:MM:SS" (full-date formats)
     frac: str | None = None  # sub-second digits when the format has them
     utc_offset: str | None = None  # for stamp_full from RFC 3339 ("Z", "+02:00")
-    receive_stamp: bool = False  # stamp_full is a receive time (docker/kubectl), not the log's own
+    receive_stamp: bool = False  # (kept for old callers: always False; see collector_*)
     cont: bool = False  # ended in "\r": vLLM continues this record on the next line
     kind: str = "text"  # vllm | uvicorn | glog | pylog | json | nccl | pywarn | tqdm | text
+    collector: str | None = None  # the collector prefix peeled off (collectors.Collected.kind)
+    collector_full: str | None = None  # its "YYYY-MM-DD HH:MM:SS" stamp (RFC 3339 and dated forms)
+    collector_stamp: str | None = None  # its "MM-DD HH:MM:SS" stamp (journald: no year)
+    collector_frac: str | None = None
+    collector_offset: str | None = None  # "Z", "+02:00"; None: the reader's zone
+    rank: int | None = None  # "[rank0]:"
+    stream: str | None = None  # "stdout"/"stderr" where the collector says (CRI, GitLab)
+
+
+def has_time(fields: LineFields) -> bool:
+    """Does the line carry a time stamp of its own or of its collector?"""
+    return (fields.stamp is not None or fields.stamp_full is not None
+            or fields.collector_full is not None or fields.collector_stamp is not None)
 
 
 def strip_ansi(text: str) -> str:
@@ -101,9 +122,16 @@ def _prefix_owner(groups: list[re.Match]) -> tuple[str | None, int | None, str |
     if len(groups) == 1:
         if relay_like:
             return None, None, outer.group(0).strip()[1:-1]
-        return outer["name"], int(outer["pid"]), None
+        return _name(outer), int(outer["pid"]), None
     inner = groups[-1]
-    return inner["name"], int(inner["pid"]), outer.group(0).strip()[1:-1]
+    return _name(inner), int(inner["pid"]), outer.group(0).strip()[1:-1]
+
+
+def _name(group: re.Match) -> str | None:
+    """The process name; 0.8-0.10 workers name their rank apart: "VllmWorker rank=1"."""
+    if group["rank"] is not None and group["name"]:
+        return f"{group['name']} rank={group['rank']}"
+    return group["name"]
 
 
 def _overwrite(text: str) -> str:
@@ -136,16 +164,17 @@ def parse_line(text: str) -> LineFields:
                               file.rsplit("/", 1)[-1] if "/" in file else file, int(m["line"]),
                               m["stamp"], None, None, None, False, cont, "vllm")
     text = strip_ansi(text)
+    if "[" in text and "m" in text and _REMNANT_HINT.search(text, 0, 200) is not None:
+        text = _REMNANT.sub("", text)
     cont = text.endswith("\r")
     if cont:
         text = text.rstrip("\r")
-    stamp_full = frac = offset = None
-    receive = False
-    if len(text) > 20 and text[4] == "-" and text[10] == "T":
-        m = _RFC3339.match(text)
-        if m:
-            stamp_full, frac, offset, receive = f"{m['date']} {m['hms']}", m["frac"], m["tz"], True
-            text = text[m.end():]
+    collected = None
+    first = text[:1]
+    if first in _COLLECTOR_FIRST or (first in _MONTH_FIRST and text[3:4] == " ") or (
+            first in " |" and text.lstrip(" ")[:2] == "| ") or (
+            first.isalnum() and "| " in text[:80]):
+        text, collected = peel(text)
     lead = text.lstrip("\r")
     groups, rest = _take_parens(lead)
     process, pid, relay = _prefix_owner(groups)
@@ -163,14 +192,23 @@ def parse_line(text: str) -> LineFields:
         kind = "tqdm" if ("\r" in text or _looks_like_bar(message)) else "text"
         fields = LineFields(message=message, process=process, pid=pid, relay=relay,
                             cont=cont, kind=kind)
-    if stamp_full is not None:
-        fields = _with_receive(fields, stamp_full, frac, offset, receive)
+    if collected is not None:
+        fields = _with_collector(fields, collected)
+    if fields.message.endswith(_RAY_REPEAT_END):
+        fields = fields._replace(message=_RAY_REPEAT.sub("", fields.message))
     return fields
 
 
-def _with_receive(fields: LineFields, stamp_full: str, frac, offset, receive) -> LineFields:
-    return fields._replace(stamp_full=stamp_full, frac=frac, utc_offset=offset,
-                           receive_stamp=receive)
+_COLLECTOR_FIRST = frozenset("0123456789[")  # stamps, [rank0]:; then months, columns, compose
+_MONTH_FIRST = frozenset("JFMASOND")
+_RAY_REPEAT_END = "across cluster]"
+_RAY_REPEAT = re.compile(r"\s*\[repeated \d+x across cluster\]$")
+
+
+def _with_collector(fields: LineFields, c: Collected) -> LineFields:
+    return fields._replace(collector=c.kind, collector_full=c.stamp_full,
+                           collector_stamp=c.stamp, collector_frac=c.frac,
+                           collector_offset=c.utc_offset, rank=c.rank, stream=c.stream)
 
 
 def _looks_like_bar(message: str) -> bool:
@@ -200,14 +238,22 @@ def _parse_body(rest: str, process, pid, relay, cont) -> LineFields | None:
         if m:
             return LineFields(message=rest[m.end():], level=_LEVELS.get(m["level"], m["level"]),
                               process=process, pid=pid, relay=relay, cont=cont, kind="uvicorn")
-    if first == "[" or (first in "IWEF" and len(rest) > 5 and rest[1:5].isdigit()):
+    if first == "[" and rest[2:3] == " ":
+        m = _GLOG_OLD.match(rest)
+        if m:
+            return LineFields(
+                message=rest[m.end():], level=_LEVELS[m["level"]], process=process, pid=pid,
+                relay=relay, source_file=m["file"].rsplit("/", 1)[-1],
+                source_line=int(m["line"]), cont=cont, kind="glog")
+    if first == "[" or (first in "IWEF" and len(rest) > 5 and rest[1:4].isdigit()):
         m = _GLOG.match(rest)
         if m:
             level = _LEVELS[m["level"]]
             return LineFields(
                 message=rest[m.end():], level=level, process=process, pid=pid, relay=relay,
                 source_file=m["file"].rsplit("/", 1)[-1], source_line=int(m["line"]),
-                stamp=f"{m['mm']}-{m['dd']} {m['hms']}", frac=m["frac"], cont=cont, kind="glog",
+                stamp=f"{int(m['mm']):02d}-{m['dd']} {m['hms']}", frac=m["frac"], cont=cont,
+                kind="glog",
             )
     if first.isdigit() and len(rest) > 19 and rest[4] == "-":
         m = _PYLOG.match(rest)

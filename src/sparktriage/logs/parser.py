@@ -11,9 +11,14 @@ Joining: a vLLM line that ends in ``\\r`` continues on the next line with the sa
 (NewLineFormatter); an unprefixed Python traceback runs from ``Traceback (most recent call
 last):`` through its indented lines to the exception line; a Python warning takes its indented
 source line. Timing, per event: the line record's receive time (``t_source="receive"``), else
-the line's own stamp through `clock.StampClock` (``"log"``), else the previous event's time
-(``"inferred"``), else none. Memory stays bounded: one record is at most `MAX_RECORD_LINES`
-lines and `MAX_RECORD_CHARS` characters.
+the line's own stamp through `clock.StampClock` (``"log"``; a collector's dated stamp on the same
+line gives that clock its year, and its zone when none was given), else the collector's stamp
+(``"receive"``), else the previous event's time (``"inferred"``). Untimed lines at the top of a
+source (an excerpt's first lines) are held until the first timed line and take its time
+(``"inferred"`` too); `timed_by` names the timed line an inferred event took its time from.
+Only a source with no timed line at all gives events without a time. Memory stays bounded: one
+record is at most `MAX_RECORD_LINES` lines and `MAX_RECORD_CHARS` characters; at most
+`MAX_PENDING` untimed events wait for a time.
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from typing import Iterable, Iterator, Sequence
 
 from sparktriage.logs.clock import StampClock
 from sparktriage.logs.events import LogEvent
-from sparktriage.logs.lineformat import LineFields, parse_line
+from sparktriage.logs.lineformat import LineFields, has_time, parse_line
 from sparktriage.redact.detect import KeyBlocks
 from sparktriage.logs.sources import (
     BytesSource,
@@ -40,6 +45,7 @@ from sparktriage.logs.sources import (
 
 MAX_RECORD_LINES = 2000
 MAX_RECORD_CHARS = 256 * 1024
+MAX_PENDING = 5000  # untimed events held at the top of a source until its first timed line
 TRACEBACK = "Traceback (most recent call last):"
 
 
@@ -75,6 +81,10 @@ class _Assembler:
         reference = options.reference if options.reference is not None else source.mtime()
         self.clock = StampClock(reference, options.tz, options.year)
         self.last_t: float | None = None
+        self.last_timed_line: int | None = None  # line_no of the line that gave last_t
+        self.collector_clock: StampClock | None = None  # journald's year-less stamps
+        self.calibrated = options.year is not None
+        self.pending: list[LogEvent] = []  # untimed events before the source's first timed one
         self.group: list[tuple[RawLine, LineFields]] = []
         self.mode = ""  # "" | "cont" | "traceback" | "pywarn"
         self.chars = 0
@@ -118,7 +128,8 @@ class _Assembler:
                 fields.process, fields.pid, fields.level, fields.source_file, fields.source_line,
                 fields.stamp) == (head.process, head.pid, head.level, head.source_file,
                                   head.source_line, head.stamp)
-        if fields.process != head.process or fields.pid != head.pid or fields.kind != "text":
+        if fields.process != head.process or fields.pid != head.pid or fields.kind != "text" \
+                or fields.relay != head.relay or fields.rank != head.rank:
             return False
         if self.mode == "pywarn":
             return len(self.group) == 1 and fields.message[:1] in (" ", "\t")
@@ -135,6 +146,11 @@ class _Assembler:
         if self.group:
             group, self.group, self.mode, self.chars = self.group, [], "", 0
             self._emit(group)
+
+    def finish(self) -> None:
+        """The source ended: flush the open record; untimed events never timed stay untimed."""
+        self.flush()
+        self.release_pending()
 
     def _emit(self, group: list[tuple[RawLine, LineFields]]) -> None:
         raw0, head = group[0]
@@ -155,31 +171,74 @@ class _Assembler:
         node = self.source.node
         if raw0.node and not self.source.node_given:
             node = raw0.node
-        self.out.append(_make_event({
-            "t": t, "t_source": t_source, "node": node, "stream": raw0.stream,
+        event = _make_event({
+            "t": t, "t_source": t_source, "node": node, "stream": raw0.stream or head.stream,
             "process": head.process, "pid": head.pid, "relay": head.relay, "level": head.level,
             "source_file": head.source_file, "source_line": head.source_line,
             "message": message, "raw": raw_text, "line_no": raw0.line_no,
             "origin": self.source.origin, "kind": kind, "truncated": truncated,
-        }))
+            "timed_by": self.last_timed_line if t_source == "inferred" else None,
+            "collector": head.collector,
+        })
+        if t is None:
+            if len(self.pending) < MAX_PENDING:
+                self.pending.append(event)  # an excerpt's top: its time comes from below
+                return
+            self.release_pending()
+            self.out.append(event)
+            return
+        if self.pending and t_source != "inferred":
+            self.release_pending(t, raw0.line_no)
+        self.out.append(event)
+
+    def release_pending(self, t: float | None = None, line_no: int | None = None) -> None:
+        """Emit the held untimed events, with time `t` (the first timed line's) when given."""
+        pending, self.pending = self.pending, []
+        for event in pending:
+            if t is not None:
+                event = _make_event({**event.__dict__, "t": t, "t_source": "inferred",
+                                     "timed_by": line_no})
+            self.out.append(event)
 
     def _time(self, raw: RawLine, fields: LineFields) -> tuple[float | None, str]:
         t = None
         source = "none"
         if raw.t_receive is not None:
             t, source = raw.t_receive, "receive"
-        elif fields.stamp is not None:
-            t = self.clock.from_stamp(fields.stamp, fields.frac)
-            source = "log"
-        elif fields.stamp_full is not None:
-            t = self.clock.from_full(fields.stamp_full, fields.frac, fields.utc_offset)
-            source = "receive" if fields.receive_stamp else "log"
+        else:
+            collected = self._collector_time(fields) if fields.collector is not None else None
+            if fields.stamp is not None:
+                if collected is not None and not self.calibrated and \
+                        fields.collector_full is not None:
+                    self.calibrated = True  # the collector's dated stamp: year (and zone)
+                    self.clock.calibrate(collected, fields.stamp, fields.collector_offset)
+                t = self.clock.from_stamp(fields.stamp, fields.frac)
+                source = "log"
+            elif fields.stamp_full is not None:
+                t = self.clock.from_full(fields.stamp_full, fields.frac, fields.utc_offset)
+                source = "log"
+            if t is None and collected is not None:
+                t, source = collected, "receive"
         if t is None:
             if self.last_t is not None:
                 return self.last_t, "inferred"
             return None, "none"
         self.last_t = t
+        self.last_timed_line = raw.line_no
         return t, source
+
+    def _collector_time(self, fields: LineFields) -> float | None:
+        """Unix seconds of the collector's stamp on this line (None: it has none or it is not
+        a real date). A journald stamp has no year: it gets its own clock (same rules)."""
+        if fields.collector_full is not None:
+            return self.clock.from_full(fields.collector_full, fields.collector_frac,
+                                        fields.collector_offset)
+        if fields.collector_stamp is not None:
+            if self.collector_clock is None:
+                self.collector_clock = StampClock(self.clock.reference, self.clock.tz,
+                                                  self.clock.fixed_year)
+            return self.collector_clock.from_stamp(fields.collector_stamp, fields.collector_frac)
+        return None
 
 
 def source_events(source: LogSource, options: ParseOptions | None = None,
@@ -193,7 +252,7 @@ def source_events(source: LogSource, options: ParseOptions | None = None,
         if out:
             yield from out
             out.clear()
-    assembler.flush()
+    assembler.finish()
     yield from out
 
 

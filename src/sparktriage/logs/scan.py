@@ -27,9 +27,9 @@ from sparktriage.errors import InputError
 from sparktriage.logs import compiled
 from sparktriage.logs.blocks import BLOCK, BlockReader
 from sparktriage.logs.events import LogEvent
-from sparktriage.logs.gate import candidate_starts, first_serving_mark, restart_mark
+from sparktriage.logs.gate import candidate_starts, first_serving_mark, restart_mark, serving_mark
 from sparktriage.logs.hotlink import HotLink
-from sparktriage.logs.lineformat import FAST_PREFIX, parse_line
+from sparktriage.logs.lineformat import FAST_PREFIX, has_time, parse_line
 from sparktriage.logs.document import LogAnalyzer
 from sparktriage.logs.parser import ParseOptions, _Assembler, merge_events, source_events
 from sparktriage.logs.sources import MAX_LINE, LogSource, RawLine, _decode, resolve_inputs
@@ -97,7 +97,9 @@ class _FastFeeder:
         """Feed what block[start:end] needs; return where the bytes to carry into the next
         block begin (end when there are none)."""
         self._start, self._end = start, end
+        emitted = len(self.asm.out)
         pos, next_line = self._follow(block, start, self.line_base + 1)
+        self._restarted(emitted)  # a record that went on into this block may hold a restart
         limit = end  # trailing lines that may open a record travel to the next block
         mark, width = self.mark, len(self.mark)
         while limit - start >= width and block[limit - width:limit] == mark and \
@@ -108,6 +110,9 @@ class _FastFeeder:
                 break
         gated = self._gated if self.scanner is None else self._gated_compiled
         while pos < limit:
+            if self.asm.pending:  # untimed lines wait for the next timed line, whatever it is
+                pos, next_line = self._until_timed(block, pos, limit, next_line)
+                continue
             if not self.serving:  # a server starting: every line is read
                 found = first_serving_mark(block, pos, limit)
                 stop = limit if found < 0 else block.find(b"\n", found, end) + 1
@@ -121,6 +126,28 @@ class _FastFeeder:
             limit = pos
         self.line_base = next_line - 1
         return limit
+
+    def _until_timed(self, block, pos: int, limit: int, number: int) -> tuple[int, int]:
+        """Feed lines one by one while untimed events wait for a time (an excerpt's top), so
+        they take the time of the same line as on the full path."""
+        self._return_state(block)
+        out = self.asm.out
+        emitted = len(out)
+        while pos < limit and self.asm.pending:
+            stop = block.find(b"\n", pos, self._end)
+            raw = self._raw(block, pos, stop, number)
+            self.asm.feed(raw)
+            if not self.serving and serving_mark(raw.text):
+                self.serving = True
+            pos, number = stop + 1, number + 1
+        pos, number = self._follow(block, pos, number)
+        self._restarted(emitted)
+        return pos, number
+
+    def _restarted(self, emitted: int) -> None:
+        """A restart mark among the events emitted since `emitted`: read everything again."""
+        if self.serving and any(restart_mark(e.raw) for e in self.asm.out[emitted:]):
+            self.serving = False
 
     @staticmethod
     def _candidates(block, pos: int, limit: int) -> Iterator[int]:
@@ -202,7 +229,7 @@ class _FastFeeder:
                 return
             end = block.find(b"\n", start, self._end)
             fields = parse_line(_decode(block[start:end][:MAX_LINE], self.crlf))
-            if fields.stamp is not None or fields.stamp_full is not None:
+            if has_time(fields):
                 return
         hi = start - 1  # the newline that ends the previous line
         number = line_no - 1
@@ -213,7 +240,7 @@ class _FastFeeder:
             begin = max(block.rfind(b"\n", lo, hi) + 1, lo)
             text = _decode(block[begin:hi][:MAX_LINE], self.crlf)
             prev = parse_line(text)
-            if prev.stamp is not None or prev.stamp_full is not None:
+            if has_time(prev):
                 self._return_state(block)
                 self.asm.feed(RawLine(text, number))
                 return
@@ -267,7 +294,7 @@ def fast_events(source: LogSource, options: ParseOptions, block_size: int = BLOC
         if link.state.loaded:
             link.store(None)
         options.stats["folded"] = options.stats.get("folded", 0) + link.folded
-    assembler.flush()
+    assembler.finish()
     yield from out
 
 

@@ -9,7 +9,10 @@ KV-sizing line therefore belongs to `kv_profiling`. `resolve` starts at the firs
 `ready` ends at uvicorn's "Application startup complete" (or, when stderr was not captured, at
 the last route line). A phase still running when the log ends is `open` and ends at the last
 line seen. A version banner or argument dump after the engine started begins a new startup
-attempt (restart loops show up as several attempts).
+attempt (restart loops show up as several attempts). A log that starts mid-startup (an excerpt)
+has no `resolve`: its first lines belong to the phase its first anchor names. After a failed
+attempt, a process of a known name logging with a new pid starts a new attempt (a restart
+without a banner). Access lines of any status and a failed output handler say the server serves.
 
 Beside the phases: the durations vLLM reports ("Loading weights took", "Model loading took",
 "torch.compile took", "Graph capturing finished", "init engine ... took", max over ranks), the
@@ -20,21 +23,33 @@ the longest silences between consecutive lines during startup.
 from __future__ import annotations
 
 import heapq
+import re
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from sparktriage.logs.catalog import PHASE_INDEX, PHASES, Hit, match_message
+from sparktriage.logs.catalog import PHASE_INDEX, PHASES, RULES_BY_ID, Hit, match_message
 from sparktriage.logs.events import LogEvent
 from sparktriage.logs.startup_time import span
 
 SILENCE_MIN_S = 5.0
+RESTART_AFTER_S = 5.0  # a process restarted after a failure logs this long after it, or later
 MAX_SILENCES = 10
 GAP_MIN_S = 3.0  # 1-second stamps: smaller differences are noise
 GAP_MIN_FRACTION = 0.25
 
-_RESTART = {"version.banner", "version.logo", "args"}
-_KV_SIZED = {"kv.available", "kv.size", "kv.cpu_explicit", "kv.concurrency"}
-_FAILURE = {"fail.engine", "fail.init", "fail.died", "fail.ready_timeout"}
+_RESTART = {"version.banner", "version.logo", "args", "args.namespace"}
+_KV_SIZED = {"kv.available", "kv.size", "kv.cpu_explicit", "kv.concurrency", "kv.blocks_v0"}
+_FAILURE = {"fail.engine", "fail.init", "fail.died", "fail.ready_timeout", "fail.engine_exc"}
+# lines only a serving server writes: an access line (any status), the output handler's failure
+_SERVING_TEXT = re.compile(r'"(?:GET|POST|PUT|DELETE|PATCH) /\S* HTTP/[\d.]+" \d{3}|'
+                           r"output_handler failed|^Added request |^Finished request ")
+
+
+def serving_text(message: str) -> bool:
+    """Is this a line only a serving server writes (an access line, the output handler)?"""
+    return _SERVING_TEXT.search(message) is not None
+
+
 _REPORTED = {
     "reported.loading_weights": "loading_weights_s",
     "reported.model_loading": "model_loading_s",
@@ -136,6 +151,7 @@ class TimelineBuilder:
         self._seq = 0
         self._kv_sized = False
         self._last_phase_t: dict[str, float] = {}
+        self._pids: dict[str, set[int]] = {}  # process name → its pids in the current attempt
 
     def feed(self, event: LogEvent, hits: list[Hit] | None = None) -> None:
         if event.t is None:
@@ -143,7 +159,8 @@ class TimelineBuilder:
         hits = match_message(event.message) if hits is None else hits
         ids = {h.id for h in hits}
         tl = self.current
-        if tl is not None and ids & _RESTART and self._beyond_resolve(tl):
+        if tl is not None and (ids & _RESTART and self._beyond_resolve(tl)
+                               or tl.failed and self._new_process(event)):
             self._close(tl)
             tl = None
         if tl is None:
@@ -164,9 +181,16 @@ class TimelineBuilder:
                 tl.failure = event.message.split("\n", 1)[0][:300]
         if not tl.complete and tl.phases:
             self._last_phase_t[tl.phases[-1].name] = event.t
-        serving = "stats" in ids or (event.kind == "uvicorn" and '" 200' in event.message)
-        if serving and not tl.complete and not self._beyond_resolve(tl) and not tl.failed:
+        if event.process is not None and event.pid is not None:
+            pids = self._pids.setdefault(event.process, set())
+            if len(pids) < 8:
+                pids.add(event.pid)
+        serving = "stats" in ids or (event.kind == "uvicorn" and '" 200' in event.message) or \
+            _SERVING_TEXT.search(event.message) is not None
+        if serving and not tl.complete and not self._beyond_resolve(tl):
             tl.phases, tl.complete, tl.serving_only = [], True, True  # the log starts mid-serving
+            tl.failed, tl.failure, tl.failure_t = False, None, None  # (a crash seen before the
+            # first serving line was a crash while serving: `logs` calls it engine-died)
         if tl.phases and tl.phases[-1].name == "ready" and not tl.complete:
             if "ready.complete" in ids:
                 tl.phases[-1].end = event.t
@@ -176,6 +200,31 @@ class TimelineBuilder:
                 tl.phases[-1].end = tl.anchors_last.get("ready.routes", tl.anchors_last.get(
                     "ready.server", tl.phases[-1].start))
         self._prev = event
+
+    @staticmethod
+    def _excerpt_opening(tl: Timeline, phase: str) -> bool:
+        """A log that starts mid-startup (an excerpt: no banner, arguments, engine config or other
+        resolve/engine_start line before its first later anchor) was not resolving for its first
+        lines: they belong to the phase that first anchor names, from the first line on."""
+        if len(tl.phases) != 1 or tl.phases[0].name != "resolve" or \
+                PHASE_INDEX[phase] <= PHASE_INDEX["engine_start"]:
+            return False
+        return not any(RULES_BY_ID[i].phase in ("resolve", "engine_start")
+                       for i in tl.anchors if i in RULES_BY_ID)
+
+    def _new_process(self, event: LogEvent) -> bool:
+        """After a failed attempt, a process of a known name with a new pid, at least
+        RESTART_AFTER_S after the failure and not itself an error: a restart (a container or
+        supervisor starting the server again without a new banner). A name already held by
+        several pids (0.31+'s plain "Worker" before the parallel groups exist) says nothing."""
+        if event.process is None or event.pid is None or event.process == "Worker":
+            return False
+        known = self._pids.get(event.process)
+        tl = self.current
+        return (known is not None and len(known) == 1 and event.pid not in known
+                and tl is not None and tl.failure_t is not None and event.t is not None
+                and event.t >= tl.failure_t + RESTART_AFTER_S
+                and event.level not in ("ERROR", "CRITICAL") and event.kind != "traceback")
 
     def _beyond_resolve(self, tl: Timeline) -> bool:
         return bool(tl.phases) and PHASE_INDEX[tl.phases[-1].name] >= PHASE_INDEX["engine_start"]
@@ -187,6 +236,7 @@ class TimelineBuilder:
         self._silences = []
         self._kv_sized = False
         self._last_phase_t = {}
+        self._pids = {}
         self.attempts.append(tl)
         return tl
 
@@ -201,6 +251,9 @@ class TimelineBuilder:
                 PHASE_INDEX[tl.phases[-1].name] >= PHASE_INDEX["compile"]:
             phase = "kv_profiling"  # the V2 runner's profiling capture (0.33)
         if PHASE_INDEX[phase] <= PHASE_INDEX[tl.phases[-1].name]:
+            return
+        if self._excerpt_opening(tl, phase):
+            tl.phases[0].name = phase  # an excerpt's first lines: the phase its first anchor names
             return
         tl.phases[-1].end = event.t
         tl.phases.append(Phase(phase, event.t, anchor=_first_text(event)))

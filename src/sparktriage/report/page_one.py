@@ -164,6 +164,10 @@ def results(inputs: RunInputs, sections: dict) -> list[dict]:
         rows.append({"metric": "Cold start to serving", "result": "not measured",
                      "notes": "no startup timeline: sparktriage stalls LAUNCH/bundle"})
     rows.append(_context(inputs, sections))
+    rejected = (sections["sweep"].get("model") or {}).get("rejection")  # issue 38: why it failed
+    if sections["sweep"]["status"] == "present" and rejected:
+        rows.append({"metric": "Depth model", "result": "rejected: the black-box rule decided",
+                     "notes": rejected})
     return rows
 
 

@@ -161,6 +161,7 @@ def model_part(model, by_depth: dict[int, dict]) -> dict | None:
     ratios = as_list(as_dict(model.get("step_ratios")).get("ratios"))
     return {"state": text(model.get("state")), "reason": text(model.get("reason")),
             "summary": text(model.get("summary")), "decided": bool(model.get("decided")),
+            "rejection": text(model.get("rejection")),
             "rows": rows, "inside_launches": len([r for r in ratios if isinstance(r, dict)]),
             "inside_kind": next((text(r.get("kind")) for r in ratios if isinstance(r, dict)), None)}
 

@@ -18,20 +18,24 @@ from pydantic import ValidationError
 from sparktriage.config.deployment import Deployment
 from sparktriage.config.lab import Lab
 from sparktriage.errors import ConfigError, InputError, SourceLocation, UsageError
+from sparktriage.limits import LimitError
 from sparktriage.yamldoc import load_model, load_with_lines, validate
 from sparktriage.reproduce import diff as diffing
 from sparktriage.reproduce import facts as trapfacts
 from sparktriage.reproduce import traps as trapcheck
+from sparktriage.reproduce.bash import read_script
 from sparktriage.reproduce.detect import detect, read_input
+from sparktriage.reproduce.envcheck import unknown_vllm_env
 from sparktriage.reproduce.importers.collect_env import import_collect_env
 from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.importers.compose import import_compose
+from sparktriage.reproduce.importers.compose_run import composes_run
 from sparktriage.reproduce.importers.deployment import import_deployment
-from sparktriage.reproduce.importers.docker import import_docker
 from sparktriage.reproduce.importers.envdump import import_env
+from sparktriage.reproduce.importers.recipe import import_recipe
 from sparktriage.reproduce.importers.serve import import_script
 from sparktriage.reproduce.labfacts import read_capture
-from sparktriage.reproduce.labplan import plan_for
+from sparktriage.reproduce.labplan import place_ranks, plan_for
 from sparktriage.reproduce.model import (ClientNode, Facts, Imported, InputRef, LabPlan,
                                          ReproduceResult)
 from sparktriage.reproduce.nodemap import assign
@@ -49,10 +53,17 @@ SITE_VARS = ("VLLM_HOST_IP", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOC
 LOCAL_LAB = {"name": "this-machine", "nodes": [{"name": "local", "host": "127.0.0.1"}]}
 
 
-def import_input(path: Path, secrets: Placeholders) -> Imported:
+def import_input(path: Path, secrets: Placeholders, given: dict[str, str] | None = None,
+                 library: dict[str, str] | None = None) -> Imported:
+    """One input, by its detected kind; `given`: variables the client supplied (env dumps),
+    which a shell script's `${VAR:-default}` and tests read; `library`: the other shell inputs
+    by file name, read where a script runs them."""
     text = read_input(path)
     try:
         kind = detect(text)
+    except LimitError as exc:  # YAML past a bound: at the input's line
+        raise LimitError(exc.message, location=SourceLocation(
+            str(path), exc.location.line if exc.location else None), hint=exc.hint) from None
     except InputError as exc:
         raise InputError(f"{path}: {exc.message}") from None
     ctx = Ctx(InputRef(path=str(path), kind=kind), secrets)
@@ -60,13 +71,13 @@ def import_input(path: Path, secrets: Placeholders) -> Imported:
         return import_compose(path, ctx)
     if kind == "deployment":
         return import_deployment(path, ctx)
+    if kind == "recipe":
+        return import_recipe(path, ctx)
     if kind == "collect-env":
         return import_collect_env(text, ctx)
     if kind == "env":
         return import_env(text, ctx)
-    if kind == "docker":
-        return import_docker(text, ctx)
-    return import_script(text, ctx)
+    return import_script(text, ctx, given, library)  # serve and docker scripts: reproduce/bash
 
 
 def _resolve_paths(dep: dict, base: Path) -> dict:
@@ -120,11 +131,15 @@ def reproduce(inputs: list[Path], lab: Path | None, node_map: dict[str, str] | N
         raise InputError("no input names a model to serve (give the serve line, docker run, "
                          "compose file or deployment YAML besides environment captures)")
     lab_value, lab_model, lab_name = _load_lab(lab, imported)
+    client_nodes, rank_statements = place_ranks(
+        client_dep, client_nodes, lab_model, lab_value is not LOCAL_LAB,
+        _client_gpu(client_facts), str(inputs[0]))
     lab_names = _lab_order(lab_model)
     pairs = assign([n.name for n in client_nodes], lab_names, node_map or {})
     used = [lab_node for _, lab_node in pairs]
     client_gpu = _client_gpu(client_facts)
-    statements = _statements(client_nodes, client_dep, client_gpu, lab_model, lab_names, used)
+    statements = rank_statements + _statements(client_nodes, client_dep, client_gpu, lab_model,
+                                               lab_names, used)
     dep = _lab_deployment(client_dep, client_nodes, pairs, lab_value)
     model, normalized = _validated(dep, secrets, imported)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -142,7 +157,9 @@ def reproduce(inputs: list[Path], lab: Path | None, node_map: dict[str, str] | N
                             _lab_nodes_info(lab_model, used, lab_facts), client_env, pairs)
     result = ReproduceResult(
         inputs=[i.input for i in imported], deployment=normalized,
-        unknown=[u for i in imported for u in i.unknown], diff=differences,
+        unknown=[u for i in imported for u in i.unknown] + unknown_vllm_env(
+            {n.name: {**(client_dep.get("env") or {}), **n.env} for n in client_nodes}
+            or {"node0": client_dep.get("env") or {}}, imported), diff=differences,
         traps=trapcheck.check(facts), placeholders=secrets.supply,
         mapped=[m for i in imported for m in i.mapped],
         notes=[n for i in imported for n in i.notes], plan=lab_plan, client_nodes=client_nodes,
@@ -155,13 +172,44 @@ def reproduce(inputs: list[Path], lab: Path | None, node_map: dict[str, str] | N
 def _import_all(inputs: list[Path], secrets: Placeholders) -> list[Imported]:
     """Every input imported; a deployment YAML's relative paths against its own folder."""
     imported = []
+    given: dict[str, str] = {}
+    library: dict[str, str] = {}  # shell inputs by file name: a script may run another
+    composes: set[str] = set()
+    for path in inputs:  # the client's env dumps first: the scripts read their variables
+        try:
+            text = read_input(Path(path))
+            kind = detect(text)
+        except InputError:
+            continue  # refused with its path below
+        if kind in ("env", "collect-env"):
+            given.update({k: v for f in import_input(Path(path), Placeholders()).facts
+                          for k, v in f.env.items()})
+        elif kind in ("serve", "docker"):
+            library[Path(path).name] = text
+        elif kind == "compose":
+            composes.add(Path(path).name)
+    # scripts another script runs, and compose files a script's `docker compose run` reads
+    called = _called(library, given) | (composes_run(list(library.values())) & composes)
     for path in inputs:
-        part = import_input(Path(path), secrets)
+        if Path(path).name in called:
+            continue  # read where another input script runs it (reproduce/bash)
+        part = import_input(Path(path), secrets, given, library)
         if part.input.kind == "deployment":
             part = part.model_copy(update={"deployment": _resolve_paths(
                 part.deployment, Path(os.path.abspath(path)).parent)})
         imported.append(part)
     return imported
+
+
+def _called(library: dict[str, str], given: dict[str, str]) -> set[str]:
+    """The input scripts another input script runs (read there, not on their own)."""
+    called: set[str] = set()
+    for name, text in library.items():
+        try:
+            called |= read_script(text, name, given, library).ran - {name}
+        except InputError:
+            continue  # refused with its path when imported
+    return called if called != set(library) else set()
 
 
 def _lab_order(lab_model: Lab) -> list[str]:

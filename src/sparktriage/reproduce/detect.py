@@ -2,8 +2,10 @@
 
 Order: a YAML mapping with `services` is a compose file and one with `model` (and
 `schema_version`, `lab` or `serve`) our deployment; text framed like `vllm collect-env` is
-collect-env; a shell text running `docker|podman run` is docker, one running `vllm serve` or
-the api_server module is serve; `NAME=value` lines are an env dump.
+collect-env; a YAML mapping of none of these kinds is refused (never read as a shell script,
+unless most of its lines read as shell); a shell text running `docker|podman run` is docker,
+one running `vllm serve`, the api_server module or `ray start` is serve (both are read by
+reproduce/bash); `NAME=value` lines are an env dump.
 """
 
 from __future__ import annotations
@@ -14,11 +16,12 @@ from pathlib import Path
 import yaml
 
 from sparktriage.errors import InputError
-from sparktriage.reproduce.importers import collect_env, deployment, envdump
+from sparktriage import yamlsafe
+from sparktriage.reproduce.importers import collect_env, deployment, envdump, recipe
 from sparktriage.reproduce.shell import MAX_INPUT_BYTES
 
 _DOCKER = re.compile(r"(?m)^\s*(?:sudo\s+)?(?:\S*/)?(?:docker|podman)\s+(?:container\s+)?run\b")
-_SERVE = re.compile(r"(?m)(?:^|[\s;&|])(?:\S*/)?vllm\s+serve\b|-m\s+vllm\.entrypoints\.(?:openai\.api_server|api_server|cli\.main)\b")
+_SERVE = re.compile(r"(?m)(?:^|[\s;&|'\"(])(?:\S*/)?vllm\s+serve\b|-m\s+vllm\.entrypoints\.(?:openai\.api_server|api_server|cli\.main)\b|(?:^|[\s;&|'\"])ray\s+start\b")
 
 
 def read_input(path: Path) -> str:
@@ -47,9 +50,22 @@ def _yaml(text: str):
     if not re.search(r"(?m)^[A-Za-z_][A-Za-z0-9_-]*:\s", text + " "):
         return None
     try:
-        return yaml.safe_load(text)
+        return yamlsafe.load(text, "input")[0]  # bounded (anchors expand within the limit)
     except yaml.YAMLError:
-        return None
+        return None  # a LimitError (an alias bomb, too deep) is the input's one-line error
+
+
+# a launch script that runs another script (`bash run_cluster.sh IMAGE IP --head ...`)
+_RUNS_SCRIPT = re.compile(r"(?m)^\s*(?:sudo\s+)?(?:(?:bash|sh|source|\.)\s+\S+\.sh|\./\S+\.sh)\b")
+_SHELL_LINE = re.compile(r"(?m)^\s*(?:export\s+[A-Za-z_]|[A-Za-z_][A-Za-z0-9_]*=|#!|if\s|for\s|"
+                         r"(?:sudo\s+)?(?:\S*/)?(?:vllm|docker|podman|python3?|ray|nohup)\s)")
+
+
+def _shell_like(text: str) -> bool:
+    """More lines that read as shell (assignments, commands) than YAML `key:` lines."""
+    shell = len(_SHELL_LINE.findall(text))
+    yaml_keys = len(re.findall(r"(?m)^\s*[A-Za-z_][A-Za-z0-9_.-]*:(?:\s|$)", text))
+    return shell > yaml_keys
 
 
 def detect(text: str) -> str:
@@ -59,12 +75,20 @@ def detect(text: str) -> str:
             return "compose"
         if deployment.looks_like(data):
             return "deployment"
+        if recipe.looks_like_recipe(data):
+            return "recipe"
     if collect_env.looks_like(text):
         return "collect-env"
+    if isinstance(data, dict) and len(data) >= 2 and not _shell_like(text):
+        # a YAML document is never read as a shell script (a recipe once was)
+        raise InputError("a YAML mapping that is not a compose file, a deployment, a vLLM "
+                         "recipe or a vLLM --config file (keys: "
+                         + ", ".join(str(k) for k in list(data)[:6]) + "); not read as a shell "
+                         "script")
     text = re.sub(r"\\\r?\n", " ", text)  # line continuations
     if _DOCKER.search(text):
         return "docker"
-    if _SERVE.search(text):
+    if _SERVE.search(text) or _RUNS_SCRIPT.search(text):
         return "serve"
     if envdump.looks_like(text):
         return "env"

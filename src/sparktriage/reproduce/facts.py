@@ -7,6 +7,7 @@ derived facts below. A fact that cannot be known is absent (a condition on it is
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -18,7 +19,6 @@ ARCHS = [(re.compile(r"gb10|spark", re.I), "12.1"), (re.compile(r"rtx pro 6000|r
          (re.compile(r"gb200|b200|b100", re.I), "10.0"), (re.compile(r"gb300|b300", re.I), "10.3"),
          (re.compile(r"h100|h200|gh200|h800|h20\b", re.I), "9.0"), (re.compile(r"l40|l4\b|4090|ada", re.I), "8.9"),
          (re.compile(r"a100|a800|a30\b", re.I), "8.0"), (re.compile(r"a10\b|a40|3090|a6000", re.I), "8.6")]
-CACHE_TARGETS = ("/root/.cache", "/.cache/vllm", "/.cache/flashinfer", "/.triton", "/.cache")
 CACHE_ENV = ("VLLM_CACHE_ROOT", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR",
              "FLASHINFER_WORKSPACE_BASE", "XDG_CACHE_HOME")
 
@@ -31,6 +31,21 @@ def flatten(data: Any, prefix: str = "", out: dict | None = None) -> dict[str, A
     elif data is not None:
         out[prefix] = data
     return out
+
+
+def _speculative_from_json(flags: dict, facts: dict) -> None:
+    """A speculative config kept as JSON in serve.flags still has a method and a depth."""
+    text = flags.get("speculative-config")
+    if not isinstance(text, str) or "speculative.method" in facts:
+        return
+    try:
+        spec = json.loads(text)
+    except ValueError:
+        return
+    if isinstance(spec, dict):
+        for key in ("method", "num_speculative_tokens", "model"):
+            if spec.get(key) is not None:
+                facts[f"speculative.{key}"] = spec[key]
 
 
 def gpu_arch(model: str | None) -> str | None:
@@ -49,18 +64,40 @@ def _archs(text: str | None) -> list[str] | None:
 
 
 def _bind_short(args: list[str]) -> bool:
+    """A `-v HOST:CONTAINER` bind of a host path (a placeholder for one counts: `<supply:HOME>/..`)."""
     for flag, value in zip(args, args[1:]):
-        if flag in ("-v", "--volume") and re.match(r"^(?:\.{1,2}/|~/|/|\$)[^:]*:/", value):
+        if flag in ("-v", "--volume") and re.match(r"^(?:\.{1,2}/|~/|/|\$|<supply:)[^:]*:/", value):
             return True
     return False
 
 
-def _cache_persistent(args: list[str], env: dict) -> bool:
+def _mount_targets(args: list[str]) -> list[str]:
+    targets = []
     for flag, value in zip(args, args[1:]):
-        if flag in ("-v", "--volume", "--mount"):
-            target = value.split(":")[1] if flag != "--mount" and ":" in value else value
-            if any(t in target for t in CACHE_TARGETS):
+        if flag in ("-v", "--volume") and ":" in value:
+            targets.append(value.split(":")[1])
+        elif flag == "--mount":
+            for part in value.split(","):
+                key, _, item = part.partition("=")
+                if key in ("target", "destination", "dst"):
+                    targets.append(item)
+    return [t.rstrip("/") or "/" for t in targets]
+
+
+def _cache_persistent(args: list[str], env: dict) -> bool:
+    """vLLM's compile cache (VLLM_CACHE_ROOT, else XDG_CACHE_HOME/vllm, else ~/.cache/vllm)
+    lies on a mounted folder. A mount of one sibling folder (the Hugging Face cache at
+    /root/.cache/huggingface) does not hold it."""
+    root = env.get("VLLM_CACHE_ROOT")
+    if not root and env.get("XDG_CACHE_HOME"):
+        root = env["XDG_CACHE_HOME"].rstrip("/") + "/vllm"
+    candidates = [root] if root else ["/root/.cache/vllm"]
+    for target in _mount_targets(args):
+        for cache in candidates:
+            if cache == target or cache.startswith(target + "/") or target == "/":
                 return True
+        if not root and re.search(r"^/home/[^/]+/\.cache(?:/vllm)?$", target):
+            return True  # a non-root user's home cache
     return False
 
 
@@ -72,6 +109,7 @@ def build(deployment: dict, client: dict[str, Facts], lab: dict[str, Facts],
     serve = deployment.get("serve") or {}
     for name, value in (serve.get("flags") or {}).items():
         facts[f"serve.flags.{name}"] = value
+    _speculative_from_json(serve.get("flags") or {}, facts)
     engine = deployment.get("engine") or {}
     nodes = (deployment.get("parallelism") or {}).get("nodes") or 1
     client_nodes = max(len(client_envs), 1)
@@ -90,14 +128,17 @@ def build(deployment: dict, client: dict[str, Facts], lab: dict[str, Facts],
     # every client node's environment: deployment env + the node's own
     envs = list(client_envs.values()) or [dict(deployment.get("env") or {})]
     facts["vllm_host_ip_every_node"] = all("VLLM_HOST_IP" in e for e in envs)
-    ips = [e.get("VLLM_HOST_IP") for e in envs if e.get("VLLM_HOST_IP")]
+    ips = [e.get("VLLM_HOST_IP") for e in envs if e.get("VLLM_HOST_IP")
+           and not e["VLLM_HOST_IP"].startswith("<supply:")]  # a placeholder is not known
     if facts["multi_node"] and ips:
         # one value for all nodes: given by one shared script, or implied nodes copying the head
         facts["vllm_host_ip_shared"] = len(set(ips)) == 1 and (len(ips) > 1 or client_nodes > 1)
     if engine.get("image"):
         args = list(engine.get("container_args") or [])
         facts["container.short_bind"] = _bind_short(args)
-        facts["container.jit_cache_persistent"] = _cache_persistent(args, deployment.get("env") or {})
+        envs_all = [deployment.get("env") or {}] + list(client_envs.values())
+        facts["container.jit_cache_persistent"] = _cache_persistent(
+            args, {k: v for e in envs_all for k, v in e.items()})
     # interface names against the lab nodes' interfaces (lab YAML or capture)
     missing = []
     have_info = False
@@ -112,7 +153,7 @@ def build(deployment: dict, client: dict[str, Facts], lab: dict[str, Facts],
         for label, env in (("lab", planned), ("client", client_envs.get(client_name or "", {}))):
             for var in ("NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME"):
                 value = env.get(var)
-                if not value or value.startswith(("^", "=")):
+                if not value or value.startswith(("^", "=", "<supply:")):
                     continue
                 for item in value.split(","):
                     if item and item not in names and not any(n.startswith(item) for n in names):

@@ -8,12 +8,73 @@ fewer nodes or other hardware than the client.
 
 from __future__ import annotations
 
+import math
+import re
 from pathlib import Path
 
 from sparktriage.config.deployment import load_deployment
-from sparktriage.errors import ConfigError
+from sparktriage.config.lab import Lab
+from sparktriage.errors import ConfigError, InputError
 from sparktriage.launch.plan import LaunchPlan, build_plan
-from sparktriage.reproduce.model import LabPlan, NodeAssignment
+from sparktriage.reproduce.model import ClientNode, LabPlan, NodeAssignment
+
+GB10 = re.compile(r"gb10|spark|gx10", re.IGNORECASE)
+
+
+def gpus_per_node(lab: Lab, client_gpu: str | None) -> tuple[int | None, str]:
+    """(GPUs per node the ranks are placed at, where that figure comes from): the lab's nodes
+    (`gpus`, or their `gpu` kind), else the client's GPU when it is a GB10 (one per node)."""
+    counts = [n.gpu_count() for n in lab.nodes]
+    known = [c for c in counts if c]
+    if known:
+        return min(known), "the lab's nodes"
+    if client_gpu and GB10.search(client_gpu):
+        return 1, f"the client's {client_gpu}"
+    return None, ""
+
+
+def place_ranks(deployment: dict, nodes: list[ClientNode], lab: Lab, lab_given: bool,
+                client_gpu: str | None, source: str) -> tuple[list[ClientNode], list[str]]:
+    """Ranks onto nodes: tp x pp x dp ranks at the GPUs per node make the node count; client
+    nodes the inputs did not describe are added (assumed, headless). InputError (exit 2) when a
+    given lab has fewer nodes than that."""
+    par = deployment.get("parallelism") or {}
+    tp, pp, dp = (int(par.get(k) or 1) for k in ("tp", "pp", "dp"))
+    ranks = tp * pp * dp
+    per, why = gpus_per_node(lab, client_gpu)
+    if not per or ranks <= per:
+        return nodes, []
+    needed = math.ceil(ranks / per)
+    if lab_given and needed > len(lab.nodes):
+        raise InputError(f"the deployment needs {needed} nodes (tp {tp} x pp {pp} x dp {dp} = "
+                         f"{ranks} ranks at {per} GPU(s) per node, {why}); the lab has "
+                         f"{len(lab.nodes)}")
+    engine = deployment.setdefault("engine", {})
+    chosen = "as the client gave it"
+    if not engine.get("backend"):
+        if par.get("nodes") is None and len(nodes) <= 1 and tp * pp > per:
+            # vLLM's own choice: no executor and no --nnodes, more ranks than one node's GPUs
+            engine["backend"] = "ray"
+            chosen = "vLLM picks Ray when the ranks exceed one node's GPUs and no --nnodes " \
+                     "is given"
+        elif tp * pp <= per:
+            chosen = "data-parallel ranks on their own nodes: native multi-node"
+        else:
+            chosen = "native multi-node (--nnodes)"
+    statements = [f"ranks onto nodes: tp {tp} x pp {pp} x dp {dp} = {ranks} ranks at {per} "
+                  f"GPU(s) per node ({why}): {needed} node(s), one rank per GPU; backend "
+                  f"{engine.get('backend') or 'mp'} ({chosen})"]
+    if needed > len(nodes):
+        statements.append(f"the inputs describe {len(nodes)} node(s); {needed - len(nodes)} more "
+                          "run the same command (assumed)")
+        start = max((n.rank for n in nodes), default=-1) + 1
+        nodes = nodes + [ClientNode(name=f"node{r}", rank=r, input=source, headless=True,
+                                    assumed=True) for r in range(start, start + needed - len(nodes))]
+        deployment.setdefault("parallelism", {})["nodes"] = needed
+    if not lab_given and needed > len(lab.nodes):
+        statements.append(f"this machine is one node; give --lab with {needed} nodes to launch "
+                          "it as the client does")
+    return nodes, statements
 
 
 def plan_for(path: Path, lab_name: str, pairs: list[tuple[str | None, str]],

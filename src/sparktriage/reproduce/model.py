@@ -11,7 +11,7 @@ from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Kind = Literal["serve", "docker", "compose", "collect-env", "env", "deployment"]
+Kind = Literal["serve", "docker", "compose", "collect-env", "env", "deployment", "recipe"]
 Severity = Literal["high", "medium", "low", "info"]
 
 

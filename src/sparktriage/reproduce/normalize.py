@@ -25,12 +25,31 @@ def deep_merge(base: dict, extra: dict) -> dict:
 
 
 def _commands(imported: list[Imported]) -> list[Imported]:
-    """The inputs that describe nodes, the head's first: the first gives the options."""
-    return sorted([i for i in imported if i.nodes], key=lambda i: min(n.rank for n in i.nodes))
+    """The inputs that describe nodes, the head's first: the first gives the options (of two
+    at the same rank, the one that names a model: a Ray head or workers without a serve
+    command of their own give nodes, not options)."""
+    return sorted([i for i in imported if i.nodes],
+                  key=lambda i: (min(n.rank for n in i.nodes), not _serves(i)))
+
+
+def _serves(part: Imported) -> bool:
+    return bool((part.deployment.get("model") or {}).get("path"))
 
 
 def _env_only(imported: list[Imported]) -> list[Imported]:
     return [i for i in imported if not i.nodes and i.deployment]
+
+
+def _ray_settings(deployment: dict, part: Imported) -> dict:
+    """The Ray backend and Ray settings of an input that gives Ray nodes only, where the
+    serve command's input says nothing of them."""
+    engine = dict(deployment.get("engine") or {})
+    bare = not engine.get("image")  # a serve command typed into the Ray node's container
+    for key, value in (part.deployment.get("engine") or {}).items():
+        if key == "backend" or key.startswith("ray") or \
+                (bare and key in ("image", "runtime", "container_args")):
+            engine.setdefault(key, value)
+    return {**deployment, "engine": engine}
 
 
 def origin(loc: tuple, imported: list[Imported]) -> Imported | None:
@@ -67,9 +86,16 @@ def combine(imported: list[Imported]) -> tuple[dict[str, Any], list[ClientNode],
         real = {n.rank for part in ordered for n in part.nodes if not n.assumed}
         for part in ordered:
             base_env = dict(part.deployment.get("env") or {})
+            if not _serves(part) and part is not ordered[0]:
+                deployment = _ray_settings(deployment, part)
             for node in part.nodes:
                 if node.assumed and node.rank in real | taken:
                     continue  # another input gives this node's own command
+                if node.rank == 0 and 0 in taken and not _serves(part):
+                    # a Ray head without a serve command: the node the serve command runs on
+                    head = next(n for n in nodes if n.rank == 0)
+                    full_env[head.name] = {**base_env, **node.env, **full_env[head.name]}
+                    continue
                 rank = node.rank
                 while rank in taken:
                     rank += 1

@@ -26,6 +26,9 @@ from sparktriage.stalls.schema import ID_PATTERN
 from sparktriage.stalls.validators import default_rules_dir
 
 WHY_FILE = "_why.yaml"
+# facts that are the input's own settings (facts.py): what the input does not set is absent
+# (known), unlike facts about hardware or the lab that may be unknown
+SETTINGS = ("model.", "parallelism.", "engine.", "serve.", "speculative.", "load.", "env.")
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -56,7 +59,8 @@ class FactTest(_Strict):
         if self.present is not None:
             return (self.fact in facts) == self.present
         if self.fact not in facts:
-            return None
+            # a setting the input does not have is absent, not unknown: no test on it holds
+            return False if self.fact.startswith(SETTINGS) else None
         value = facts[self.fact]
         if self.equals is not None:
             return value == self.equals

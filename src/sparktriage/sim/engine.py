@@ -220,6 +220,7 @@ class LaunchDraw:
     gaps: tuple[float, ...] | None = None  # with a step model: the time before each later chunk (s)
     drafts: tuple[int, ...] | None = None  # with a step model: draft length of each step
     pair_gaps: tuple[float, ...] | None = None  # with a step model: each gap with two streams
+    base_s: float | None = None  # with a step model: a plain step's time (a batched engine's unit)
 
 
 def _stepped(scenario: EngineScenario, depth: int, index: int, factor: float) -> LaunchDraw:
@@ -233,7 +234,7 @@ def _stepped(scenario: EngineScenario, depth: int, index: int, factor: float) ->
     rate = sum(steps.sizes[1:]) / sum(gaps)
     mean = rate * factor
     return LaunchDraw(index, scenario.seed + index, depth, round(rate, 6), mean, steps.sizes, gaps,
-                      steps.drafts, tuple(base * c for c in steps.pair_costs[1:]))
+                      steps.drafts, tuple(base * c for c in steps.pair_costs[1:]), base)
 
 
 def draw_launch(scenario: EngineScenario, depth: int, index: int) -> LaunchDraw:

@@ -110,6 +110,7 @@ class Step:
     count: int = 0  # tokens in a `tokens` step
     finish: str | None = None  # finish_reason carried by the last `tokens` step
     pair_extra: float = 0.0  # how much later it is due when taken while another stream is open
+    draft: int = 0  # the draft length its engine step verifies (scenario `drafts`, batch_step)
 
 
 @dataclass(frozen=True)
@@ -120,6 +121,7 @@ class StreamPlan:
     tokens: int  # tokens that will be sent
     finish: str | None  # finish_reason of a complete stream, None when a fault cuts it
     usage_reported: int | None  # completion_tokens in the final usage chunk, if sent
+    batch: tuple | None = None  # (StepCost, plain step s): steps shared with every open stream
 
 
 def _chunk_sizes(scenario: Scenario, total: int, cuts: set[int]) -> list[int]:
@@ -170,16 +172,23 @@ def plan_stream(scenario: Scenario, spec: RequestSpec) -> StreamPlan:
         steps.append(Step(t, "malformed"))
     gaps = scenario.gaps
     pair = scenario.pair_gap_s if scenario.gap_per == "chunk" else None
+    drafts = scenario.drafts if scenario.gap_per == "chunk" else None
+    batch = ((scenario.batch_step, scenario.batch_base_s)
+             if scenario.batch_step is not None and scenario.batch_base_s and
+             scenario.gap_per == "chunk" else None)
     sent = 0
     for number, k in enumerate(sizes):
-        extra = 0.0
+        extra, draft = 0.0, 0
         if number > 0:
+            if drafts:
+                draft = drafts[(number - 1) % len(drafts)]
             gap = gaps[(number - 1) % len(gaps)]
             t += gap * k if scenario.gap_per == "token" else gap
             if pair:
                 extra = pair[(number - 1) % len(pair)] - gap
         last = sent + k == sent_total
-        steps.append(Step(t, "tokens", sent, k, finish if last and cut_at is None else None, extra))
+        steps.append(Step(t, "tokens", sent, k, finish if last and cut_at is None else None, extra,
+                          draft))
         sent += k
         if sent > 0 and sent in stalls:
             t += stalls[sent]
@@ -191,11 +200,11 @@ def plan_stream(scenario: Scenario, spec: RequestSpec) -> StreamPlan:
         steps.append(Step(t, cut_kind))
         if cut_kind == "error":
             steps.append(Step(t, "done"))
-        return StreamPlan(tuple(steps), sent_total, None, None)
+        return StreamPlan(tuple(steps), sent_total, None, None, batch)
     usage = None
     if spec.include_usage and scenario.sources.final_usage:
         usage = sent_total + faults.final_usage_offset
         steps.append(Step(t, "usage"))
     if not faults.no_done:
         steps.append(Step(t, "done"))
-    return StreamPlan(tuple(steps), sent_total, finish, usage)
+    return StreamPlan(tuple(steps), sent_total, finish, usage, batch)

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from sparktriage.sim.speculation import StepCost
 from sparktriage.sim.toy import ToyConfig
 from sparktriage.yamldoc import load_yaml, parse_yaml
 from sparktriage.validation_words import plain
@@ -66,6 +67,13 @@ class Scenario(_Strict):
     pair_gap_s: tuple[float, ...] | None = Field(
         None, description="gap before each later chunk while another stream is open (engine steps "
                           "shared by two streams), cycled as gap_s; with gap_per chunk")
+    batch_step: StepCost | None = Field(
+        None, description="one engine loop: a step taken while other streams are open costs "
+                          "batch_base_s x the step over every open stream's draft (sim/server.py); "
+                          "with gap_per chunk")
+    batch_base_s: float | None = Field(None, gt=0, le=3600, description="a plain step's time (s)")
+    drafts: tuple[int, ...] | None = Field(
+        None, description="draft length of each later chunk's step, cycled as gap_s (batch_step)")
     tokens_per_chunk: int | tuple[int, ...] = Field(1, description="tokens per chunk; a list is a pattern")
     chunk_order: Literal["cycle", "random"] = Field("cycle", description="walk the pattern in order or at random")
     seed: int = Field(0, description="seed of `random` chunk order and of token ids")

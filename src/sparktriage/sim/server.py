@@ -65,6 +65,7 @@ class SimServer:
         self._toy = Toy(config.toy) if config.toy is not None else None
         self.in_flight = 0
         self.streaming = 0  # streamed responses open now (a step taken beside another is a pair step)
+        self._drafts: dict[int, int] = {}  # open streams of a batched engine: the draft each verifies
         self._live: list[dict] = []
         self.toy_requests: list[dict] = []
 
@@ -314,15 +315,27 @@ class SimServer:
     async def _stream(self, writer, request, received: float, plan: StreamPlan, renderer: Renderer,
                       entry: dict) -> bool:
         self.streaming += 1
+        if plan.batch is not None:
+            self._drafts[id(entry)] = 0
         try:
             return await self._stream_steps(writer, request, received, plan, renderer, entry)
         finally:
             self.streaming -= 1
+            self._drafts.pop(id(entry), None)
 
-    def _later(self, step) -> float:
+    def _later(self, step, plan: StreamPlan, key: int) -> float:
         """How much later `step` is due than planned: its pair extra while another stream is
-        open (the engine step is shared with it, scenario `pair_gap_s`)."""
-        return step.pair_extra if self.streaming >= 2 else 0.0
+        open (the engine step is shared with it, scenario `pair_gap_s`); with a batched engine
+        (scenario `batch_step`) the step over every open stream's current draft, this one's
+        included, less this one's own step (sim/speculation.py `batch_cost`)."""
+        if plan.batch is None:
+            return step.pair_extra if self.streaming >= 2 else 0.0
+        self._drafts[key] = step.draft
+        others = tuple(d for k, d in self._drafts.items() if k != key)
+        if not others or step.kind != "tokens":
+            return 0.0
+        cost, base = plan.batch
+        return base * (cost.batch_cost((step.draft,) + others) - cost.batch_cost((step.draft,)))
 
     async def _stream_steps(self, writer, request, received: float, plan: StreamPlan,
                             renderer: Renderer, entry: dict) -> bool:
@@ -335,7 +348,7 @@ class SimServer:
         while i < len(steps):
             step = steps[i]
             data = renderer.render(step, sent)
-            shift += self._later(step)
+            shift += self._later(step, plan, id(entry))
             await self._wait_until(received + step.at + shift)
             if step.kind in ("reset", "close"):
                 _drop(writer, reset=step.kind == "reset")
@@ -350,7 +363,7 @@ class SimServer:
             j = i + 1
             while j < len(steps) and size < 65536:
                 nxt = steps[j]
-                later = self._later(nxt)
+                later = self._later(nxt, plan, id(entry))
                 if nxt.kind in ("reset", "close") or received + nxt.at + shift + later > now:
                     break
                 shift += later

@@ -20,6 +20,14 @@ second per-token term). Switches that make the sweep's depth model wrong on purp
 * `acceptance_by_depth: {k: [...]}` in `decode:`: the per-position acceptance at depth k differs
   from the deepest depth's (the drafter's guesses depend on k).
 
+Routing reuse (issue 38): `routing_reuse` (the older name `correlation`) is the share of a
+token's routed experts that the previous token of the same sequence already picked: a draft of
+l tokens reads U(1 + l(1 − reuse)) experts, sequences routing independently of each other.
+`batched: true` makes the server one engine loop: a step taken while other streams are open
+verifies every open stream's current draft together (`StepCost.batch_cost` over each stream's
+own draft length: the dense part and the routed experts' union over every token of every
+sequence), instead of the precomputed pair step below (sim/server.py).
+
 While another stream is served at the same time (the sweep's two-stream phase) a step verifies
 both sequences' tokens: width 2(length + 1), the expert union over two sequences that route
 independently of each other (roofline.experts), the jump and factors by that width
@@ -61,6 +69,12 @@ class StepCost(_Strict):
     experts: int | None = Field(None, ge=1, description="routed experts per layer (MoE target)")
     experts_per_token: int | None = Field(None, ge=1, description="routed experts per token (top-k)")
     correlation: float = Field(0.0, ge=0, lt=1, description="routing correlation between adjacent tokens")
+    routing_reuse: float | None = Field(
+        None, ge=0, lt=1, description="share of a token's routed experts that the previous token of "
+                                      "the same sequence already picked (issue 38; the name for "
+                                      "correlation: give one of the two)")
+    batched: bool = Field(False, description="one engine step verifies every open stream's tokens, "
+                                             "each at its own draft length (sim/server.py)")
     jump: Jump | None = None
     factors: dict[int, float] = Field(default_factory=dict, description="draft length -> cost factor")
 
@@ -72,23 +86,46 @@ class StepCost(_Strict):
             raise ValueError("experts_per_token must not exceed experts")
         if any(k < 1 or not 0 < v <= 10 for k, v in self.factors.items()):
             raise ValueError("factors: draft lengths >= 1, factors in (0, 10]")
+        if self.routing_reuse is not None and self.correlation:
+            raise ValueError("give routing_reuse or correlation, not both (the same share)")
         return self
+
+    @property
+    def reuse(self) -> float:
+        """The share of a token's routed experts its predecessor in the sequence picked."""
+        return self.correlation if self.routing_reuse is None else self.routing_reuse
 
     def ratio(self, width: int, streams: int = 1) -> float:
         if self.experts and self.experts_per_token:
-            return expert_union.ratio(self.experts, self.experts_per_token, width, self.correlation,
+            return expert_union.ratio(self.experts, self.experts_per_token, width, self.reuse,
                                       streams)
         return float(streams * width)
+
+    def _union(self, lengths: tuple[int, ...]) -> float:
+        """Routed experts read by one step over these sequences' drafts, over a plain step's:
+        each sequence's tokens reuse `reuse` of their predecessor's, sequences route
+        independently of each other (roofline.experts); the width itself without experts."""
+        if self.experts and self.experts_per_token:
+            effective = sum(1.0 + max(l, 0) * (1.0 - self.reuse) for l in lengths)
+            return (expert_union.union(self.experts, self.experts_per_token, effective)
+                    / expert_union.union(self.experts, self.experts_per_token, 1.0))
+        return float(sum(max(l, 0) + 1 for l in lengths))
+
+    def batch_cost(self, lengths: tuple[int, ...]) -> float:
+        """One engine step verifying a draft of each length (one per running sequence; 0: that
+        sequence's plain step) relative to a plain step of one: the dense part (1, plus
+        per_token for each further verified token) and the routed experts' union over every
+        token of every sequence; a jump and the factors by the batch's width."""
+        width = sum(max(l, 0) + 1 for l in lengths)
+        value = 1.0 + self.per_token * (width - 1) + self.routed_share * (self._union(lengths) - 1.0)
+        if self.jump is not None and width - 1 >= self.jump.depth:
+            value *= self.jump.factor
+        return value * self.factors.get(width - 1, 1.0)
 
     def cost(self, length: int, streams: int = 1) -> float:
         """A step verifying a draft of `length` tokens (0: a plain step) in each of `streams`
         sequences, relative to a plain step of one."""
-        width = streams * (max(length, 0) + 1)
-        value = (1.0 + self.per_token * (width - 1)
-                 + self.routed_share * (self.ratio(max(length, 0) + 1, streams) - 1.0))
-        if self.jump is not None and width - 1 >= self.jump.depth:
-            value *= self.jump.factor
-        return value * self.factors.get(width - 1, 1.0)
+        return self.batch_cost((max(length, 0),) * streams)
 
 
 class Drafts(_Strict):

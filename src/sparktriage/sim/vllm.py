@@ -112,6 +112,11 @@ def sim_config(scenario: EngineScenario, args: ServeArgs, draw: LaunchDraw) -> S
               "tokens_per_chunk": draw.pattern, "seed": 0, **scenario.stream}
     if draw.gaps is not None:  # one chunk per engine step, each after its own step time
         stream.update(gap_s=draw.gaps, gap_per="chunk", pair_gap_s=draw.pair_gaps)
+        step = scenario.decode.step
+        if step is not None and step.batched and draw.drafts and draw.base_s:
+            # one engine loop: a step shared with other streams is priced over all their drafts
+            stream.update(pair_gap_s=None, batch_step=step.model_dump(), batch_base_s=draw.base_s,
+                          drafts=draw.drafts[1:])
     change = scenario.faults.greedy_change
     if change is not None and change.depth == args.depth:
         stream["diverge_at"] = change.at

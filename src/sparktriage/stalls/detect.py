@@ -15,9 +15,17 @@ each node's timeline (docs/stalls.md):
 - crawl: the weight read ran below `crawl_floor_bps` (checkpoint size from the log), or lasted
   `crawl_s` when the size is unknown;
 - asymmetry: one node read its weights `asym_ratio` times slower than the others' median,
-  which holds every other rank at its next collective.
+  which holds every other rank at its next collective;
+- wait: vLLM, Ray, torch or huggingface_hub say how long they have waited (a shm broadcast
+  block, a placement group, a collective, the TCPStore, a file lock, a hub retry): the stated
+  time counts as stall time, back from the line, even where the excerpt starts later.
 
-A start that ended with an error before becoming ready also yields a `failure` period.
+A silence that ends at a line vLLM writes after work of a known kind (`budget:` markers: a
+graph compiled, a warmup or profiling run that took N s, when N covers the silence) gets that
+work's budget (`compile_cold_s`, `warmup_s`) and belongs to that line's phase.
+
+Every error `sparktriage logs` counts is a `failure` period (failures.py), in the phase where
+it happened, `serving` included.
 """
 
 from __future__ import annotations
@@ -25,35 +33,17 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
+from sparktriage.stalls import failures, stated
 from sparktriage.stalls.inputs import Evidence
 from sparktriage.stalls.params import DetectParams
 from sparktriage.stalls.markers import Mark, MarkerSet, NodeTimeline, build_timeline
+from sparktriage.stalls.periods import Budget, Period, later
+
+__all__ = ["Budget", "Detection", "DetectParams", "Period", "detect"]
 
 _BAR_MARKERS = ("shard_bar",)
 # the rule whose cause a cold compile within its budget shows (the observation's `cause`)
 COLD_COMPILE_CAUSE = "compile-jit"
-
-
-@dataclass
-class Period:
-    """A stall or failure period on one node, before classification."""
-
-    node: str
-    kind: str  # "stall" or "failure"
-    start: float
-    end: float
-    phase: str
-    how: list[str]  # detectors that found it: silence, hang, crawl, asymmetry, failure
-    reason: str
-    last_line: Mark | None = None
-    open_ended: bool = False
-    held_by: str | None = None
-    evidence_from: float | None = None  # evidence window start when it differs from `start`
-    facts: dict = field(default_factory=dict)  # numbers the detectors measured
-
-    @property
-    def duration_s(self) -> float:
-        return self.end - self.start
 
 
 @dataclass
@@ -62,39 +52,8 @@ class Detection:
     periods: list[Period]
     params: DetectParams
     observations: list[dict] = field(default_factory=list)  # long but expected silences
-
-
-# Phases whose duration is the machine's work (imports, compile, reads, profiling): their
-# silence budgets scale with the load per core. Waiting phases (distributed_init) do not:
-# a rendezvous waits for peers, and that is budgeted by when the peers arrived.
-_COMPUTE_PHASES = ("resolve", "engine_start", "weight_read", "post_load", "compile",
-                   "kv_profiling", "kernel_jit", "cuda_graphs")
-
-
-@dataclass(frozen=True)
-class Budget:
-    """What one node's start is expected to take, from its own evidence."""
-
-    load_factor: float  # median load average per core over the start, clamped to [1, max]
-    compile_cold: bool | None  # None: no compile seen; True: no cache hit in the log
-    arrivals: dict[str, float]  # node -> when it logged its distributed_init line
-    nodes: int
-    cache_unusable: str | None = None  # why vLLM could not load the compile cache it found
-
-    def allowed(self, phase: str, base: float, params: DetectParams,
-                checkpoint_bytes: float | None) -> tuple[float, str]:
-        """The silence allowed in `phase` for a gap whose base allowance is `base`."""
-        allowed, why = base, f"{base:.0f} s"
-        if phase == "compile" and self.compile_cold:
-            allowed, why = max(base, params.compile_cold_s), "a cold compile cache"
-        elif phase == "weight_read" and checkpoint_bytes:
-            expected = checkpoint_bytes / params.crawl_floor_bps
-            if expected > allowed:
-                allowed, why = expected, f"{checkpoint_bytes / 1024 ** 3:.1f} GiB to read"
-        if phase in _COMPUTE_PHASES and self.load_factor > 1.0:
-            allowed *= self.load_factor
-            why += f", load {self.load_factor:.1f} per core"
-        return allowed, why
+    # node -> errors that are no failure: {"teardown": after a stop, "other": survived}
+    errors_apart: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 def _load_factor(node_evidence, start: float, end: float, params: DetectParams) -> float:
@@ -173,6 +132,15 @@ def _progress_marks(timeline: NodeTimeline, markers: MarkerSet) -> list[Mark]:
     return out
 
 
+def _anchored_at_first_line(timeline: NodeTimeline, progress: list[Mark]) -> list[Mark]:
+    """Progress measured from the node's first line, even when that line only says it waits:
+    an excerpt made of retry and waiting lines made no progress from its first line on."""
+    first = timeline.marks[0] if timeline.marks else None
+    if first is None or (progress and progress[0].t <= first.t) or first.t > timeline.settled:
+        return progress
+    return [first] + progress
+
+
 _SPAWN_LOOKAHEAD_S = 5.0  # a new process's first lines may lack its prefix (warnings, glog)
 
 
@@ -209,29 +177,42 @@ def _cold_compile_text(gap: float, unusable: str | None) -> str:
 
 def _silences(timeline: NodeTimeline, progress: list[Mark], markers: MarkerSet,
               params: DetectParams, started: float | None, budget: Budget | None = None,
-              observations: list[dict] | None = None) -> list[Period]:
+              observations: list[dict] | None = None,
+              cuts: list[tuple[float, float]] | None = None) -> list[Period]:
     out: list[Period] = []
+    cuts = cuts or []
     seen: set = set()
     budget = budget or Budget(1.0, None, {}, 1)
     observations = observations if observations is not None else []
     spawn_first, _ = budget.allowed("resolve", params.spawn_s, params, None)
+    work_spans = stated.work_spans(timeline, markers)
     if started is not None and progress and progress[0].t - started >= spawn_first:
         out.append(Period(timeline.node, "stall", started, progress[0].t, timeline.phase_at(started), ["silence"],
                           f"no log line for {progress[0].t - started:.0f} s after the start"))
     for i, (prev, nxt) in enumerate(zip(progress, progress[1:])):
         seen.add((prev.event.process, prev.event.pid))
-        gap = nxt.t - prev.t
+        gap = nxt.t - stated.after_cut(cuts, prev.t, nxt.t)
         if gap < max(params.min_stall_s, params.silence_s):
             continue
         phase = timeline.phase_at(prev.t)
         base = _allowed_gap(progress[i + 1:i + 40], seen, markers, params)
-        allowed, why = budget.allowed(phase, base, params, timeline.checkpoint_bytes)
+        work = stated.work_ending(progress[i + 1:i + 20], gap, markers) or \
+            stated.work_during(work_spans, prev.t, nxt.t)
+        if work is not None:  # the silence was that line's work: its phase, its budget
+            phase = timeline.phase_at(work[1].t)
+        allowed, why = budget.allowed(phase, base, params, timeline.checkpoint_bytes,
+                                      work[0] if work else None)
         peer = _waited_for_peers(timeline, budget, prev.t, nxt.t, params)
         if peer is not None:
             _observe(observations, timeline, prev, nxt.t, phase,
                      f"waited {gap:.0f} s at the rendezvous for {peer}, the last rank to arrive")
         elif gap < allowed:
-            if phase == "compile" and budget.compile_cold:
+            if work is not None and work[0] == "warmup":
+                _observe(observations, timeline, prev, nxt.t, phase,
+                         f"{gap:.0f} s in a warmup or profiling run, within the {allowed:.0f} s "
+                         f"expected ({why}; vLLM: {work[1].event.message.strip()[:120]})")
+            elif (phase == "compile" and budget.compile_cold) or \
+                    (work is not None and work[0] == "compile"):
                 _observe(observations, timeline, prev, nxt.t, phase,
                          _cold_compile_text(gap, budget.cache_unusable), COLD_COMPILE_CAUSE)
             elif gap >= base:
@@ -239,18 +220,21 @@ def _silences(timeline: NodeTimeline, progress: list[Mark], markers: MarkerSet,
                          f"{gap:.0f} s without a line in {phase}, within the {allowed:.0f} s "
                          f"expected ({why})")
         else:
+            facts = {"allowed_s": round(allowed, 1)}
+            if work is not None:
+                facts["work"] = work[0]
             out.append(Period(timeline.node, "stall", prev.t, nxt.t, phase,
                               ["silence"], f"no progress for {gap:.0f} s", last_line=prev,
-                              facts={"allowed_s": round(allowed, 1)}))
+                              facts=facts))
     if progress and timeline.ready_at is None and timeline.failed_at is None:
         last = progress[-1]
         end = timeline.stopped_at or timeline.end
-        gap = end - last.t
+        gap = end - stated.after_cut(cuts, last.t, end)
         phase = timeline.phase_at(last.t)
         allowed, _ = budget.allowed(phase, params.silence_s, params, timeline.checkpoint_bytes)
         if gap >= max(params.min_stall_s, allowed):
             how = "it was stopped" if timeline.stopped_at else "observation ended"
-            out.append(Period(timeline.node, "stall", last.t, end, timeline.phase_at(last.t),
+            out.append(Period(timeline.node, "stall", end - gap, end, timeline.phase_at(last.t),
                               ["hang"], f"no progress for the last {gap:.0f} s, until {how}; "
                               f"the start never became ready", last_line=last, open_ended=True))
     return out
@@ -291,28 +275,6 @@ def _crawl(timeline: NodeTimeline, progress: list[Mark], params: DetectParams) -
                   reason, last_line=last, open_ended=open_ended, facts=facts)
 
 
-def _failure_text(mark: Mark, markers: MarkerSet) -> str:
-    """The line of the failing event that names the error (a traceback's last line)."""
-    lines = [line.strip() for line in mark.event.message.split("\n") if line.strip()]
-    if len(lines) > 1 and lines[-1] and not lines[-1].startswith("File "):
-        return f"{lines[0]} ({lines[-1]})" if lines[0] != lines[-1] else lines[0]
-    return lines[0] if lines else mark.event.message
-
-
-def _failure(timeline: NodeTimeline, progress: list[Mark], markers: MarkerSet) -> Period | None:
-    if timeline.failed_at is None:
-        return None
-    first = timeline.failed_mark or next(m for m in timeline.marks if m.t >= timeline.failed_at)
-    end = max(timeline.failed_at, timeline.marks[-1].t)
-    before = [m for m in progress if m.t < timeline.failed_at]
-    # what led to the failure (a silent wait, a crawl) is evidence for its cause too
-    return Period(timeline.node, "failure", timeline.failed_at, end,
-                  timeline.phase_at(timeline.failed_at), ["failure"],
-                  f"the start failed: {_failure_text(first, markers)[:200]}",
-                  last_line=before[-1] if before else None,
-                  evidence_from=before[-1].t if before else None)
-
-
 def _merge(periods: list[Period]) -> list[Period]:
     """Overlapping stalls of one node become one period (failures stay separate)."""
     out: list[Period] = []
@@ -324,6 +286,7 @@ def _merge(periods: list[Period]) -> list[Period]:
                 prev.end = period.end
                 prev.open_ended = period.open_ended
             prev.how += [h for h in period.how if h not in prev.how]
+            prev.phase = later(prev.phase, period.phase)
             prev.facts.update(period.facts)
             if "crawl" in period.how and "crawl" not in prev.how[:1]:
                 prev.reason = f"{prev.reason}; {period.reason}"
@@ -364,6 +327,7 @@ def detect(evidence: Evidence, markers: MarkerSet, params: DetectParams | None =
         timeline = build_timeline(name, node.events, markers, end_hint,
                                   evidence.attempts.get(name))
         if timeline is not None:
+            timeline.torn_down_at = evidence.stops.get(name)
             timelines[name] = timeline
     # headless nodes never log "startup complete": the cluster is ready when its head is
     ready = [t.ready_at for t in timelines.values() if t.ready_at is not None]
@@ -372,24 +336,39 @@ def detect(evidence: Evidence, markers: MarkerSet, params: DetectParams | None =
                 and timeline.stopped_at is None:
             timeline.ready_at = min(ready)
     observations: list[dict] = []
+    keys = failures.error_keys(evidence.logs)
+    episodes: dict[str, list[failures.Episode]] = {}
+    errors_apart: dict[str, dict[str, int]] = {}
     for name, timeline in timelines.items():
-        progress = _progress_marks(timeline, markers)
+        errors = failures.error_marks(timeline, keys, markers)
+        starts = [a.first_t for a in evidence.attempts.get(name, [])[1:]
+                  if a.first_t is not None] + failures.restarts(timeline, errors, markers)
+        episodes[name] = failures.episodes(errors, starts, timeline.ready_at)
+    for name, timeline in timelines.items():
+        progress = _anchored_at_first_line(timeline, _progress_marks(timeline, markers))
         budget = _budget(timeline, timelines, markers, evidence.nodes.get(name), params)
         found = _silences(timeline, progress, markers, params,
                           evidence.started if evidence.form == "bundle" else None, budget,
-                          observations)
+                          observations, stated.cuts_of(evidence, name))
         crawl = _crawl(timeline, progress, params)
         if crawl:
             found.append(crawl)
-        failure = _failure(timeline, progress, markers)
-        if failure:
-            found.append(failure)
+        found += stated.waits(timeline, markers, params, budget, observations)
+        failed, apart = failures.failure_periods(timeline, episodes[name], progress, markers,
+                                                 keys)
+        for stall in found:  # a silence that ends in a failure was stuck where the error shows
+            if any(abs(stall.end - f.start) <= 1.0 for f in failed):
+                stall.phase = later(stall.phase, next(f.phase for f in failed
+                                                      if abs(stall.end - f.start) <= 1.0))
+        found += failed
+        errors_apart[name] = apart
         periods += found
     periods += _asymmetry(timelines, params)
     periods = _merge(periods)
     _mark_held(periods)
     return Detection(timelines, sorted(periods, key=lambda p: (p.start, p.node)), params,
-                     sorted(observations, key=lambda o: (o["start"], o["node"])))
+                     sorted(observations, key=lambda o: (o["start"], o["node"])),
+                     errors_apart=errors_apart)
 
 
 def _mark_held(periods: list[Period]) -> None:

@@ -135,6 +135,7 @@ def finding(verdict: Verdict, origin: float) -> dict:
         "start_offset_s": round(period.start - origin, 3),
         "how": list(period.how),
         "reason": redact(period.reason),
+        **({"errors": period.facts["errors"]} if "errors" in period.facts else {}),
         "open_ended": period.open_ended,
         "held_by": period.held_by,
         "last_line": redact(last.event.message.strip()[:300]) if last else None,
@@ -167,7 +168,8 @@ def build(classification: Classification, rules_dir: str) -> dict:
                        "sources": sorted(s for s in _SOURCES if evidence.nodes[name].has(s)),
                        "skipped": dict(evidence.nodes[name].skipped)}
     findings = [finding(v, origin) for v in classification.verdicts]
-    return {
+    excerpt = evidence.logs.get("excerpt")
+    out = {
         "schema_version": SCHEMA_VERSION,
         "kind": "sparktriage-stalls",
         "tool_version": __version__,
@@ -183,8 +185,16 @@ def build(classification: Classification, rules_dir: str) -> dict:
             "failures": sum(1 for f in findings if f["kind"] == "failure"),
             "healthy": not findings,
             "causes": sorted({f["verdict"]["id"] for f in findings}),
+            # the errors `logs` counts: held by the failures, logged in a teardown, or survived
+            "errors": sum(f.get("errors") or 0 for f in findings),
+            "errors_teardown": sum(a["teardown"] for a in detection.errors_apart.values()),
+            "errors_other": sum(a["other"] for a in detection.errors_apart.values()),
         },
     }
+    if excerpt is not None:  # as the logs document of the same lines says (docs/logs.md)
+        out["excerpt"] = bool(excerpt)
+        out["excerpt_detail"] = evidence.logs.get("excerpt_detail")
+    return out
 
 
 _SOURCES = ("log", "host", "disk", "net", "procs", "gpu", "stacks", "dmesg")

@@ -94,7 +94,7 @@ def score_rule(compiled: CompiledRule, period: Period, evaluator: Evaluator) -> 
     if period.kind not in rule.kinds:
         return Score(rule, EXCLUDED, 0.0, 0.0, {}, (), gate=f"applies to {', '.join(rule.kinds)}, "
                      f"not to a {period.kind}")
-    if "any" not in rule.phases and period.phase not in rule.phases:
+    if "any" not in rule.phases and period.phase is not None and period.phase not in rule.phases:
         return Score(rule, EXCLUDED, 0.0, 0.0, {}, (),
                      gate=f"does not stall in phase {period.phase} ({', '.join(rule.phases)})")
     names = list(dict.fromkeys([n for n, _ in compiled.literals] + list(rule.support)))
@@ -104,7 +104,7 @@ def score_rule(compiled: CompiledRule, period: Period, evaluator: Evaluator) -> 
     backing = list(compiled.literals) + [(n, False) for n in rule.support]
     # support counts evidence FOR the rule: its positive tests and its `support` conditions;
     # negated tests only gate (an absent competitor is not evidence for this cause)
-    positive = [n for n, neg in backing if not neg]
+    positive = [n for n, neg in backing if not neg and not rule.conditions[n].gate]
     support = sum(weight[n] for n in positive if outcomes[n].value is True) \
         / (sum(weight[n] for n in positive) or 1.0)
     # coverage: how much of what settles the decision could be evaluated (1.0 when decided)

@@ -81,6 +81,7 @@ class Evidence:
     outcome: str | None = None
     logs: dict = field(default_factory=dict)  # the `logs` document of the same lines
     attempts: dict[str, list[Timeline]] = field(default_factory=dict)  # startup timelines
+    stops: dict[str, float] = field(default_factory=dict)  # node -> the collector tore it down
 
     def span(self) -> tuple[float, float] | None:
         spans = [s for s in (n.span() for n in self.nodes.values()) if s]
@@ -149,6 +150,24 @@ def source_of_collector(name: str) -> str | None:
     return None
 
 
+# outcomes under which the collector stopped a server that was still running (docs/formats.md);
+# after "target-exited", "failed" or a lost link the server ended on its own
+DELIBERATE_STOPS = ("ready", "duration-elapsed", "interrupted", "completed", "timeout")
+
+
+def _deliberate_stops(bundle: Bundle, nodes: list[str]) -> dict[str, float]:
+    """When the collector tore each node down on purpose (its `teardown` event), so that
+    what the server logs as it is killed is read as its teardown, not a crash."""
+    out: dict[str, float] = {}
+    for event in bundle.events():
+        if not isinstance(event, dict) or event.get("event") != "teardown" \
+                or event.get("reason") not in DELIBERATE_STOPS or _num(event.get("t")) is None:
+            continue
+        for node in [event["node"]] if event.get("node") in nodes else nodes:
+            out[node] = min(out.get(node, float("inf")), float(event["t"]))
+    return out
+
+
 def _from_bundle(bundle: Bundle) -> Evidence:
     skipped: dict[str, dict[str, str]] = {}
     for entry in bundle.manifest():
@@ -177,6 +196,7 @@ def _from_bundle(bundle: Bundle) -> Evidence:
     all_events.sort(key=lambda e: e.t if e.t is not None else float("-inf"))
     info = bundle.info
     evidence = Evidence(origin=str(bundle.root), form="bundle", nodes=nodes,
-                        started=_num(info.started), ended=_num(info.ended), outcome=info.outcome)
+                        started=_num(info.started), ended=_num(info.ended), outcome=info.outcome,
+                        stops=_deliberate_stops(bundle, list(nodes)))
     _attach_logs(evidence, all_events)
     return evidence

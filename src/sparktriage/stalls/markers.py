@@ -5,15 +5,20 @@ many lines that match no marker before any single pattern is tried. The timeline
 node, the phase at any time (the startup phases of the log parser, `logs.timeline`, so
 that `stalls` and `logs` name phases alike), when the start became ready or failed, the shard
 progress bar and the checkpoint size the log announced.
+
+Lines the log parser could not time (the first lines of a pasted excerpt, a traceback's
+continuation) take the time of the nearest timed line before them (after them at the top of
+an excerpt) and are read for markers like any other. After the start became ready the phase is
+`serving`: an error or a stated wait there is still a finding, in that phase.
 """
 
 from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from sparktriage.logs.catalog import PHASES
+from sparktriage.logs.catalog import PHASES, RULES, match_message
 from sparktriage.logs.events import LogEvent
 from sparktriage.logs.timeline import Timeline
 from sparktriage.stalls.schema import Marker, Vocabulary
@@ -21,10 +26,13 @@ from sparktriage.stalls.schema import Marker, Vocabulary
 _BAR = re.compile(r"(\d+)%[^|]*\|\s*(\d+)/(\d+)")
 _SIZE = re.compile(r"Checkpoint size: ([\d.]+) GiB")
 _GIB = 1024 ** 3
+_STATED_TRIES = 8  # match positions tried for a stated duration
+SERVING = "serving"  # the phase after the start became ready (not a startup phase of logs/)
 
 
 def _scoped(pattern: str) -> str:
     """A pattern with a leading global flag turned into a scoped group, for alternation."""
+    pattern = re.sub(r"\(\?P<\w+>", "(?:", pattern)  # names repeat across markers
     match = re.match(r"^\(\?([aiLmsux]+)\)", pattern)
     if match:
         return f"(?{match.group(1)}:{pattern[match.end():]})"
@@ -41,6 +49,28 @@ class MarkerSet:
         self.compiled = {name: re.compile(m.pattern, re.M) for name, m in self.markers.items()}
         self.any = re.compile("|".join(_scoped(m.pattern) for m in self.markers.values()), re.M)
         self.phases = list(PHASES)
+
+    def stated(self, name: str, message: str, group: str) -> float | None:
+        """What a marked line states in a named group, in seconds: `wait_s` (its `wait_ms`
+        counterpart too) or `took_s`, each possibly numbered (`wait_s2`); None when the line
+        does not say."""
+        rx = self.compiled[name]
+        units = {"wait_s": 1.0, "wait_ms": 0.001} if group == "wait_s" else {group: 1.0}
+        keys = [(key, units[key.rstrip("0123456789")]) for key in rx.groupindex
+                if key.rstrip("0123456789") in units]
+        if not keys:
+            return None
+        pos = 0
+        for _ in range(_STATED_TRIES):  # another alternative may match further left
+            found = rx.search(message, pos)
+            if found is None:
+                return None
+            for key, scale in keys:
+                value = found.group(key)
+                if value:
+                    return float(value) * scale
+            pos = found.start() + 1
+        return None
 
     def match(self, message: str) -> tuple[str, ...]:
         if not self.any.search(message):
@@ -72,19 +102,23 @@ class NodeTimeline:
     failed_at: float | None = None
     failed_mark: Mark | None = None  # the line that said the start failed
     stopped_at: float | None = None  # a signal from outside stopped the server before ready
+    torn_down_at: float | None = None  # the collector's teardown event (it stopped the server)
     phase_points: list[tuple[float, str]] = field(default_factory=list)
     bar: list[tuple[float, int, int]] = field(default_factory=list)  # (t, n, total) shards
     checkpoint_bytes: float | None = None
     weight_start: float | None = None
     weight_end: float | None = None
 
-    def phase_at(self, t: float) -> str:
-        """The phase that had started at t (the first phase before any)."""
+    def phase_at(self, t: float) -> str | None:
+        """The phase that had started at t (the first phase before any); `serving` once ready;
+        None when the log names no phase at all (an excerpt of waiting lines)."""
+        if self.ready_at is not None and t >= self.ready_at:
+            return SERVING
         times = [p[0] for p in self.phase_points]
         i = bisect.bisect_right(times, t) - 1
         if i >= 0:
             return self.phase_points[i][1]
-        return self.phase_points[0][1] if self.phase_points else PHASES[0]
+        return self.phase_points[0][1] if self.phase_points else None
 
     def lines(self, start: float, end: float) -> list[Mark]:
         times = [m.t for m in self.marks]
@@ -101,18 +135,55 @@ class NodeTimeline:
         return self.ready_at or self.failed_at or self.stopped_at or self.end
 
 
+_RESOLVE_ANCHORS = {rule.id for rule in RULES if rule.phase == PHASES[0]}
+
+
+def _anchored(phase, attempt) -> bool:
+    """A phase the log names. The log parser opens `resolve` at the first timed line; when
+    neither that line nor a later one anchors `resolve` (a banner, the argument dump: an
+    excerpt that starts mid-way, with a waiting line or a traceback) the phase there is
+    unknown, not `resolve`."""
+    if phase.name != PHASES[0] or not phase.anchor:
+        return True
+    if any(hit.rule.phase for hit in match_message(phase.anchor)):
+        return True
+    return bool(_RESOLVE_ANCHORS.intersection(getattr(attempt, "anchors", {}) or {}))
+
+
+_ORDER = {name: i for i, name in enumerate(PHASES)}
+
+
+def _add_shown_phases(timeline: "NodeTimeline", marks: list["Mark"], markers: MarkerSet) -> None:
+    """Lines whose marker names a phase (`phase:`) start that phase where the log parser's
+    anchors leave an earlier one running (an old version's profile run, a traceback through
+    the rendezvous); phases never go back."""
+    points = list(timeline.phase_points)
+    for mark in marks:
+        for name in mark.markers:
+            shown = markers.markers[name].phase
+            if shown is None or shown not in _ORDER:
+                continue
+            current = timeline.phase_at(mark.t)
+            if current is None or _ORDER.get(current, -1) < _ORDER[shown]:
+                points.append((mark.t, shown))
+                points.sort(key=lambda p: p[0])
+                timeline.phase_points = points
+    timeline.phase_points = points
+
+
 def build_timeline(node: str, events: list[LogEvent], markers: MarkerSet,
                    end_hint: float | None, attempts: list[Timeline] | None = None
                    ) -> NodeTimeline | None:
-    timed = [e for e in events if e.t is not None]
+    timed = attach_untimed(events)
     if not timed:
         return None
     marks = [Mark(e.t, e, markers.match(e.message)) for e in timed]
     end = max(timed[-1].t, end_hint or timed[-1].t)
     timeline = NodeTimeline(node, marks, start=timed[0].t, end=end)
     timeline.phase_points = [(p.start, p.name) for attempt in attempts or []
-                             for p in attempt.phases]
+                             for p in attempt.phases if _anchored(p, attempt)]
     timeline.phase_points.sort(key=lambda p: p[0])
+    _add_shown_phases(timeline, marks, markers)
     for mark in marks:
         for name in mark.markers:
             marker = markers.markers[name]
@@ -127,12 +198,15 @@ def build_timeline(node: str, events: list[LogEvent], markers: MarkerSet,
                 timeline.weight_start = mark.t
             if name in ("weights_loaded", "model_loaded") and timeline.weight_end is None:
                 timeline.weight_end = mark.t
-            if name == "shard_bar" and mark.event.t_source != "inferred":
+            if name == "shard_bar" and mark.event.t_source not in ("inferred", "attached"):
                 # a bar line without a time of its own (plain logs) cannot date progress
                 bar = _BAR.search(mark.event.message)
                 if bar:
                     timeline.bar.append((mark.t, int(bar.group(2)), int(bar.group(3))))
-    if timeline.ready_at is None:
+    if timeline.ready_at is not None:  # a stop while serving: what follows is teardown
+        timeline.stopped_at = next((m.t for m in marks if m.t >= timeline.ready_at and any(
+            markers.markers[n].stopped for n in m.markers)), None)
+    else:
         for mark in marks:
             if any(markers.markers[n].stopped for n in mark.markers):
                 timeline.stopped_at = mark.t  # teardown lines that follow are not a failure
@@ -141,6 +215,28 @@ def build_timeline(node: str, events: list[LogEvent], markers: MarkerSet,
                 timeline.failed_at, timeline.failed_mark = mark.t, mark
                 break
     return timeline
+
+
+def attach_untimed(events: list[LogEvent]) -> list[LogEvent]:
+    """Every event with a time: an untimed one takes the time of the nearest timed event
+    before it in its input (after it, at the top of an input), `t_source` "attached"."""
+    out: list[LogEvent] = []
+    pending: list[LogEvent] = []
+    last: dict[str, float] = {}
+    for event in events:
+        if event.t is not None:
+            for early in pending:
+                if early.origin == event.origin:
+                    out.append(replace(early, t=event.t, t_source="attached"))
+            pending = [e for e in pending if e.origin != event.origin]
+            last[event.origin] = event.t
+            out.append(event)
+        elif event.origin in last:
+            out.append(replace(event, t=last[event.origin], t_source="attached"))
+        else:
+            pending.append(event)
+    out.sort(key=lambda e: e.t)  # stable: an input's own order is kept at equal times
+    return out
 
 
 def matching_line(message: str, rx: re.Pattern) -> str:

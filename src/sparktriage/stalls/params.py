@@ -17,6 +17,7 @@ class DetectParams:
     asym_ratio: float = 2.0
     compile_cold_s: float = 300.0  # a cold torch.compile's silence (idle 2-core, tiny model)
     max_load_factor: float = 4.0  # compute phases' budgets scale with load per core, up to this
+    warmup_s: float = 180.0  # a warmup or profiling run vLLM reports (dummy run, KV sizing)
 
 
 __all__ = ["DetectParams"]

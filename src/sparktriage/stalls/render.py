@@ -29,7 +29,7 @@ def render(document: dict) -> View:
             out.append(f"  {_rel(phase['start'], origin):>10}  {phase['name']:<17}"
                        f"{phase['duration_s']:8.1f} s{flag}")
     for item in document.get("observations", []):
-        out.append(f"observation on {item['node']} in {item['phase']} at "
+        out.append(f"observation on {item['node']} in {item['phase'] or 'an unknown phase'} at "
                    f"{_rel(item['start'], origin)}: {item['text']}")
     findings = document["findings"]
     if not findings:
@@ -39,7 +39,7 @@ def render(document: dict) -> View:
     for i, f in enumerate(findings, 1):
         v = f["verdict"]
         out.append("")
-        out.append(f"[{i}] {f['kind']} on {f['node']} in {f['phase']}: {_rel(f['start'], origin)} "
+        out.append(f"[{i}] {f['kind']} on {f['node']} in {f['phase'] or 'an unknown phase'}: {_rel(f['start'], origin)} "
                    f"for {f['duration_s']:.0f} s{' (until observation ended)' if f['open_ended'] else ''}"
                    f" - {f['reason']}")
         if f.get("held_by"):

@@ -19,6 +19,12 @@ Scope = Literal["last", "before", "during", "until_end", "anywhere"]
 Status = Literal["experimental", "test", "stable", "deprecated"]
 Kind = Literal["stall", "failure"]
 ID_PATTERN = r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$"
+# named groups a marker pattern may use: how long the line says it has waited (seconds or
+# milliseconds: vLLM's shm broadcast and placement-group waits, torch's watchdog and store),
+# and how long the work it reports took (a warmup run, a graph compile)
+# (a digit may follow, `wait_s2`, where one pattern needs the same unit twice)
+STATED_GROUPS = ("wait_s", "wait_ms", "took_s")
+STATED_GROUP = re.compile(r"^(wait_s|wait_ms|took_s)\d?$")
 TEST_KEYS = ("signal", "log", "log_match", "frames", "dmesg", "children", "phase", "all", "any",
              "use")
 
@@ -57,6 +63,9 @@ class Condition(_Strict):
     any: list["Condition"] | None = None
     use: str | None = Field(None, description="a shared condition of _vocabulary.yaml")
     weight: float = Field(1.0, gt=0, le=10, description="how much this test counts in the score")
+    gate: bool = Field(False, description="a precondition of the cause (several ranks, Ray in "
+                       "use): it must hold for the decision but is no evidence for the cause, "
+                       "so it adds no support")
     explain: str | None = Field(None, description="what a match means, shown as evidence")
 
     @model_validator(mode="after")
@@ -144,13 +153,30 @@ class Marker(_Strict):
     stopped: bool = Field(False, description="the server was stopped from outside")
     exclusive: bool = Field(False, description="a line it matches matches only exclusive "
                             "markers (lines quoted from another program, e.g. the Ray watcher)")
+    budget: Literal["compile", "warmup"] | None = Field(
+        None, description="a silence that ends at this line was work of this kind (vLLM says "
+        "so, e.g. 'Initial profiling/warmup run took 94 s') and gets that budget")
+    phase: str | None = Field(None, description="the startup phase a line it matches shows "
+                              "running (a traceback through init_process_group: "
+                              "distributed_init), for an error or a wait the log's own "
+                              "phases leave earlier or unknown")
     description: str | None = None
 
     @field_validator("pattern")
     @classmethod
     def _regex(cls, value: str) -> str:
         _check_regexes([value])
+        unknown = {g for g in re.compile(value).groupindex if not STATED_GROUP.match(g)}
+        if unknown:
+            raise ValueError(f"unknown named group(s) {', '.join(sorted(unknown))}: a marker "
+                             f"may name only {', '.join(STATED_GROUPS)}")
         return value
+
+    @property
+    def states_wait(self) -> bool:
+        """The line states how long something has waited (`wait_s`/`wait_ms` groups)."""
+        return any(STATED_GROUP.match(g).group(1) in ("wait_s", "wait_ms")
+                   for g in re.compile(self.pattern).groupindex)
 
 
 class Vocabulary(_Strict):

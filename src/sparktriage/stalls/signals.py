@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Callable
 
+from sparktriage.stalls import ranks as _ranks
 from sparktriage.stalls.detect import Detection, Period
 from sparktriage.stalls.inputs import Evidence, NodeEvidence
 
@@ -206,6 +207,16 @@ def _world_size(w: Window) -> float | None:
     return float(max(sizes)) if sizes else None
 
 
+def _cluster(w: Window) -> tuple[int | None, bool]:
+    """Rank count and collective backend of the whole start (computed once per detection)."""
+    memo = w.detection.__dict__.get("_cluster")
+    if memo is None:
+        timelines = w.detection.timelines
+        memo = w.detection.__dict__["_cluster"] = (_ranks.ranks(timelines),
+                                                   _ranks.collective(timelines))
+    return memo
+
+
 def _bar_moving(w: Window) -> bool | None:
     """The shard bar still advanced late in the window (its last quarter, or last silence).
 
@@ -268,6 +279,11 @@ SIGNALS: dict[str, Signal] = {s.name: s for s in [
     Signal("stall.weight_read_bps", "log", "B/s", "checkpoint bytes / weight-read time",
            _period(lambda p: p.facts.get("weight_read_bps"))),
     Signal("log.world_size", "log", "ranks", "largest world_size the log announced", _world_size),
+    Signal("log.ranks", "log", "ranks", "ranks the evidence implies (world size, TP x PP x DP, "
+           "ranks named, Ray worker addresses, nodes, shm broadcast waits)",
+           lambda w: _cluster(w)[0]),
+    Signal("log.collective", "log", "bool", "the ranks talk through NCCL (a line says so, or "
+           "several ranks on a device that is not the CPU)", lambda w: _cluster(w)[1]),
     Signal("host.iowait_pct", "host", "%", "median CPU iowait",
            lambda w: w.field_typical("host", lambda r: _f((r.get("cpu") or {}).get("iowait")))),
     Signal("host.cpu_busy_pct", "host", "%", "median CPU user+system of all CPUs",

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from sparktriage.errors import SourceLocation
 from sparktriage.logs.catalog import PHASES
+from sparktriage.stalls.markers import SERVING
 from sparktriage.stalls import expr
 from sparktriage.stalls.loader import LoadedRule, Problem, RuleSet
 from sparktriage.stalls.schema import Condition
@@ -153,7 +154,7 @@ class Vocabulary(Validator):
 
     def check(self, loaded, ruleset):
         vocab = ruleset.vocabulary
-        phases = set(PHASES)  # the log parser's startup phases (docs/logs.md)
+        phases = set(PHASES) | {SERVING}  # the log parser's startup phases (docs/logs.md)
         markers = set(vocab.markers) if vocab else set()
         for phase in loaded.rule.phases:
             if phase != "any" and phase not in phases:
@@ -180,6 +181,11 @@ class Vocabulary(Validator):
             return []
         out: list[Problem] = []
         vocab_file = str(ruleset.directory / "_vocabulary.yaml")
+        for name, marker in vocab.markers.items():
+            if marker.phase is not None and marker.phase not in set(PHASES) | {SERVING}:
+                out.append(Problem(SourceLocation(vocab_file, ruleset.vocabulary_lines.get(
+                    ("markers", name, "phase"))), f"marker {name}: unknown phase {marker.phase}",
+                    self.name))
         for name, shared in vocab.shared.items():
             for condition, path in _walk(shared, ("shared", name)):
                 line = ruleset.vocabulary_lines.get(path)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from sparktriage.stats.tdist import t_ppf
-from sparktriage.sweep import acceptance_model, fitchecks, ratiofit, stepfit
+from sparktriage.sweep import acceptance_model, fitchecks, ratiofit, rejection, stepfit
 from sparktriage.sweep.acceptance_model import AcceptanceModel, Check
 from sparktriage.sweep.counts import Counts, pooled
 from sparktriage.sweep.ratiofit import RatioFit, RatioPoint
@@ -95,6 +95,22 @@ class DepthModel:
         return self.state == "used"
 
     @property
+    def rejection(self) -> str | None:
+        """Why the model was rejected, in one sentence a client can follow: which term did
+        not fit and what the launches measured (sweep.rejection; None unless rejected)."""
+        return rejection.sentence(self)
+
+    @property
+    def reuse(self) -> dict | None:
+        """Routing reuse as the step curve has it: the value, its 95% range, fitted or the
+        prior range kept (None for a shape it does not enter, or before a curve)."""
+        if self.steps is None or not self.steps.shape.reusable:
+            return None
+        fit = self.steps.as_dict()
+        return {"value": fit["routing_reuse"], "ci95": fit["routing_reuse_ci95"],
+                "fitted": self.steps.reuse_fitted, "from": fit["routing_reuse_from"]}
+
+    @property
     def ratio_covered(self) -> bool:
         """Every measured speculative depth has a step-time ratio measured inside a launch (a
         verify step's cost cannot jump at a measured width unseen). With two-stream ratios only
@@ -135,7 +151,7 @@ class DepthModel:
         """log ρ at `depth` and its sd; None when no launch of that depth measured one."""
         return self._measured_ratios.get(depth)
 
-    def log_step(self, depth: int, slope: float | None = None) -> float:
+    def log_step(self, depth: int, slope: float | tuple[float, float] | None = None) -> float:
         """log mean step at `depth` over a plain step: from the depth's own ratio where a launch
         measured one (a verify step's cost is then measured, not read off the curve), else from
         the curve at the fitted slope (or another)."""
@@ -154,7 +170,7 @@ class DepthModel:
         q, rho = self.share(depth), math.exp(found[0])
         return (q * rho / (1.0 + q * (rho - 1.0)) * found[1]) ** 2
 
-    def log_rate(self, depth: int, slope: float | None = None) -> float:
+    def log_rate(self, depth: int, slope: float | tuple[float, float] | None = None) -> float:
         """log predicted rate at `depth` (at the fitted slope, or another), t0 included."""
         assert self.steps is not None
         tps = 1.0 if depth == 0 else self.acceptance.tokens_per_step(depth)  # type: ignore[union-attr]
@@ -191,8 +207,8 @@ class DepthModel:
                 "step_source": ("none (no speculation)" if depth == 0 else "measured inside launches"
                                 if found is not None else "the fitted curve"),
                 "drafted_share": self.share(depth),
-                "expert_ratio": (self.shape.g(depth) + 1.0 if self.shape.kind == "expert-union"
-                                 else None),
+                "expert_ratio": (self.steps.shape.g(depth) + 1.0  # at the fitted reuse
+                                 if self.shape.kind == "expert-union" else None),
                 "measured_launches": len(measured),
                 "measured_mean_tok_s": sum(measured) / len(measured) if measured else None}
 
@@ -203,6 +219,7 @@ class DepthModel:
         return {
             "state": self.state, "reason": self.reason, "available": self.available,
             "rejected_after": self.rejected_after, "rejected_by": self.rejected_by,
+            "rejection": self.rejection,
             "inputs": {"launches": [l.label for l in self.launches],
                        "excluded": list(self.excluded), "step_shape": self.shape.as_dict(),
                        "acceptance_from": (None if self.acceptance is None else
@@ -215,6 +232,7 @@ class DepthModel:
                                         "two-stream ÷ one-stream step time inside launches ")
                                        + f"({len(self.ratios.points)} launch(es))")},
             "parameters": None if self.steps is None else self.steps.as_dict(),
+            "routing_reuse": self.reuse,
             "step_ratios": None if self.ratios is None else self.ratios.as_dict(),
             "predicted": predicted,
             "fit_test": next((c for c in checks if c["name"] == "lack_of_fit"), None),
@@ -285,9 +303,14 @@ def build(launches: list[ModelLaunch], depths: tuple[int, ...], shape: StepShape
     acc = acceptance_model.build({d: c for d in {l.depth for l in used if l.depth}
                                   if (c := pooled([l.counts for l in used
                                                    if l.depth == d and l.counts])) is not None})
-    free = stepfit.fit([StepPoint(l.label, l.depth, l.step_s, l.share) for l in used], shape)  # type: ignore[arg-type]
-    ratios = ratiofit.fit(_ratio_points(used), shape)
-    fitted = (stepfit.pinned(free.points, shape, ratios.slope, ratios.low, ratios.high)
+    # routing reuse first (from the ratios, sweep.ratiofit); the launch-level fit and its
+    # checks then run at the fitted reuse, so that real reuse does not read as lack of fit
+    points = [StepPoint(l.label, l.depth, l.step_s, l.share)  # type: ignore[arg-type]
+              for l in used]
+    ratios = ratiofit.fit(_ratio_points(used), shape, tuple(points))
+    free = stepfit.fit(points, shape if ratios is None else ratios.shape, prior=ratios is None)
+    fitted = (stepfit.pinned(free.points, ratios.shape, ratios.slope, ratios.low, ratios.high,
+                             ratios.region, ratios.reuse_fitted)
               if free is not None and ratios is not None else free)
     common = dict(launches=tuple(used), acceptance=acc, steps=fitted, excluded=tuple(excluded),
                   looks=looks, ratios=ratios if fitted is not None and fitted.pinned else None,

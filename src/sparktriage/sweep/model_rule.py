@@ -55,10 +55,9 @@ CONTEST_LAUNCHES = 2  # the fastest depth and its closest measured rival need th
 REACH_Z = 1.0  # the contender test takes depths within this many standard errors of reaching r
 
 
-def _slopes(fit: StepFit) -> list[float]:
-    lo = fit.slope if fit.slope_low is None else fit.slope_low
-    hi = fit.slope if fit.slope_high is None else fit.slope_high
-    return sorted({fit.slope, *(lo + (hi - lo) * i / GRID for i in range(GRID + 1))})
+def _slopes(fit: StepFit) -> list[tuple[float, float]]:
+    """(s, ρ) points spanning the step curve's 95% set (routing reuse's rows included)."""
+    return fit.candidates(GRID)
 
 
 class _Table:
@@ -230,7 +229,11 @@ def _decision(model: DepthModel, eligible: list[int], measured: dict[int, int],
     table = _Table(model, fit, depths, alpha)
     candidates = tuple(d for d in depths if table.could_be_best(d))
     shared = dict(cv=fit.sigma, df=fit.df, rule="model")
-    span = (f"slope {fit.slope_low:.3g}-{fit.slope_high:.3g} (95%), launch spread "
+    reuse = ""
+    if fit.shape.reusable:
+        lo, hi = fit.reuse_range
+        reuse = f", routing reuse {lo:.2f}-{hi:.2f}"
+    span = (f"slope {fit.slope_low:.3g}-{fit.slope_high:.3g} (95%){reuse}, launch spread "
             f"{(fit.sigma or 0) * 100:.1f}%, {fit.df} df")
     for b in depths:
         if measured.get(b) and table.lead(b) > 0.0:

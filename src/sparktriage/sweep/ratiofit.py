@@ -17,6 +17,24 @@ A launch whose drafter drafts at every step has no plain step; its two-stream ph
 "pair"; at depth 0 too, where π = 1 + s·g₂(0)). The model reads pair points only where no launch
 measured a verify ratio (sweep.model).
 
+Routing reuse ρ (issue 38; sweep.stepfit): on an expert-union shape the slope and
+ρ ∈ [0, REUSE_MAX] are fitted together on a grid of ρ (0.025 apart; s on a fine grid at each ρ,
+then refined at the best ρ). A verify ratio sees 1 + s·g(k), and for 8 of 384 experts
+g(k) ≈ (1 − ρ)·k: verify ratios alone cannot tell ρ from s. A pair ratio at depth 0,
+π = 1 + s·g₂(0), does not depend on ρ (two tokens of two sequences), so pairs pin s, and ρ
+follows from what a one-sequence step costs: the pair ratios at another depth, or the launches'
+own step times (whose curve is log t0 + log(1 + s·q·g(k))), which weigh in as χ² terms
+RSS(s, ρ) / σ², σ their spread around the best curve (at least 1%). So ρ is fitted where pair
+points exist together with pair points at a second depth or launches at two depths; the set is
+then {(s, ρ) : χ²(s, ρ) + RSS(s, ρ)/σ² ≤ its minimum + t²·φ} (t on the launches' n − 2 df).
+Otherwise (verify ratios, or one pair and nothing to compare with) ρ stays at the profile's
+value and its whole prior range enters the set (every ρ whose best s meets the same bound):
+"not fitted, prior range kept". Each row of the set (ρ, s_low, s_high) widens the predictions
+(sweep.stepfit.log_step_sd) and the decision (sweep.model_rule). The `step_ratios` check below
+then runs at the fitted ρ, and so do the launch-level checks (sweep.fitchecks), so that real
+reuse does not read as lack of fit; ρ is bounded, so a cost that the ratios cannot see and that
+makes the launches' steps dearer than the pairs say (ρ < 0) is still found.
+
 `check` (`step_ratios`) rejects the model when the ratios disagree with the one-parameter curve
 (χ²_min on m − 1 df: a verify step whose cost jumps at some width, which a launch-level fit
 smooths over) or when the launches' own step times disagree with the curve at this slope beyond
@@ -29,11 +47,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from sparktriage.stats.tdist import f_sf
+import numpy as np
+
+from sparktriage.stats.tdist import f_sf, t_ppf
 from sparktriage.sweep.acceptance_model import Check
-from sparktriage.sweep.stepfit import S_MAX, StepFit, StepShape, edge, minimise, rss_at
+from sparktriage.sweep.stepfit import (REUSE_MAX, S_MAX, StepFit, StepShape, edge, minimise,
+                                       rss_at)
 
 CHI2_95_1DF = 3.841459
+REUSE_GRID = tuple(round(0.025 * i, 3) for i in range(int(round(REUSE_MAX / 0.025)) + 1))
+LAUNCH_SD_FLOOR = 0.01  # the launches' log step times weigh in with σ at least this (1%)
+_S = np.concatenate(([0.0], np.geomspace(0.002, S_MAX, 320)))
 
 
 @dataclass(frozen=True)
@@ -65,19 +89,41 @@ class RatioPoint:
 
 @dataclass(frozen=True)
 class RatioFit:
-    shape: StepShape
+    shape: StepShape  # at the fitted ρ
     points: tuple[RatioPoint, ...]
     slope: float
     low: float
     high: float
     chi2: float
+    region: tuple[tuple[float, float, float], ...] = ()  # rows (ρ, s_low, s_high) of the set
+    reuse_fitted: bool = False  # ρ told apart from s (module doc)
 
     @property
     def df(self) -> int:
+        """The ratios' own df (ρ leans on the launches where any were weighed in: m − 1)."""
         return len(self.points) - 1
+
+    @property
+    def reuse(self) -> float:
+        return self.shape.correlation
+
+    @property
+    def reuse_range(self) -> tuple[float, float]:
+        rows = [r[0] for r in self.region] or [self.reuse]
+        return min(rows), max(rows)
+
+    def allowed(self, point: RatioPoint) -> tuple[float, float]:
+        """The lowest and highest ratio the curve gives at `point` over the set."""
+        rows = self.region or ((self.reuse, self.low, self.high),)
+        values = [math.exp(point.curve(self.shape.at(rho), s))
+                  for rho, a, b in rows for s in (a, b)]
+        return min(values), max(values)
 
     def as_dict(self) -> dict:
         return {"slope": self.slope, "slope_ci95": [self.low, self.high],
+                "routing_reuse": self.reuse if self.shape.reusable else None,
+                "routing_reuse_ci95": list(self.reuse_range) if self.shape.reusable else None,
+                "routing_reuse_fitted": self.reuse_fitted,
                 "chi2": round(self.chi2, 4), "df": self.df,
                 "ratios": [{"label": p.label, "depth": p.depth, "kind": p.kind,
                             "ratio": round(math.exp(p.y), 5), "log_sd": round(p.sd, 5),
@@ -89,18 +135,94 @@ def chi2_at(points: tuple[RatioPoint, ...], shape: StepShape, slope: float) -> f
     return sum(((p.y - p.curve(shape, slope)) / p.sd) ** 2 for p in points)
 
 
-def fit(points: list[RatioPoint], shape: StepShape) -> RatioFit | None:
-    """The slope from the ratios (None without any)."""
+def _grid(pts: tuple[RatioPoint, ...], shape: StepShape) -> np.ndarray:
+    """χ² over the slope grid _S at this shape's ρ."""
+    g1 = np.array([shape.g(p.depth) for p in pts])
+    g2 = np.array([shape.g(p.depth, 2) for p in pts])
+    pair = np.array([p.kind == "pair" for p in pts])
+    y = np.array([p.y for p in pts])
+    sd = np.array([p.sd for p in pts])
+    one = np.log1p(_S[:, None] * g1[None, :])
+    curve = np.where(pair[None, :], np.log1p(_S[:, None] * g2[None, :]) - one, one)
+    return (((y[None, :] - curve) / sd[None, :]) ** 2).sum(axis=1)
+
+
+def _span(chi: np.ndarray, limit: float) -> tuple[float, float] | None:
+    """The ends of {s : χ²(s) ≤ limit} on the grid, interpolated between grid points."""
+    inside = np.nonzero(chi <= limit)[0]
+    if not len(inside):
+        return None
+    i, j = int(inside[0]), int(inside[-1])
+
+    def cross(a: int, b: int) -> float:  # a inside, b outside
+        if chi[b] == chi[a]:
+            return float(_S[a])
+        t = (limit - chi[a]) / (chi[b] - chi[a])
+        return float(_S[a] + t * (_S[b] - _S[a]))
+
+    return (float(_S[0]) if i == 0 else cross(i, i - 1),
+            float(_S[-1]) if j == len(_S) - 1 else cross(j, j + 1))
+
+
+def _launch_grid(launches: tuple, shape: StepShape) -> np.ndarray:
+    """The launches' RSS over the slope grid _S at this shape's ρ (log t0 profiled out)."""
+    x = np.array([p.share * shape.g(p.depth) for p in launches])
+    y = np.array([p.y for p in launches])
+    resid = y[None, :] - np.log1p(_S[:, None] * x[None, :])
+    return ((resid - resid.mean(axis=1, keepdims=True)) ** 2).sum(axis=1)
+
+
+def identifies_reuse(pts: tuple[RatioPoint, ...], shape: StepShape, launches: tuple = ()) -> bool:
+    """Whether routing reuse can be told apart from the slope (module doc): pair points and, to
+    compare with, pair points at a second depth or launches at two depths with a spread."""
+    if not shape.reusable or not any(p.kind == "pair" for p in pts):
+        return False
+    return (len({p.depth for p in pts if p.kind == "pair"}) >= 2
+            or (len(launches) >= 3 and len({p.depth for p in launches}) >= 2))
+
+
+def fit(points: list[RatioPoint], shape: StepShape, launches: tuple = ()) -> RatioFit | None:
+    """The slope, and routing reuse where it can be told (module doc), from the ratios and, for
+    reuse, the launches' step times (`launches`: sweep.stepfit.StepPoint). None without any
+    informative ratio."""
     pts = tuple(p for p in points if p.informative(shape))
     if not pts:
         return None
-    loss = lambda s: chi2_at(pts, shape, s)  # noqa: E731
+    fitted = identifies_reuse(pts, shape, launches)
+    rows = REUSE_GRID if shape.reusable else (shape.correlation,)
+    grids = {rho: _grid(pts, shape.at(rho)) for rho in rows}
+    if shape.reusable and shape.correlation not in grids:
+        grids[shape.correlation] = _grid(pts, shape)
+    weight = 0.0  # 1 / σ² of the launches' log step times (0: the ratios alone)
+    spread = {}
+    if fitted and len(launches) >= 3 and len({p.depth for p in launches}) >= 2:
+        spread = {rho: _launch_grid(launches, shape.at(rho)) for rho in grids}
+        least = min(float(v.min()) for v in spread.values())
+        weight = 1.0 / max(least / (len(launches) - 2), LAUNCH_SD_FLOOR ** 2)
+    total = {rho: grids[rho] + weight * spread[rho] if weight else grids[rho] for rho in grids}
+    rho = min(total, key=lambda r: float(total[r].min())) if fitted else shape.correlation
+    best = shape.at(rho)
+    if weight:
+        loss = lambda s: (chi2_at(pts, best, s)  # noqa: E731
+                          + weight * rss_at(launches, best, s)[0])
+    else:
+        loss = lambda s: chi2_at(pts, best, s)  # noqa: E731
     slope = minimise(loss)
-    chi2 = loss(slope)
-    phi = max(1.0, chi2 / (len(pts) - 1)) if len(pts) > 1 else 1.0
-    limit = chi2 + CHI2_95_1DF * phi
-    return RatioFit(shape, pts, slope, edge(loss, slope, 0.0, limit),
-                    edge(loss, slope, S_MAX, limit), chi2)
+    chi2 = chi2_at(pts, best, slope)
+    df = len(pts) - (2 if fitted and not weight else 1)
+    phi = max(1.0, chi2 / df) if df >= 1 else 1.0
+    least = loss(slope)
+    # with the launches weighed in, their spread is estimated (n − 2 df): t² instead of 3.84
+    crit = t_ppf(0.975, len(launches) - 2) ** 2 if weight else CHI2_95_1DF
+    limit = least + crit * phi
+    low, high = edge(loss, slope, 0.0, limit), edge(loss, slope, S_MAX, limit)
+    region = [(rho, low, high)]
+    if shape.reusable:
+        for other in sorted(total):
+            span = _span(total[other], limit) if other != rho else None
+            if span is not None:
+                region.append((other, *span))
+    return RatioFit(best, pts, slope, low, high, chi2, tuple(sorted(region)), fitted)
 
 
 def chi2_sf(x: float, k: int) -> float:

@@ -17,13 +17,23 @@ Fit: least squares over s ∈ [0, S_MAX] (log t0 profiled out); σ² = RSS / (n 
 confidence set of s is {s : RSS(s) ≤ RSS_min · (1 + t²_{n−2} / (n − 2))} (the profile
 likelihood's F form), found by bisection on each side of the minimum.
 
+Routing reuse ρ (issue 38): the share of a token's routed experts that the previous token of the
+same sequence already picked, the expert union's correlation (roofline.experts), bounded to
+[0, REUSE_MAX]. It is fitted from the step-time ratios measured inside launches
+(sweep.ratiofit), where a step of two sequences, which route independently of each other, and
+a step of one tell it apart from the slope; the fit then uses the shape at the fitted ρ and its
+confidence set is a `region` of rows (ρ, s_low, s_high) over every ρ the ratios allow. Launch
+step times alone cannot tell ρ from s (for 8 of 384 experts g(k) ≈ (1 − ρ)·k): the free fit
+keeps ρ's prior range as rows at both ends of [0, REUSE_MAX]. Every prediction's interval and
+the decision (sweep.model_rule, over `candidates()`) take in every (s, ρ) of the region.
+
 The tests of the curve against the launches are in sweep.fitchecks.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
 from typing import Callable
 
@@ -32,6 +42,8 @@ from sparktriage.stats.tdist import t_ppf
 
 S_MAX = 20.0
 ALPHA = 0.05
+REUSE_MAX = 0.6  # routing reuse's prior range is [0, REUSE_MAX]
+PRIOR_ROWS = (0.0, REUSE_MAX)  # the rows a fit that cannot tell ρ keeps beside its own
 _GRID = (0.0,) + tuple(0.002 * 1.3 ** i for i in range(36))  # 0.002 .. ~20
 
 
@@ -51,6 +63,15 @@ class StepShape:
         if self.kind == "expert-union" and self.experts and self.experts_per_token:
             return _union_g(self.experts, self.experts_per_token, self.correlation, depth, streams)
         return float(streams * (depth + 1) - 1)
+
+    @property
+    def reusable(self) -> bool:
+        """Whether routing reuse changes g (an expert-union shape)."""
+        return self.kind == "expert-union" and bool(self.experts and self.experts_per_token)
+
+    def at(self, reuse: float) -> "StepShape":
+        """The shape at routing reuse `reuse` (itself where reuse does not apply)."""
+        return replace(self, correlation=reuse) if self.reusable else self
 
     def as_dict(self) -> dict:
         return {"kind": self.kind, "profile": self.profile, "experts": self.experts,
@@ -92,6 +113,33 @@ class StepFit:
     slope_low: float | None
     slope_high: float | None
     pinned: bool = False  # the slope and its set come from the step times inside launches
+    # the 95% set over (s, ρ): rows (ρ, s_low, s_high); empty: s's set at the shape's ρ alone
+    region: tuple[tuple[float, float, float], ...] = ()
+    reuse_fitted: bool = False  # ρ fitted from ratios (else its prior range is kept in `region`)
+
+    @property
+    def reuse(self) -> float:
+        return self.shape.correlation
+
+    @property
+    def reuse_range(self) -> tuple[float, float]:
+        rows = [r[0] for r in self.region] or [self.reuse]
+        return min(rows), max(rows)
+
+    def candidates(self, grid: int = 24) -> list[tuple[float, float]]:
+        """(s, ρ) points spanning the 95% set: the slope's set at the fitted ρ on a grid of
+        `grid` steps, and each other row's ends and middle (a depth's log step, and two depths'
+        difference, are monotone in s at a given ρ)."""
+        lo = self.slope if self.slope_low is None else self.slope_low
+        hi = self.slope if self.slope_high is None else self.slope_high
+        out = {(self.slope, self.reuse), *((lo + (hi - lo) * i / grid, self.reuse)
+                                          for i in range(grid + 1))}
+        rows = sorted(self.region)
+        for n, (rho, a, b) in enumerate(rows):  # the ends of ρ's range, and every 0.1 between
+            if rho != self.reuse and (n in (0, len(rows) - 1)
+                                      or abs(rho * 10 - round(rho * 10)) < 1e-6):
+                out.update({(a, rho), (0.5 * (a + b), rho), (b, rho)})
+        return sorted(out)
 
     @property
     def n(self) -> int:
@@ -105,9 +153,20 @@ class StepFit:
     def sigma(self) -> float | None:
         return math.sqrt(self.rss / self.df) if self.df > 0 else None
 
-    def log_h(self, depth: int, slope: float | None = None, share: float = 1.0) -> float:
-        """log mean step at `depth` over a plain step, `share` of its steps drafting."""
+    def log_h(self, depth: int, slope: float | tuple[float, float] | None = None,
+              share: float = 1.0) -> float:
+        """log mean step at `depth` over a plain step, `share` of its steps drafting; `slope`
+        another s, or an (s, ρ) point of the region."""
+        if isinstance(slope, tuple):
+            return math.log1p(slope[0] * share * self.shape.at(slope[1]).g(depth))
         return math.log1p((self.slope if slope is None else slope) * share * self.shape.g(depth))
+
+    def log_h_span(self, depth: int, share: float = 1.0) -> float:
+        """The range of log_h at `depth` over the region's rows (0 without one)."""
+        if not self.region:
+            return 0.0
+        values = [self.log_h(depth, (s, rho), share) for rho, a, b in self.region for s in (a, b)]
+        return max(values) - min(values)
 
     def step_s(self, depth: int, share: float = 1.0) -> float:
         return math.exp(self.log_t0 + self.log_h(depth, None, share))
@@ -121,7 +180,8 @@ class StepFit:
         if self.pinned:  # log t0 from the launches, the slope's error from its set (≈ ±1.96 sd)
             g = x_d / (1.0 + self.slope * x_d)
             slope_sd = ((self.slope_high or self.slope) - (self.slope_low or self.slope)) / 3.92
-            return math.sqrt(sigma * sigma / self.n + (g * slope_sd) ** 2)
+            curve_sd = max(g * slope_sd, self.log_h_span(depth, share) / 3.92)  # ρ's rows too
+            return math.sqrt(sigma * sigma / self.n + curve_sd ** 2)
         rows = [(1.0, p.x(self.shape) / (1.0 + self.slope * p.x(self.shape))) for p in self.points]
         a = sum(1.0 for _ in rows)
         b = sum(r[1] for r in rows)
@@ -131,7 +191,7 @@ class StepFit:
         if det <= 1e-12:  # slope not identified: the depths measured cannot tell it
             return sigma * math.sqrt(1.0 / a) if depth == 0 else None
         var = (c - 2.0 * b * g + a * g * g) / det  # [1 g] (JᵀJ)⁻¹ [1 g]ᵀ
-        return sigma * math.sqrt(max(0.0, var))
+        return max(sigma * math.sqrt(max(0.0, var)), self.log_h_span(depth, share) / 3.92)
 
     def as_dict(self) -> dict:
         return {"shape": self.shape.as_dict(), "t0_s": math.exp(self.log_t0),
@@ -139,7 +199,20 @@ class StepFit:
                                                     if self.slope_low is not None else None),
                 "sigma": self.sigma, "df": self.df, "launches": self.n,
                 "slope_from": ("step times inside launches (sweep.steptimes)" if self.pinned
-                               else "launch step times")}
+                               else "launch step times"),
+                "routing_reuse": self.reuse if self.shape.reusable else None,
+                "routing_reuse_ci95": list(self.reuse_range) if self.shape.reusable else None,
+                "routing_reuse_from": self._reuse_from()}
+
+    def _reuse_from(self) -> str | None:
+        if not self.shape.reusable:
+            return None
+        if self.reuse_fitted:
+            return ("fitted to the two-stream ratios measured inside launches and the launches' "
+                    "step times")
+        what = "the ratios measured" if self.pinned else "launch step times"
+        return (f"not fitted (too little evidence: {what} cannot tell it from the slope); its "
+                f"prior range 0-{REUSE_MAX:g} is kept in every interval")
 
 
 def rss_at(points: tuple[StepPoint, ...], shape: StepShape, slope: float) -> tuple[float, float]:
@@ -187,8 +260,10 @@ def _edge(points, shape, inside: float, outside: float, limit: float) -> float:
     return edge(lambda s: rss_at(points, shape, s)[0], inside, outside, limit)
 
 
-def fit(points: list[StepPoint], shape: StepShape) -> StepFit | None:
-    """Fit the curve to the launches' step times (None with fewer than two depths)."""
+def fit(points: list[StepPoint], shape: StepShape, prior: bool = True) -> StepFit | None:
+    """Fit the curve to the launches' step times (None with fewer than two depths). `prior`:
+    keep routing reuse's prior range as rows of the region (module doc); off where the ratios
+    fit ρ (the fit is then at their ρ, sweep.model)."""
     pts = tuple(points)
     if len({p.depth for p in pts}) < 2:
         return None
@@ -196,18 +271,36 @@ def fit(points: list[StepPoint], shape: StepShape) -> StepFit | None:
     rss, log_t0 = rss_at(pts, shape, slope)
     low = high = None
     df = len(pts) - 2
+    region: tuple = ()
     if df >= 1:
         limit = rss * (1.0 + t_ppf(1.0 - ALPHA / 2.0, df) ** 2 / df)
         low, high = _edge(pts, shape, slope, 0.0, limit), _edge(pts, shape, slope, S_MAX, limit)
-    return StepFit(shape, pts, slope, log_t0, rss, low, high)
+        if prior and shape.reusable:
+            region = ((shape.correlation, low, high),) + _prior_rows(pts, shape, limit)
+    return StepFit(shape, pts, slope, log_t0, rss, low, high, region=region)
+
+
+def _prior_rows(pts, shape: StepShape, limit: float) -> tuple:
+    """Rows (ρ, s_low, s_high) of the set at the ends of ρ's prior range."""
+    rows = []
+    for rho in PRIOR_ROWS:
+        if rho == shape.correlation:
+            continue
+        other = shape.at(rho)
+        best = _minimise(pts, other)
+        if rss_at(pts, other, best)[0] <= limit:
+            rows.append((rho, _edge(pts, other, best, 0.0, limit),
+                         _edge(pts, other, best, S_MAX, limit)))
+    return tuple(rows)
 
 
 def pinned(points: tuple[StepPoint, ...], shape: StepShape, slope: float, low: float,
-           high: float) -> StepFit:
+           high: float, region: tuple = (), reuse_fitted: bool = False) -> StepFit:
     """The curve with its slope (and the slope's 95% set) measured inside launches
-    (sweep.ratiofit): log t0 and the launch spread fitted to the launches at that slope."""
+    (sweep.ratiofit), `shape` at the ratios' ρ and `region` their set over (s, ρ): log t0 and
+    the launch spread fitted to the launches at that slope."""
     rss, log_t0 = rss_at(points, shape, slope)
-    return StepFit(shape, points, slope, log_t0, rss, low, high, True)
+    return StepFit(shape, points, slope, log_t0, rss, low, high, True, region, reuse_fitted)
 
 
 def with_point(fitted: StepFit, depth: int, share: float = 1.0) -> StepFit:
@@ -216,12 +309,21 @@ def with_point(fitted: StepFit, depth: int, share: float = 1.0) -> StepFit:
     extra = StepPoint("next", depth, fitted.step_s(depth, share), share)
     pts = fitted.points + (extra,)
     if fitted.pinned:  # the set is the inside-launch one; one more launch hardly moves it
-        return StepFit(fitted.shape, pts, fitted.slope, fitted.log_t0, fitted.rss,
-                       fitted.slope_low, fitted.slope_high, True)
+        return replace(fitted, points=pts)
     low = high = None
     df = len(pts) - 2
+    region: tuple = ()
     if df >= 1:
         limit = fitted.rss * (1.0 + t_ppf(1.0 - ALPHA / 2.0, df) ** 2 / df)
         low = _edge(pts, fitted.shape, fitted.slope, 0.0, limit)
         high = _edge(pts, fitted.shape, fitted.slope, S_MAX, limit)
-    return StepFit(fitted.shape, pts, fitted.slope, fitted.log_t0, fitted.rss, low, high)
+        if fitted.region and fitted.slope_low is not None and fitted.slope_high is not None:
+            # the prior rows shrink as the fitted row does (a look-ahead, not a refit)
+            old = max(fitted.slope_high - fitted.slope_low, 1e-12)
+            shrink = (high - low) / old
+            region = tuple((rho, 0.5 * (a + b) - 0.5 * (b - a) * shrink,
+                            0.5 * (a + b) + 0.5 * (b - a) * shrink)
+                           if rho != fitted.reuse else (rho, low, high)
+                           for rho, a, b in fitted.region)
+    return StepFit(fitted.shape, pts, fitted.slope, fitted.log_t0, fitted.rss, low, high,
+                   region=region)

@@ -16,6 +16,9 @@ class Ctx:
     unknown: list[Unknown] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     mapped: list[str] = field(default_factory=list)
+    # (host folder, container folder) binds of the container the command runs in: a file the
+    # command names inside the container (`--config /config/x.yaml`) is read from the host side
+    mounts: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def source(self) -> str:

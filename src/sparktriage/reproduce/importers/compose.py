@@ -1,174 +1,361 @@
-"""Compose files: every service that runs vLLM becomes a node of the client's deployment.
+"""Compose files, read the way `docker compose` reads them: one client deployment.
 
-Read with the project's safe YAML loader. Per service: `image`, `command` and `entrypoint`
-(string or list), `environment` (map or list), `volumes` (short `HOST:CONTAINER[:MODE]` or long
-form), `shm_size`, `ipc`, `network_mode`, GPU reservations (`deploy.resources.reservations.
-devices`) or `runtime: nvidia`, and the container keys that docker run also has. Keys that
-cannot be reproduced are unknown; services that do not run vLLM are noted.
+Read with the bounded YAML reader (templates and merge keys `<<: *x` expand within its node
+bound). Then, per service: `extends` (same file or a file inside the input's folder, at most
+`MAX_EXTENDS` deep), `profiles` (a service with profiles runs only when one of them is active:
+`COMPOSE_PROFILES` in the `.env` beside the file; otherwise it is skipped, as compose does),
+`${VAR}` interpolation from that `.env` (compose_vars.py), `env_file:` files, then every key:
+mapped onto the deployment (`engine.container_args`, `env`, the plan's own `--gpus all`,
+`--ipc host`, `--network host`), noted (the plan does it its own way) or an `unknowns` row with
+its line. A service runs `vllm serve`, `ray start`, or both in a `sh -c` script; a Ray head
+and its workers (`ray start --address=... --block`, times `deploy.replicas`) are one
+multi-node deployment with the Ray backend (cluster.py).
 """
 
 from __future__ import annotations
 
+import os
+import re
+from dataclasses import dataclass
 from pathlib import Path
 
-from sparktriage.yamldoc import load_with_lines
 from sparktriage.errors import InputError
+from sparktriage.reproduce.importers.cluster import Member, assemble_cluster
 from sparktriage.reproduce.importers.common import Ctx
-from sparktriage.reproduce.importers.docker import container_command
-from sparktriage.reproduce.importers.serve import assemble, env_block
+from sparktriage.reproduce.importers.compose_keys import service_keys
+from sparktriage.reproduce.importers.compose_vars import Interpolator, inside, read_env_file
+from sparktriage.reproduce.importers.docker import container_program
+from sparktriage.reproduce.importers.nodes import env_block
 from sparktriage.reproduce.model import Imported
 from sparktriage.reproduce.shell import split_words
+from sparktriage.yamldoc import load_with_lines
 
-NOTED = {"container_name": "the plan names containers itself",
-         "restart": "the plan starts and stops the server itself (restart policy dropped)",
-         "healthcheck": "sparktriage watches readiness itself (healthcheck dropped)",
-         "depends_on": "start order comes from the plan", "stdin_open": "dropped", "tty": "dropped",
-         "logging": "sparktriage records the output itself", "hostname": "dropped"}
-KEEP = {"ulimits": "--ulimit", "devices": "--device", "cap_add": "--cap-add",
-        "security_opt": "--security-opt", "user": "--user", "working_dir": "--workdir",
-        "privileged": "--privileged", "group_add": "--group-add", "pid": "--pid",
-        "tmpfs": "--tmpfs", "sysctls": "--sysctl", "init": "--init"}
+MAX_EXTENDS = 5
+PLACEHOLDER = re.compile(r"<supply:([A-Za-z0-9_.-]+)>")
+SAFE = "SPARKTRIAGE_SUPPLY_"
+SAFE_WORD = re.compile(SAFE + r"([A-Za-z0-9_.-]+?)" + SAFE)
+TOP_LEVEL = {"services", "volumes", "networks", "version", "name", "configs", "secrets",
+             "include"}
 
 
-def _words(value, ctx: Ctx, what: str) -> list[str]:
+def _words(value, ctx: Ctx, what: str, line: int | None) -> list[str]:
     if value is None:
         return []
     if isinstance(value, str):
-        return split_words(value, f"{ctx.source} ({what})")
+        return split_words(value, f"{ctx.source} ({what})", line or 1)
     if isinstance(value, list) and all(isinstance(v, (str, int, float)) for v in value):
         return [str(v) for v in value]
-    raise InputError(f"{ctx.source}: {what} must be a string or a list of strings")
+    raise InputError(f"{ctx.source}:{line or 1}: {what} must be a string or a list of strings")
 
 
-def _environment(value, ctx: Ctx, service: str) -> dict[str, str]:
+def _environment(value, known: dict[str, str], ctx: Ctx, service: str,
+                 line: int | None) -> dict[str, str]:
+    """`environment:` as a map or a list; a bare NAME takes the project's value (.env), else
+    it is unknown (the client's shell)."""
     if value is None:
         return {}
-    pairs: dict[str, str] = {}
+    items: list[tuple[str, object]] = []
     if isinstance(value, dict):
-        for name, item in value.items():
-            if item is None:
-                ctx.flag_unknown(f"{name}", f"service {service}: value taken from the client's "
-                                 "shell; not known")
-                continue
-            pairs[str(name)] = str(item).lower() if isinstance(item, bool) else str(item)
+        items = [(str(k), v) for k, v in value.items()]
     elif isinstance(value, list):
         for item in value:
             name, eq, val = str(item).partition("=")
-            if not eq:
-                ctx.flag_unknown(name, f"service {service}: value taken from the client's "
-                                 "shell; not known")
-                continue
-            pairs[name] = val
+            items.append((name, val if eq else None))
     else:
-        raise InputError(f"{ctx.source}: service {service}: environment must be a map or a list")
+        raise InputError(f"{ctx.source}:{line}: service {service}: environment must be a map "
+                         "or a list")
+    pairs: dict[str, str] = {}
+    for name, item in items:
+        if item is None:
+            if name in known:
+                pairs[name] = known[name]
+                continue
+            ctx.flag_unknown(name, f"line {line}: service {service}: value taken from the "
+                             "client's shell; not known")
+            continue
+        pairs[name] = str(item).lower() if isinstance(item, bool) else str(item)
     return pairs
 
 
-def _volume(item, ctx: Ctx, service: str) -> list[str]:
-    if isinstance(item, str):
-        return ["-v", item]
-    if isinstance(item, dict):
-        kind = item.get("type", "volume")
-        parts = [f"type={kind}"]
-        if item.get("source"):
-            parts.append(f"source={item['source']}")
-        if item.get("target"):
-            parts.append(f"target={item['target']}")
-        if item.get("read_only"):
-            parts.append("readonly")
-        for key in item:
-            if key not in ("type", "source", "target", "read_only"):
-                ctx.flag_unknown(f"volumes.{key}", f"service {service}: volume option not "
-                                 "reproduced")
-        return ["--mount", ",".join(parts)]
-    raise InputError(f"{ctx.source}: service {service}: a volume must be a string or a mapping")
+def _env_files(value, base: Path, interp: Interpolator, ctx: Ctx, service: str,
+               line: int | None) -> dict[str, str]:
+    """`env_file:` (a path, a list of paths, or of {path, required}) read in order."""
+    entries = value if isinstance(value, list) else [value]
+    out: dict[str, str] = {}
+    for entry in entries:
+        ref = entry.get("path") if isinstance(entry, dict) else entry
+        required = entry.get("required", True) if isinstance(entry, dict) else True
+        if not isinstance(ref, str):
+            ctx.flag_unknown(f"env_file: {entry}", f"line {line}: service {service}: not a path")
+            continue
+        target = inside(base, ref)
+        if target is None:
+            ctx.flag_unknown(f"env_file: {ref}", f"line {line}: service {service}: outside "
+                             "the input's folder, not read; give its content as an input")
+            continue
+        if not target.is_file():
+            if required:
+                ctx.flag_unknown(f"env_file: {ref}", f"line {line}: service {service}: the "
+                                 "file was not given; its variables are missing")
+            continue
+        values = read_env_file(target, ctx, f"env_file: {ref}")
+        if values is not None:
+            out.update({k: interp.text(v, f"{ref}") for k, v in values.items()})
+            ctx.mapped.append(f"services.{service}.env_file {ref} -> env")
+    return out
 
 
-def _gpus(service: dict) -> bool:
-    if service.get("runtime") == "nvidia" or service.get("gpus"):
-        return True
-    devices = (((service.get("deploy") or {}).get("resources") or {}).get("reservations")
-               or {}).get("devices") or []
-    return any("gpu" in (d.get("capabilities") or []) or d.get("driver") == "nvidia"
-               for d in devices if isinstance(d, dict))
+def _merge_service(base: dict, own: dict) -> dict:
+    """`extends`: the base service with the service's own keys over it (mappings merged,
+    lists of volumes/ports appended, other keys replaced), as compose merges them."""
+    out = dict(base)
+    for key, value in own.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = {**out[key], **value}
+        elif key in ("volumes", "ports", "devices", "env_file", "cap_add", "dns",
+                     "extra_hosts") and isinstance(value, list) and isinstance(out.get(key), list):
+            out[key] = out[key] + [v for v in value if v not in out[key]]
+        else:
+            out[key] = value
+    return out
 
 
-def import_compose(path: Path, ctx: Ctx) -> Imported:
+def _extends(name: str, service: dict, services: dict, base: Path, ctx: Ctx,
+             depth: int = 0) -> dict:
+    spec = service.get("extends")
+    if spec is None:
+        return service
+    own = {k: v for k, v in service.items() if k != "extends"}
+    if depth >= MAX_EXTENDS:
+        raise InputError(f"{ctx.source}: service {name}: extends is more than {MAX_EXTENDS} "
+                         "deep (or a cycle)")
+    if isinstance(spec, str):
+        spec = {"service": spec}
+    if not isinstance(spec, dict) or not isinstance(spec.get("service"), str):
+        raise InputError(f"{ctx.source}: service {name}: extends needs a service name")
+    pool = services
+    if spec.get("file"):
+        target = inside(base, str(spec["file"]))
+        if target is None or not target.is_file():
+            ctx.flag_unknown(f"extends: {spec['file']}", f"service {name}: the file is not "
+                             "in the input's folder; its settings are missing")
+            return own
+        data, _ = load_with_lines(target)
+        pool = (data or {}).get("services") or {} if isinstance(data, dict) else {}
+    parent = pool.get(spec["service"])
+    if not isinstance(parent, dict):
+        raise InputError(f"{ctx.source}: service {name}: extends names service "
+                         f"{spec['service']}, which is not there")
+    ctx.mapped.append(f"services.{name}.extends {spec['service']} -> merged")
+    return _merge_service(_extends(spec["service"], parent, pool, base, ctx, depth + 1), own)
+
+
+def _interpolated(service: dict, interp: Interpolator, marks: dict, name: str) -> dict:
+    """The service with `${...}` filled in; in a `command`/`entrypoint` string a placeholder
+    travels as a plain word through the word splitter (`<` would read as a redirection)."""
+    out = interp.tree(service, marks, ("services", name))
+    for key in ("command", "entrypoint"):
+        if isinstance(out.get(key), str):
+            out[key] = PLACEHOLDER.sub(lambda m: f"{SAFE}{m.group(1)}{SAFE}", out[key])
+    return out
+
+
+def _restored(words: list[str]) -> list[str]:
+    return [SAFE_WORD.sub(lambda m: f"<supply:{m.group(1)}>", w) for w in words]
+
+
+SHAPES = {"profiles": (list, str), "environment": (dict, list), "env_file": (str, list, dict),
+          "volumes": (list,), "ports": (list,), "deploy": (dict,), "ulimits": (dict,),
+          "extends": (str, dict), "command": (str, list), "entrypoint": (str, list),
+          "image": (str,), "devices": (list,), "cap_add": (list,), "cap_drop": (list,),
+          "security_opt": (list,), "labels": (dict, list), "extra_hosts": (list, dict),
+          "dns": (list, str), "tmpfs": (list, str), "sysctls": (dict, list),
+          "group_add": (list,), "networks": (list, dict), "depends_on": (list, dict)}
+SCALARS = ("runtime", "user", "ipc", "network_mode", "shm_size", "pid", "working_dir",
+           "platform", "mem_limit", "cpus", "hostname", "container_name", "restart")
+
+
+def _check_shape(name: str, service: dict, marks: dict, ctx: Ctx) -> None:
+    """Compose's own types for the keys this importer reads (compose refuses others too)."""
+    for key, value in service.items():
+        line = marks.get(("services", name, key), marks.get(("services", name)))
+        if value is None:
+            continue
+        if key in SHAPES and not isinstance(value, SHAPES[key]):
+            kinds = " or ".join({dict: "a mapping", list: "a list", str: "a string"}[k]
+                                for k in SHAPES[key])
+            raise InputError(f"{ctx.source}:{line}: service {name}: {key} must be {kinds}")
+        if key in SCALARS and isinstance(value, (dict, list)):
+            raise InputError(f"{ctx.source}:{line}: service {name}: {key} must be one value")
+        if key == "deploy":
+            replicas = value.get("replicas")
+            if replicas is not None and (not isinstance(replicas, int) or replicas < 0
+                                         or isinstance(replicas, bool)):
+                raise InputError(f"{ctx.source}:{line}: service {name}: deploy.replicas must "
+                                 "be a count")
+
+
+def _runs_engine(entry: list[str], command: list[str], image) -> bool:
+    text = " ".join(entry + command + [str(image or "")])
+    return "vllm" in text or "ray start" in text or ("ray" in entry + command[:1]
+                                                     and "start" in command)
+
+
+@dataclass
+class Project:
+    """A compose file read: its services, key lines, folder, `.env` values and profiles."""
+
+    path: Path
+    services: dict
+    marks: dict
+    base: Path
+    dotenv: dict[str, str]
+    interp: Interpolator
+    active: set[str]
+
+    def service(self, name: str, ctx: Ctx) -> dict:
+        """The service as compose runs it: shape checked, `extends` merged, interpolated."""
+        raw = self.services[name]
+        if not isinstance(raw, dict):
+            raise InputError(f"{ctx.source}:{self.marks.get(('services', name))}: service "
+                             f"{name} is not a mapping")
+        _check_shape(name, raw, self.marks, ctx)
+        service = _extends(name, raw, self.services, self.base, ctx)
+        _check_shape(name, service, self.marks, ctx)
+        return service
+
+    def member(self, name: str, service: dict, ctx: Ctx) -> tuple[Member | None, dict]:
+        line = self.marks.get(("services", name))
+        try:
+            return _service(name, _interpolated(service, self.interp, self.marks, name),
+                            self.marks, self.base, self.interp, self.dotenv, ctx)
+        except (TypeError, AttributeError, ValueError) as exc:  # a shape compose would refuse
+            raise InputError(f"{ctx.source}:{line}: service {name}: a value of a type compose "
+                             f"does not take ({type(exc).__name__}: {exc})") from None
+
+
+def load_project(path: Path, ctx: Ctx) -> Project:
     data, marks = load_with_lines(path)
     services = data.get("services") if isinstance(data, dict) else None
     if not isinstance(services, dict) or not services:
-        raise InputError(f"{ctx.source}: no services in the compose file")
-    serves = []
-    engine: dict = {}
-    for name, service in services.items():
-        if not isinstance(service, dict):
-            raise InputError(f"{ctx.source}: service {name} is not a mapping")
-        command = _words(service.get("command"), ctx, f"services.{name}.command")
-        entry = _words(service.get("entrypoint"), ctx, f"services.{name}.entrypoint")
-        image = service.get("image")
-        text = " ".join(entry + command + [str(image or "")])
-        if "vllm" not in text:
-            ctx.note(f"service {name} does not run vLLM; not reproduced")
+        raise InputError(f"{path}: no services in the compose file")
+    for key in data:
+        if key not in TOP_LEVEL and not str(key).startswith("x-"):
+            ctx.flag_unknown(str(key), f"line {marks.get((key,))}: top-level compose key not "
+                             "reproduced")
+    base = Path(os.path.abspath(path)).parent
+    dotenv: dict[str, str] = {}
+    if (base / ".env").is_file() and inside(base, ".env"):
+        dotenv = read_env_file(base / ".env", ctx, ".env") or {}
+        ctx.mapped.append(f".env beside {path.name} -> interpolation values")
+    active = {p.strip() for p in dotenv.get("COMPOSE_PROFILES", "").split(",") if p.strip()}
+    return Project(path, services, marks, base, dotenv, Interpolator(dotenv, ctx), active)
+
+
+def import_compose(path: Path, ctx: Ctx) -> Imported:
+    project = load_project(path, ctx)
+    members: list[Member] = []
+    engines: list[dict] = []
+    skipped: list[str] = []
+    for name in project.services:
+        line = project.marks.get(("services", name))
+        service = project.service(name, ctx)
+        profiles = service.get("profiles") or []
+        profiles = [profiles] if isinstance(profiles, str) else profiles
+        if profiles and not set(map(str, profiles)) & project.active:
+            ctx.note(f"line {line}: service {name} is in profile(s) {', '.join(map(str, profiles))}"
+                     ", none active (COMPOSE_PROFILES in .env): compose does not start it")
+            skipped.append(f"{name} ({', '.join(map(str, profiles))})")
             continue
-        if not image:
-            raise InputError(f"{ctx.source}: service {name} has no image (build: is not "
-                             "reproduced; give the built image's name)")
-        eng: dict = {"image": str(image), "runtime": "docker", "container_args": []}
-        for key, value in service.items():
-            if key in ("image", "command", "entrypoint", "environment", "deploy", "runtime",
-                       "gpus", "ipc", "network_mode", "volumes", "shm_size", "env_file"):
-                continue
-            if key in NOTED:
-                ctx.note(f"service {name}: {key}: {NOTED[key]}")
-            elif key in KEEP:
-                flag = KEEP[key]
-                if isinstance(value, bool):
-                    if value:
-                        eng["container_args"].append(flag)
-                elif isinstance(value, dict):
-                    for k, v in value.items():
-                        eng["container_args"] += [flag, f"{k}={v}" if not isinstance(v, dict)
-                                                  else f"{k}={v.get('soft')}:{v.get('hard')}"]
-                elif isinstance(value, list):
-                    for v in value:
-                        eng["container_args"] += [flag, str(v)]
-                else:
-                    eng["container_args"] += [flag, str(value)]
-                ctx.mapped.append(f"services.{name}.{key} -> engine.container_args")
-            else:
-                ctx.flag_unknown(f"services.{name}.{key}", "compose key not reproduced")
-        for item in service.get("volumes") or []:
-            eng["container_args"] += _volume(item, ctx, name)
-        if service.get("volumes"):
-            ctx.mapped.append(f"services.{name}.volumes -> engine.container_args")
-        if service.get("shm_size") is not None:
-            eng["container_args"] += ["--shm-size", str(service["shm_size"])]
-            ctx.mapped.append(f"services.{name}.shm_size -> engine.container_args")
-        for key, plan_value in (("ipc", "host"), ("network_mode", "host")):
-            value = service.get(key)
-            if value is not None and value != plan_value:
-                ctx.flag_unknown(f"{key}: {value}", f"service {name}: the plan runs containers "
-                                 f"with {plan_value} {key.split('_')[0]}")
-        if service.get("env_file"):
-            ctx.flag_unknown(f"env_file: {service['env_file']}", f"service {name}: env file not "
-                             "read; give its content as an input (an env dump)")
-        if not _gpus(service):
-            ctx.note(f"service {name} reserves no GPU; the plan passes --gpus all when the lab "
-                     "node has one")
-        else:
-            ctx.mapped.append(f"services.{name} GPU reservation -> the plan's --gpus all")
-        serve = container_command(command, entry[0] if entry else None, eng, ctx, 1)
-        serve.line = marks.get(("services", name, "command"), marks.get(("services", name)))
-        if len(entry) > 1:
-            ctx.flag_unknown(" ".join(entry), f"service {name}: entrypoint with arguments; "
-                             "only its program is kept")
-        env = env_block({**_environment(service.get("environment"), ctx, name),
-                         **eng.pop("_env", {})}, ctx, f"services.{name}.environment")
-        serves.append((serve, env))
-        engine = engine or eng
-    if not serves:
-        raise InputError(f"{ctx.source}: no service runs vLLM")
-    result = assemble(serves, ctx)
+        if profiles:
+            ctx.mapped.append(f"services.{name}.profiles: active")
+        member, eng = project.member(name, service, ctx)
+        if member is None:
+            continue
+        members.append(member)
+        engines.append(eng)
+    if not members:
+        if any("runs its image's default command" in n for n in ctx.notes):
+            ctx.note("no service runs a server command of its own: a script's `docker compose "
+                     "run SERVICE vllm serve ...` gives it (read there)")
+            return ctx.result()
+        more = f"; skipped by profile: {', '.join(skipped)}" if skipped else ""
+        raise InputError(f"{ctx.source}: no service runs vLLM or Ray{more}")
+    result = assemble_cluster(members, ctx)
     deployment = dict(result.deployment)
-    deployment["engine"] = {**deployment.get("engine", {}), **engine}
+    deployment["engine"] = {**deployment.get("engine", {}), **_node0_engine(members, engines)}
     return result.model_copy(update={"deployment": deployment})
+
+
+def _node0_engine(members: list[Member], engines: list[dict]) -> dict:
+    """The container settings of node 0: the serve command's service, with the container
+    options of the Ray head's service added when they are two services on one node (its
+    volumes and shared memory matter to the ranks it hosts)."""
+    serving = [i for i, m in enumerate(members) if m.serve is not None]
+    heads = [i for i, m in enumerate(members) if m.ray is not None and m.ray.role == "head"]
+    first = serving[0] if serving else (heads[0] if heads else 0)
+    engine = dict(engines[first])
+    args = list(engine.get("container_args") or [])
+    for i in heads[:1]:
+        if i == first:
+            continue
+        extra = engines[i].get("container_args") or []
+        pairs = {tuple(args[j:j + 2]) for j in range(len(args))}
+        j = 0
+        while j < len(extra):
+            pair = tuple(extra[j:j + 2])
+            if extra[j].startswith("-") and j + 1 < len(extra) and \
+                    not extra[j + 1].startswith("-"):
+                if pair not in pairs and extra[j] != "--entrypoint":
+                    args += list(pair)
+                j += 2
+            else:
+                if extra[j] not in args:
+                    args.append(extra[j])
+                j += 1
+    engine["container_args"] = args
+    return engine
+
+
+def _service(name: str, service: dict, marks: dict, base: Path, interp: Interpolator,
+             dotenv: dict[str, str], ctx: Ctx) -> tuple[Member | None, dict]:
+    """One service as a member of the cluster (None: it runs neither vLLM nor Ray)."""
+    line = marks.get(("services", name))
+    cmd_line = marks.get(("services", name, "command"), line)
+    command = _restored(_words(service.get("command"), ctx, f"services.{name}.command",
+                               cmd_line))
+    entry = _restored(_words(service.get("entrypoint"), ctx, f"services.{name}.entrypoint",
+                             cmd_line))
+    image = service.get("image")
+    if not _runs_engine(entry, command, image):
+        ctx.note(f"line {line}: service {name} does not run vLLM or Ray; not reproduced")
+        return None, {}
+    if not command and not entry:
+        ctx.note(f"line {line}: service {name} runs its image's default command (no model "
+                 "given: a base for others, or a service started by hand); not reproduced")
+        return None, {}
+    program = entry + command
+    if program and os.path.basename(program[0]) == "vllm" and program[1:2] != ["serve"]:
+        ctx.note(f"line {line}: service {name} runs `vllm {' '.join(program[1:2])}`, not the "
+                 "server; not reproduced")
+        return None, {}
+    if not image:
+        raise InputError(f"{ctx.source}:{line}: service {name} has no image (build: is not "
+                         "reproduced; give the built image's name)")
+    eng: dict = {"image": str(image), "runtime": "docker", "container_args": []}
+    replicas = service_keys(name, service, marks, eng, ctx, base)
+    serve, ray = container_program(entry[1:] + command, entry[0] if entry else None, eng, ctx,
+                                   cmd_line or 1)
+    if serve is not None:
+        serve.line = cmd_line
+    env = {}
+    if service.get("env_file"):
+        env.update(_env_files(service["env_file"], base, interp, ctx, name,
+                              marks.get(("services", name, "env_file"))))
+    env.update(_environment(service.get("environment"), dotenv, ctx, name,
+                            marks.get(("services", name, "environment"), line)))
+    if service.get("environment"):
+        ctx.mapped.append(f"services.{name}.environment -> env")
+    env.update(eng.pop("_env", {}))
+    env = env_block(env, ctx, f"services.{name}.environment")
+    return Member(serve, ray, env, cmd_line, replicas, name), eng

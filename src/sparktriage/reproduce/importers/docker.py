@@ -14,8 +14,12 @@ from dataclasses import dataclass, field
 
 from sparktriage.errors import InputError
 from sparktriage.redact.detect import secret_name
+from sparktriage.reproduce.importers.cluster import Member, assemble_cluster
 from sparktriage.reproduce.importers.common import Ctx
-from sparktriage.reproduce.importers.serve import assemble, env_block, find_serve
+from sparktriage.reproduce.importers.compose_run import compose_run, is_compose_run
+from sparktriage.reproduce.importers.container_script import pick, split_script
+from sparktriage.reproduce.importers.ray_start import RayStart, is_ray_start, parse_ray_start
+from sparktriage.reproduce.importers.nodes import env_block, find_serve
 from sparktriage.reproduce.importers.serve_args import Serve, parse_serve
 from sparktriage.reproduce.model import Imported
 from sparktriage.reproduce.shell import assignment, logical_commands
@@ -63,7 +67,21 @@ class _Run:
 
 
 def parse_docker(words: list[str], ctx: Ctx, line: int) -> tuple[Serve, dict, dict]:
-    """(serve, env, engine settings) of one `docker|podman run ...` command."""
+    """(serve, env, engine settings) of one `docker|podman run ...` command that runs vLLM."""
+    serve, _, env, engine = parse_container_run(words, ctx, line)
+    if serve is None:
+        raise InputError(f"{ctx.source}:{line}: the container does not run vllm serve")
+    return serve, env, engine
+
+
+def parse_container_run(words: list[str], ctx: Ctx,
+                        line: int) -> tuple[Serve | None, RayStart | None, dict, dict]:
+    """(serve, ray start, env, engine settings) of one `docker|podman run ...` command; the
+    container runs vllm serve, ray start, or both (`bash -c "ray start ... && vllm serve"`).
+    The env holds `-e` values and the script's own `NAME=value` / `export`. `docker compose
+    run SERVICE ...` is the compose service's container (compose_run.py)."""
+    if is_compose_run(words):
+        return compose_run(words, ctx, line)
     runtime = words[0].rsplit("/", 1)[-1]
     args = words[2:] if len(words) > 1 and words[1] == "run" else words[3:]
     run = _Run({"runtime": runtime, "container_args": []})
@@ -71,8 +89,9 @@ def parse_docker(words: list[str], ctx: Ctx, line: int) -> tuple[Serve, dict, di
     if image is None:
         raise InputError(f"{ctx.source}:{line}: the {runtime} run command names no image")
     run.engine["image"] = image
-    serve = container_command(args[i:], run.entrypoint, run.engine, ctx, line)
-    return serve, run.env, run.engine
+    serve, ray = container_program(args[i:], run.entrypoint, run.engine, ctx, line)
+    env = {**run.env, **run.engine.pop("_env", {})}
+    return serve, ray, env, run.engine
 
 
 def _read_options(args: list[str], run: _Run, ctx: Ctx, line: int) -> tuple[int, str | None]:
@@ -148,24 +167,70 @@ def _plan_sets(name: str, value: str, ctx: Ctx, line: int) -> None:
         ctx.mapped.append(f"{name} {wanted} -> the plan's {option} {wanted}")
 
 
+SHELLS = ("sh", "bash", "dash", "zsh")
+SHELL_C = ("-c", "-lc", "-ec", "-xc", "-exc", "-ic", "-elc")
+
+
 def container_command(command: list[str], entrypoint: str | None, engine: dict, ctx: Ctx,
                       line: int) -> Serve:
-    """The serve command run in a container, with the image's entrypoint taken into account."""
+    """The serve command run in a container (InputError when it runs none)."""
+    serve, _ = container_program(command, entrypoint, engine, ctx, line)
+    if serve is None:
+        raise InputError(f"{ctx.source}:{line}: the container does not run vllm serve")
+    return serve
+
+
+def container_program(command: list[str], entrypoint: str | None, engine: dict, ctx: Ctx,
+                      line: int) -> tuple[Serve | None, RayStart | None]:
+    """(the serve command, the `ray start`) a container runs, with the image's entrypoint taken
+    into account; a `sh -c` script is read as data (container_script.py). One of them is
+    there, else InputError."""
+    ctx.mounts = binds(engine.get("container_args") or [])
+    try:
+        return _program(command, entrypoint, engine, ctx, line)
+    finally:
+        ctx.mounts = []
+
+
+def binds(args: list[str]) -> list[tuple[str, str]]:
+    """(host, container) folders of the `-v HOST:CONTAINER` and `--mount` binds in `args`."""
+    out = []
+    for flag, value in zip(args, args[1:]):
+        if flag in ("-v", "--volume") and value.count(":") >= 1:
+            host, _, rest = value.partition(":")
+            out.append((host, rest.split(":")[0]))
+        elif flag == "--mount":
+            parts = dict(p.partition("=")[::2] for p in value.split(","))
+            source = parts.get("source") or parts.get("src")
+            target = parts.get("target") or parts.get("destination") or parts.get("dst")
+            if source and target:
+                out.append((source, target))
+    return out
+
+
+def _program(command: list[str], entrypoint: str | None, engine: dict, ctx: Ctx,
+             line: int) -> tuple[Serve | None, RayStart | None]:
     words = ([entrypoint] if entrypoint else []) + command
-    if len(words) >= 3 and os.path.basename(words[0]) in ("sh", "bash", "dash") and words[1] == "-c":
-        # `bash -c "..."`: the script is read as data with the same rules as a serve script
-        inner = [c for c in logical_commands(words[2], f"{ctx.source}:{line} (sh -c)")]
-        serving = [c.words for c in inner if find_serve(_strip_env(c.words, engine, ctx))]
-        for c in inner:
-            if not find_serve(_strip_env(list(c.words), {}, ctx)) and c.words:
-                ctx.flag_unknown(" ".join(c.words)[:300], f"line {line}: command inside sh -c "
-                                 "not reproduced")
-        if len(serving) != 1:
-            raise InputError(f"{ctx.source}:{line}: the sh -c script runs "
-                             f"{len(serving)} vllm serve commands (expected one)")
-        words = _strip_env(serving[0], engine, ctx)
-        entrypoint = None
-        ctx.note(f"line {line}: the serve command inside `{os.path.basename(command[0] if command else 'sh')} -c` is run directly")
+    where = f"{ctx.source}:{line}"
+    if len(words) >= 3 and os.path.basename(words[0]) in SHELLS and words[1] in SHELL_C:
+        found, ray_cmd = pick(split_script(words[2], ctx, line), find_serve, ctx, line)
+        if found is None and ray_cmd is None:
+            raise InputError(f"{where}: the container's script runs neither vllm serve nor "
+                             "ray start")
+        for cmd in (found, ray_cmd):
+            if cmd is not None:
+                engine.setdefault("_env", {}).update(cmd.env)
+        ray = parse_ray_start(ray_cmd.words, ctx, line) if ray_cmd else None
+        ctx.note(f"line {line}: the commands inside `{os.path.basename(words[0])} "
+                 f"{words[1]}` are run directly")
+        if found is None:
+            return None, ray
+        return parse_serve(*find_serve(found.words), ctx), ray
+    if is_ray_start(words):
+        if entrypoint:
+            ctx.mapped.append(f"line {line}: --entrypoint {entrypoint} -> ray start (run "
+                              "directly)")
+        return None, parse_ray_start(words, ctx, line)
     found = find_serve(words)
     if found is not None:
         prefix, form, args = found
@@ -176,7 +241,7 @@ def container_command(command: list[str], entrypoint: str | None, engine: dict, 
         serve = parse_serve(prefix, form, args, ctx)
         if entrypoint:
             serve.set("engine", "vllm", prefix)
-        return serve
+        return serve, None
     if entrypoint is None and (not command or command[0] != "serve"):
         # vllm/vllm-openai style images: ENTRYPOINT ["vllm", "serve"], the command is MODEL ...
         ctx.flag_unknown(" ".join(command[:3]) or "(no command)", f"line {line}: assumed the "
@@ -185,28 +250,16 @@ def container_command(command: list[str], entrypoint: str | None, engine: dict, 
         engine["container_args"] += ["--entrypoint", "vllm"]
         serve = parse_serve([], "serve", command, ctx)
         serve.set("engine", "vllm", [])
-        return serve
+        return serve, None
     if entrypoint is None and command and command[0] == "serve":
         ctx.flag_unknown("serve ...", f"line {line}: assumed the image's entrypoint is `vllm`; "
                          "written as --entrypoint vllm")
         engine["container_args"] += ["--entrypoint", "vllm"]
         serve = parse_serve([], "serve", command[1:], ctx)
         serve.set("engine", "vllm", [])
-        return serve
+        return serve, None
     raise InputError(f"{ctx.source}:{line}: the container does not run vllm serve "
                      f"(entrypoint {entrypoint!r})")
-
-
-def _strip_env(words: list[str], engine: dict, ctx: Ctx) -> list[str]:
-    """Leading NAME=VALUE words of a command inside `sh -c`: kept as env of the container."""
-    out = list(words)
-    while out and assignment(out[0]):
-        name, value = assignment(out[0])
-        engine.setdefault("_env", {})[name] = value
-        out = out[1:]
-    if out and out[0] == "exec":
-        out = out[1:]
-    return out
 
 
 def is_container_run(words: list[str]) -> bool:
@@ -217,7 +270,7 @@ def is_container_run(words: list[str]) -> bool:
 
 
 def import_docker(text: str, ctx: Ctx) -> Imported:
-    serves = []
+    members: list[Member] = []
     engine: dict = {}
     exported: dict[str, str] = {}
     for command in logical_commands(text, ctx.source):
@@ -241,16 +294,21 @@ def import_docker(text: str, ctx: Ctx) -> Imported:
                 ctx.flag_unknown(" ".join(words)[:300], f"line {command.line}: not a container "
                                  "run; not reproduced")
             continue
-        serve, env, engine = parse_docker(words, ctx, command.line)
-        serve.line = command.line
-        env = {**env, **engine.pop("_env", {})}
-        serves.append((serve, env_block(env, ctx, f"line {command.line} -e")))
-    if not serves:
+        serve, ray, env, eng = parse_container_run(words, ctx, command.line)
+        if serve is not None:
+            serve.line = command.line
+            engine = engine if engine and members and members[0].serve else eng
+        engine = engine or eng
+        members.append(Member(serve, ray, env_block(env, ctx, f"line {command.line} -e"),
+                              command.line))
+    if not members:
         raise InputError(f"{ctx.source}: no docker/podman run command found")
     if exported:
         ctx.note("shell variables set around the container run are not passed into the "
                  "container: " + ", ".join(sorted(exported)))
-    result = assemble(serves, ctx)
+    result = assemble_cluster(members, ctx)
     deployment = dict(result.deployment)
-    deployment["engine"] = {**deployment.get("engine", {}), **engine}
+    deployment["engine"] = {**engine, **deployment.get("engine", {}),
+                            **{k: v for k, v in engine.items() if k in ("image", "runtime",
+                                                                        "container_args")}}
     return result.model_copy(update={"deployment": deployment})

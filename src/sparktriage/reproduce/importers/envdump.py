@@ -1,7 +1,8 @@
 """`env` / `printenv` / `export -p` dumps: one node's environment, for the diff.
 
 Lines `NAME=value`, `declare -x NAME="value"` or `export NAME=value`; a value may continue on
-the next lines (a newline inside it) until the next `NAME=` line. Values of secret-looking
+the next lines (a newline inside it) until the next `NAME=` line; `#` comment lines (an
+env file's) are skipped. Values of secret-looking
 names become placeholders. The dump feeds the diff only: the deployment's environment is what
 the client's commands set.
 """
@@ -17,7 +18,8 @@ _LINE = re.compile(r"^(?:declare -x |export )?([A-Za-z_][A-Za-z0-9_]*)=(.*)\n?\Z
 
 
 def looks_like(text: str) -> bool:
-    lines = [line for line in text.splitlines() if line.strip()]
+    lines = [line for line in text.splitlines() if line.strip()
+             and not line.lstrip().startswith("#")]  # an env file's comments
     if not lines:
         return False
     hits = sum(1 for line in lines if _LINE.match(line))
@@ -28,6 +30,8 @@ def parse(text: str, ctx: Ctx) -> Facts:
     env: dict[str, str] = {}
     last = None
     for line in text.splitlines():
+        if line.lstrip().startswith("#") and not _LINE.match(line):
+            continue  # a comment line of an env file (`.env`), not part of a value
         match = _LINE.match(line)
         if match:
             last = match.group(1)

@@ -1,147 +1,272 @@
-"""Shell lines and scripts that run `vllm serve` (or the OpenAI api_server module).
+"""Shell scripts that start the server: `vllm serve`, the api_server module, container runs,
+`ray start`, read statically as bash (reproduce/bash: nothing runs).
 
-Each logical command (see reproduce/shell.py) is one of: `export NAME=VALUE...`, plain
-assignments, a serve command with optional env prefixes (`A=1 vllm serve ...`, `env A=1 ...`,
-`exec`, `nohup`), or anything else (kept as unknown: not reproduced). Serve arguments are
-mapped by `serve_args.parse_serve` onto the deployment model; `assemble` makes one deployment
-of several node commands, for the docker and compose importers too.
+Every command the script could run is found (both branches of an `if`/`case` unless known
+values choose one; functions where they are called); wrappers are taken off; other commands
+are ignored with their line. Values known only at run time are `<supply:NAME>` placeholders
+with their line. Serve arguments are mapped by `serve_args.parse_serve`, container runs by
+the docker importer's `parse_container_run` (which reads `docker compose run` too); the node
+commands make one deployment (`cluster.assemble_cluster`): a Ray head and `ray start
+--address` workers make the Ray backend with a node each.
 """
 
 from __future__ import annotations
 
-import os
-from typing import Any
+import re
 
 from sparktriage.errors import InputError
+from sparktriage.reproduce.bash import Hole, Simple, read_script
+from sparktriage.reproduce.bash.servers import Server, servers
+from sparktriage.reproduce.importers.cluster import Member, assemble_cluster
 from sparktriage.reproduce.importers.common import Ctx
-from sparktriage.reproduce.importers.serve_args import Serve, parse_serve
-from sparktriage.reproduce.model import ClientNode, Imported
-from sparktriage.reproduce.shell import assignment, logical_commands
+from sparktriage.reproduce.importers.docker import parse_container_run
+from sparktriage.reproduce.importers.nodes import env_block, find_serve
+from sparktriage.reproduce.importers.ray_start import parse_ray_start
+from sparktriage.reproduce.importers.serve_args import parse_serve
+from sparktriage.reproduce.model import Imported
+from sparktriage.reproduce.secrets import PREFIX
 
-API_SERVER_MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server")
-CLI_MODULES = ("vllm.entrypoints.cli.main",)
-WRAPPERS = {"exec", "nohup", "time", "command"}
-_IGNORED_COMMANDS = {"set", "#!/bin/bash", "true", ":"}
-
-
-def find_serve(words: list[str]) -> tuple[list[str], str, list[str]] | None:
-    """(engine argv prefix, form, args after `serve`/the module) when `words` run vLLM."""
-    if not words:
-        return None
-    base = os.path.basename(words[0])
-    if base == "vllm" and len(words) > 1 and words[1] == "serve":
-        return words[:1], "serve", words[2:]
-    if base.startswith("python") and len(words) > 2 and words[1] == "-m":
-        module = words[2]
-        if module in API_SERVER_MODULES:
-            return [words[0], "-m", "vllm.entrypoints.cli.main"], "api_server", words[3:]
-        if module in CLI_MODULES + ("vllm",) and len(words) > 3 and words[3] == "serve":
-            return words[:3], "serve", words[4:]
-    return None
+# not listed as ignored: shell bookkeeping (tee: said in the piped command's note)
+_QUIET = {"set", "true", ":", "shopt", "tee", "exit", "break", "continue", "return", "shift"}
+# output, waiting and looking: noted, not listed as unknown
+_HARMLESS = {"echo", "printf", "sleep", "wait", "cd", "pushd", "popd", "ls", "cat", "date",
+             "clear", "logger", "tput", "hostname", "whoami", "test", "[",
+             "[[", "pwd", "head", "tail", "grep", "ps", "watch"}
+_PLACEHOLDER = re.compile(re.escape(PREFIX) + r"([A-Za-z0-9_.-]+)>")
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+_JSON_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_SHELL_C = re.compile(r"^-[a-z]*c$")  # -c, -lc, -ec
 
 
-def env_block(pairs: dict[str, str], ctx: Ctx, where: str) -> dict[str, str]:
-    out = {}
-    for name, value in pairs.items():
-        ctx.check_variables(value, f"{where} {name}")
-        out[name] = ctx.secrets.env_value(name, value, f"{where} {name}")
-    return out
+def import_script(text: str, ctx: Ctx, given: dict[str, str] | None = None,
+                  library: dict[str, str] | None = None) -> Imported:
+    """A shell line or script: its server commands (one node each), the rest ignored.
+
+    `given`: variables the client supplied (env dumps), which win over the script's defaults;
+    `library`: the other scripts the client gave (file name -> text), read where this one runs
+    them (`bash run_cluster.sh IMAGE IP --head ...`). A refusal's text has secrets replaced.
+    """
+    try:
+        return _import(text, ctx, given, library)
+    except InputError as exc:
+        exc.message = ctx.secrets.text(exc.message)  # the construct it names may hold one
+        raise
 
 
-def _export(words: list[str], line: int, exported: dict[str, str], shell_vars: dict[str, str],
-            ctx: Ctx) -> None:
-    """`export A=1 B` / `declare -x ...`: into the exported env (B from the script's own
-    assignment; a variable the script never set is unknown)."""
-    for word in words:
-        if word.startswith("-"):
+def _import(text: str, ctx: Ctx, given: dict[str, str] | None,
+            library: dict[str, str] | None) -> Imported:
+    script = read_script(text, ctx.source, given, library)
+    ignored: list[Simple] = []
+    holes = list(script.holes)
+    found = servers(script.commands, ctx.source, ignored, holes, given)
+    for note in script.notes:
+        ctx.note(note)
+    for row in sorted(set(script.exports)):
+        ctx.mapped.append(f"line {row}: export -> env")
+    if not found:
+        if script.errors:
+            line, bad = script.errors[0]
+            raise InputError(f"{ctx.source}:{line}: {_construct(bad)}; no server command "
+                             "could be read")
+        for command in ignored:  # a command whose program is not known statically
+            name = _PLACEHOLDER.fullmatch(command.words[0])
+            if name:
+                what = next((h.what for h in holes if h.name == name.group(1)), "not known")
+                raise InputError(f"{ctx.source}:{command.line}: the program of `"
+                                 f"{command.source[:60]}` is not known statically ({what}); no "
+                                 "server command could be read")
+        raise InputError(f"{ctx.source}: no server command found (vllm serve, python -m "
+                         "vllm.entrypoints.openai.api_server, docker/podman run, ray start)")
+    for server in found:
+        _readable(server, script.errors, ctx)
+    _holes(found, holes, ctx)
+    _ignored(ignored, ctx)
+    members: list[Member] = []
+    engine: dict = {}
+    for server in found:
+        for note in server.command.notes:
+            ctx.note(f"{_at(server.command)}: {note}")
+        members.append(_member(server, engine, ctx))
+        where = _where(server)
+        if where:
+            ctx.note(f"{_at(server.command)}: server command found {where}")
+    members = _alternatives(members, found, ctx)
+    result = assemble_cluster(members, ctx)
+    deployment = dict(result.deployment)
+    if engine:
+        deployment["engine"] = {**engine, **deployment.get("engine", {}),
+                                **{k: v for k, v in engine.items()
+                                   if k in ("image", "runtime", "container_args")}}
+    return result.model_copy(update={"deployment": deployment})
+
+
+def _at(command: Simple) -> str:
+    """`line N`, or `run_cluster.sh line N` for a command of another input script."""
+    return f"{command.file} line {command.line}" if command.file else f"line {command.line}"
+
+
+def _ignored(ignored: list[Simple], ctx: Ctx) -> None:
+    """Commands that are not the server, each once with its line: output and waiting are
+    notes; anything that may change the machine (cleanup, installs, sysctl, ...) is unknown."""
+    seen = set()
+    for command in ignored:
+        name = command.words[0].rsplit("/", 1)[-1]
+        if name in _QUIET or (command.line, command.source) in seen:
             continue
-        pair = assignment(word)
-        if pair:
-            exported[pair[0]] = pair[1]
-        elif word in shell_vars:
-            exported[word] = shell_vars[word]
+        seen.add((command.line, command.source))
+        if name in _HARMLESS:
+            ctx.note(f"{_at(command)}: ignored: {command.source[:120]}")
         else:
-            ctx.flag_unknown(f"export {word}", f"line {line}: exports a variable whose value the "
-                             "script does not set; its value comes from the client's login "
-                             "environment")
-    ctx.mapped.append(f"line {line}: export -> env")
+            ctx.flag_unknown(command.source[:300], f"{_at(command)}: ignored: not a server "
+                             "command; not reproduced (run it on the lab yourself if needed)")
 
 
-def import_script(text: str, ctx: Ctx) -> Imported:
-    """A shell line or script: exports, assignments, serve commands (one node each)."""
-    exported: dict[str, str] = {}
-    shell_vars: dict[str, str] = {}
-    serves: list[tuple[Serve, dict]] = []
-    for command in logical_commands(text, ctx.source):
-        for n in command.notes:
-            ctx.note(f"line {command.line}: {n}")
-        words = list(command.words)
-        if not words:
+def _construct(bad: str) -> str:
+    """A syntax error's construct in words."""
+    if bad[:1] in ("'", '"', "`"):
+        return f"unbalanced {bad[0]} quote"
+    return f"cannot parse `{bad[:60]}` as bash"
+
+
+def _readable(server: Server, errors: list[tuple[int, str]], ctx: Ctx) -> None:
+    """Refuse (one line, naming the construct) when the server's own argv cannot be read."""
+    command = server.command
+    for line, bad in errors:
+        if command.line <= line <= command.end_line + 1:
+            raise InputError(f"{ctx.source}:{line}: {_construct(bad)}: the server command "
+                             f"of line {command.line} cannot be read")
+    words = server.words
+    for index, word in enumerate(words + tuple(server.env.values())):
+        if 0 < index < len(words) and _SHELL_C.match(words[index - 1]):
+            continue  # a container's `sh -c` script: read by the docker importer
+        control = _JSON_CONTROL if word.lstrip()[:1] in ("{", "[") else _CONTROL
+        if control.search(word):
+            raise InputError(f"{ctx.source}:{command.line}: a quoted value of the server command "
+                             "contains a newline or a control character; write it on one line")
+
+
+def _holes(found: list[Server], holes: list[Hole], ctx: Ctx) -> None:
+    """Placeholders in the server commands: declared (to supply) and listed with their line;
+    script arguments left out, listed."""
+    used = set()
+    for server in found:
+        for word in server.words + tuple(server.env.values()) + \
+                tuple(server.command.exported.values()):
+            used.update(_PLACEHOLDER.findall(word))
+    lines = {s.command.line for s in found}
+    seen = set()
+    for hole in holes:
+        what = ctx.secrets.text(hole.what)  # a construct's text may hold a secret
+        key = (hole.name, hole.line, what)
+        if key in seen:
             continue
-        if words[0] in ("export", "declare") and (len(words) == 1 or words[0] == "export"
-                                                  or words[1] == "-x"):
-            _export(words[1:], command.line, exported, shell_vars, ctx)
-            continue
-        prefix_env: dict[str, str] = {}
-        while words and (assignment(words[0]) or words[0] in WRAPPERS or words[0] == "env"):
-            pair = assignment(words[0])
-            if pair:
-                prefix_env[pair[0]] = pair[1]
-            words = words[1:]
-        if not words:
-            shell_vars.update(prefix_env)
-            for name in prefix_env:
-                ctx.flag_unknown(f"{name}=...", f"line {command.line}: shell variable, not "
-                                 "exported: the server does not see it (not in env)")
-            continue
-        found = find_serve(words)
-        if found is None:
-            if words[0] not in _IGNORED_COMMANDS:
-                ctx.flag_unknown(" ".join(words)[:300], f"line {command.line}: not a vllm serve "
-                                 "command; not reproduced (run it on the lab yourself if needed)")
-            continue
-        serve = parse_serve(*found, ctx)
+        seen.add(key)
+        if hole.dropped and hole.line in lines:
+            ctx.flag_unknown(what, f"line {hole.line}: {what}")
+        elif not hole.dropped and hole.name in used:
+            ctx.secrets.declare(hole.name, f"{ctx.source}:{hole.line}: {what}")
+            ctx.flag_unknown(f"{PREFIX}{hole.name}>", f"line {hole.line}: {what}; not "
+                             "known without running the script: a placeholder to supply on the "
+                             "lab (or give the value in an env dump input)")
+
+
+def _where(server: Server) -> str:
+    parts = []
+    function = server.command.function
+    if function:
+        parts.append(f"in {function}" if function.endswith(".sh") else f"in function {function}")
+    if server.via:
+        parts.append(f"in {server.via}" if server.via.startswith("the ")
+                     else f"inside `{server.via}`")
+    if server.command.branch:
+        parts.append("in branch " + " > ".join(server.command.branch))
+    return ", ".join(parts)
+
+
+def _member(server: Server, engine: dict, ctx: Ctx) -> Member:
+    """One server command as a node member: parse_serve, the docker importer's container
+    run, or ray_start's `ray start`."""
+    command = server.command
+    serve, ray = None, None
+    try:
+        if server.kind == "container":
+            serve, ray, env, run_engine = parse_container_run(list(server.words), ctx,
+                                                              command.line)
+            if serve is not None or not engine:
+                engine.update(run_engine)
+            if command.exported:
+                ctx.note(f"line {command.line}: variables the script exports are not passed "
+                         "into the container: " + ", ".join(sorted(command.exported)))
+        elif server.kind == "ray":
+            ray = parse_ray_start(list(server.words), ctx, command.line)
+            env = {**command.exported, **server.env}
+        else:
+            found = find_serve(list(server.words))
+            if found is None:
+                raise InputError(f"{ctx.source}:{command.line}: not a vllm serve command "
+                                 f"({' '.join(server.words[:3])})")
+            serve = parse_serve(*found, ctx)
+            env = {**command.exported, **server.env}
+    except InputError as exc:
+        raise _located(exc, command, ctx) from None
+    if serve is not None:
         serve.line = command.line
-        env = {**exported, **prefix_env}
-        serves.append((serve, env_block(env, ctx, f"line {command.line}")))
-    if not serves:
-        if exported:
-            return ctx.result(deployment={"env": env_block(exported, ctx, "export")})
-        raise InputError(f"{ctx.source}: no vllm serve command found")
-    return assemble(serves, ctx)
+    return Member(serve, ray, env_block(env, ctx, f"line {command.line}"), command.line,
+                  name=command.source[:80])
 
 
-def assemble(serves: list[tuple[Serve, dict]], ctx: Ctx) -> Imported:
-    """Several serve commands (one per node) into one deployment and its client nodes."""
-    ordered = sorted(serves, key=lambda s: (s[0].node_rank or 0))
-    head, head_env = ordered[0]
-    deployment: dict[str, Any] = {k: v for k, v in head.deployment.items()}
-    deployment["serve"] = {**deployment["serve"], "flags": dict(deployment["serve"]["flags"]),
-                           "extra_args": list(deployment["serve"]["extra_args"])}
-    if head.speculative:
-        deployment["speculative"] = head.speculative
-    common = dict(head_env)
-    for _, env in ordered[1:]:
-        common = {k: v for k, v in common.items() if env.get(k) == v}
-    deployment["env"] = common
-    nodes = []
-    for index, (serve, env) in enumerate(ordered):
-        rank = serve.node_rank if serve.node_rank is not None else index
-        own = {k: v for k, v in env.items() if common.get(k) != v}
-        differs = sorted(set(serve.comparable) ^ set(head.comparable)) if index else []
-        for item in differs:
-            ctx.flag_unknown(item, f"node {rank}: option differs from the head node's; the "
-                                   "deployment uses the head node's options")
-        nodes.append(ClientNode(name=f"node{rank}", rank=rank, input=ctx.source,
-                                headless=serve.headless, master_addr=serve.master_addr,
-                                env=own, argv_differs=differs))
-    count = max([s.nnodes or 1 for s, _ in ordered] + [len(ordered)])
-    if count > 1:
-        deployment["parallelism"]["nodes"] = count
-    if count > len(ordered):
-        ctx.note(f"--nnodes {count} but {len(ordered)} node command(s) given: the other "
-                 "nodes are assumed to run the same command")
-        for rank in range(len(ordered), count):
-            nodes.append(ClientNode(name=f"node{rank}", rank=rank, input=ctx.source,
-                                    headless=True, assumed=True))
-    return ctx.result(deployment=deployment, nodes=nodes, line=head.line)
+def _located(exc: InputError, command: Simple, ctx: Ctx) -> InputError:
+    """A refusal from the argument mapper, at the command's line; a placeholder in it named
+    with the construct it came from."""
+    message = exc.message
+    for name in _PLACEHOLDER.findall(message):
+        where = ctx.secrets.names.get(name, "")
+        return InputError(f"{ctx.source}:{command.line}: {message.split(': ', 1)[-1]}: the value "
+                          f"is {PREFIX}{name}> ({where or 'not known statically'}); give it in "
+                          "an env dump input or write it in the script")
+    if message.startswith(f"{ctx.source}:"):
+        return exc
+    return InputError(f"{ctx.source}:{command.line}: {message}")
+
+
+def _alternatives(members: list[Member], found: list[Server], ctx: Ctx) -> list[Member]:
+    """Several serve commands none of which is a node of a multi-node run (`--headless`,
+    `--node-rank`, `--nnodes`, Ray): alternatives (branches of an `if`/`case`, or commands
+    run one after the other), not nodes: the first is used, the others listed. The same
+    command found twice counts once."""
+    unique: list[Member] = []
+    for member in members:
+        if not any(_same(m, member) for m in unique):
+            unique.append(member)
+    serves = [m.serve for m in unique if m.serve is not None]
+    multi = any(s.headless or s.node_rank is not None or s.nnodes for s in serves) or \
+        any(m.ray for m in unique)
+    if multi or len(serves) < 2:
+        return unique
+    first = next(m for m in unique if m.serve is not None)
+    branches = {m.line: f.command.branch for m in unique for f in found
+                if f.command.line == m.line}
+    for member in unique:
+        if member.serve is not None and member is not first:
+            how = ("another branch runs this server command" if branches.get(member.line) !=
+                   branches.get(first.line) else "another server command of the script "
+                   "(an alternative or a later run, not a node)")
+            ctx.flag_unknown(" ".join(member.serve.comparable)[:300], f"line {member.line}: "
+                             f"{how}; the one on line {first.line} is used (give the variable "
+                             "that chooses the branch in an env dump input, or that command "
+                             "alone)")
+    return [m for m in unique if m.serve is None or m is first]
+
+
+def _same(a: Member, b: Member) -> bool:
+    """The same node command found twice (a function called twice, both arms alike)."""
+    if (a.serve is None) != (b.serve is None) or (a.ray is None) != (b.ray is None):
+        return False
+    if a.serve is not None and b.serve is not None and a.serve.comparable != b.serve.comparable:
+        return False
+    if a.ray is not None and b.ray is not None and \
+            (a.ray.role, a.ray.address) != (b.ray.role, b.ray.address):
+        return False
+    return a.env == b.env and (a.ray is None or a.ray.role == "head")
+
+

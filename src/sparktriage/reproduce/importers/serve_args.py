@@ -10,7 +10,9 @@ importers use it for the serve command they find.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from sparktriage.config import speculative_legacy
@@ -19,6 +21,8 @@ from sparktriage.errors import InputError
 from sparktriage.reproduce import flags as F
 from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.normalize import deep_merge
+
+PLACEHOLDER = "<supply:"
 
 
 class Serve:
@@ -55,6 +59,14 @@ def _json_value(option: str, value: str, ctx: Ctx) -> Any:
         return json.loads(value)
     except (ValueError, RecursionError):
         raise InputError(f"{ctx.source}: --{option}: not valid JSON") from None
+
+
+def _is_json(value: str) -> bool:
+    try:
+        json.loads(value)
+        return True
+    except (ValueError, RecursionError):
+        return False
 
 
 def _scalar(value: str) -> Any:
@@ -99,6 +111,7 @@ def parse_serve(prefix: list[str], form: str, args: list[str], ctx: Ctx) -> Serv
         ctx.note("python -m vllm.entrypoints.openai.api_server is written as `vllm serve` "
                  "(same options)")
     seen = _Seen()
+    args = _with_config(list(args), ctx)
     i = 0
     while i < len(args):
         i = _argument(args, i, out, seen, ctx)
@@ -107,6 +120,26 @@ def parse_serve(prefix: list[str], form: str, args: list[str], ctx: Ctx) -> Serv
     if "path" not in out.deployment["model"]:
         raise InputError(f"{ctx.source}: the serve command names no model")
     return out
+
+
+def _with_config(args: list[str], ctx: Ctx) -> list[str]:
+    """`--config FILE.yaml` replaced by the file's options, laid under the command line (vLLM's
+    order: the command line wins); the file is read relative to the input (recipe.py)."""
+    from sparktriage.reproduce.importers.recipe import read_config
+    for i, word in enumerate(args):
+        if word == "--config" and i + 1 < len(args) or word.startswith("--config="):
+            ref = word.partition("=")[2] if "=" in word else args[i + 1]
+            rest = args[:i] + args[i + (1 if "=" in word else 2):]
+            base = Path(os.path.abspath(ctx.source)).parent
+            from_file = read_config(ref, base, ctx, f"--config {ref}")
+            if from_file is None:
+                return rest
+            names_model = (rest and not rest[0].startswith("-")) or any(
+                w == "--model" or w.startswith("--model=") for w in rest)
+            if from_file and not from_file[0].startswith("-") and names_model:
+                from_file = from_file[1:]  # the command line names the model
+            return from_file + rest
+    return args
 
 
 def _argument(args: list[str], i: int, out: Serve, seen: _Seen, ctx: Ctx) -> int:
@@ -180,6 +213,11 @@ def _option(option: str, name: str, value: str | None, args: list[str], i: int, 
     elif name in F.JSON_VALUED:
         if value is None:
             raise InputError(f"{ctx.source}: {option} needs a JSON value")
+        if PLACEHOLDER in value and not _is_json(value):
+            ctx.flag_unknown(f"{option} {value}", f"{option} is built at run time (not known "
+                             "without running the input); left out of the deployment: write "
+                             "the JSON it makes there")
+            return i
         seen.json_opts[name] = _json_value(name, value, ctx)
     elif name in F.TYPED:
         return _typed_option(option, name, value, args, i, out, ctx)
@@ -209,6 +247,13 @@ def _typed_option(option: str, name: str, value: str | None, args: list[str], i:
             out.deployment["serve"]["extra_args"] += ["--served-model-name", *names]
             ctx.mapped.append(f"{option} (several names) -> serve.extra_args")
             return i
+    if value is not None and kind is not str and PLACEHOLDER in value:
+        # a value the input does not fix (a script variable, a compose ${VAR}): vLLM's default
+        # stands in the deployment, and the row says which value to put there
+        ctx.flag_unknown(f"{option} {value}", f"{option} takes a value not known without "
+                         f"running the input; the deployment leaves {section}.{key} at vLLM's "
+                         "default: set it there")
+        return i
     if kind is bool:
         typed = True if value is None else _typed(value, bool, option, ctx)
     elif value is None:

@@ -1,0 +1,327 @@
+"""vLLM's own config files and recipe YAML files, onto the serve arguments they stand for.
+
+- A `vllm serve --config FILE.yaml` file (inside a container: read through its binds, on the
+  host side, when that lies in the input's folder): every key is a long option name
+  (`tensor-parallel-size` or `tensor_parallel_size`); `true` is the bare flag, `false` is left
+  out, a mapping is the option's JSON (`speculative-config: {method: eagle3, ...}`), a list the
+  option's values. vLLM lays the command line over the file, so `config_args` come first in
+  the argv and the command line wins. Given as an input of its own without a `model`, such a
+  file is read through the serve command's `--config` that names it (noted, no node).
+- Recipes in three published shapes: sparkrun / eugr (`model`, `container`, `defaults`
+  substituted into the `command` template's `{key}`, with `{{`/`}}` as literal braces; `env`;
+  `min_nodes`, `cluster_only`, `build_args`, `mods`), vllm-project/recipes model files
+  (`model.model_id`, `base_args`, `base_env`, `features` on unless listed in
+  `opt_in_features`, `variants.default`; the `guide` text is documentation), and a plain
+  `model` + `args`/`serve_args` (list or mapping) + `env`.
+
+Files are read with the bounded YAML reader; every key is mapped, noted or an unknowns row.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from sparktriage.errors import InputError
+from sparktriage.reproduce import flags as F
+from sparktriage.reproduce.importers.cluster import Member, assemble_cluster
+from sparktriage.reproduce.importers.common import Ctx
+from sparktriage.reproduce.importers.compose_vars import Interpolator, inside
+from sparktriage.reproduce.importers.container_script import pick, split_script
+from sparktriage.reproduce.importers.nodes import env_block, find_serve
+from sparktriage.reproduce.importers.serve_args import parse_serve
+from sparktriage.reproduce.model import Imported
+from sparktriage.yamldoc import load_with_lines
+
+ARGS_KEYS = ("args", "serve_args", "vllm_args", "extra_args", "arguments")
+IMAGE_KEYS = ("container", "image", "docker_image")
+NOTED = {"metadata": "descriptive", "description": "descriptive", "name": "descriptive",
+         "maintainer": "descriptive", "recipe_version": "recipe format",
+         "sparkrun_version": "recipe format", "mode": "topology (the ranks decide the nodes)",
+         "max_nodes": "topology", "solo_only": "topology",
+         "cluster_only": "topology (the ranks decide the nodes)",
+         "runtime_config": "runtime-specific", "hardware": "descriptive", "tags": "descriptive",
+         "notes": "descriptive", "build_args": "how the recipe's image is built; the named "
+         "image is used", "mods": "patches applied to the recipe's image; the named image is "
+         "used", "meta": "descriptive", "guide": "documentation; its commands are examples, "
+         "not the recipe's settings", "compatible_strategies": "descriptive",
+         "strategy_overrides": "per-strategy options, none chosen",
+         "hardware_overrides": "per-hardware options, none chosen"}
+SPARKRUN_DEFAULTS = {"tensor_parallel": "tensor-parallel-size",
+                     "pipeline_parallel": "pipeline-parallel-size",
+                     "data_parallel": "data-parallel-size"}
+MAX_PASSES = 5
+_PLACE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def looks_like_vllm_config(data: Any) -> bool:
+    """A mapping whose keys are (nearly) all `vllm serve` long options."""
+    if not isinstance(data, dict) or not data:
+        return False
+    known = sum(1 for k in data if isinstance(k, str) and F.is_known(F.canonical("--" + k)))
+    return known >= max(2, int(0.8 * len(data)))
+
+
+def _model_card(data: dict) -> bool:
+    return isinstance(data.get("model"), dict) and isinstance(data["model"].get("model_id"), str)
+
+
+def looks_like_recipe(data: Any) -> bool:
+    if not isinstance(data, dict):
+        return False
+    if _model_card(data) or any(k in data for k in ("recipe_version", "sparkrun_version")):
+        return True
+    if isinstance(data.get("command"), str) and ("defaults" in data or any(
+            k in data for k in IMAGE_KEYS)) and "vllm" in data["command"]:
+        return True
+    if isinstance(data.get("model"), str) and any(
+            k in data for k in ARGS_KEYS + ("defaults", "command", "env", "runtime")
+            + IMAGE_KEYS):
+        return True
+    return looks_like_vllm_config(data)
+
+
+def _value_words(option: str, value: Any) -> list[str]:
+    if value is True:
+        return [option]
+    if value is False or value is None:
+        return []
+    if isinstance(value, dict):
+        return [option, json.dumps(value, separators=(",", ":"))]
+    if isinstance(value, list):
+        return [option] + [json.dumps(v) if isinstance(v, (dict, list)) else str(v)
+                           for v in value]
+    return [option, str(value)]
+
+
+def config_args(data: dict, ctx: Ctx, where: str) -> list[str]:
+    """A vLLM config mapping as argv (long option names; `model` first, as the positional)."""
+    out: list[str] = []
+    model = None
+    for key, value in data.items():
+        name = str(key).replace("_", "-")
+        if name in ("model", "model-tag"):
+            model = str(value)
+            continue
+        if name == "config":
+            ctx.flag_unknown(f"config: {value}", f"{where}: a config file naming another; "
+                             "vLLM does not read it")
+            continue
+        out += _value_words("--" + name, value)
+    ctx.mapped.append(f"{where}: {len(data)} key(s) -> vllm serve options")
+    return ([model] if model else []) + out
+
+
+def read_config(ref: str, base: Path, ctx: Ctx, where: str) -> list[str] | None:
+    """`--config FILE`: its options as argv (FILE beside the input, by its path or its name),
+    or None with an unknowns row and a `<supply:...>` when it was not given."""
+    target = None
+    on_host = [host.rstrip("/") + ref[len(folder.rstrip("/")):] for host, folder in ctx.mounts
+               if ref.startswith(folder.rstrip("/") + "/")]
+    for candidate in on_host + [ref, Path(ref).name]:
+        found = inside(base, candidate)
+        if found is not None and found.is_file():
+            target = found
+            break
+    if target is None:
+        ctx.secrets.declare("VLLM_CONFIG_FILE", where)
+        ctx.flag_unknown(f"--config {ref}", f"{where}: the config file was not given (give it "
+                         "beside the input); its settings are missing, written as "
+                         "<supply:VLLM_CONFIG_FILE>")
+        return None
+    data, _ = load_with_lines(target)
+    if not isinstance(data, dict):
+        raise InputError(f"{target}: a vLLM config file is a mapping of option names")
+    return config_args(data, ctx, f"--config {ref}")
+
+
+def substitute(template: str, values: dict[str, Any]) -> str:
+    """`{key}` filled from `values` (repeated while values hold more); `{{`/`}}` are literal
+    braces, as in the format strings recipe tools use."""
+    text = template.replace("{{", "\x00").replace("}}", "\x01")
+    for _ in range(MAX_PASSES):
+        new = _PLACE.sub(lambda m: str(values[m.group(1)]) if m.group(1) in values
+                         else m.group(0), text)
+        if new == text:
+            break
+        text = new
+    return text.replace("\x00", "{").replace("\x01", "}")
+
+
+def import_recipe(path: Path, ctx: Ctx) -> Imported:
+    data, marks = load_with_lines(path)
+    if not isinstance(data, dict):
+        raise InputError(f"{ctx.source}: a recipe is a YAML mapping")
+    try:
+        return _read(data, marks, ctx)
+    except (TypeError, AttributeError, ValueError) as exc:  # a shape no recipe tool takes
+        raise InputError(f"{ctx.source}: a recipe value of an unexpected type "
+                         f"({type(exc).__name__}: {exc})") from None
+
+
+def _mapping(data: dict, key: str, marks: dict, ctx: Ctx) -> dict:
+    value = data.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InputError(f"{ctx.source}:{marks.get((key,))}: {key} must be a mapping")
+    return value
+
+
+def _read(data: dict, marks: dict, ctx: Ctx) -> Imported:
+    for key in ("features", "variants", "defaults", "env"):
+        _mapping(data, key, marks, ctx)
+    if _model_card(data):
+        return _card(data, marks, ctx)
+    if looks_like_vllm_config(data) and not any(
+            k in data for k in ARGS_KEYS + ("command", "defaults") + IMAGE_KEYS):
+        argv = config_args(data, ctx, "vLLM config file")
+        if "model" not in data and "model_tag" not in data:
+            ctx.note("a vLLM --config file naming no model: its settings apply where a serve "
+                     "command's --config names it (read there, under the command line)")
+            return ctx.result()
+        return _one(["vllm", "serve"] + argv, {}, {}, ctx, 1, 1)
+    return _template(data, marks, ctx)
+
+
+def _template(data: dict, marks: dict, ctx: Ctx) -> Imported:
+    """sparkrun / eugr recipes and `model` + `args` recipes."""
+    interp = Interpolator({}, ctx)
+    engine: dict = {}
+    env: dict[str, str] = {}
+    argv: list[str] = []
+    command_argv: list[str] | None = None
+    nodes = 1
+    defaults = data.get("defaults") if isinstance(data.get("defaults"), dict) else {}
+    model = data.get("model") if isinstance(data.get("model"), str) else None
+    for key, value in data.items():
+        line = marks.get((key,))
+        where = f"line {line}"
+        if key == "model" and model:
+            ctx.mapped.append(f"{where}: model -> model.path (unless the command names one)")
+        elif key in IMAGE_KEYS and isinstance(value, str):
+            engine = {"image": value, "runtime": "docker", "container_args": []}
+            ctx.mapped.append(f"{where}: {key} -> engine.image")
+        elif key in ARGS_KEYS:
+            argv += _args(value, ctx, where, line)
+        elif key == "env" and isinstance(value, dict):
+            env.update({str(k): interp.text(str(v), where) for k, v in value.items()})
+            ctx.mapped.append(f"{where}: env -> env")
+        elif key == "env" and value is None:
+            continue
+        elif key == "defaults" and isinstance(value, dict):
+            ctx.mapped.append(f"{where}: defaults -> the command template's values")
+        elif key == "command" and isinstance(value, str):
+            values = {**({"model": model} if model else {}), **defaults}
+            missing = sorted(set(_PLACE.findall(value.replace("{{", "").replace("}}", "")))
+                             - set(values))
+            for left in missing:  # given on the recipe tool's command line, not known here
+                values[left] = ctx.secrets.declare(left.upper(), f"{where}: template {{{left}}}")
+                ctx.flag_unknown(f"{{{left}}}", f"{where}: template value not in defaults; "
+                                 f"written as {values[left]}")
+            text = substitute(value, values)
+            serve, _ = pick(split_script(text, ctx, line), find_serve, ctx, line)
+            if serve is None:
+                raise InputError(f"{ctx.source}:{line}: the recipe's command runs no vllm serve "
+                                 f"(runtime {data.get('runtime', '?')})")
+            command_argv = serve.words
+            env.update(serve.env)
+            ctx.mapped.append(f"{where}: command template (defaults filled) -> vllm serve")
+        elif key == "runtime":
+            if str(value) not in ("vllm", "eugr-vllm"):
+                raise InputError(f"{ctx.source}:{line}: runtime {value} is not vLLM")
+            ctx.mapped.append(f"{where}: runtime {value} -> vllm")
+        elif key == "min_nodes" and isinstance(value, int):
+            nodes = max(1, value)
+            ctx.mapped.append(f"{where}: min_nodes {value} -> at least {nodes} node(s)")
+        elif key == "model_revision":
+            argv += ["--revision", str(value)]
+            ctx.mapped.append(f"{where}: model_revision -> --revision")
+        elif key in NOTED:
+            ctx.note(f"{where}: {key}: {NOTED[key]}")
+        else:
+            ctx.flag_unknown(str(key), f"{where}: recipe key not reproduced")
+    if command_argv is None:
+        if not model:
+            raise InputError(f"{ctx.source}: the recipe names no model and has no command")
+        command_argv = ["vllm", "serve", model]
+        for key, value in defaults.items():
+            option = SPARKRUN_DEFAULTS.get(key, key.replace("_", "-"))
+            if F.is_known(option):
+                command_argv += _value_words("--" + option, value)
+                ctx.mapped.append(f"defaults.{key} -> --{option}")
+            else:
+                ctx.flag_unknown(f"defaults.{key}", "not a vllm serve option; not reproduced")
+    return _one(command_argv + argv, env, engine, ctx, marks.get(("command",), 1), nodes, model)
+
+
+def _args(value: Any, ctx: Ctx, where: str, line: int | None) -> list[str]:
+    if isinstance(value, dict):
+        return config_args(value, ctx, where)
+    if isinstance(value, str):
+        commands = split_script(value, ctx, line)
+        return commands[0].words if commands else []
+    if isinstance(value, list):
+        ctx.mapped.append(f"{where}: arguments -> vllm serve options")
+        return [json.dumps(w) if isinstance(w, (dict, list)) else str(w) for w in value]
+    if value is None:
+        return []
+    raise InputError(f"{ctx.source}:{line}: arguments must be a list or a mapping")
+
+
+def _card(data: dict, marks: dict, ctx: Ctx) -> Imported:
+    """A vllm-project/recipes model file: the default variant with the default features."""
+    card = data["model"]
+    argv: list[str] = []
+    env: dict[str, str] = {}
+    argv += _args(card.get("base_args"), ctx, "model.base_args", marks.get(("model",)))
+    env.update({str(k): str(v) for k, v in (card.get("base_env") or {}).items()})
+    ctx.mapped.append("model.model_id -> model.path; base_args, base_env -> options, env")
+    opt_in = set(data.get("opt_in_features") or [])
+    for name, feature in (data.get("features") or {}).items():
+        if not isinstance(feature, dict):
+            continue
+        if name in opt_in:
+            ctx.note(f"feature {name} is opt-in (not on by default): not applied")
+            continue
+        argv += _args(feature.get("args"), ctx, f"features.{name}", marks.get(("features",)))
+        env.update({str(k): str(v) for k, v in (feature.get("env") or {}).items()})
+        ctx.mapped.append(f"features.{name} (on by default) -> options")
+    default = (data.get("variants") or {}).get("default") or {}
+    model = str(default.get("model_id") or card["model_id"])
+    argv += _args(default.get("extra_args"), ctx, "variants.default", marks.get(("variants",)))
+    env.update({str(k): str(v) for k, v in (default.get("extra_env") or {}).items()})
+    for key in data:
+        if key in ("model", "features", "opt_in_features", "variants"):
+            continue
+        if key in NOTED:
+            ctx.note(f"line {marks.get((key,))}: {key}: {NOTED[key]}")
+        else:
+            ctx.flag_unknown(str(key), f"line {marks.get((key,))}: recipe key not reproduced")
+    others = [v for v in (data.get("variants") or {}) if v != "default"]
+    if others:
+        ctx.note(f"variants {', '.join(map(str, others))} not chosen (the default variant is "
+                 "reproduced)")
+    return _one(["vllm", "serve", model] + argv, env, {}, ctx, marks.get(("model",), 1), 1)
+
+
+def _one(words: list[str], env: dict, engine: dict, ctx: Ctx, line: int, nodes: int,
+         model: str | None = None) -> Imported:
+    """One serve command (the recipe's) as the input's deployment; `nodes` from min_nodes.
+    The recipe's model is the positional when the command names none."""
+    found = find_serve(words) or find_serve(["vllm", "serve"] + words)
+    prefix, form, args = found
+    if model and not (args and not args[0].startswith("-")) and "--model" not in args:
+        args = [model] + args
+    serve = parse_serve(list(prefix), form, args, ctx)
+    serve.line = line
+    if nodes > 1:
+        serve.nnodes = serve.nnodes or nodes
+    result = assemble_cluster([Member(serve, None, env_block(env, ctx, "recipe env"), line)], ctx)
+    if engine:
+        deployment = dict(result.deployment)
+        deployment["engine"] = {**deployment.get("engine", {}), **engine}
+        result = result.model_copy(update={"deployment": deployment})
+    return result

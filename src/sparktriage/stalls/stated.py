@@ -1,0 +1,150 @@
+"""What the log states about time: waits it reports, work it reports, lines it left out.
+
+- Waiting lines (markers with a `wait_s`/`wait_ms` group: vLLM's shm broadcast and
+  placement-group waits, torch's NCCL watchdog and TCPStore, huggingface_hub's lock and
+  retries) cover the time they state, back from the line, even before an excerpt starts;
+  covered spans that touch are one wait, a stall when longer than its phase's budget.
+- Work lines (markers with `budget:` and a `took_s` group: "Initial profiling/warmup run took
+  94 s", "Compiling a graph for dynamic shape takes 39 s", "Graph capturing finished in 71
+  secs") say the silence they cover was that work; it gets that work's budget.
+- Cuts (logs' `excerpt_detail.cuts`: an ellipsis line, a jump) are lines left out: a silence
+  across one starts after it.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+
+from sparktriage.stalls.inputs import Evidence
+from sparktriage.stalls.markers import Mark, MarkerSet, NodeTimeline
+from sparktriage.stalls.params import DetectParams
+from sparktriage.stalls.periods import Budget, Period, shown_phase
+
+_WORK_LOOKAHEAD_S = 1.0  # "Cache the graph ..." and "Compiling a graph ... takes" come together
+
+
+def covers(took: float, gap: float) -> bool:
+    """A stated duration accounts for a silence when it is (nearly) as long: 1-second stamps
+    and the lines around the work leave a few seconds unaccounted."""
+    return took >= 0.8 * gap - 3.0
+
+
+def work_ending(following: list[Mark], gap: float, markers: MarkerSet) -> tuple[str, Mark] | None:
+    """The kind of work that the lines ending a gap say was done during it, and the line.
+    A line that states how long the work took accounts for the gap only when that time
+    covers it."""
+    first = following[0].t
+    for mark in following:
+        if mark.t > first + _WORK_LOOKAHEAD_S:
+            break
+        for name in mark.markers:
+            kind = markers.markers[name].budget
+            if kind is None:
+                continue
+            took = markers.stated(name, mark.event.message, "took_s")
+            if took is None or covers(took, gap):
+                return kind, mark
+    return None
+
+
+def work_spans(timeline: NodeTimeline, markers: MarkerSet) -> list[tuple[float, float, str, Mark]]:
+    """(start, end, kind, line) of the work the log says took a stated time: a warmup run
+    that "took 56.94 s" ended at its line and began 56.94 s before."""
+    out = []
+    for mark in timeline.marks:
+        for name in mark.markers:
+            kind = markers.markers[name].budget
+            took = markers.stated(name, mark.event.message, "took_s") if kind else None
+            if took:
+                out.append((mark.t - took, mark.t, kind, mark))
+                break
+    return out
+
+
+def work_during(spans: list[tuple[float, float, str, Mark]], start: float,
+                 end: float) -> tuple[str, Mark] | None:
+    """The stated work that covers most (at least half) of [start, end]."""
+    best, best_overlap = None, 0.5 * (end - start)
+    for lo, hi, kind, mark in spans:
+        overlap = min(hi, end) - max(lo, start)
+        if overlap >= best_overlap:
+            best, best_overlap = (kind, mark), overlap
+    return best
+
+
+def after_cut(cuts: list[tuple[float, float]], start: float, end: float) -> float:
+    """Where a silence from `start` really begins: after the last cut (lines the excerpt left
+    out, logs' `excerpt_detail.cuts`) inside it; what happened in a cut is unknown, not quiet."""
+    inside = [e for s, e in cuts if s >= start - 0.5 and e <= end + 0.5]
+    return max([start] + inside)
+
+
+def cuts_of(evidence: Evidence, node: str) -> list[tuple[float, float]]:
+    """The node's cuts from the logs document (ISO 8601 times)."""
+    out = []
+    for cut in (evidence.logs.get("excerpt_detail") or {}).get("cuts") or []:
+        if not isinstance(cut, dict) or cut.get("node") not in (None, node):
+            continue
+        try:
+            bounds = [v if isinstance(v, (int, float)) else
+                      _dt.datetime.fromisoformat(str(v)).timestamp()
+                      for v in (cut.get("start"), cut.get("end"))]
+        except ValueError:
+            continue
+        out.append((float(bounds[0]), float(bounds[1])))
+    return out
+
+
+def waits(timeline: NodeTimeline, markers: MarkerSet, params: DetectParams,
+           budget: Budget, observations: list[dict]) -> list[Period]:
+    """Stall time that vLLM, Ray, torch or huggingface_hub state: each waiting line covers
+    the time it says it waited, back from the line; covered spans that touch (within
+    `silence_s`) are one wait. A wait longer than its phase's budget is a stall."""
+    spans: list[tuple[float, float, Mark, str]] = []
+    for mark in timeline.marks:
+        for name in mark.markers:
+            if not markers.markers[name].states_wait:
+                continue
+            waited = markers.stated(name, mark.event.message, "wait_s")
+            if waited:
+                spans.append((mark.t - waited, mark.t, mark, name))
+                break
+    runs: list[list[tuple[float, float, Mark, str]]] = []
+    for span in sorted(spans, key=lambda s: s[0]):
+        if runs and span[0] <= max(s[1] for s in runs[-1]) + params.silence_s:
+            runs[-1].append(span)
+        else:
+            runs.append([span])
+    out = []
+    spans_of_work = work_spans(timeline, markers)
+    for run in runs:
+        start, end = min(s[0] for s in run), max(s[1] for s in run)
+        first = min(run, key=lambda s: s[2].t)[2]
+        phase = shown_phase(timeline.phase_at(first.t), [s[2] for s in run], markers)
+        # waiting while vLLM says it was compiling or warming up is that work's wait
+        work = work_during(spans_of_work, start, end)
+        if work is not None:
+            phase = timeline.phase_at(work[1].t)
+        allowed, why = budget.allowed(phase, params.silence_s, params, timeline.checkpoint_bytes,
+                                      work[0] if work else None)
+        duration = end - start
+        if duration < max(params.min_stall_s, allowed):
+            if duration >= params.silence_s:
+                observations.append({"node": timeline.node, "phase": phase, "start": start,
+                                     "end": end, "duration_s": round(duration, 3),
+                                     "text": f"waited {duration:.0f} s as the log states, within "
+                                             f"the {allowed:.0f} s expected ({why})",
+                                     "cause": None})
+            continue
+        names = sorted({s[3] for s in run})
+        line = first.event.message.split("\n", 1)[0].strip()
+        last = None
+        for mark in timeline.marks:
+            if mark.t < start and not any(not markers.markers[n].progress for n in mark.markers):
+                last = mark
+        out.append(Period(timeline.node, "stall", start, end, phase, ["wait"],
+                          f"the log states {duration:.0f} s of waiting ({len(run)} line"
+                          f"{'s' if len(run) > 1 else ''}): {line[:160]}", last_line=last,
+                          facts={"stated_wait_s": round(duration, 1), "wait_lines": len(run),
+                                 "waits": names}))
+    return out
