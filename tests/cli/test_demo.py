@@ -141,7 +141,7 @@ def test_demo_report_is_signed_and_verifies_with_stock_tools(demo_run, tmp_path)
 
 
 @pytest.mark.parametrize("args, start", [(["--depths", "0,x"], "error: --depths"),
-                                         (["--depths", "0,9"], "error: --depths"),
+                                         (["--depths", "0,17"], "error: --depths"),
                                          (["--format", "docx"], "error: --format 'docx'")])
 def test_demo_rejects_bad_options_before_starting_anything(tmp_path, args, start):
     result = subprocess.run([sys.executable, "-m", "sparktriage", "demo", *args,
