@@ -43,11 +43,7 @@ GOAL = 0.90
 NEEDED = math.ceil(round(GOAL * len(CASES), 6))  # cases that must pass for the goal
 
 # case -> what the code is missing (strict xfail: the mark must go once the case passes)
-KNOWN_GAPS: dict[str, str] = {
-    "26-gpt-oss-120b-launch-cluster-launch-script": "shell: `./launch-cluster.sh -n IP1,IP2 "
-    "--launch-script FILE` refuses the whole call (no server command found) although FILE is "
-    "the other input and holds the server",
-}
+KNOWN_GAPS: dict[str, str] = {}
 
 
 @dataclass
