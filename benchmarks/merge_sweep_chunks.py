@@ -3,7 +3,7 @@ into one result per scenario, and compare two such runs (the same seeds under tw
 the code). Used for issue 38's figures (docs/benchmarks.md "Routing reuse and a batched step"):
 
     .venv/bin/python benchmarks/merge_sweep_chunks.py OUT.json --reuse 'CHUNK*.json' \\
-        --new 'NEW*.json' --old 'OLD*.json'
+        --before 'BEFORE*.json' --new 'NEW*.json' --old 'OLD*.json'
 
 Each chunk's entries keep their rows (verdict, launches, model state); the merge concatenates
 them in sweep order and summarises them as bench_sweep does (Wilson intervals).
@@ -52,6 +52,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("--reuse", help="glob of the reuse scenarios' chunks")
+    parser.add_argument("--before", help="glob of the reuse scenarios' chunks, the code before")
     parser.add_argument("--new", help="glob of the existing scenarios' chunks, this code")
     parser.add_argument("--old", help="glob of the same chunks under the code before")
     args = parser.parse_args()
@@ -66,6 +67,11 @@ def main() -> None:
                   f"wrong {m['error_rate']:.1%} {m['error_rate_ci95']}, none "
                   f"{m['insufficient_rate']:.1%}, rejected {e['model_states']['rejected']:.1%}")
         print("goal:", json.dumps(doc["reuse"]["goal_reuse"]))
+    if args.before:
+        before = merged(args.before)
+        doc["reuse_before"] = {"scenarios": list(before.values()),
+                               "goal_reuse": _reuse_goal(list(before.values()))}
+        print("before:", json.dumps(doc["reuse_before"]["goal_reuse"]))
     if args.new and args.old:
         new, old = merged(args.new), merged(args.old)
         rows = []

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from sparktriage.documents.logs import LogsDocument
 from sparktriage.logs.document import LogAnalyzer, analyze
-from sparktriage.logs.failures import SERVING, failures_of
+from sparktriage.logs.document import failures_of
+from sparktriage.logs.failures import SERVING
 from sparktriage.logs.parser import parse_lines
 from sparktriage.logs.scan import analyze_inputs
 from sparktriage.logs.sources import BytesSource

@@ -81,3 +81,13 @@ def test_exec_environment_reaches_a_single_quoted_inner_script(tmp_path: Path) -
     assert result["deployment"]["model"]["path"] == "org/model"
     assert result["deployment"]["parallelism"]["tp"] == 2
     assert [i["kind"] for i in result["inputs"]] == ["serve", "env"]
+
+
+def test_a_launcher_not_given_that_names_another_input_script_runs_it(tmp_path: Path) -> None:
+    files = {"launch.sh": "./launch-cluster.sh -n 10.0.0.1,10.0.0.2 --launch-script x.sh\n",
+             "x.sh": "vllm serve ${MODEL:-org/m} --tensor-parallel-size 2\n"}
+    result = _run(tmp_path, files, ["launch.sh", "x.sh"])
+    assert [i["path"].rsplit("/", 1)[-1] for i in result["inputs"]] == ["launch.sh"]
+    assert (result["deployment"]["model"]["path"], result["deployment"]["parallelism"]["tp"]) \
+        == ("org/m", 2)
+    assert any("x.sh read where it is run, (`./launch-cluster.sh" in n for n in result["notes"])

@@ -43,11 +43,7 @@ GOAL = 0.90
 NEEDED = math.ceil(round(GOAL * len(CASES), 6))  # cases that must pass for the goal
 
 # case -> what the code is missing (strict xfail: the mark must go once the case passes)
-KNOWN_GAPS: dict[str, str] = {
-    "24-deepseek-v4-flash-launch-cluster-build-steps": "shell: a build step `docker run ... "
-    "IMAGE bash -lc 'cd ... && pip install . && python3 -c ...'` (line 15) refuses the script "
-    "(\"runs neither vllm serve nor ray start\") instead of being noted as not the server",
-}
+KNOWN_GAPS: dict[str, str] = {}
 
 
 @dataclass

@@ -389,4 +389,9 @@ def require_timed(origin: str, has_timed_line: bool) -> None:
         raise InputError(f"{origin}: {NOT_A_LOG}")
 
 
-__all__ = ["NOT_A_LOG", "require_timed", "LogAnalyzer", "analyze", "findings"]
+def failures_of(events: Iterable[LogEvent]) -> list[LogFailure]:
+    """The failures `logs` counts in these events (the first `facts.MAX_ERRORS`), in order."""
+    return list(LogAnalyzer().feed_all(events).failures)
+
+
+__all__ = ["NOT_A_LOG", "require_timed", "LogAnalyzer", "analyze", "failures_of", "findings"]

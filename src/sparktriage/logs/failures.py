@@ -7,7 +7,7 @@ the same events failures (issue 36), in the phase where they happened, serving i
 `LogAnalyzer` (document.py) keeps one `LogFailure` per counted error; its phase is the phase of
 its node's startup whose window holds its time, read from the finished timelines (so an
 excerpt's first lines, timed by the line after them, get the phase that line shows), or
-`serving` once the startup was complete; `failures_of(events)` does the same from events alone. `engine_death` marks the failures that end an engine (failed to start,
+`serving` once the startup was complete; `logs.document.failures_of(events)` does the same from events alone. `engine_death` marks the failures that end an engine (failed to start,
 initialization failed, died unexpectedly, EngineDeadError, "EngineCore hit an exception", the
 ready timeout), so a reader can tell a crash from an error the server survived.
 """
@@ -15,7 +15,6 @@ ready timeout), so a reader can tell a crash from an error the server survived.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
 
 from sparktriage.logs.catalog import Hit
 from sparktriage.logs.events import LogEvent
@@ -95,11 +94,5 @@ def failure_of(entry: dict, attempts: list) -> LogFailure:
                       line=entry["line"])
 
 
-def failures_of(events: Iterable[LogEvent]) -> list[LogFailure]:
-    """The failures `logs` counts in these events (the first `facts.MAX_ERRORS`), in order."""
-    from sparktriage.logs.document import LogAnalyzer  # the analyzer builds them while reading
-    return list(LogAnalyzer().feed_all(events).failures)
-
-
-__all__ = ["LogFailure", "SERVING", "ENGINE_DEATH_RULES", "failures_of", "failure_of",
+__all__ = ["LogFailure", "SERVING", "ENGINE_DEATH_RULES", "failure_of",
            "is_engine_death", "phase_at", "record"]

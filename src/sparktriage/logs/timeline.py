@@ -9,10 +9,8 @@ KV-sizing line therefore belongs to `kv_profiling`. `resolve` starts at the firs
 `ready` ends at uvicorn's "Application startup complete" (or, when stderr was not captured, at
 the last route line). A phase still running when the log ends is `open` and ends at the last
 line seen. A version banner or argument dump after the engine started begins a new startup
-attempt (restart loops show up as several attempts). A log that starts mid-startup (an excerpt)
-has no `resolve`: its first lines belong to the phase its first anchor names. After a failed
-attempt, a process of a known name logging with a new pid starts a new attempt (a restart
-without a banner). Access lines of any status and a failed output handler say the server serves.
+attempt, and so does a restarted process after a failure. An excerpt that starts mid-startup
+has no `resolve`: its first lines belong to the phase its first anchor names.
 
 Beside the phases: the durations vLLM reports ("Loading weights took", "Model loading took",
 "torch.compile took", "Graph capturing finished", "init engine ... took", max over ranks), the
@@ -203,9 +201,8 @@ class TimelineBuilder:
 
     @staticmethod
     def _excerpt_opening(tl: Timeline, phase: str) -> bool:
-        """A log that starts mid-startup (an excerpt: no banner, arguments, engine config or other
-        resolve/engine_start line before its first later anchor) was not resolving for its first
-        lines: they belong to the phase that first anchor names, from the first line on."""
+        """An excerpt's first lines (no resolve/engine_start line before its first later
+        anchor) were not resolving: they belong to the phase that anchor names."""
         if len(tl.phases) != 1 or tl.phases[0].name != "resolve" or \
                 PHASE_INDEX[phase] <= PHASE_INDEX["engine_start"]:
             return False
@@ -213,10 +210,8 @@ class TimelineBuilder:
                        for i in tl.anchors if i in RULES_BY_ID)
 
     def _new_process(self, event: LogEvent) -> bool:
-        """After a failed attempt, a process of a known name with a new pid, at least
-        RESTART_AFTER_S after the failure and not itself an error: a restart (a container or
-        supervisor starting the server again without a new banner). A name already held by
-        several pids (0.31+'s plain "Worker" before the parallel groups exist) says nothing."""
+        """A restart without a banner (docs/logs.md): after a failure, a known process name
+        (held by one pid; not 0.31+'s shared "Worker") logs with a new pid, later, no error."""
         if event.process is None or event.pid is None or event.process == "Worker":
             return False
         known = self._pids.get(event.process)

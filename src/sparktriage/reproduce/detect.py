@@ -21,7 +21,9 @@ from sparktriage.reproduce.importers import collect_env, deployment, envdump, re
 from sparktriage.reproduce.shell import MAX_INPUT_BYTES
 
 _DOCKER = re.compile(r"(?m)^\s*(?:sudo\s+)?(?:\S*/)?(?:docker|podman)\s+(?:container\s+)?run\b")
-_SERVE = re.compile(r"(?m)(?:^|[\s;&|'\"(])(?:\S*/)?vllm\s+serve\b|-m\s+vllm\.entrypoints\.(?:openai\.api_server|api_server|cli\.main)\b|(?:^|[\s;&|'\"])ray\s+start\b")
+_SERVE = re.compile(r"(?m)(?:^|[\s;&|'\"(])(?:\S*/)?vllm\s+serve\b"
+                    r"|-m\s+vllm\.entrypoints\.(?:openai\.api_server|api_server|cli\.main)\b"
+                    r"|(?:^|[\s;&|'\"])ray\s+start\b")
 
 
 def read_input(path: Path) -> str:

@@ -132,11 +132,19 @@ def _progress_marks(timeline: NodeTimeline, markers: MarkerSet) -> list[Mark]:
     return out
 
 
-def _anchored_at_first_line(timeline: NodeTimeline, progress: list[Mark]) -> list[Mark]:
+# lines from other programs (the Ray watcher, Ray's own processes) say nothing of the server:
+# they never anchor its progress, not even as its first line
+_NOT_THE_SERVER = ("ray_system",)
+
+
+def _anchored_at_first_line(timeline: NodeTimeline, progress: list[Mark],
+                            markers: MarkerSet) -> list[Mark]:
     """Progress measured from the node's first line, even when that line only says it waits:
     an excerpt made of retry and waiting lines made no progress from its first line on."""
     first = timeline.marks[0] if timeline.marks else None
     if first is None or (progress and progress[0].t <= first.t) or first.t > timeline.settled:
+        return progress
+    if any(markers.markers[n].exclusive or n in _NOT_THE_SERVER for n in first.markers):
         return progress
     return [first] + progress
 
@@ -345,7 +353,8 @@ def detect(evidence: Evidence, markers: MarkerSet, params: DetectParams | None =
                   if a.first_t is not None] + failures.restarts(timeline, errors, markers)
         episodes[name] = failures.episodes(errors, starts, timeline.ready_at)
     for name, timeline in timelines.items():
-        progress = _anchored_at_first_line(timeline, _progress_marks(timeline, markers))
+        progress = _anchored_at_first_line(timeline, _progress_marks(timeline, markers),
+                                           markers)
         budget = _budget(timeline, timelines, markers, evidence.nodes.get(name), params)
         found = _silences(timeline, progress, markers, params,
                           evidence.started if evidence.form == "bundle" else None, budget,

@@ -36,11 +36,7 @@ LOGS_FAILURE_CODES = ("startup-failed", "engine-died")
 
 # (file, check) -> what the code still lacks. check: verdict | failures | excerpt | goal-*.
 # Kept to what the last run of this file showed; /work/field36-status.md has the same list.
-GAPS: dict[tuple[str, str], str] = {
-    ("29-gloo-fullmesh-failed-0.4.log", "verdict"):
-        "'Gloo connectFullMesh failed' without the loopback warning does not decide "
-        "rendezvous-interface (the failure stays unknown)",
-}
+GAPS: dict[tuple[str, str], str] = {}
 
 
 @dataclass(frozen=True)

@@ -324,7 +324,7 @@ def servers(commands: list[Simple], source: str, ignored: list[Simple], holes: l
             found.append(Server("container", tuple(words), env, command, via))
         elif is_ray_start(words):
             found.append(Server("ray", tuple(words), env, command, via))
-        elif words and depth < MAX_NESTED and (inner := _inner(words, env, command.stdin)) is not None:
+        elif depth < MAX_NESTED and (inner := _inner(words, env, command.stdin)) is not None:
             text, tokens = _protect(inner[0])
             inner_env = {**(given or {}), **command.exported, **env}  # what the inner shell has
             script = read_script(text, f"{source}:{command.line} ({inner[1]})", inner_env)

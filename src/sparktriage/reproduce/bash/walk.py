@@ -25,6 +25,10 @@ MAX_DEPTH = 120  # syntax-tree nesting followed
 MAX_CALL_DEPTH = 8  # nested function calls followed
 MAX_STEPS = 200_000  # statements and commands visited (function bodies count each call)
 WALK_SECONDS = 5.0
+# commands that take a script file as data, not to run it
+_FILE_TOOLS = {"echo", "printf", "cat", "cp", "scp", "rsync", "chmod", "chown", "ls", "vi", "vim",
+               "nano", "less", "more", "grep", "sed", "awk", "wc", "head", "tail", "tee", "rm",
+               "mv", "git", "diff", "touch", "stat", "file", "dos2unix", "shellcheck", "test", "["}
 _LOOPS = ("for_statement", "c_style_for_statement", "while_statement")
 _SEQUENCES = ("program", "compound_statement", "do_group", "ERROR")
 
@@ -294,7 +298,7 @@ class Walker(Branches):
         return False
 
 
-    def _script_called(self, words: list[str]) -> tuple[str, list[str], bool] | None:
+    def _script_called(self, words: list[str]) -> tuple[str, list[str] | None, bool] | None:
         """(file name, arguments, sourced?) when the command runs another script the client
         gave: `bash X.sh ...`, `sh X.sh`, `./X.sh ...`, `source X.sh`, `. X.sh`."""
         head = words[0].rsplit("/", 1)[-1]
@@ -302,14 +306,19 @@ class Walker(Branches):
             target, args, sourced = words[1], words[2:], False
         elif head in ("source", ".") and len(words) > 1:
             target, args, sourced = words[1], words[2:], True
-        elif "/" in words[0]:
+        elif "/" in words[0] and words[0].rsplit("/", 1)[-1] in self.library:
             target, args, sourced = words[0], words[1:], False
+        elif head not in _FILE_TOOLS and (named := [w for w in words[1:] if
+                                                  w.rsplit("/", 1)[-1] in self.library]):
+            # a launcher not given that names another input script (`./launch-cluster.sh -n
+            # a,b --launch-script x.sh`): taken to run it, its arguments unknown
+            return named[0].rsplit("/", 1)[-1], None, False
         else:
             return None
         name = target.rsplit("/", 1)[-1]
         return (name, args, sourced) if name in self.library else None
 
-    def _run_script(self, name: str, args: list[str], sourced: bool, node: Node,
+    def _run_script(self, name: str, args: list[str] | None, sourced: bool, node: Node,
                     at: _At) -> None:
         """Another input script, read where it is run: with these arguments, and with this
         script's variables (`source`) or only its exported ones (`bash X.sh`)."""
@@ -331,12 +340,13 @@ class Walker(Branches):
                 k: v if isinstance(v, str) else " ".join(v) for k, v in exported.items()
                 if v is not None}}, holes=self.script.holes, file=name)
         saved = child.scope.positional
-        child.scope.positional = list(args)
+        child.scope.positional = None if args is None else list(args)
         child.statement(tree.root_node, at.down(calls=at.calls + (name,)))
         child.scope.positional = saved
         self.steps = child.steps
-        self.script.notes.append(f"line {line(node)}: {name} read where it is run, with "
-                                 f"{len(args)} argument(s)")
+        how = (f"with {len(args)} argument(s)" if args is not None else
+               f"(`{self.short(node)[:60]}`: a launcher not given; its arguments unknown)")
+        self.script.notes.append(f"line {line(node)}: {name} read where it is run, {how}")
 
 
 def _note_order(note: str) -> int:

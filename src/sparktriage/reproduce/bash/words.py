@@ -26,6 +26,8 @@ _ESCAPED_IN_QUOTES = re.compile(r"\\([\\$`\"])|\\\n")  # \<newline> joins lines
 _ANSI = {"n": "\n", "t": "\t", "\\": "\\", "'": "'", '"': '"', "e": "\x1b", "r": "\r", "a": "\a",
          "b": "\b", "f": "\f", "v": "\v"}
 MAX_VALUE_CHARS = 1024 * 1024
+_SPECIAL = {"?": "status", "$": "pid", "!": "last_pid", "-": "flags", "0": "script",
+            "_": "last_arg"}
 MAX_WORD_DEPTH = 48  # expansions and quotes nested in one word
 
 
@@ -218,8 +220,8 @@ class Expander:
         if name in ("?", "$", "!", "-", "0", "_", "RANDOM", "PPID", "HOSTNAME", "SECONDS"):
             if name == "HOSTNAME" and self.scope.lookup(name) is not None:
                 return self.scope.lookup(name)
-            return self.scope.hole(f"shell_{ {'?': 'status', '$': 'pid', '!': 'last_pid', '-': 'flags', '0': 'script', '_': 'last_arg'}.get(name, name)}",
-                                   node, f"${name} is known only when the script runs")
+            return self.scope.hole(f"shell_{_SPECIAL.get(name, name)}", node,
+                                   f"${name} is known only when the script runs")
         return self.scope.lookup(name)
 
     def _variable(self, name: str, node: Node, quoted: bool) -> list[tuple[str, Value]]:
