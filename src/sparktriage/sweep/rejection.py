@@ -13,10 +13,10 @@ the model, it says after which launch which check failed and why. `sweep.json` c
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import Any
 
-if TYPE_CHECKING:  # pragma: no cover
-    from sparktriage.sweep.model import DepthModel
+# the model is sweep.model.DepthModel; it is not imported here, since model.py imports this module
+DepthModel = Any
 
 TERMS = {"step_ratios": "the step-cost curve", "lack_of_fit": "the step-cost curve",
          "jump": "the step-cost curve", "monotone": "the step-cost curve",
@@ -37,7 +37,7 @@ def _allowed(low: float, high: float, measured: float) -> str:
     return f"{_x(low)}-{_x(high)}"
 
 
-def _from_ratios(model: "DepthModel") -> str | None:
+def _from_ratios(model: DepthModel) -> str | None:
     """The ratio (inside launches) furthest outside what the curve allows over its set."""
     fit = model.ratios
     if fit is None:
@@ -58,7 +58,7 @@ def _from_ratios(model: "DepthModel") -> str | None:
             f"model allowed {_allowed(low, high, measured)}")
 
 
-def _from_launches(model: "DepthModel") -> str | None:
+def _from_launches(model: DepthModel) -> str | None:
     """The depth whose launches' mean step, over depth 0's, is furthest outside the curve's
     range over its set."""
     fit = model.steps
@@ -91,7 +91,7 @@ def _from_launches(model: "DepthModel") -> str | None:
             f"{_allowed(low, high, measured)}")
 
 
-def _from_acceptance(model: "DepthModel", name: str) -> str | None:
+def _from_acceptance(model: DepthModel, name: str) -> str | None:
     check = next((c for c in model.checks if c.name == name and c.passed is False), None)
     if check is None:
         return None
@@ -113,7 +113,7 @@ def _from_acceptance(model: "DepthModel", name: str) -> str | None:
             f"assumes {d}")
 
 
-def sentence(model: "DepthModel") -> str | None:
+def sentence(model: DepthModel) -> str | None:
     """The sentence (None unless the model is rejected); module doc."""
     if model.state != "rejected":
         return None

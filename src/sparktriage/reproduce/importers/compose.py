@@ -24,7 +24,7 @@ from sparktriage.reproduce.importers.cluster import Member, assemble_cluster
 from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.importers.compose_keys import service_keys
 from sparktriage.reproduce.importers.compose_vars import Interpolator, inside, read_env_file
-from sparktriage.reproduce.importers.docker import container_program
+from sparktriage.reproduce.importers.container import container_program
 from sparktriage.reproduce.importers.nodes import env_block
 from sparktriage.reproduce.model import Imported
 from sparktriage.reproduce.shell import split_words

@@ -28,10 +28,11 @@ from sparktriage.errors import InputError
 from sparktriage.reproduce import flags as F
 from sparktriage.reproduce.importers.cluster import Member, assemble_cluster
 from sparktriage.reproduce.importers.common import Ctx
-from sparktriage.reproduce.importers.compose_vars import Interpolator, inside
+from sparktriage.reproduce.importers.compose_vars import Interpolator
 from sparktriage.reproduce.importers.container_script import pick, split_script
 from sparktriage.reproduce.importers.nodes import env_block, find_serve
 from sparktriage.reproduce.importers.serve_args import parse_serve
+from sparktriage.reproduce.importers.vllm_config import config_args, value_words
 from sparktriage.reproduce.model import Imported
 from sparktriage.yamldoc import load_with_lines
 
@@ -81,60 +82,6 @@ def looks_like_recipe(data: Any) -> bool:
             + IMAGE_KEYS):
         return True
     return looks_like_vllm_config(data)
-
-
-def _value_words(option: str, value: Any) -> list[str]:
-    if value is True:
-        return [option]
-    if value is False or value is None:
-        return []
-    if isinstance(value, dict):
-        return [option, json.dumps(value, separators=(",", ":"))]
-    if isinstance(value, list):
-        return [option] + [json.dumps(v) if isinstance(v, (dict, list)) else str(v)
-                           for v in value]
-    return [option, str(value)]
-
-
-def config_args(data: dict, ctx: Ctx, where: str) -> list[str]:
-    """A vLLM config mapping as argv (long option names; `model` first, as the positional)."""
-    out: list[str] = []
-    model = None
-    for key, value in data.items():
-        name = str(key).replace("_", "-")
-        if name in ("model", "model-tag"):
-            model = str(value)
-            continue
-        if name == "config":
-            ctx.flag_unknown(f"config: {value}", f"{where}: a config file naming another; "
-                             "vLLM does not read it")
-            continue
-        out += _value_words("--" + name, value)
-    ctx.mapped.append(f"{where}: {len(data)} key(s) -> vllm serve options")
-    return ([model] if model else []) + out
-
-
-def read_config(ref: str, base: Path, ctx: Ctx, where: str) -> list[str] | None:
-    """`--config FILE`: its options as argv (FILE beside the input, by its path or its name),
-    or None with an unknowns row and a `<supply:...>` when it was not given."""
-    target = None
-    on_host = [host.rstrip("/") + ref[len(folder.rstrip("/")):] for host, folder in ctx.mounts
-               if ref.startswith(folder.rstrip("/") + "/")]
-    for candidate in on_host + [ref, Path(ref).name]:
-        found = inside(base, candidate)
-        if found is not None and found.is_file():
-            target = found
-            break
-    if target is None:
-        ctx.secrets.declare("VLLM_CONFIG_FILE", where)
-        ctx.flag_unknown(f"--config {ref}", f"{where}: the config file was not given (give it "
-                         "beside the input); its settings are missing, written as "
-                         "<supply:VLLM_CONFIG_FILE>")
-        return None
-    data, _ = load_with_lines(target)
-    if not isinstance(data, dict):
-        raise InputError(f"{target}: a vLLM config file is a mapping of option names")
-    return config_args(data, ctx, f"--config {ref}")
 
 
 def substitute(template: str, values: dict[str, Any]) -> str:
@@ -250,7 +197,7 @@ def _template(data: dict, marks: dict, ctx: Ctx) -> Imported:
         for key, value in defaults.items():
             option = SPARKRUN_DEFAULTS.get(key, key.replace("_", "-"))
             if F.is_known(option):
-                command_argv += _value_words("--" + option, value)
+                command_argv += value_words("--" + option, value)
                 ctx.mapped.append(f"defaults.{key} -> --{option}")
             else:
                 ctx.flag_unknown(f"defaults.{key}", "not a vllm serve option; not reproduced")

@@ -20,6 +20,7 @@ from sparktriage.config.speculative_flag import ngram_read
 from sparktriage.errors import InputError
 from sparktriage.reproduce import flags as F
 from sparktriage.reproduce.importers.common import Ctx
+from sparktriage.reproduce.importers.vllm_config import read_config
 from sparktriage.reproduce.normalize import deep_merge
 
 PLACEHOLDER = "<supply:"
@@ -124,8 +125,7 @@ def parse_serve(prefix: list[str], form: str, args: list[str], ctx: Ctx) -> Serv
 
 def _with_config(args: list[str], ctx: Ctx) -> list[str]:
     """`--config FILE.yaml` replaced by the file's options, laid under the command line (vLLM's
-    order: the command line wins); the file is read relative to the input (recipe.py)."""
-    from sparktriage.reproduce.importers.recipe import read_config
+    order: the command line wins); the file is read relative to the input (vllm_config.py)."""
     for i, word in enumerate(args):
         if word == "--config" and i + 1 < len(args) or word.startswith("--config="):
             ref = word.partition("=")[2] if "=" in word else args[i + 1]

@@ -1,0 +1,73 @@
+"""`vllm serve --config FILE.yaml`: a vLLM config mapping onto the serve arguments it stands for.
+
+Every key is a long option name (`tensor-parallel-size` or `tensor_parallel_size`); `true` is
+the bare flag, `false` is left out, a mapping is the option's JSON, a list the option's values.
+The file is found beside the input (by its path, its name, or through a container's binds) and
+read with the bounded YAML reader; one not given is an unknowns row and a `<supply:...>`.
+Recipes (recipe.py) and the serve importer (serve_args.py) both read config files here.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from sparktriage.errors import InputError
+from sparktriage.reproduce.importers.common import Ctx
+from sparktriage.reproduce.importers.compose_vars import inside
+from sparktriage.yamldoc import load_with_lines
+
+
+def value_words(option: str, value: Any) -> list[str]:
+    if value is True:
+        return [option]
+    if value is False or value is None:
+        return []
+    if isinstance(value, dict):
+        return [option, json.dumps(value, separators=(",", ":"))]
+    if isinstance(value, list):
+        return [option] + [json.dumps(v) if isinstance(v, (dict, list)) else str(v)
+                           for v in value]
+    return [option, str(value)]
+
+
+def config_args(data: dict, ctx: Ctx, where: str) -> list[str]:
+    """A vLLM config mapping as argv (long option names; `model` first, as the positional)."""
+    out: list[str] = []
+    model = None
+    for key, value in data.items():
+        name = str(key).replace("_", "-")
+        if name in ("model", "model-tag"):
+            model = str(value)
+            continue
+        if name == "config":
+            ctx.flag_unknown(f"config: {value}", f"{where}: a config file naming another; "
+                             "vLLM does not read it")
+            continue
+        out += value_words("--" + name, value)
+    ctx.mapped.append(f"{where}: {len(data)} key(s) -> vllm serve options")
+    return ([model] if model else []) + out
+
+
+def read_config(ref: str, base: Path, ctx: Ctx, where: str) -> list[str] | None:
+    """`--config FILE`: its options as argv (FILE beside the input, by its path or its name),
+    or None with an unknowns row and a `<supply:...>` when it was not given."""
+    target = None
+    on_host = [host.rstrip("/") + ref[len(folder.rstrip("/")):] for host, folder in ctx.mounts
+               if ref.startswith(folder.rstrip("/") + "/")]
+    for candidate in on_host + [ref, Path(ref).name]:
+        found = inside(base, candidate)
+        if found is not None and found.is_file():
+            target = found
+            break
+    if target is None:
+        ctx.secrets.declare("VLLM_CONFIG_FILE", where)
+        ctx.flag_unknown(f"--config {ref}", f"{where}: the config file was not given (give it "
+                         "beside the input); its settings are missing, written as "
+                         "<supply:VLLM_CONFIG_FILE>")
+        return None
+    data, _ = load_with_lines(target)
+    if not isinstance(data, dict):
+        raise InputError(f"{target}: a vLLM config file is a mapping of option names")
+    return config_args(data, ctx, f"--config {ref}")
