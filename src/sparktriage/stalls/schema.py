@@ -24,7 +24,7 @@ ID_PATTERN = r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$"
 # and how long the work it reports took (a warmup run, a graph compile)
 # (a digit may follow, `wait_s2`, where one pattern needs the same unit twice)
 STATED_GROUPS = ("wait_s", "wait_ms", "took_s")
-STATED_GROUP = re.compile(r"^(wait_s|wait_ms|took_s)\d?$")
+STATED_GROUP = re.compile(r"^(wait_s|wait_ms|took_s)\d?\Z")
 TEST_KEYS = ("signal", "log", "log_match", "frames", "dmesg", "children", "phase", "all", "any",
              "use")
 

@@ -185,7 +185,7 @@ def _idle(rest: list[str]) -> bool:
         and _shell_c(rest) is None
 
 
-_RAY_MODE = re.compile(r"^ray[-_]?(head|worker)$")
+_RAY_MODE = re.compile(r"^ray[-_]?(head|worker)\Z")
 
 
 def _ray_mode(run: list[str], rest: list[str]) -> list[str] | None:

@@ -13,15 +13,12 @@ from dataclasses import dataclass, field
 
 from sparktriage.errors import InputError
 from sparktriage.redact.detect import secret_name
-from sparktriage.reproduce.importers.cluster import Member, assemble_cluster
 from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.importers.compose_run import compose_run, is_compose_run
 from sparktriage.reproduce.importers.container import container_program
 from sparktriage.reproduce.importers.ray_start import RayStart
-from sparktriage.reproduce.importers.nodes import env_block
 from sparktriage.reproduce.importers.serve_args import Serve
-from sparktriage.reproduce.model import Imported
-from sparktriage.reproduce.shell import assignment, logical_commands
+from sparktriage.reproduce.shell import assignment
 
 # options with a value that are kept as container arguments
 KEEP_VALUE = {"-v", "--volume", "--mount", "--shm-size", "--ulimit", "--device", "--runtime",
@@ -171,48 +168,3 @@ def is_container_run(words: list[str]) -> bool:
         return False
     tool = words[0].rsplit("/", 1)[-1]
     return tool in ("docker", "podman") and (words[1] == "run" or words[1:3] == ["container", "run"])
-
-
-def import_docker(text: str, ctx: Ctx) -> Imported:
-    members: list[Member] = []
-    engine: dict = {}
-    exported: dict[str, str] = {}
-    for command in logical_commands(text, ctx.source):
-        for n in command.notes:
-            ctx.note(f"line {command.line}: {n}")
-        words = list(command.words)
-        while words and assignment(words[0]):
-            pair = assignment(words[0])
-            exported[pair[0]] = pair[1]
-            words = words[1:]
-        if words and words[0] == "export":
-            for word in words[1:]:
-                pair = assignment(word)
-                if pair:
-                    exported[pair[0]] = pair[1]
-            continue
-        if words and words[0] == "sudo":
-            words = words[1:]
-        if not is_container_run(words):
-            if words:
-                ctx.flag_unknown(" ".join(words)[:300], f"line {command.line}: not a container "
-                                 "run; not reproduced")
-            continue
-        serve, ray, env, eng = parse_container_run(words, ctx, command.line)
-        if serve is not None:
-            serve.line = command.line
-            engine = engine if engine and members and members[0].serve else eng
-        engine = engine or eng
-        members.append(Member(serve, ray, env_block(env, ctx, f"line {command.line} -e"),
-                              command.line))
-    if not members:
-        raise InputError(f"{ctx.source}: no docker/podman run command found")
-    if exported:
-        ctx.note("shell variables set around the container run are not passed into the "
-                 "container: " + ", ".join(sorted(exported)))
-    result = assemble_cluster(members, ctx)
-    deployment = dict(result.deployment)
-    deployment["engine"] = {**engine, **deployment.get("engine", {}),
-                            **{k: v for k, v in engine.items() if k in ("image", "runtime",
-                                                                        "container_args")}}
-    return result.model_copy(update={"deployment": deployment})

@@ -35,7 +35,7 @@ _HARMLESS = {"echo", "printf", "sleep", "wait", "cd", "pushd", "popd", "ls", "ca
 _PLACEHOLDER = re.compile(re.escape(PREFIX) + r"([A-Za-z0-9_.-]+)>")
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 _JSON_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-_SHELL_C = re.compile(r"^-[a-z]*c$")  # -c, -lc, -ec
+_SHELL_C = re.compile(r"^-[a-z]*c\Z")  # -c, -lc, -ec
 
 
 def import_script(text: str, ctx: Ctx, given: dict[str, str] | None = None,
