@@ -16,7 +16,6 @@ from sparktriage.config import speculative as spec_source
 from sparktriage.config.deployment import Speculative, load_deployment
 from sparktriage.errors import ConfigError, UsageError
 from sparktriage.launch.plan import build_plan
-from sparktriage.session.runner import _speculative
 from sparktriage.sweep.plan import deployment_hash, plan_sweep
 
 HEAD = "lab: {nodes: [{name: local, host: 127.0.0.1}]}\nmodel: {path: /nonexistent}\n"
@@ -114,10 +113,12 @@ def test_every_sweep_launch_runs_one_config_at_its_depth(tmp_path):
 
 
 def test_another_method_keeps_none_of_the_deployments_keys(tmp_path):
+    # none of eagle3's keys; ngram gets the prompt lookup 2-4 (sweep.plan.NGRAM_EXTRA, #37)
     plan = plan_sweep(_in_flags(tmp_path, EAGLE), depths=(2,), method="ngram")
-    assert (plan.method, plan.speculative_model, plan.speculative_extra) == ("ngram", None, {})
+    lookup = {"prompt_lookup_max": 4, "prompt_lookup_min": 2}
+    assert (plan.method, plan.speculative_model, plan.speculative_extra) == ("ngram", None, lookup)
     assert _configs(plan.deployment_at(plan.load_deployment(), 2)) == [
-        {"method": "ngram", "num_speculative_tokens": 2}]
+        {"method": "ngram", "num_speculative_tokens": 2, **lookup}]
 
 
 
@@ -133,8 +134,9 @@ def test_an_mtp_alias_is_the_same_method(tmp_path, given, asked):
     assert _configs(plan.deployment_at(plan.load_deployment(), 2)) == [
         {"method": asked, "num_speculative_tokens": 2, "draft_tensor_parallel_size": 1,
          "rejection_sample_method": "strict"}]
-    found = spec_source.find(load_deployment(_in_flags(tmp_path, config)))
-    assert _speculative(asked, found, 3).extra == plan.speculative_extra
+    assert plan.speculative(3) == Speculative(
+        method=asked, num_speculative_tokens=3,
+        extra={"draft_tensor_parallel_size": 1, "rejection_sample_method": "strict"})
     # a name that merely contains "mtp" is not an alias
     assert plan_sweep(_in_flags(tmp_path, config), depths=(2,), method="mtpx").speculative_extra == {}
 
@@ -146,19 +148,21 @@ def test_a_config_without_a_method_needs_one_from_the_command_line(tmp_path):
 
 
 def test_the_session_launches_each_depth_with_the_deployments_method(tmp_path):
-    dep = load_deployment(_in_flags(tmp_path, EAGLE))
-    found = spec_source.find(dep)
-    spec = _speculative("eagle3", found, 1)
-    assert spec == Speculative(method="eagle3", num_speculative_tokens=1, model="/draft",
-                               extra={"draft_tensor_parallel_size": 1,
-                                      "num_speculative_tokens_per_batch_size": SCHEDULE})
-    at = spec_source.at_depth(dep, spec)
-    assert at.left_out == {"num_speculative_tokens_per_batch_size": SCHEDULE}
-    assert _configs(at.deployment) == [{"method": "eagle3", "model": "/draft",
-                                        "num_speculative_tokens": 1, "draft_tensor_parallel_size": 1}]
-    assert _speculative("ngram", found, 2) == Speculative(
+    # the session declares the sweep's plan (#37): one builder of the config at a depth
+    path = _in_flags(tmp_path, EAGLE)
+    dep = load_deployment(path)
+    plan = plan_sweep(path, depths=(1, 2), method="eagle3")
+    assert plan.speculative(1) == Speculative(method="eagle3", num_speculative_tokens=1,
+                                              model="/draft",
+                                              extra={"draft_tensor_parallel_size": 1})
+    assert plan.speculative_left_out == {"num_speculative_tokens_per_batch_size": SCHEDULE}
+    assert _configs(plan.deployment_at(dep, 1)) == [
+        {"method": "eagle3", "model": "/draft", "num_speculative_tokens": 1,
+         "draft_tensor_parallel_size": 1}]
+    assert plan_sweep(path, depths=(2,), method="ngram").speculative(2) == Speculative(
         method="ngram", num_speculative_tokens=2, extra={"prompt_lookup_max": 4, "prompt_lookup_min": 2})
-    assert _speculative("eagle3", found, 0) is None
+    assert plan.speculative(0) is None
+    assert _configs(plan.deployment_at(dep, 0)) == []
 
 
 def test_the_session_plan_takes_the_deployments_method_and_one_stream_depth(tmp_path):
