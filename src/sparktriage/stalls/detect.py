@@ -343,6 +343,13 @@ def detect(evidence: Evidence, markers: MarkerSet, params: DetectParams | None =
         if ready and timeline.ready_at is None and timeline.failed_at is None \
                 and timeline.stopped_at is None:
             timeline.ready_at = min(ready)
+    # a node whose log names no phase beside nodes that do (a Ray worker that logs only its
+    # `ray start`) is where the cluster is: it takes their phases, so that only the causes of
+    # the phase the cluster waits in compete there (an excerpt alone keeps no phase)
+    named = sorted({point for t in timelines.values() for point in t.phase_points})
+    for timeline in timelines.values():
+        if named and not timeline.phase_points:
+            timeline.phase_points = list(named)
     observations: list[dict] = []
     keys = failures.error_keys(evidence.logs)
     episodes: dict[str, list[failures.Episode]] = {}
