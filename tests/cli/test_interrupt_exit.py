@@ -35,3 +35,31 @@ def test_a_second_ctrl_c_during_the_exit_still_exits_130():
     assert done.returncode == 130, (done.returncode, done.stderr[-2000:])
     assert "interrupted" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+
+
+UNDER_M = textwrap.dedent("""
+    import sys
+    from sparktriage.cli import app
+
+    class InterruptedInGeneratedCode:
+        def main(self, **_):  # a Ctrl-C landing while a dataclass generates its methods
+            exec("raise KeyboardInterrupt")
+
+    app.typer.main.get_command = lambda _app: InterruptedInGeneratedCode()
+    sys.argv = ["sparktriage", "session", "run"]
+    app.main()
+""")
+
+
+def test_an_interrupt_inside_generated_code_still_exits_130_under_python_m(tmp_path):
+    """CPython marks a KeyboardInterrupt that left evaluated source text (the methods a
+    dataclass generates during a lazy import) as unhandled even when it was caught, and under
+    `python -m` the process then died by SIGINT (-2) instead of exiting 130
+    (tests/session/test_interrupt.py met it when its Ctrl-C landed on the report's imports)."""
+    (tmp_path / "entry_under_m.py").write_text(UNDER_M, encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "entry_under_m"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 130, (done.returncode, done.stderr[-2000:])
+    assert "interrupted" in done.stderr and "Traceback" not in done.stderr
