@@ -34,6 +34,33 @@ def test_failure_log_exits_one_with_cause():
     assert "fix:" in result.stdout
 
 
+FIELD = REPO / "tests" / "stalls" / "field"
+
+
+def test_warmup_budget_flag_changes_the_verdict_on_a_recorded_warmup():
+    """Field case 20 (vllm-project/vllm PR 39910): a 108 s profiling/warmup run vLLM reports
+    on a CPU server is healthy within the default 180 s warmup budget, a stall within 60 s."""
+    log = str(FIELD / "20-cpu-warmup-shm-s390x.log")
+    default = _run("stalls", log, "--json", "-")
+    assert default.returncode == 0, default.stderr
+    assert json.loads(default.stdout)["params"]["warmup_s"] == 180.0
+    tight = _run("stalls", log, "--warmup", "60", "--json", "-")
+    assert tight.returncode == 1, tight.stderr
+    doc = json.loads(tight.stdout)
+    assert doc["params"]["warmup_s"] == 60.0
+    stalls = [f for f in doc["findings"] if f["kind"] == "stall"]
+    assert [f["phase"] for f in stalls] == ["kv_profiling"]
+    assert stalls[0]["duration_s"] > 100
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "abc", "nan"])
+def test_bad_warmup_is_a_one_line_usage_error(value):
+    result = _run("stalls", str(FIELD / "20-cpu-warmup-shm-s390x.log"), "--warmup", value)
+    assert result.returncode == 2, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "--warmup" in result.stderr and "Traceback" not in result.stderr
+
+
 @pytest.mark.slow
 def test_bad_inputs_are_one_line_errors(tmp_path):
     (tmp_path / "garbage.log").write_bytes(b"\x00\xff" * 100)

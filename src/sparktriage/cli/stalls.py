@@ -33,6 +33,9 @@ def stalls(
     compile_cold_s: float = typer.Option(_DEFAULTS.compile_cold_s, "--compile-cold", min=1.0,
                                          help="Seconds a cold torch.compile may stay silent "
                                          "(an observation, not a stall)."),
+    warmup_s: float = typer.Option(_DEFAULTS.warmup_s, "--warmup", min=1.0,
+                                   help="Seconds a warmup or profiling run vLLM reports may "
+                                   "take (scaled by load) before it is a stall."),
 ) -> None:
     """Show the startup timeline with stalls marked, and classify each with evidence and fix."""
     from sparktriage.documents.stalls import StallsDocument
@@ -41,7 +44,8 @@ def stalls(
     from sparktriage.store.typed import check
     params = DetectParams(silence_s=silence_s, spawn_s=spawn_s, min_stall_s=min_stall_s,
                           crawl_floor_bps=crawl_mbps * 1e6, crawl_s=_DEFAULTS.crawl_s,
-                          asym_ratio=_DEFAULTS.asym_ratio, compile_cold_s=compile_cold_s)
+                          asym_ratio=_DEFAULTS.asym_ratio, compile_cold_s=compile_cold_s,
+                          warmup_s=warmup_s)
     rules = load_rules(rules_dir)
     document, _ = analyze(source, rules, params)
     console.write_json(check(StallsDocument, document), json_dest)
