@@ -51,8 +51,8 @@ import numpy as np
 
 from sparktriage.stats.tdist import f_sf, t_ppf
 from sparktriage.sweep.acceptance_model import Check
-from sparktriage.sweep.stepfit import (REUSE_MAX, S_MAX, StepFit, StepShape, edge, minimise,
-                                       rss_at)
+from sparktriage.sweep.stepfit import (REUSE_MAX, S_MAX, ReuseReading, StepFit, StepShape, edge,
+                                       minimise, rss_at)
 
 CHI2_95_1DF = 3.841459
 REUSE_GRID = tuple(round(0.025 * i, 3) for i in range(int(round(REUSE_MAX / 0.025)) + 1))
@@ -88,7 +88,7 @@ class RatioPoint:
 
 
 @dataclass(frozen=True)
-class RatioFit:
+class RatioFit(ReuseReading):
     shape: StepShape  # at the fitted ρ
     points: tuple[RatioPoint, ...]
     slope: float
@@ -102,15 +102,6 @@ class RatioFit:
     def df(self) -> int:
         """The ratios' own df (ρ leans on the launches where any were weighed in: m − 1)."""
         return len(self.points) - 1
-
-    @property
-    def reuse(self) -> float:
-        return self.shape.correlation
-
-    @property
-    def reuse_range(self) -> tuple[float, float]:
-        rows = [r[0] for r in self.region] or [self.reuse]
-        return min(rows), max(rows)
 
     def allowed(self, point: RatioPoint) -> tuple[float, float]:
         """The lowest and highest ratio the curve gives at `point` over the set."""

@@ -101,8 +101,25 @@ class StepPoint:
         return self.share * shape.g(self.depth)
 
 
+class ReuseReading:
+    """What a fit over (s, ρ) says of routing reuse, for the fits that carry a `shape` at the
+    fitted ρ and a 95% `region` of rows (ρ, s_low, s_high): StepFit and ratiofit.RatioFit."""
+
+    shape: StepShape
+    region: tuple[tuple[float, float, float], ...]
+
+    @property
+    def reuse(self) -> float:
+        return self.shape.correlation
+
+    @property
+    def reuse_range(self) -> tuple[float, float]:
+        rows = [r[0] for r in self.region] or [self.reuse]
+        return min(rows), max(rows)
+
+
 @dataclass(frozen=True)
-class StepFit:
+class StepFit(ReuseReading):
     """The fitted curve, its spread and the confidence set of its slope."""
 
     shape: StepShape
@@ -116,15 +133,6 @@ class StepFit:
     # the 95% set over (s, ρ): rows (ρ, s_low, s_high); empty: s's set at the shape's ρ alone
     region: tuple[tuple[float, float, float], ...] = ()
     reuse_fitted: bool = False  # ρ fitted from ratios (else its prior range is kept in `region`)
-
-    @property
-    def reuse(self) -> float:
-        return self.shape.correlation
-
-    @property
-    def reuse_range(self) -> tuple[float, float]:
-        rows = [r[0] for r in self.region] or [self.reuse]
-        return min(rows), max(rows)
 
     def candidates(self, grid: int = 24) -> list[tuple[float, float]]:
         """(s, ρ) points spanning the 95% set: the slope's set at the fitted ρ on a grid of
