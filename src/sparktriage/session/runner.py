@@ -9,10 +9,13 @@ running pending again. `run_session` then executes every step that is not done, 
                 launch supervisor with the live stall watcher on its bundle; the group's
                 protocol and probe run while it is up; teardown on every node
   stalls        the authoritative classification of that launch after teardown
-  sweep         sessions/sweep_step.py (the sweep engine), launching through the same group code
+  sweep         session/sweep_step.py (the sweep engine), launching through the same group code
   envdiff       the environment differences across nodes, per launch, and the node-state flags
   report        `sparktriage report` into DIR/report, signed when a key was given
   signature     the signed report verified with the key's public half
+
+The launch groups run here; the steps after them are session/actions.py, and what the session
+found is read back by session/summary.py.
 
 Ctrl-C (KeyboardInterrupt) ends the current step after teardown, marks it interrupted and
 propagates: the CLI exits 130 and `resume` picks up from there.
@@ -20,10 +23,8 @@ propagates: the CLI exits 130 and `resume` picks up from there.
 
 from __future__ import annotations
 
-import json
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -35,33 +36,21 @@ from sparktriage.bundle import layout
 from sparktriage.launch.plan import LaunchPlan, build_plan
 from sparktriage.launch.run import launch_once
 from sparktriage.session import nodestate
+from sparktriage.session.actions import ACTIONS
+from sparktriage.session.context import Session, attached_launch
 from sparktriage.session.live import StallWatcher
 from sparktriage.session.plan import (DONE, FAILED, INTERRUPTED, PENDING, RUNNING, LabAssumptions,
                                       SessionOptions, base_depth, build_steps, estimate_s)
 from sparktriage.session.state import FILE, SessionState
-from sparktriage.measure.steps import bench_step, bench_summary, probe_step, stalls_step
+from sparktriage.measure.steps import bench_step, probe_step
+from sparktriage.session.summary import summarize
 from sparktriage.session.survivors import stop_survivors
-from sparktriage.session.sweep_step import run_engine, sweep_plan
-from sparktriage.store.documents import write_document, write_yaml_document
+from sparktriage.session.sweep_step import sweep_plan
+from sparktriage.store.documents import write_yaml_document
 from sparktriage.store.rundir import LaunchDir, RunDir
 from sparktriage.progress import Observer, quiet
-from sparktriage.sweep.plan import SweepPlan
 
 DEPLOYMENT_FILE = "deployment.yaml"  # the run's deployment, at the top (the report reads it)
-
-
-@dataclass
-class Session:
-    run: RunDir
-    state: SessionState
-    observe: Observer = quiet
-    api_key: str | None = None  # never written: given again (or OPENAI_API_KEY) on resume
-    deployment: Deployment | None = None  # loaded once (open_session); None: an attached endpoint
-    plan: SweepPlan | None = None  # the sweep's plan: its depths, method and deployment builder
-
-    @property
-    def options(self) -> SessionOptions:
-        return self.state.options
 
 
 # --- opening ---------------------------------------------------------------------------------
@@ -361,20 +350,7 @@ def _execute(session: Session, step: dict) -> None:
         _attached(session, step)
         return
     state.set_state(step, RUNNING)
-    _record_outcome(session, step, lambda: _ACTIONS[kind](session, step))
-
-
-def _attached_launch(session: Session, fresh: bool) -> LaunchDir:
-    """The launch folder of an endpoint the tool did not start; a new one when a measurement
-    is redone after an interruption (the interrupted one's records stay as they are)."""
-    state = session.state
-    label = state.doc.get("attached_launch")
-    if label is None or fresh:
-        label = session.run.next_launch().label
-        with state._lock:
-            state.doc["attached_launch"] = label
-            state.save()
-    return session.run.launch(label)
+    _record_outcome(session, step, lambda: ACTIONS[kind](session, step))
 
 
 def _attached(session: Session, step: dict) -> None:
@@ -384,7 +360,7 @@ def _attached(session: Session, step: dict) -> None:
     state, options, observe = session.state, session.options, session.observe
     extra, inputs = options.extra, step["inputs"]
     tz = parse_tz(extra.get("tz"))
-    launch = _attached_launch(session, fresh=step["kind"] == "protocol" and step["launch"] is not None)
+    launch = attached_launch(session, fresh=step["kind"] == "protocol" and step["launch"] is not None)
     state.set_state(step, RUNNING, launch=launch.label)
 
     def work() -> None:
@@ -402,131 +378,3 @@ def _attached(session: Session, step: dict) -> None:
             logs_step(launch, inputs["logs"], tz)
 
     _record_outcome(session, step, work)
-
-
-def _group_label(state: SessionState, group: str) -> str | None:
-    launch_step = next((s for s in state.steps if s["id"] == group), None)
-    return launch_step["launch"] if launch_step and launch_step["state"] == DONE else None
-
-
-def _stalls(session: Session, step: dict) -> str | None:
-    if "of" in step["inputs"]:
-        label = _group_label(session.state, step["inputs"]["of"])
-        if label is None:
-            return f"{step['inputs']['of']} did not complete: nothing to classify"
-        step["launch"] = label
-        stalls_step(session.run.launch(label))
-    else:  # an attached server's log
-        launch = _attached_launch(session, fresh=False)
-        step["launch"] = launch.label
-        stalls_step(launch, Path(step["inputs"]["log"]))
-    return None
-
-
-def _sweep(session: Session, step: dict) -> str | None:
-    state, inputs = session.state, step["inputs"]
-    labels = tuple(l for g in inputs["base_launches"] if (l := _group_label(state, g)))
-    if not labels:
-        return "no launch of the deployment as given completed: nothing to compare against"
-
-    current: dict = {}
-
-    def observe(event: str, details: dict) -> None:
-        if event == "sweep-launch":
-            current["label"] = details.get("label")
-        elif event == "process":
-            state.add_process({"node": details.get("node"), "name": details.get("name"),
-                               "pid": details.get("pid"), "pgid": details.get("pgid"),
-                               "starttime": details.get("starttime"),
-                               "launch": current.get("label")})
-        session.observe(event, details)
-
-    run_engine(session.run.path, session.plan, session.deployment, observe)
-    return None
-
-
-def _envdiff(session: Session, step: dict) -> str | None:
-    launches = []
-    for record in session.state.doc["launches"]:
-        diff = session.run.path / "launches" / record["label"] / "bundle" / "environment-diff.json"
-        try:
-            doc = json.loads(diff.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            doc = None
-        launches.append({"label": record["label"], "state": record["state"],
-                         "flags": record.get("flags") or [], "environment_diff": doc})
-    write_document(session.run.path / "envdiff.json",
-                   {"schema_version": 1, "kind": "session-envdiff", "launches": launches})
-    return None
-
-
-def _report(session: Session, step: dict) -> str | None:
-    from sparktriage.report.build import execute, plan_report
-    from sparktriage.signing.signing import SignSpec
-    options = session.options
-    sign = SignSpec(options.sign, options.sign_identity) if options.sign else None
-    outcome = execute(plan_report(session.run.path, None, options.formats, sign))
-    step["outputs"] = {"dir": outcome.report_dir, "signed": outcome.signed,
-                       "fingerprint": outcome.fingerprint,
-                       "allowed_signers_line": outcome.allowed_signers_line,
-                       "map": outcome.map_path, "secrets_replaced": outcome.secrets_replaced}
-    session.observe("session-note", {"text": f"report {outcome.report_dir} (signed: {outcome.signed})"})
-    return None
-
-
-def _signature(session: Session, step: dict) -> str | None:
-    from sparktriage.signing.keys import read_public_key
-    from sparktriage.signing.verify import TrustAnchor, verify
-    key = Path(step["inputs"]["key"])
-    public = key if key.name.endswith(".pub") else key.with_name(key.name + ".pub")
-    if not public.is_file():
-        return f"no public key {public} to check the signature with"
-    checked = verify(session.run.path / "report", TrustAnchor(key=read_public_key(public), source=str(public)))
-    step["outputs"] = {"verified": checked.ok, "public_key": str(public)}
-    return None if checked.ok else "the report's signature does not verify"
-
-
-_ACTIONS = {"stalls": _stalls, "sweep": _sweep, "envdiff": _envdiff, "report": _report,
-            "signature": _signature}
-
-
-# --- the summary -----------------------------------------------------------------------------
-
-def _read(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-
-
-def summarize(session: Session) -> dict:
-    """What the session found, from its files: launches (pooled or flagged apart), probe,
-    protocol, stalls (live and authoritative), sweep decision, report."""
-    state, root = session.state, session.run.path
-    launches = []
-    for record in state.doc["launches"]:
-        folder = root / "launches" / record["label"]
-        stalls = _read(folder / "stalls.json")
-        live = [json.loads(line) for line in (folder / "live-stalls.jsonl").read_text().splitlines()
-                if line.strip()] if (folder / "live-stalls.jsonl").is_file() else []
-        launches.append({"label": record["label"], "step": record["step"], "depth": record["depth"],
-                         "state": record["state"], "ready_s": record.get("ready_s"),
-                         "flags": record.get("flags") or [], "pooled": record["state"] == DONE
-                         and not record.get("flags") and record["step"] != "sweep",
-                         "bench": bench_summary(_read(folder / "bench.json")),
-                         "stall_findings": len((stalls or {}).get("findings") or []) if stalls else None,
-                         "live_verdicts": len(live), "note": record.get("note"),
-                         "redone_as": record.get("redone_as")})
-    probe_label = next((s["launch"] for s in state.steps if s["kind"] == "probe" and s["state"] == DONE), None)
-    probe = _read(root / "launches" / probe_label / "probe.json") if probe_label else None
-    sweep = _read(root / "sweep.json")
-    report = next((s.get("outputs") for s in state.steps if s["kind"] == "report"), None)
-    signature = next((s.get("outputs") for s in state.steps if s["kind"] == "signature"), None)
-    return {"schema_version": 1, "kind": "session-result", "run": str(root),
-            "preset": session.options.preset, "launches": launches,
-            "probe": {"verdict": probe.get("verdict"), "tokens_spent": probe.get("tokens_spent"),
-                      "baseline": probe.get("baseline") is not None} if probe else None,
-            "sweep": (sweep or {}).get("decision"), "report": report, "signature": signature,
-            "steps": [{"id": s["id"], "state": s["state"], "reason": s["reason"], "launch": s["launch"]}
-                      for s in state.steps],
-            "spent_s": state.doc.get("spent_s"), "estimate_s": state.doc.get("estimate_s")}
