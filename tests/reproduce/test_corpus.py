@@ -184,6 +184,15 @@ def _check_secrets(want: dict, result, out: Path) -> list[str]:
     absent = set(want.get("placeholders_include") or []) - set(result.placeholders)
     if absent:
         problems.append(f"secrets: not made placeholders: {sorted(absent)}")
+    if "placeholders_exact" in want and result.placeholders != want["placeholders_exact"]:
+        problems.append(f"secrets: asks to supply {result.placeholders}, expected exactly "
+                        f"{want['placeholders_exact']} (each once, none the deployment does not "
+                        "use)")
+    written = (out / "deployment.yaml").read_text()
+    carried = [v for v in want.get("client_site_absent") or [] if v in written]
+    if carried:
+        problems.append(f"site: the client's own addresses/interfaces were written to "
+                        f"deployment.yaml: {carried}")
     for value in want.get("secrets_absent") or []:
         leaked = [p.name for p in out.rglob("*") if p.is_file() and value in p.read_text()]
         if leaked:

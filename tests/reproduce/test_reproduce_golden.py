@@ -54,7 +54,11 @@ def test_multinode_values(tmp_path: Path) -> None:
     assert dep["env"]["HF_TOKEN"] == "<supply:HF_TOKEN>"
     assert dep["env"]["NCCL_DEBUG"] == "WARN"  # env prefix of the serve command
     # the made-up option, and a variable of an older release vLLM 0.32 does not read (#35)
-    assert [u["text"] for u in doc["unknown"]] == ["--frobnicate-kv 3", "VLLM_USE_FLASHINFER_MOE_FP4"]
+    # and the client's interface names, which this one-node lab (no interfaces listed) lacks
+    assert [u["text"] for u in doc["unknown"]] == [
+        "--frobnicate-kv 3", "GLOO_SOCKET_IFNAME=enp1s0f0np0", "NCCL_SOCKET_IFNAME=enp1s0f0np0",
+        "VLLM_USE_FLASHINFER_MOE_FP4"]
+    assert dep["node_env"] == {"local": {"VLLM_HOST_IP": "127.0.0.1"}}  # the lab node's host
     assert dep["serve"]["extra_args"] == ["--frobnicate-kv", "3"]
     assert doc["placeholders"] == ["API_KEY", "HF_TOKEN"]
     assert any(d["key"] == "nodes.count" and d["severity"] == "high" for d in doc["diff"])

@@ -46,20 +46,25 @@ def test_per_node_files_and_node_map(tmp_path: Path) -> None:
     lab = tmp_path / "lab.yaml"
     lab.write_text(yaml.safe_dump({"schema_version": 1, "nodes": [
         {"name": "s1", "host": "127.0.0.1", "gpu": "gb10"},
-        {"name": "s2", "host": "127.0.0.1", "gpu": "gb10", "interfaces": ["enp1s0f0np0"]}]}))
+        {"name": "s2", "host": "127.0.0.2", "gpu": "gb10", "interfaces": ["enp1s0f0np0"]}]}))
     r = reproduce([tmp_path / "b.sh", tmp_path / "a.sh"], lab, {"node0": "s2", "node1": "s1"},
                   tmp_path / "out", capture_live=False)
     d = r.deployment
     assert d["nodes"] == ["s2", "s1"]
-    # addresses and interface names of the client's network do not travel to the lab
-    assert d["node_env"] == {"s2": {"OMP_NUM_THREADS": "4"}}
-    assert any(s.startswith("site-specific settings not carried") and "node0 10.0.0.1" in s
+    # addresses and interface names of the client's network do not travel to the lab: each
+    # becomes the lab node's (its host, its listed interface), or is left out with a row
+    assert d["node_env"] == {"s2": {"OMP_NUM_THREADS": "4", "VLLM_HOST_IP": "127.0.0.2",
+                                    "NCCL_SOCKET_IFNAME": "enp1s0f0np0"},
+                             "s1": {"VLLM_HOST_IP": "127.0.0.1"}}
+    assert any(s.startswith("the client's own addresses and interfaces") and
+               "VLLM_HOST_IP (node0 -> s2: 10.0.0.1 -> 127.0.0.2, s2's host)" in s
                for s in r.plan.statements)
     trap = next(t for t in r.traps if t.id == "ifname-not-on-node")
     assert "s2: NCCL_SOCKET_IFNAME=enP2p1s0f1np1 (client value)" in trap.setting
     assert [(n.client, n.lab) for n in r.plan.nodes] == [("node0", "s2"), ("node1", "s1")]
     assert r.plan.nodes[1].argv[-2:] == ["1", "--headless"]
-    assert "VLLM_HOST_IP" not in r.plan.nodes[0].env
+    assert r.plan.nodes[0].env["VLLM_HOST_IP"] == "127.0.0.2"
+    assert r.plan.nodes[1].env["VLLM_HOST_IP"] == "127.0.0.1"
     done = subprocess.run([sys.executable, "-m", "sparktriage", "launch",
                            str(tmp_path / "out" / "deployment.yaml"), "--dry-run"],
                           capture_output=True, text=True, timeout=60)

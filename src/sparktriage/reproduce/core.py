@@ -41,15 +41,13 @@ from sparktriage.reproduce.model import (ClientNode, Facts, Imported, InputRef, 
 from sparktriage.reproduce.nodemap import assign
 from sparktriage.reproduce.normalize import combine, origin
 from sparktriage.reproduce.secrets import Placeholders
+from sparktriage.reproduce.site import Localized, localize
+from sparktriage.reproduce.supply import header, settle
 from sparktriage.validation_words import plain
 
 if TYPE_CHECKING:
     from sparktriage.launch.plan import LaunchPlan
 
-# addresses and interface names of the client's own network: never carried to the lab
-SITE_VARS = ("VLLM_HOST_IP", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME",
-             "UCX_NET_DEVICES", "NCCL_IB_HCA", "OMPI_MCA_btl_tcp_if_include", "MASTER_ADDR",
-             "VLLM_LOOPBACK_IP")
 LOCAL_LAB = {"name": "this-machine", "nodes": [{"name": "local", "host": "127.0.0.1"}]}
 
 
@@ -138,13 +136,18 @@ def reproduce(inputs: list[Path], lab: Path | None, node_map: dict[str, str] | N
     pairs = assign([n.name for n in client_nodes], lab_names, node_map or {})
     used = [lab_node for _, lab_node in pairs]
     client_gpu = _client_gpu(client_facts)
-    statements = rank_statements + _statements(client_nodes, client_dep, client_gpu, lab_model,
-                                               lab_names, used)
-    dep = _lab_deployment(client_dep, client_nodes, pairs, lab_value)
+    site = localize(client_dep.get("env") or {}, client_nodes, pairs, lab_model,
+                    client_dep.get("serve") or {}, str(inputs[0]))
+    statements = rank_statements + _statements(client_nodes, client_gpu, lab_model, lab_names,
+                                               used) + ([site.statement()] if site.statement()
+                                                        else [])
+    dep = _lab_deployment(client_dep, site, pairs, lab_value)
     model, normalized = _validated(dep, secrets, imported)
     out_dir.mkdir(parents=True, exist_ok=True)
     dep_path = out_dir / "deployment.yaml"
-    _write_deployment(dep_path, normalized, secrets)
+    text = yaml.safe_dump(normalized, sort_keys=False, allow_unicode=True)
+    supply = secrets.used_in(text)  # only what the deployment holds is asked for
+    _write(dep_path, header(supply) + text, secrets)
     lab_plan, launch = plan_for(dep_path, lab_name, pairs, statements)
     lab_facts, capture_status = _lab_facts(lab_capture, capture_live, launch, model, used,
                                            secrets)
@@ -155,14 +158,17 @@ def reproduce(inputs: list[Path], lab: Path | None, node_map: dict[str, str] | N
                                   trapcheck.load_why())
     facts = trapfacts.build(normalized, client_facts, lab_facts,
                             _lab_nodes_info(lab_model, used, lab_facts), client_env, pairs)
+    unknown, unneeded = settle([u for i in imported for u in i.unknown] + site.unknown
+                               + unknown_vllm_env({n.name: {**(client_dep.get("env") or {}),
+                                                            **n.env} for n in client_nodes}
+                                                  or {"node0": client_dep.get("env") or {}},
+                                                  imported), secrets.supply, supply)
     result = ReproduceResult(
-        inputs=[i.input for i in imported], deployment=normalized,
-        unknown=[u for i in imported for u in i.unknown] + unknown_vllm_env(
-            {n.name: {**(client_dep.get("env") or {}), **n.env} for n in client_nodes}
-            or {"node0": client_dep.get("env") or {}}, imported), diff=differences,
-        traps=trapcheck.check(facts), placeholders=secrets.supply,
+        inputs=[i.input for i in imported], deployment=normalized, unknown=unknown,
+        diff=differences, traps=trapcheck.check(facts), placeholders=supply,
         mapped=[m for i in imported for m in i.mapped],
-        notes=[n for i in imported for n in i.notes], plan=lab_plan, client_nodes=client_nodes,
+        notes=[n for i in imported for n in i.notes] + unneeded, plan=lab_plan,
+        client_nodes=client_nodes,
         lab_capture=capture_status, out_dir=str(out_dir))
     result = ReproduceResult.model_validate(secrets.deep(result.model_dump(mode="json")))
     _write(out_dir / "reproduce.json", json.dumps(result.to_json(), indent=2) + "\n", secrets)
@@ -221,10 +227,9 @@ def _lab_order(lab_model: Lab) -> list[str]:
     return lab_names
 
 
-def _statements(client_nodes: list[ClientNode], client_dep: dict, client_gpu: str | None,
-                lab_model: Lab, lab_names: list[str], used: list[str]) -> list[str]:
-    """What the plan says about the lab against the client: fewer nodes, other hardware, the
-    client's site-specific settings left behind."""
+def _statements(client_nodes: list[ClientNode], client_gpu: str | None, lab_model: Lab,
+                lab_names: list[str], used: list[str]) -> list[str]:
+    """What the plan says about the lab against the client: fewer nodes, other hardware."""
     statements = []
     if len(client_nodes) > len(lab_names):
         statements.append(f"the lab has {len(lab_names)} node(s), the client {len(client_nodes)}: "
@@ -235,30 +240,7 @@ def _statements(client_nodes: list[ClientNode], client_dep: dict, client_gpu: st
                 trapfacts.gpu_arch(client_gpu) != trapfacts.gpu_arch(node.gpu):
             statements.append(f"other hardware: the client runs {client_gpu}, lab node "
                               f"{node.name} has {node.gpu}")
-    site = _site_statement(client_nodes, client_dep, lab_model, used)
-    if site:
-        statements.append(site)
     return statements
-
-
-def _site_statement(client_nodes: list[ClientNode], client_dep: dict, lab_model: Lab,
-                    used: list[str]) -> str | None:
-    """The client's addresses and interfaces (SITE_VARS) not carried, and the lab's own."""
-    site: dict[str, list[str]] = {}
-    for n in client_nodes:
-        for var in SITE_VARS:
-            value = {**(client_dep.get("env") or {}), **n.env}.get(var)
-            if value is not None:
-                site.setdefault(var, []).append(f"{n.name} {value}")
-    if not site:
-        return None
-    lab_sets = {n.name: sorted(set(SITE_VARS) & set(n.env)) for n in lab_model.nodes
-                if n.name in used}
-    return ("site-specific settings not carried to the lab (addresses and "
-            "interfaces of the client's network): " + "; ".join(
-                f"{var} ({', '.join(vals)})" for var, vals in sorted(site.items()))
-            + ". The lab's own come from the lab YAML's node env: " + "; ".join(
-                f"{name} sets {', '.join(v) or 'none'}" for name, v in lab_sets.items()))
 
 
 def _client_env(client_nodes: list[ClientNode], client_facts: dict[str, Facts],
@@ -273,20 +255,19 @@ def _client_env(client_nodes: list[ClientNode], client_facts: dict[str, Facts],
     return client_env
 
 
-def _lab_deployment(client_dep: dict, client_nodes: list[ClientNode],
-                    pairs: list[tuple[str | None, str]], lab_value: Any) -> dict:
-    """The client's deployment placed on the lab nodes, without the client's site settings."""
+def _lab_deployment(client_dep: dict, site: Localized, pairs: list[tuple[str | None, str]],
+                    lab_value: Any) -> dict:
+    """The client's deployment placed on the lab nodes, the client's own addresses and
+    interfaces replaced by the lab's or left out (reproduce/site.py)."""
     used = [lab_node for _, lab_node in pairs]
-    client_dep = {**client_dep, "env": {k: v for k, v in (client_dep.get("env") or {}).items()
-                                        if k not in SITE_VARS}}
     node_env = {}
-    by_client = {n.name: n for n in client_nodes}
     for client, lab_node in pairs:
-        own = {k: v for k, v in (by_client[client].env if client else {}).items()
-               if k not in SITE_VARS}
+        own = {**site.own.get(client or "", {}), **site.node_env.get(lab_node, {})}
         if own:
             node_env[lab_node] = own
-    dep = dict(client_dep)
+    dep = {**client_dep, "env": site.env}
+    if site.serve:
+        dep["serve"] = site.serve
     dep.pop("lab", None)
     dep.pop("nodes", None)
     dep["schema_version"] = 1
@@ -407,12 +388,6 @@ def _prune(dep: dict) -> dict:
     if "speculative" in dep and dep["speculative"] is None:
         out.pop("speculative", None)
     return out
-
-
-def _write_deployment(path: Path, normalized: dict, secrets: Placeholders) -> None:
-    _write(path, "# written by sparktriage reproduce (docs/reproduce.md); values to supply: "
-           + (", ".join(secrets.supply) or "none") + "\n"
-           + yaml.safe_dump(normalized, sort_keys=False, allow_unicode=True), secrets)
 
 
 def _write(path: Path, text: str, secrets: Placeholders) -> None:

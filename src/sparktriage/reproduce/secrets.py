@@ -59,6 +59,9 @@ class Placeholders:
         if value in self._values:
             return placeholder(self._values[value])
         base, number = name, 1
+        bound = set(self._values.values())
+        if base in self.names and base not in bound:  # declared before its value was seen
+            return self._remember(base, value, self.names[base])
         while base in self.names:  # same name, another value (two nodes' tokens)
             number += 1
             base = f"{name}_{number}"
@@ -116,3 +119,9 @@ class Placeholders:
     @property
     def supply(self) -> list[str]:
         return sorted(self.names)
+
+    def used_in(self, blob: str) -> list[str]:
+        """The placeholder names that `blob` (the written deployment) holds: the values to
+        supply on the lab; a placeholder only in a setting the deployment does not carry (a
+        container `--name`, a client address replaced by the lab's) is not asked for."""
+        return sorted(name for name in self.names if placeholder(name) in blob)

@@ -299,9 +299,14 @@ def servers(commands: list[Simple], source: str, ignored: list[Simple], holes: l
     command's line)."""
     found = []
     containers: dict[str, list[str]] = {}  # idle containers by name: the run up to the image
+    host: dict[str, str] | None = None  # exports before an interactive `docker exec -it C sh`
     for command in commands:
         env = dict(command.prefix)
         words = strip_wrappers(list(command.words), env)
+        if host is not None:
+            command = _typed_inside(command, host)
+        if words and command.stdin is None and _interactive_exec(words):
+            host = dict(command.exported)  # what follows is typed inside the container
         if not words:  # a wrapper alone (`env`, `sudo -v`)
             ignored.append(command)
         elif is_serve(words):
@@ -353,6 +358,31 @@ def servers(commands: list[Simple], source: str, ignored: list[Simple], holes: l
         else:
             ignored.append(command)
     return found
+
+
+def _interactive_exec(words: list[str]) -> bool:
+    """`docker exec -it NAME bash` (a shell with no script): the lines after it are typed
+    inside that container (the playbooks' convention)."""
+    if os.path.basename(words[0]) not in ("docker", "podman") or words[1:2] != ["exec"]:
+        return False
+    i = 2
+    while i < len(words) and words[i].startswith("-"):
+        i += 2 if words[i] in _EXEC_VALUE else 1
+    rest = words[i + 1:]
+    return bool(rest) and os.path.basename(rest[0]) in ("bash", "sh", "dash", "zsh") and \
+        all(w.startswith("-") and not w.endswith("c") for w in rest[1:])
+
+
+def _typed_inside(command: Simple, host: dict[str, str]) -> Simple:
+    """A command typed inside a container: the host shell's exports are not its environment."""
+    left = sorted(k for k, v in host.items() if command.exported.get(k) == v)
+    if not left:
+        return command
+    return replace(command, exported={k: v for k, v in command.exported.items()
+                                      if host.get(k) != v},
+                   notes=command.notes + ("typed inside the container of `docker exec`: the "
+                                          "host shell's exports are not in its environment "
+                                          f"({', '.join(left)})",))
 
 
 def _runs_server(rest: list[str], source: str, command: Simple,
