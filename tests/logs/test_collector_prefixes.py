@@ -109,6 +109,20 @@ def test_rank_ray_and_ansi_prefixes():
     assert (f.relay, f.level) == ("pid=776, ip=10.0.0.2", "ERROR")
 
 
+def test_a_launchers_stamp_level_and_component_are_peeled_and_time_its_own_lines():
+    # lemonade's WrappedServer (lemonade-sdk/vllm-rocm issue 5): its stamp, level tag and
+    # component in front of vLLM's lines and in front of its own health polls
+    f = parse_line("2026-06-09 13:59:48.601 [Info] (Process) (EngineCore pid=42521) INFO 06-09 "
+                   "13:59:48 [default_loader.py:384] Loading weights took 6.65 seconds")
+    assert (f.collector, f.collector_full, f.collector_frac) == ("dated", "2026-06-09 13:59:48", "601")
+    assert (f.kind, f.stamp, f.message) == ("vllm", "06-09 13:59:48", "Loading weights took 6.65 seconds")
+    poll = parse_line("2026-06-09 13:59:58.470 [Debug] (WrappedServer) Still waiting for vllm-server...")
+    assert (poll.collector, poll.collector_full) == ("dated", "2026-06-09 13:59:58")
+    assert poll.message == "Still waiting for vllm-server..." and has_time(poll)
+    # a date followed by ordinary bracketed text is not a launcher's level tag
+    assert parse_line("2026-06-09 13:59:58 [note] nothing to see").collector is None
+
+
 def test_ordinary_text_is_not_taken_for_a_prefix():
     for text in ("Loading safetensors checkpoint shards: 100% Completed | 2/2 [00:01<00:00]",
                  "Mar 04 is the date", "[rankless]: text", "a | b",

@@ -15,7 +15,9 @@ prefix, often with a time stamp of its own (docs/logs.md, "Collector prefixes"):
   own format, a process group, or a traceback's lines;
 * ``[rank0]:`` / ``[default0]:`` (torchrun's per-rank prefix); ``0: `` task labels (``srun
   --label``) in front of a worker's line;
-* ``YYYY-MM-DD HH:MM:SS.mmm | `` (log viewers' exports);
+* ``YYYY-MM-DD HH:MM:SS.mmm | `` (log viewers' exports), and ``YYYY-MM-DD HH:MM:SS.mmm
+  [Info] (Process) `` (a launcher's stamp, level tag and component, lemonade's; its own lines,
+  e.g. a health poll, are timed by it too);
 * ``docker compose``'s ``service-1  | `` column; Buildkite's ``  | `` column;
 * a CI step's bracketed stamp ``[2026-02-24T20:21:58Z] ``.
 
@@ -51,9 +53,12 @@ _JOURNALD = re.compile(
 # header, a process group or a rank prefix follows it
 _AFTER = (r"(?=\(|\[rank|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d |"
           r"Traceback \(|\s+File \"|(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception): )")
+# a launcher's own level tag and component (lemonade's "[Info] (Process) "), whatever follows
+_LEVEL_TAG = (r"\[(?:Trace|Debug|Info|Warn|Warning|Error|Fatal|Critical|TRACE|DEBUG|INFO|WARN|"
+              r"WARNING|ERROR|FATAL|CRITICAL)\] (?:\([\w.-]{1,64}\) )?")
 _DATED = re.compile(
     r"(?P<date>\d{4}-\d\d-\d\d) (?P<hms>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d{1,9}))?"
-    r"(?: ?(?P<tz>Z|UTC|[+-]\d\d:?\d\d))?(?: \| | " + _AFTER + ")"
+    r"(?: ?(?P<tz>Z|UTC|[+-]\d\d:?\d\d))?(?: \| | " + _LEVEL_TAG + "| " + _AFTER + ")"
 )
 # srun --label / pdsh-like task numbers, only in front of what a vLLM worker writes
 _TASK = re.compile(r"\d{1,5}: (?=\(|\[rank|\[[IWEF]\d|Traceback|(?:DEBUG|INFO|WARNING|ERROR|"

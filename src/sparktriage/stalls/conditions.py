@@ -2,7 +2,8 @@
 
 Every outcome says what it read and what it saw (the evidence shown to the user, with its
 time and node), and, when unknown, which source was missing. Log tests read the node's lines
-in a scope relative to the stall (`last`, `before`, `during`, `until_end`, `anywhere`);
+in a scope relative to the stall (`last`, `before`, `during`, `end`: the lines at its end
+(within a second: 1-second stamps), `until_end`, `anywhere`);
 frame and child tests count the share of sampling rounds in the window that match.
 """
 
@@ -21,6 +22,7 @@ from sparktriage.stalls.signals import SIGNALS, Window, compute
 _DMESG_BEFORE_S = 60.0
 _DMESG_AFTER_S = 30.0
 _ROUND_GAP_S = 0.5  # dumps of one py-spy round lie closer together than this
+_END_SLACK_S = 1.0  # `where: end`: lines stamped to the second around the stall's end
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,7 @@ class Evaluator:
             return [self.period.last_line] if self.period.last_line else []
         start, end = self.period.start, self.period.end
         bounds = {"before": (float("-inf"), start), "during": (self.window.start, end),
+                  "end": (end - _END_SLACK_S, end + _END_SLACK_S),
                   "until_end": (float("-inf"), end), "anywhere": (float("-inf"), float("inf"))}
         lo, hi = bounds[c.where]
         return [m for t in timelines for m in t.marks if lo <= m.t <= hi]

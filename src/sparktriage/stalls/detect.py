@@ -370,6 +370,7 @@ def detect(evidence: Evidence, markers: MarkerSet, params: DetectParams | None =
         if crawl:
             found.append(crawl)
         found += stated.waits(timeline, markers, params, budget, observations)
+        found += stated.overruns(timeline, markers, params, budget)
         failed, apart = failures.failure_periods(timeline, episodes[name], progress, markers,
                                                  keys)
         for stall in found:  # a silence that ends in a failure was stuck where the error shows

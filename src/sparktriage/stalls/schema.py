@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 SOURCE_NAMES = ("log", "host", "disk", "net", "procs", "gpu", "stacks", "dmesg")
 Source = Literal["log", "host", "disk", "net", "procs", "gpu", "stacks", "dmesg"]
-Scope = Literal["last", "before", "during", "until_end", "anywhere"]
+Scope = Literal["last", "before", "during", "end", "until_end", "anywhere"]
 Status = Literal["experimental", "test", "stable", "deprecated"]
 Kind = Literal["stall", "failure"]
 ID_PATTERN = r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$"

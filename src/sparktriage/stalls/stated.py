@@ -7,6 +7,10 @@
 - Work lines (markers with `budget:` and a `took_s` group: "Initial profiling/warmup run took
   94 s", "Compiling a graph for dynamic shape takes 39 s", "Graph capturing finished in 71
   secs") say the silence they cover was that work; it gets that work's budget.
+- Work that overran: a work line whose stated time is past that work's budget ("Compiling a
+  graph ... takes 2219.43 s", "Graph capturing finished in 11412 secs") is a stall over the
+  time it states, back from the line, even where the excerpt shows no silence (its first
+  line, or lines logged during the work).
 - Cuts (logs' `excerpt_detail.cuts`: an ellipsis line, a jump) are lines left out: a silence
   across one starts after it.
 """
@@ -58,6 +62,30 @@ def work_spans(timeline: NodeTimeline, markers: MarkerSet) -> list[tuple[float, 
             if took:
                 out.append((mark.t - took, mark.t, kind, mark))
                 break
+    return out
+
+
+_WORK_WHAT = {"compile": "a graph compile", "warmup": "a warmup, profiling or capture run"}
+
+
+def overruns(timeline: NodeTimeline, markers: MarkerSet, params: DetectParams,
+             budget: Budget) -> list[Period]:
+    """Work the log states took longer than its budget: a stall from the time the work began
+    (the stated time back from its line) to the line. The line is the stall's last line, so
+    the rules read what the work was (`where: last` or `end`)."""
+    out = []
+    for start, end, kind, mark in work_spans(timeline, markers):
+        phase = timeline.phase_at(mark.t)
+        allowed, why = budget.allowed(phase, params.silence_s, params, timeline.checkpoint_bytes,
+                                      kind)
+        took = end - start
+        if took < max(params.min_stall_s, allowed):
+            continue
+        line = mark.event.message.split("\n", 1)[0].strip()
+        out.append(Period(timeline.node, "stall", start, end, phase, ["work"],
+                          f"vLLM states {_WORK_WHAT.get(kind, kind)} took {took:.0f} s, past the "
+                          f"{allowed:.0f} s expected ({why}): {line[:160]}", last_line=mark,
+                          facts={"stated_work_s": round(took, 1), "work": kind}))
     return out
 
 
