@@ -17,27 +17,16 @@ from pydantic import ValidationError
 
 from sparktriage.config.deployment import Deployment
 from sparktriage.config.lab import Lab
-from sparktriage.errors import ConfigError, InputError, SourceLocation, UsageError
-from sparktriage.limits import LimitError
+from sparktriage.errors import ConfigError, SourceLocation, UsageError, InputError
 from sparktriage.yamldoc import load_model, load_with_lines, validate
 from sparktriage.reproduce import diff as diffing
 from sparktriage.reproduce import facts as trapfacts
 from sparktriage.reproduce import traps as trapcheck
-from sparktriage.reproduce.bash import read_script
-from sparktriage.reproduce.detect import detect, read_input
 from sparktriage.reproduce.envcheck import unknown_vllm_env
-from sparktriage.reproduce.importers.collect_env import import_collect_env
-from sparktriage.reproduce.importers.common import Ctx
-from sparktriage.reproduce.importers.compose import import_compose
-from sparktriage.reproduce.importers.compose_run import composes_run
-from sparktriage.reproduce.importers.deployment import import_deployment
-from sparktriage.reproduce.importers.envdump import import_env
-from sparktriage.reproduce.importers.recipe import import_recipe
-from sparktriage.reproduce.importers.serve import import_script
+from sparktriage.reproduce.readall import import_all, import_input  # noqa: F401 (API)
 from sparktriage.reproduce.labfacts import read_capture
 from sparktriage.reproduce.labplan import place_ranks, plan_for
-from sparktriage.reproduce.model import (ClientNode, Facts, Imported, InputRef, LabPlan,
-                                         ReproduceResult)
+from sparktriage.reproduce.model import ClientNode, Facts, Imported, LabPlan, ReproduceResult
 from sparktriage.reproduce.nodemap import assign
 from sparktriage.reproduce.normalize import combine, origin
 from sparktriage.reproduce.secrets import Placeholders
@@ -49,48 +38,6 @@ if TYPE_CHECKING:
     from sparktriage.launch.plan import LaunchPlan
 
 LOCAL_LAB = {"name": "this-machine", "nodes": [{"name": "local", "host": "127.0.0.1"}]}
-
-
-def import_input(path: Path, secrets: Placeholders, given: dict[str, str] | None = None,
-                 library: dict[str, str] | None = None) -> Imported:
-    """One input, by its detected kind; `given`: variables the client supplied (env dumps),
-    which a shell script's `${VAR:-default}` and tests read; `library`: the other shell inputs
-    by file name, read where a script runs them."""
-    text = read_input(path)
-    try:
-        kind = detect(text)
-    except LimitError as exc:  # YAML past a bound: at the input's line
-        raise LimitError(exc.message, location=SourceLocation(
-            str(path), exc.location.line if exc.location else None), hint=exc.hint) from None
-    except InputError as exc:
-        raise InputError(f"{path}: {exc.message}") from None
-    ctx = Ctx(InputRef(path=str(path), kind=kind), secrets)
-    if kind == "compose":
-        return import_compose(path, ctx)
-    if kind == "deployment":
-        return import_deployment(path, ctx)
-    if kind == "recipe":
-        return import_recipe(path, ctx)
-    if kind == "collect-env":
-        return import_collect_env(text, ctx)
-    if kind == "env":
-        return import_env(text, ctx)
-    return import_script(text, ctx, given, library)  # serve and docker scripts: reproduce/bash
-
-
-def _resolve_paths(dep: dict, base: Path) -> dict:
-    """./ and ../ values of a deployment YAML input, against its folder (as launch does)."""
-    def fix(value):
-        if isinstance(value, str) and value.startswith(("./", "../")):
-            return os.path.normpath(base / value)
-        return value
-    model = dict(dep.get("model") or {})
-    if "path" in model:
-        model["path"] = fix(model["path"])
-    engine = dict(dep.get("engine") or {})
-    vllm = engine.get("vllm")
-    engine["vllm"] = [fix(v) for v in vllm] if isinstance(vllm, list) else fix(vllm)
-    return {**dep, "model": model, "engine": engine}
 
 
 def _load_lab(lab: Path | None, imported: list[Imported]) -> tuple[Any, Lab, str]:
@@ -123,7 +70,7 @@ def reproduce(inputs: list[Path], lab: Path | None, node_map: dict[str, str] | N
     if not inputs:
         raise UsageError("give at least one input")
     secrets = Placeholders()
-    imported = _import_all(inputs, secrets)
+    imported = import_all(inputs, secrets)
     client_dep, client_nodes, client_facts = combine(imported)
     if "model" not in client_dep or not (client_dep.get("model") or {}).get("path"):
         raise InputError("no input names a model to serve (give the serve line, docker run, "
@@ -173,49 +120,6 @@ def reproduce(inputs: list[Path], lab: Path | None, node_map: dict[str, str] | N
     result = ReproduceResult.model_validate(secrets.deep(result.model_dump(mode="json")))
     _write(out_dir / "reproduce.json", json.dumps(result.to_json(), indent=2) + "\n", secrets)
     return result.model_copy(update={"out_dir": str(out_dir)})
-
-
-def _import_all(inputs: list[Path], secrets: Placeholders) -> list[Imported]:
-    """Every input imported; a deployment YAML's relative paths against its own folder."""
-    imported = []
-    given: dict[str, str] = {}
-    library: dict[str, str] = {}  # shell inputs by file name: a script may run another
-    composes: set[str] = set()
-    for path in inputs:  # the client's env dumps first: the scripts read their variables
-        try:
-            text = read_input(Path(path))
-            kind = detect(text)
-        except InputError:
-            continue  # refused with its path below
-        if kind in ("env", "collect-env"):
-            given.update({k: v for f in import_input(Path(path), Placeholders()).facts
-                          for k, v in f.env.items()})
-        elif kind in ("serve", "docker"):
-            library[Path(path).name] = text
-        elif kind == "compose":
-            composes.add(Path(path).name)
-    # scripts another script runs, and compose files a script's `docker compose run` reads
-    called = _called(library, given) | (composes_run(list(library.values())) & composes)
-    for path in inputs:
-        if Path(path).name in called:
-            continue  # read where another input script runs it (reproduce/bash)
-        part = import_input(Path(path), secrets, given, library)
-        if part.input.kind == "deployment":
-            part = part.model_copy(update={"deployment": _resolve_paths(
-                part.deployment, Path(os.path.abspath(path)).parent)})
-        imported.append(part)
-    return imported
-
-
-def _called(library: dict[str, str], given: dict[str, str]) -> set[str]:
-    """The input scripts another input script runs (read there, not on their own)."""
-    called: set[str] = set()
-    for name, text in library.items():
-        try:
-            called |= read_script(text, name, given, library).ran - {name}
-        except InputError:
-            continue  # refused with its path when imported
-    return called if called != set(library) else set()
 
 
 def _lab_order(lab_model: Lab) -> list[str]:

@@ -1,6 +1,6 @@
 """Which kind of input a file is, from its content (the file name is not trusted), read bounded.
 
-Order: a YAML mapping with `services` is a compose file and one with `model` (and
+Order: a systemd unit (`[Service]` with `ExecStart=`) is systemd; a YAML mapping with `services` is a compose file and one with `model` (and
 `schema_version`, `lab` or `serve`) our deployment; text framed like `vllm collect-env` is
 collect-env; a YAML mapping of none of these kinds is refused (never read as a shell script,
 unless most of its lines read as shell); a shell text running `docker|podman run` is docker,
@@ -17,7 +17,7 @@ import yaml
 
 from sparktriage.errors import InputError
 from sparktriage import yamlsafe
-from sparktriage.reproduce.importers import collect_env, deployment, envdump, recipe
+from sparktriage.reproduce.importers import collect_env, deployment, envdump, recipe, systemd
 from sparktriage.reproduce.shell import MAX_INPUT_BYTES
 
 _DOCKER = re.compile(r"(?m)^\s*(?:sudo\s+)?(?:\S*/)?(?:docker|podman)\s+(?:container\s+)?run\b")
@@ -71,6 +71,8 @@ def _shell_like(text: str) -> bool:
 
 
 def detect(text: str) -> str:
+    if systemd.looks_like_unit(text):  # `[Service]` with `ExecStart=`: never YAML or shell
+        return "systemd"
     data = _yaml(text)
     if isinstance(data, dict):
         if isinstance(data.get("services"), dict):

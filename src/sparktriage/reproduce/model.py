@@ -11,7 +11,8 @@ from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Kind = Literal["serve", "docker", "compose", "collect-env", "env", "deployment", "recipe"]
+Kind = Literal["serve", "docker", "compose", "collect-env", "env", "deployment", "recipe",
+               "systemd"]
 Severity = Literal["high", "medium", "low", "info"]
 
 

@@ -36,10 +36,11 @@ HOSTISH = re.compile(r"(^|_)(HOST|HOSTNAME|HOSTS|NODE|NODES|SERVER)$", re.IGNORE
 INTERFACE = re.compile(r"(^|_)(IFNAME|IFACE|IF|INTERFACES?|NIC|IF_INCLUDE)$", re.IGNORECASE)
 DEVICE = re.compile(r"(^|_)(NET_DEVICES|HCA)$", re.IGNORECASE)
 HEADISH = re.compile(r"HEAD|MASTER|LEADER|PRIMARY|COORD|RAY_ADDRESS", re.IGNORECASE)
-OWN = re.compile(r"^(VLLM_)?(HOST|NODE|MY|LOCAL|SELF|THIS|POD)_?IP(_ADDRESS)?$", re.IGNORECASE)
+OWN = re.compile(r"^(VLLM_)?(HOST|NODE|MY|LOCAL|SELF|THIS|POD)_?IP(_ADDRESS)?\Z",
+                 re.IGNORECASE)
 IP = re.compile(r"(?<![\w.:])(?:\d{1,3}(?:\.\d{1,3}){3}|\[?[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4})"
                 r"{2,7}\]?)(?![\w.])")
-HOSTNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.-]*(:\d+)?$")
+HOSTNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.-]*(:\d+)?\Z")
 LOCAL = {"", "0.0.0.0", "::", "[::]", "127.0.0.1", "::1", "localhost", "auto", "*", "lo"}
 KNOWN = {"VLLM_HOST_IP": "address", "MASTER_ADDR": "address", "RAY_ADDRESS": "address",
          "VLLM_LOOPBACK_IP": "address", "NCCL_SOCKET_IFNAME": "interface",

@@ -336,9 +336,14 @@ def servers(commands: list[Simple], source: str, ignored: list[Simple], holes: l
             script.commands[:] = [_restore(c, tokens) for c in script.commands]
             holes.extend(Hole(h.name, command.line, f"{h.what} (inside {inner[1]})", h.dropped)
                          for h in script.holes)
-            nested = servers(script.commands, source, [], holes, inner_env, depth + 1, inner[1])
+            around: list[Simple] = []  # the inner script's other commands, at this line
+            nested = servers(script.commands, source, around, holes, inner_env, depth + 1,
+                             inner[1])
             if not nested:
                 ignored.append(command)
+            else:
+                ignored.extend(replace(c, line=command.line, end_line=command.end_line)
+                               for c in around)
             how = inner[1].split(" <<")[0]
             run = containers.get(how.split()[-1]) if " exec " in f" {how} " else None
             for server in nested:

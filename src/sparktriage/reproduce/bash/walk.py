@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from sparktriage.errors import InputError
 from sparktriage.reproduce.bash.branches import At as _At
 from sparktriage.reproduce.bash.branches import Branches
+from sparktriage.reproduce.bash.files import heredoc_targets, keep
 from sparktriage.reproduce.bash.tree import Node, first_error, line, parse, text
 from sparktriage.reproduce.bash.words import Expander, Hole, Scope
 
@@ -58,6 +59,7 @@ class Script:
     errors: list[tuple[int, str]] = field(default_factory=list)  # syntax errors: line, text
     exports: list[int] = field(default_factory=list)  # lines of `export`/`declare -x`
     ran: set[str] = field(default_factory=set)  # other input scripts it runs (library names)
+    files: dict[str, tuple[int, str]] = field(default_factory=dict)  # here-docs: path -> body
 
 
 class Walker(Branches):
@@ -147,8 +149,13 @@ class Walker(Branches):
             if note not in notes:
                 notes.append(note)
         body = node.child_by_field_name("body")
+        stdin = self._heredoc(node)
+        if stdin is not None:  # `cat > F <<EOF`: F's content, for a `--config F` (bash/files)
+            keep(self.script.files, self.script.notes, heredoc_targets(node, self.data,
+                                                                       self.scope),
+                 line(node), stdin)
         if body is not None:
-            self.statement(body, at.down(notes=tuple(notes), stdin=self._heredoc(node)))
+            self.statement(body, at.down(notes=tuple(notes), stdin=stdin))
 
     def _heredoc(self, node: Node) -> str | None:
         """The here-document of a redirected statement, as the command reads it: expanded

@@ -19,6 +19,8 @@ class Ctx:
     # (host folder, container folder) binds of the container the command runs in: a file the
     # command names inside the container (`--config /config/x.yaml`) is read from the host side
     mounts: list[tuple[str, str]] = field(default_factory=list)
+    # files the script writes from a here-document (`cat > F <<EOF`): path -> (line, text)
+    files: dict[str, tuple[int, str]] = field(default_factory=dict)
 
     @property
     def source(self) -> str:

@@ -56,6 +56,7 @@ def import_script(text: str, ctx: Ctx, given: dict[str, str] | None = None,
 def _import(text: str, ctx: Ctx, given: dict[str, str] | None,
             library: dict[str, str] | None) -> Imported:
     script = read_script(text, ctx.source, given, library)
+    ctx.files = dict(script.files)  # a `--config F` the script writes itself (bash/files.py)
     ignored: list[Simple] = []
     holes = list(script.holes)
     found = servers(script.commands, ctx.source, ignored, holes, given)

@@ -138,6 +138,8 @@ def _with_config(args: list[str], ctx: Ctx) -> list[str]:
                 w == "--model" or w.startswith("--model=") for w in rest)
             if from_file and not from_file[0].startswith("-") and names_model:
                 from_file = from_file[1:]  # the command line names the model
+            if rest and not rest[0].startswith("-"):  # the model stays the first word: an
+                return rest[:1] + from_file + rest[1:]  # option of the file may take several
             return from_file + rest
     return args
 

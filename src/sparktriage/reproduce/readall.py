@@ -1,0 +1,133 @@
+"""Every input read: each by its detected kind, the client's env dumps first (a script reads
+their variables), scripts another input runs read there (not on their own), a deployment
+YAML's relative paths against its own folder.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from sparktriage.errors import InputError, SourceLocation
+from sparktriage.limits import LimitError
+from sparktriage.reproduce.bash import read_script
+from sparktriage.reproduce.detect import detect, read_input
+from sparktriage.reproduce.importers.collect_env import import_collect_env
+from sparktriage.reproduce.importers.common import Ctx
+from sparktriage.reproduce.importers.compose import import_compose
+from sparktriage.reproduce.importers.compose_run import composes_run
+from sparktriage.reproduce.importers.deployment import import_deployment
+from sparktriage.reproduce.importers.envdump import import_env
+from sparktriage.reproduce.importers.recipe import import_recipe
+from sparktriage.reproduce.importers.serve import import_script
+from sparktriage.reproduce.importers.systemd import import_unit, unit_script
+from sparktriage.reproduce.model import Imported, InputRef
+from sparktriage.reproduce.secrets import Placeholders
+
+
+def import_input(path: Path, secrets: Placeholders, given: dict[str, str] | None = None,
+                 library: dict[str, str] | None = None) -> Imported:
+    """One input, by its detected kind; `given`: variables the client supplied (env dumps),
+    which a shell script's `${VAR:-default}` and tests read; `library`: the other shell inputs
+    by file name, read where a script runs them."""
+    text = read_input(path)
+    try:
+        kind = detect(text)
+    except LimitError as exc:  # YAML past a bound: at the input's line
+        raise LimitError(exc.message, location=SourceLocation(
+            str(path), exc.location.line if exc.location else None), hint=exc.hint) from None
+    except InputError as exc:
+        raise InputError(f"{path}: {exc.message}") from None
+    ctx = Ctx(InputRef(path=str(path), kind=kind), secrets)
+    if kind == "compose":
+        return import_compose(path, ctx)
+    if kind == "deployment":
+        return import_deployment(path, ctx)
+    if kind == "recipe":
+        return import_recipe(path, ctx)
+    if kind == "collect-env":
+        return import_collect_env(text, ctx)
+    if kind == "env":
+        return import_env(text, ctx)
+    if kind == "systemd":
+        return import_unit(text, path, ctx, given, library)
+    return import_script(text, ctx, given, library)  # serve and docker scripts: reproduce/bash
+
+
+def _resolve_paths(dep: dict, base: Path) -> dict:
+    """./ and ../ values of a deployment YAML input, against its folder (as launch does)."""
+    def fix(value):
+        if isinstance(value, str) and value.startswith(("./", "../")):
+            return os.path.normpath(base / value)
+        return value
+    model = dict(dep.get("model") or {})
+    if "path" in model:
+        model["path"] = fix(model["path"])
+    engine = dict(dep.get("engine") or {})
+    vllm = engine.get("vllm")
+    engine["vllm"] = [fix(v) for v in vllm] if isinstance(vllm, list) else fix(vllm)
+    return {**dep, "model": model, "engine": engine}
+
+
+def import_all(inputs: list[Path], secrets: Placeholders) -> list[Imported]:
+    """Every input imported; a deployment YAML's relative paths against its own folder."""
+    imported = []
+    given: dict[str, str] = {}
+    library: dict[str, str] = {}  # shell inputs by file name: a script may run another
+    composes: set[str] = set()
+    units: dict[str, str] = {}
+    for path in inputs:  # the client's env dumps first: the scripts read their variables
+        try:
+            text = read_input(Path(path))
+            kind = detect(text)
+        except InputError:
+            continue  # refused with its path below
+        if kind in ("env", "collect-env"):
+            given.update({k: v for f in import_input(Path(path), Placeholders()).facts
+                          for k, v in f.env.items()})
+        elif kind in ("serve", "docker"):
+            library[Path(path).name] = text
+        elif kind == "systemd":  # a unit whose ExecStart runs an input script
+            units[Path(path).name] = _unit_text(text, Path(path))
+        elif kind == "compose":
+            composes.add(Path(path).name)
+    # scripts another script runs, and compose files a script's `docker compose run` reads
+    called = _called(library, given, units) | (composes_run(list(library.values())) & composes)
+    for path in inputs:
+        if Path(path).name in called:
+            continue  # read where another input script runs it (reproduce/bash)
+        part = import_input(Path(path), secrets, given, library)
+        if part.input.kind == "deployment":
+            part = part.model_copy(update={"deployment": _resolve_paths(
+                part.deployment, Path(os.path.abspath(path)).parent)})
+        imported.append(part)
+    return imported
+
+
+def _called(library: dict[str, str], given: dict[str, str],
+            units: dict[str, str]) -> set[str]:
+    """The input scripts another input script (or a unit's ExecStart) runs (read there, not
+    on their own)."""
+    called: set[str] = set()
+    for name, text in library.items():
+        try:
+            called |= read_script(text, name, given, library).ran - {name}
+        except InputError:
+            continue  # refused with its path when imported
+    if called == set(library):
+        called = set()  # every script runs another: none is the entry point
+    for name, text in units.items():
+        try:
+            called |= read_script(text, name, given, library).ran
+        except InputError:
+            continue
+    return called
+
+
+def _unit_text(text: str, path: Path) -> str:
+    """A unit as bash text, for finding the scripts it runs ("" when it cannot be read)."""
+    try:
+        return unit_script(text, path, Ctx(InputRef(path=str(path), kind="systemd"),
+                                           Placeholders()))
+    except InputError:
+        return ""
