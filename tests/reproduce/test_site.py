@@ -167,3 +167,23 @@ def test_exports_before_an_interactive_docker_exec_stay_on_the_host(tmp_path: Pa
     assert r.placeholders == []
     assert any("the host shell's exports are not in its environment (C, NCCL_DEBUG)" in n
                for n in r.notes)
+
+
+def test_node_addresses_inside_options_and_container_args(tmp_path: Path) -> None:
+    """An address known to be a client node's is replaced wherever it stands: a JSON option,
+    `--data-parallel-address`, a container argument; an address of no node is left alone."""
+    script = tmp_path / "run.sh"
+    script.write_text(
+        "export VLLM_HOST_IP=198.51.100.1\n"
+        "docker run --gpus all --add-host head:198.51.100.1 --add-host nfs:198.51.100.77 img "
+        "vllm serve org/m --data-parallel-address 198.51.100.1 "
+        "--kv-transfer-config '{\"kv_connector\":\"X\",\"kv_ip\":\"198.51.100.1\"}'\n")
+    r = run([script], tmp_path, gb10_lab(tmp_path, 1))
+    d = r.deployment
+    assert d["serve"]["flags"]["data-parallel-address"] == "192.0.2.11"
+    assert '"kv_ip":"192.0.2.11"' in d["serve"]["flags"]["kv-transfer-config"]
+    args = d["engine"]["container_args"]
+    assert "head:192.0.2.11" in args and "nfs:198.51.100.77" in args
+    said = next(s for s in r.plan.statements if s.startswith("the client's own addresses"))
+    assert "--kv-transfer-config (" in said and "--data-parallel-address (198.51.100.1 -> " \
+        "192.0.2.11" in said

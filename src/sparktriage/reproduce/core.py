@@ -84,7 +84,7 @@ def reproduce(inputs: list[Path], lab: Path | None, node_map: dict[str, str] | N
     used = [lab_node for _, lab_node in pairs]
     client_gpu = _client_gpu(client_facts)
     site = localize(client_dep.get("env") or {}, client_nodes, pairs, lab_model,
-                    client_dep.get("serve") or {}, str(inputs[0]))
+                    client_dep.get("serve") or {}, str(inputs[0]), client_dep.get("engine"))
     statements = rank_statements + _statements(client_nodes, client_gpu, lab_model, lab_names,
                                                used) + ([site.statement()] if site.statement()
                                                         else [])
@@ -172,6 +172,8 @@ def _lab_deployment(client_dep: dict, site: Localized, pairs: list[tuple[str | N
     dep = {**client_dep, "env": site.env}
     if site.serve:
         dep["serve"] = site.serve
+    if site.engine:
+        dep["engine"] = site.engine
     dep.pop("lab", None)
     dep.pop("nodes", None)
     dep["schema_version"] = 1

@@ -38,8 +38,8 @@ DEVICE = re.compile(r"(^|_)(NET_DEVICES|HCA)$", re.IGNORECASE)
 HEADISH = re.compile(r"HEAD|MASTER|LEADER|PRIMARY|COORD|RAY_ADDRESS", re.IGNORECASE)
 OWN = re.compile(r"^(VLLM_)?(HOST|NODE|MY|LOCAL|SELF|THIS|POD)_?IP(_ADDRESS)?\Z",
                  re.IGNORECASE)
-IP = re.compile(r"(?<![\w.:])(?:\d{1,3}(?:\.\d{1,3}){3}|\[?[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4})"
-                r"{2,7}\]?)(?![\w.])")
+IP = re.compile(r"(?<![\w.])\d{1,3}(?:\.\d{1,3}){3}(?![\w.])"
+                r"|(?<![\w.:])\[?[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}\]?(?![\w.])")
 HOSTNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9.-]*(:\d+)?\Z")
 LOCAL = {"", "0.0.0.0", "::", "[::]", "127.0.0.1", "::1", "localhost", "auto", "*", "lo"}
 KNOWN = {"VLLM_HOST_IP": "address", "MASTER_ADDR": "address", "RAY_ADDRESS": "address",
@@ -58,6 +58,12 @@ def _ips(value: str) -> list[str]:
             continue
         out.append(match)
     return out
+
+
+def _swap(value: str, ip: str, host: str) -> str:
+    """`value` with the address `ip` (a whole address, not part of a longer one) as `host`."""
+    before = r"(?<![\w.:])" if ":" in ip else r"(?<![\w.])"
+    return re.sub(before + re.escape(ip) + r"(?![\w.])", lambda _m: host, value)
 
 
 def _local(ip: str) -> bool:
@@ -99,6 +105,7 @@ class Localized:
     own: dict[str, dict[str, str]] = field(default_factory=dict)  # client node -> its own env
     node_env: dict[str, dict[str, str]] = field(default_factory=dict)  # lab node -> lab values
     serve: dict = field(default_factory=dict)  # serve section with lab addresses
+    engine: dict = field(default_factory=dict)  # engine section with lab addresses
     unknown: list[Unknown] = field(default_factory=list)
     replaced: list[str] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
@@ -115,8 +122,11 @@ class Localized:
                 + ". ".join(parts))
 
 
-def _owners(nodes: list[ClientNode], common: dict[str, str]) -> dict[str, str]:
-    """Client address -> the client node it belongs to."""
+def _owners(nodes: list[ClientNode], common: dict[str, str],
+            serve: dict | None = None) -> dict[str, str]:
+    """Client address -> the client node it belongs to (a node's own VLLM_HOST_IP-like value;
+    the head's for HEAD/MASTER names, `--master-addr`, the server's `--host` and
+    `--data-parallel-address`)."""
     owners: dict[str, str] = {}
     ordered = sorted(nodes, key=lambda n: n.rank)
     for node in ordered:
@@ -129,6 +139,9 @@ def _owners(nodes: list[ClientNode], common: dict[str, str]) -> dict[str, str]:
     for node in ordered:
         env = {**common, **node.env}
         values = [v for k, v in env.items() if HEADISH.search(k)] + [node.master_addr or ""]
+        if node is ordered[0] and serve:
+            values += [str(serve.get("host") or ""),
+                       str((serve.get("flags") or {}).get("data-parallel-address") or "")]
         for value in values:
             for ip in _ips(value):
                 if head:
@@ -138,8 +151,8 @@ def _owners(nodes: list[ClientNode], common: dict[str, str]) -> dict[str, str]:
 
 class _Mapper:
     def __init__(self, nodes: list[ClientNode], common: dict[str, str],
-                 pairs: list[tuple[str | None, str]], lab: Lab) -> None:
-        self.owners = _owners(nodes, common)
+                 pairs: list[tuple[str | None, str]], lab: Lab, serve: dict) -> None:
+        self.owners = _owners(nodes, common, serve)
         self.lab_of = {client: lab_node for client, lab_node in pairs if client}
         self.hosts = {n.name: n.host for n in lab.nodes}
         self.head = pairs[0][1] if pairs else None
@@ -167,7 +180,7 @@ class _Mapper:
                 return None, (f"{ip} is not an address of a client node this tool places on "
                               "the lab: set it in the lab YAML's node env if the lab needs it")
             host = self.hosts[lab_node]
-            out = re.sub(rf"(?<![\w.:]){re.escape(ip)}(?![\w.])", host.replace("\\", ""), out)
+            out = _swap(out, ip, host)
             said.append(f"{lab_node}'s host")
         return out, ", ".join(dict.fromkeys(said))
 
@@ -179,9 +192,9 @@ class _Mapper:
 
 def localize(common: dict[str, str], nodes: list[ClientNode],
              pairs: list[tuple[str | None, str]], lab: Lab, serve: dict,
-             source: str) -> Localized:
+             source: str, engine: dict | None = None) -> Localized:
     """The client's site settings replaced by the lab's or dropped with a row (module doc)."""
-    mapper = _Mapper(nodes, common, pairs, lab)
+    mapper = _Mapper(nodes, common, pairs, lab, serve)
     owned = set(mapper.owners)
     by_name = {n.name: n for n in nodes}
     lab_nodes = {n.name: n for n in lab.nodes}
@@ -228,6 +241,7 @@ def localize(common: dict[str, str], nodes: list[ClientNode],
                              f"{'address' if what == 'address' else what}, not carried to "
                              f"the lab ({why})"))
     out.serve = _serve(serve, mapper, out)
+    out.engine = _engine(engine or {}, mapper, out)
     return out
 
 
@@ -249,6 +263,36 @@ def _serve(serve: dict, mapper: _Mapper, out: Localized) -> dict:
         if isinstance(value, str) and kind("ADDRESS", value) == "address":
             flags[flag] = mapper.hosts[head]
             out.replaced.append(f"--{flag} ({value} -> {flags[flag]}, {head}'s host)")
+    for key, value in list(flags.items()):
+        if isinstance(value, str):
+            flags[key] = _owned(value, f"--{key}", mapper, out)
     if flags:
         serve["flags"] = flags
+    if serve.get("extra_args"):
+        serve["extra_args"] = [_owned(a, "serve.extra_args", mapper, out)
+                               for a in serve["extra_args"]]
     return serve
+
+
+def _engine(engine: dict, mapper: _Mapper, out: Localized) -> dict:
+    """Container and Ray arguments holding a client node's address: the lab node's."""
+    engine = dict(engine)
+    for key in ("container_args", "ray_args"):
+        if engine.get(key):
+            engine[key] = [_owned(a, f"engine.{key}", mapper, out) if isinstance(a, str) else a
+                           for a in engine[key]]
+    return engine
+
+
+def _owned(value: str, where: str, mapper: _Mapper, out: Localized) -> str:
+    """`value` with each address of a client node replaced by its lab node's host (a JSON
+    option, a container argument): only addresses known to be a node's are touched."""
+    new = value
+    for ip in _ips(value):
+        lab_node = mapper.lab_of.get(mapper.owners.get(ip.strip("[]"), ""))
+        if lab_node is not None:
+            host = mapper.hosts[lab_node]
+            new = _swap(new, ip, host)
+    if new != value:
+        out.replaced.append(f"{where} ({value[:80]} -> {new[:80]})")
+    return new
