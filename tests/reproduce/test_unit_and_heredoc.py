@@ -152,3 +152,41 @@ def test_what_a_unit_cannot_say_is_one_line(tmp_path: Path) -> None:
     empty = _write(tmp_path, "empty.service", "[Service]\nExecStart=\n")
     with pytest.raises(InputError, match="has no ExecStart= command"):
         run([empty], tmp_path)
+
+
+
+INSTALLER = """\
+#!/bin/bash
+set -e
+MODEL_NAME=org/moe-fp4
+docker pull vllm/vllm-openai:latest
+cat > /etc/systemd/system/other.service <<'END'
+[Service]
+ExecStart=/usr/bin/sleep infinity
+END
+cat > /etc/systemd/system/vllm.service << SVC
+[Unit]
+Description=vLLM
+[Service]
+Restart=always
+ExecStart=/usr/bin/docker run --rm --gpus all vllm/vllm-openai:latest \\\\
+  --model $MODEL_NAME --gpu-memory-utilization 0.9
+SVC
+systemctl daemon-reload
+systemctl enable --now vllm
+"""
+
+
+def test_a_script_that_installs_a_unit_reads_that_unit(tmp_path: Path) -> None:
+    """Read, never run: the unit the script writes and starts is the server."""
+    script = _write(tmp_path, "install.sh", INSTALLER)
+    assert detect(INSTALLER) != "systemd"  # a script writing a unit is a script
+    r = run([script], tmp_path)
+    d = r.deployment
+    assert d["model"]["path"] == "org/moe-fp4"  # the unit systemctl starts, expanded
+    assert d["serve"]["gpu_memory_utilization"] == 0.9
+    assert d["engine"]["image"] == "vllm/vllm-openai:latest"
+    assert any("line 9: the systemd unit written to /etc/systemd/system/vllm.service" in n
+               for n in r.notes)
+    assert any(n.endswith("line 13: Restart=always (a setting of the unit, not of the server)")
+               for n in r.notes)  # the unit's lines are the script's lines

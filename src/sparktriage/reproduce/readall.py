@@ -20,7 +20,7 @@ from sparktriage.reproduce.importers.deployment import import_deployment
 from sparktriage.reproduce.importers.envdump import import_env
 from sparktriage.reproduce.importers.recipe import import_recipe
 from sparktriage.reproduce.importers.serve import import_script
-from sparktriage.reproduce.importers.systemd import import_unit, unit_script
+from sparktriage.reproduce.importers.systemd import import_unit, unit_script, written_unit
 from sparktriage.reproduce.model import Imported, InputRef
 from sparktriage.reproduce.secrets import Placeholders
 
@@ -51,7 +51,17 @@ def import_input(path: Path, secrets: Placeholders, given: dict[str, str] | None
         return import_env(text, ctx)
     if kind == "systemd":
         return import_unit(text, path, ctx, given, library)
-    return import_script(text, ctx, given, library)  # serve and docker scripts: reproduce/bash
+    try:
+        return import_script(text, ctx, given, library)  # serve and docker scripts: bash/
+    except InputError:
+        unit = written_unit(text, str(path), given, library)
+        if unit is None:
+            raise
+    # no server of its own, but a systemd unit it writes from a here-document and starts
+    ctx = Ctx(InputRef(path=str(path), kind=kind), secrets)
+    ctx.note(f"line {unit[2]}: the systemd unit written to {unit[1]} from a here-document is "
+             "the server (read as a unit; the script's other commands are not listed)")
+    return import_unit(unit[0], path, ctx, given, library)
 
 
 def _resolve_paths(dep: dict, base: Path) -> dict:

@@ -9,7 +9,7 @@ continuations, comments (`#`, `;`). Of `[Service]`:
 - `ExecStart=` is split into words the way systemd splits it (quotes and backslashes; `;`,
   `|`, `>` are plain characters there, not shell operators); its prefixes `-@:+!` are taken
   off; `${VAR}` and a whole-word `$VAR` are the unit's variables (a word `$VAR` splits at
-  blanks), `%%` is `%`. An empty `ExecStart=` resets the list, as in a drop-in;
+  blanks), `%%` is `%`, `%h`/`%u` the user's home and name (placeholders). An empty `ExecStart=` resets the list, as in a drop-in;
 - `ExecStartPre=`, `ExecStartPost=`, `ExecStop=`, `ExecReload=` are commands around the server
   (listed like a script's other commands); `WorkingDirectory=` is a `cd`; the other keys are
   notes.
@@ -27,6 +27,7 @@ import shlex
 from pathlib import Path
 
 from sparktriage.errors import InputError
+from sparktriage.reproduce.bash import read_script
 from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.importers.compose_vars import inside, read_env_file
 from sparktriage.reproduce.importers.serve import import_script
@@ -44,8 +45,19 @@ MAX_LINES = 20_000
 
 
 def looks_like_unit(text: str) -> bool:
-    return bool(re.search(r"(?m)^\s*\[Service\]\s*$", text)
-                and re.search(r"(?m)^\s*ExecStart\s*=", text))
+    """A `[Service]` section with `ExecStart=`, and nothing but sections and `Key=value` lines
+    from the first section on (a script that writes a unit from a here-document is a
+    script)."""
+    if not (re.search(r"(?m)^\s*\[Service\]\s*$", text)
+            and re.search(r"(?m)^\s*ExecStart\s*=", text)):
+        return False
+    try:
+        lines = [joined.strip() for _, joined, _ in _logical_lines(text)]
+    except InputError:
+        return False
+    lines = [ln for ln in lines if ln and not ln.startswith(("#", ";"))]
+    return bool(lines) and _SECTION.match(lines[0]) is not None and all(
+        _SECTION.match(ln) or _KEY.match(ln) for ln in lines)
 
 
 def _logical_lines(text: str) -> list[tuple[int, str, int]]:
@@ -77,7 +89,9 @@ def _split(value: str, source: str, at: int, key: str) -> list[str]:
 def _word(word: str) -> str:
     """One ExecStart word as bash text with the same value: variables the unit sets stay
     expansions (bash reads them from the exports above it), nothing else is special."""
-    word = word.replace("%%", "%")
+    # specifiers: %h and %u are the service user's home and name (known on the lab only)
+    word = word.replace("%%", "\0").replace("%h", "${HOME}").replace("%u", "${USER}")
+    word = word.replace("\0", "%")
     whole = _WORD_VAR.match(word)
     if whole:
         return f"${whole.group(1)}"  # systemd splits `$VAR` at blanks, as bash does unquoted
@@ -181,3 +195,22 @@ def import_unit(text: str, path: Path, ctx: Ctx, given: dict[str, str] | None = 
     """A systemd unit: its ExecStart with its environment, read as the serve importer reads a
     script (module doc)."""
     return import_script(unit_script(text, path, ctx), ctx, given, library)
+
+
+def written_unit(text: str, source: str, given: dict[str, str] | None = None,
+                 library: dict[str, str] | None = None) -> tuple[str, str, int] | None:
+    """A script that runs no server itself but writes a unit from a here-document (`cat >
+    /etc/systemd/system/vllm.service <<EOF`) and starts it: (the unit's text placed at its
+    lines of the script, its path, its line), the one `systemctl` names where there are
+    several; None when it writes none."""
+    script = read_script(text, source, given, library)
+    units = [(p, at, body) for p, (at, body) in script.files.items()
+             if p.endswith(".service") and looks_like_unit(body)]
+    if not units:
+        return None
+    started = {w.rsplit("/", 1)[-1].removesuffix(".service") for c in script.commands
+               if c.words[:1] == ("systemctl",) or c.words[1:2] == ("systemctl",)
+               for w in c.words}
+    chosen = next((u for u in units if Path(u[0]).stem in started), units[0])
+    path, at, body = chosen
+    return "\n" * at + body, path, at
