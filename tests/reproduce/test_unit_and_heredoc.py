@@ -190,3 +190,17 @@ def test_a_script_that_installs_a_unit_reads_that_unit(tmp_path: Path) -> None:
                for n in r.notes)
     assert any(n.endswith("line 13: Restart=always (a setting of the unit, not of the server)")
                for n in r.notes)  # the unit's lines are the script's lines
+
+
+def test_heredoc_files_are_kept_in_memory_and_bounded(tmp_path: Path) -> None:
+    target = tmp_path / "written-by-the-script.yaml"
+    many = "".join(f"cat > /tmp/f{i}.yaml <<EOF\nx: {i}\nEOF\n" for i in range(70))
+    script = _write(tmp_path, "run.sh", many + f"cat > {target} <<EOF\nmax-model-len: 512\nEOF\n"
+                    f"vllm serve org/m --config {target}\n")
+    r = run([script], tmp_path)
+    assert not target.exists()  # read as data: nothing the script names is written
+    # past 64 files the rest are not kept: the config is then a file not given
+    assert any("more than 64 files written from here-documents" in n for n in r.notes)
+    assert any(u.text == f"--config {target}" and "the config file was not given" in u.note
+               for u in r.unknown)
+    assert r.deployment["serve"].get("max_model_len") is None

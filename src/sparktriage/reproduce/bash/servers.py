@@ -16,6 +16,8 @@ import os
 import re
 from dataclasses import dataclass, replace
 
+from sparktriage.reproduce.bash.stdin import (EXEC_VALUE, SSH_VALUE, interactive_exec,
+                                              reads_stdin, typed_inside)
 from sparktriage.reproduce.bash.walk import Simple, read_script
 from sparktriage.reproduce.bash.words import Hole
 
@@ -27,9 +29,6 @@ _WRAPPERS = {"sudo", "exec", "nohup", "time", "command", "builtin", "nice", "num
 # `TOOL run ... PROGRAM`: environment managers that run a program
 _RUNNERS = {"uv", "conda", "mamba", "micromamba", "pixi", "poetry", "pipenv", "hatch"}
 _SUDO_VALUE = {"-u", "-g", "-C", "-D", "-h", "-p", "-U"}
-_SSH_VALUE = {"-p", "-i", "-l", "-o", "-F", "-J", "-b", "-c", "-E", "-L", "-R", "-D", "-W",
-              "-S", "-m", "-O", "-Q", "-w", "-B", "-e", "-I"}
-_EXEC_VALUE = {"-e", "--env", "-w", "--workdir", "-u", "--user", "--env-file"}
 MAX_NESTED = 3
 # commands whose arguments name a server without running it
 _NOT_LAUNCHERS = {"echo", "printf", "logger", "log", "info", "warn", "error", "print", "cat",
@@ -200,34 +199,11 @@ def _ray_mode(run: list[str], rest: list[str]) -> list[str] | None:
     return ["ray", "start", f"--address={head}:6379" if head else "--address"]
 
 
-def _reads_stdin(words: list[str]) -> str | None:
-    """How a command runs the script on its standard input (`bash`, `bash -s`, `ssh HOST`,
-    `ssh HOST bash`, `docker exec -i NAME bash`), or None."""
-    base = os.path.basename(words[0])
-    if base in ("bash", "sh", "dash", "zsh"):
-        return base if all(w.startswith("-") and not w.endswith("c") for w in words[1:]) \
-            else None
-    if base == "ssh":
-        i = 1
-        while i < len(words) and words[i].startswith("-"):
-            i += 2 if words[i] in _SSH_VALUE else 1
-        rest = words[i + 1:]
-        return f"ssh {words[i]}" if i < len(words) and (not rest or _reads_stdin(rest)) \
-            else None
-    if base in ("docker", "podman") and words[1:2] == ["exec"]:
-        i = 2
-        while i < len(words) and words[i].startswith("-"):
-            i += 2 if words[i] in _EXEC_VALUE else 1
-        rest = words[i + 1:]
-        return f"{base} exec {words[i]}" if rest and _reads_stdin(rest) else None
-    return None
-
-
 def _inner(words: list[str], env: dict[str, str],
            stdin: str | None = None) -> tuple[str, str] | None:
     """(a command string run by another command, how) for `sh -c`, `ssh`, `docker exec`, and
     a here-document fed to a shell."""
-    if stdin is not None and (how := _reads_stdin(words)) is not None:
+    if stdin is not None and (how := reads_stdin(words)) is not None:
         return stdin, f"{how} <<here-document"
     base = os.path.basename(words[0])
     if base in ("bash", "sh", "dash", "zsh"):
@@ -243,7 +219,7 @@ def _inner(words: list[str], env: dict[str, str],
     if base == "ssh":
         i = 1
         while i < len(words) and words[i].startswith("-"):
-            i += 2 if words[i] in _SSH_VALUE else 1
+            i += 2 if words[i] in SSH_VALUE else 1
         if i + 1 < len(words):
             return " ".join(words[i + 1:]), f"ssh {words[i]}"
         return None
@@ -253,7 +229,7 @@ def _inner(words: list[str], env: dict[str, str],
             if words[i] in ("-e", "--env") and i + 1 < len(words) and "=" in words[i + 1]:
                 name, _, value = words[i + 1].partition("=")
                 env[name] = value
-            i += 2 if words[i] in _EXEC_VALUE else 1
+            i += 2 if words[i] in EXEC_VALUE else 1
         if i + 1 < len(words):
             return _quote(words[i + 1:]), f"{base} exec {words[i]}"
     return None
@@ -304,8 +280,8 @@ def servers(commands: list[Simple], source: str, ignored: list[Simple], holes: l
         env = dict(command.prefix)
         words = strip_wrappers(list(command.words), env)
         if host is not None:
-            command = _typed_inside(command, host)
-        if words and command.stdin is None and _interactive_exec(words):
+            command = typed_inside(command, host)
+        if words and command.stdin is None and interactive_exec(words):
             host = dict(command.exported)  # what follows is typed inside the container
         if not words:  # a wrapper alone (`env`, `sudo -v`)
             ignored.append(command)
@@ -363,31 +339,6 @@ def servers(commands: list[Simple], source: str, ignored: list[Simple], holes: l
         else:
             ignored.append(command)
     return found
-
-
-def _interactive_exec(words: list[str]) -> bool:
-    """`docker exec -it NAME bash` (a shell with no script): the lines after it are typed
-    inside that container (the playbooks' convention)."""
-    if os.path.basename(words[0]) not in ("docker", "podman") or words[1:2] != ["exec"]:
-        return False
-    i = 2
-    while i < len(words) and words[i].startswith("-"):
-        i += 2 if words[i] in _EXEC_VALUE else 1
-    rest = words[i + 1:]
-    return bool(rest) and os.path.basename(rest[0]) in ("bash", "sh", "dash", "zsh") and \
-        all(w.startswith("-") and not w.endswith("c") for w in rest[1:])
-
-
-def _typed_inside(command: Simple, host: dict[str, str]) -> Simple:
-    """A command typed inside a container: the host shell's exports are not its environment."""
-    left = sorted(k for k, v in host.items() if command.exported.get(k) == v)
-    if not left:
-        return command
-    return replace(command, exported={k: v for k, v in command.exported.items()
-                                      if host.get(k) != v},
-                   notes=command.notes + ("typed inside the container of `docker exec`: the "
-                                          "host shell's exports are not in its environment "
-                                          f"({', '.join(left)})",))
 
 
 def _runs_server(rest: list[str], source: str, command: Simple,
