@@ -207,7 +207,7 @@ def _silences(timeline: NodeTimeline, progress: list[Mark], markers: MarkerSet,
         work = stated.work_ending(progress[i + 1:i + 20], gap, markers) or \
             stated.work_during(work_spans, prev.t, nxt.t)
         if work is not None:  # the silence was that line's work: its phase, its budget
-            phase = timeline.phase_at(work[1].t)
+            phase = stated.work_phase(timeline, work[1])
         allowed, why = budget.allowed(phase, base, params, timeline.checkpoint_bytes,
                                       work[0] if work else None)
         peer = _waited_for_peers(timeline, budget, prev.t, nxt.t, params)

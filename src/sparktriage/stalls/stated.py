@@ -27,6 +27,16 @@ from sparktriage.stalls.periods import Budget, Period, shown_phase
 _WORK_LOOKAHEAD_S = 1.0  # "Cache the graph ..." and "Compiling a graph ... takes" come together
 
 
+_SAME_SECOND_S = 1e-3
+
+
+def work_phase(timeline: NodeTimeline, mark: Mark) -> str | None:
+    """The phase a work line reports on: the phase running up to its line, not one that a
+    later line of the same second starts ("Graph capturing finished in 37 secs" and "init
+    engine ... took" share a stamp; the capture belongs to cuda_graphs, not ready)."""
+    return timeline.phase_at(mark.t - _SAME_SECOND_S)
+
+
 def covers(took: float, gap: float) -> bool:
     """A stated duration accounts for a silence when it is (nearly) as long: 1-second stamps
     and the lines around the work leave a few seconds unaccounted."""
@@ -75,7 +85,7 @@ def overruns(timeline: NodeTimeline, markers: MarkerSet, params: DetectParams,
     the rules read what the work was (`where: last` or `end`)."""
     out = []
     for start, end, kind, mark in work_spans(timeline, markers):
-        phase = timeline.phase_at(mark.t)
+        phase = work_phase(timeline, mark)
         allowed, why = budget.allowed(phase, params.silence_s, params, timeline.checkpoint_bytes,
                                       kind)
         took = end - start
@@ -152,7 +162,7 @@ def waits(timeline: NodeTimeline, markers: MarkerSet, params: DetectParams,
         # waiting while vLLM says it was compiling or warming up is that work's wait
         work = work_during(spans_of_work, start, end)
         if work is not None:
-            phase = timeline.phase_at(work[1].t)
+            phase = work_phase(timeline, work[1])
         allowed, why = budget.allowed(phase, params.silence_s, params, timeline.checkpoint_bytes,
                                       work[0] if work else None)
         duration = end - start
