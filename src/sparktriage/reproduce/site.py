@@ -72,7 +72,8 @@ def _local(ip: str) -> bool:
 
 
 def kind(name: str, value: str, owned: set[str] = frozenset()) -> str | None:
-    """"address", "interface", "device" or None (a setting the lab can take as it is)."""
+    """The kind of site setting: `address`, `interface`, `device`, or None (a setting the lab
+    can take as it is)."""
     bare = value.strip()
     placeholder = bare.startswith(PREFIX)
     known = KNOWN.get(name)
