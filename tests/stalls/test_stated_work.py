@@ -104,3 +104,28 @@ def test_a_launchers_health_polls_are_not_progress(tmp_path, rules):
     # the launcher's stamps time its polls: nine seconds of polling is not yet a stall
     short = "\n".join(lines[:3]) + "\n"
     assert _stalls(_run(tmp_path, short, rules=rules)) == []
+
+
+WEIGHTS_546 = ("(EngineCore_DP0 pid=120) INFO 01-28 06:45:04 [default_loader.py:291] Loading weights "
+               "took 546.20 seconds\n"
+               "(EngineCore_DP0 pid=120) INFO 01-28 06:45:05 [gpu_model_runner.py:3905] Model "
+               "loading took 64.38 GiB memory and 548.38 seconds\n")
+
+
+def test_a_weight_read_stated_past_the_crawl_budget_is_a_weight_read_stall(tmp_path, rules):
+    (stall,) = _stalls(_run(tmp_path, WEIGHTS_546, rules=rules))
+    assert stall["phase"] == "weight_read" and stall["how"] == ["work"]
+    assert abs(stall["duration_s"] - 546.2) < 0.01
+    # a stated read within the crawl budget is no finding
+    assert _run(tmp_path, WEIGHTS_546.replace("546.20", "246.20"), rules=rules)["findings"] == []
+
+
+def test_the_checkpoint_size_sets_the_stated_reads_budget(tmp_path, rules):
+    def sized(gib: float) -> str:
+        return ("(EngineCore_DP0 pid=120) INFO 01-28 06:35:58 [weight_utils.py:904] Filesystem type "
+                f"for checkpoints: EXT4. Checkpoint size: {gib} GiB. Available RAM: 108.55 GiB.\n"
+                + WEIGHTS_546)
+    # 805 GiB at the 1 GiB/s floor may take 805 s: 546 s is within it
+    assert _stalls(_run(tmp_path, sized(805.0), rules=rules)) == []
+    (stall,) = _stalls(_run(tmp_path, sized(148.66), rules=rules))
+    assert stall["phase"] == "weight_read"

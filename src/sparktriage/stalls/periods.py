@@ -65,6 +65,12 @@ class Budget:
             allowed, why = max(base, params.compile_cold_s), "a graph compiled (vLLM says so)"
         elif work == "warmup":
             allowed, why = max(base, params.warmup_s), "a warmup or profiling run"
+        elif work == "weights":
+            expected = checkpoint_bytes / params.crawl_floor_bps if checkpoint_bytes \
+                else params.crawl_s
+            allowed = max(base, expected)
+            why = (f"{checkpoint_bytes / 1024 ** 3:.1f} GiB to read" if checkpoint_bytes
+                   else "a weight read of unknown size")
         elif phase == "compile" and self.compile_cold:
             allowed, why = max(base, params.compile_cold_s), "a cold compile cache"
         elif phase == "weight_read" and checkpoint_bytes:

@@ -153,9 +153,11 @@ class Marker(_Strict):
     stopped: bool = Field(False, description="the server was stopped from outside")
     exclusive: bool = Field(False, description="a line it matches matches only exclusive "
                             "markers (lines quoted from another program, e.g. the Ray watcher)")
-    budget: Literal["compile", "warmup"] | None = Field(
+    budget: Literal["compile", "warmup", "weights"] | None = Field(
         None, description="a silence that ends at this line was work of this kind (vLLM says "
-        "so, e.g. 'Initial profiling/warmup run took 94 s') and gets that budget")
+        "so, e.g. 'Initial profiling/warmup run took 94 s') and gets that budget; `weights` "
+        "(a weight read that states its time) only makes a stall when past the crawl budget, "
+        "it never widens a silence's budget")
     phase: str | None = Field(None, description="the startup phase a line it matches shows "
                               "running (a traceback through init_process_group: "
                               "distributed_init), for an error or a wait the log's own "

@@ -25,6 +25,10 @@ from sparktriage.stalls.params import DetectParams
 from sparktriage.stalls.periods import Budget, Period, shown_phase
 
 _WORK_LOOKAHEAD_S = 1.0  # "Cache the graph ..." and "Compiling a graph ... takes" come together
+# a stated weight read is a stall past the crawl budget, but never widens a silence's budget:
+# a silent read is judged by the weight_read budget (docs/stalls.md)
+_OVERRUN_ONLY = "weights"
+WEIGHT_READ = "weight_read"
 
 
 _SAME_SECOND_S = 1e-3
@@ -53,7 +57,7 @@ def work_ending(following: list[Mark], gap: float, markers: MarkerSet) -> tuple[
             break
         for name in mark.markers:
             kind = markers.markers[name].budget
-            if kind is None:
+            if kind is None or kind == _OVERRUN_ONLY:
                 continue
             took = markers.stated(name, mark.event.message, "took_s")
             if took is None or covers(took, gap):
@@ -75,7 +79,8 @@ def work_spans(timeline: NodeTimeline, markers: MarkerSet) -> list[tuple[float, 
     return out
 
 
-_WORK_WHAT = {"compile": "a graph compile", "warmup": "a warmup, profiling or capture run"}
+_WORK_WHAT = {"compile": "a graph compile", "warmup": "a warmup, profiling or capture run",
+              "weights": "the weight read"}
 
 
 def overruns(timeline: NodeTimeline, markers: MarkerSet, params: DetectParams,
@@ -85,7 +90,8 @@ def overruns(timeline: NodeTimeline, markers: MarkerSet, params: DetectParams,
     the rules read what the work was (`where: last` or `end`)."""
     out = []
     for start, end, kind, mark in work_spans(timeline, markers):
-        phase = work_phase(timeline, mark)
+        # the weight read is its own phase, whatever the lines around its end anchor
+        phase = WEIGHT_READ if kind == _OVERRUN_ONLY else work_phase(timeline, mark)
         allowed, why = budget.allowed(phase, params.silence_s, params, timeline.checkpoint_bytes,
                                       kind)
         took = end - start
@@ -104,6 +110,8 @@ def work_during(spans: list[tuple[float, float, str, Mark]], start: float,
     """The stated work that covers most (at least half) of [start, end]."""
     best, best_overlap = None, 0.5 * (end - start)
     for lo, hi, kind, mark in spans:
+        if kind == _OVERRUN_ONLY:
+            continue
         overlap = min(hi, end) - max(lo, start)
         if overlap >= best_overlap:
             best, best_overlap = (kind, mark), overlap
