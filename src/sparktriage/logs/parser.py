@@ -29,7 +29,7 @@ from datetime import tzinfo
 from pathlib import Path
 from typing import Iterable, Iterator, Sequence
 
-from sparktriage.logs.clock import StampClock
+from sparktriage.logs.clock import HALF_YEAR, StampClock
 from sparktriage.logs.events import LogEvent
 from sparktriage.logs.lineformat import LineFields, has_time, parse_line
 from sparktriage.redact.detect import KeyBlocks
@@ -71,6 +71,36 @@ def _make_event(fields: dict) -> LogEvent:
     return event
 
 
+_PEEK_LINES = 200  # the head read for a dated stamp (bounded: one short pass over a file)
+
+
+def _dated_reference(source: LogSource, reference: float | None, tz: tzinfo | None) -> float | None:
+    """A better reference for year-less stamps when the file's head carries a dated stamp (Ray's
+    own ``2025-02-26 11:14:54,614 INFO worker.py`` lines, a launcher's or collector's date): the
+    log cannot be much later than half a year after it. Only ever earlier than `reference` (a
+    paste written to a file long after the run), so a live log reads as before. Files only: a
+    stream cannot be read twice."""
+    if source.path is None or source.records:
+        return reference
+    clock = StampClock(reference, tz)
+    try:
+        for raw in source.lines():
+            if raw.line_no > _PEEK_LINES:
+                break
+            fields = parse_line(raw.text)
+            full, frac, offset = fields.stamp_full, fields.frac, fields.utc_offset
+            if full is None:
+                full, frac, offset = (fields.collector_full, fields.collector_frac,
+                                      fields.collector_offset)
+            t = clock.from_full(full, frac, offset) if full is not None else None
+            if t is not None:
+                bound = t + HALF_YEAR
+                return bound if reference is None or bound < reference else reference
+    except Exception:  # noqa: BLE001 - a peek never decides whether the source can be read
+        return reference
+    return reference
+
+
 class _Assembler:
     """Joins the physical lines of one source into events and times them.
 
@@ -79,6 +109,8 @@ class _Assembler:
     def __init__(self, source: LogSource, options: ParseOptions) -> None:
         self.source = source
         reference = options.reference if options.reference is not None else source.mtime()
+        if options.reference is None and options.year is None:
+            reference = _dated_reference(source, reference, options.tz)
         self.clock = StampClock(reference, options.tz, options.year)
         self.last_t: float | None = None
         self.last_timed_line: int | None = None  # line_no of the line that gave last_t
