@@ -14,6 +14,7 @@ from sparktriage.reproduce.importers.container_script import pick, split_script
 from sparktriage.reproduce.importers.ray_start import RayStart, is_ray_start, parse_ray_start
 from sparktriage.reproduce.importers.nodes import find_serve
 from sparktriage.reproduce.importers.serve_args import Serve, parse_serve
+from sparktriage.reproduce.importers.vllm_config import written_file
 
 
 SHELLS = ("sh", "bash", "dash", "zsh")
@@ -57,12 +58,32 @@ def binds(args: list[str]) -> list[tuple[str, str]]:
     return out
 
 
+def _script(words: list[str], ctx: Ctx, line: int) -> str | None:
+    """The script text a container runs: `sh -c TEXT`, or a script file the input wrote from
+    a here-document and bind-mounts into the container (`--entrypoint bash IMAGE /serve.sh`,
+    `IMAGE /serve.sh`); None for any other program."""
+    shell = bool(words) and os.path.basename(words[0]) in SHELLS
+    if shell and len(words) >= 3 and words[1] in SHELL_C:
+        return words[2]
+    ref = words[1] if shell and len(words) >= 2 else (words[0] if words else "")
+    if not ref.startswith(("/", "./")):
+        return None
+    written = written_file(ref, ctx)
+    if written is None:
+        return None
+    path, (at, text) = written
+    ctx.mapped.append(f"line {line}: the container runs {ref}, the here-document of line {at} "
+                      f"(written to {path})")
+    return text
+
+
 def _program(command: list[str], entrypoint: str | None, engine: dict, ctx: Ctx,
              line: int) -> tuple[Serve | None, RayStart | None]:
     words = ([entrypoint] if entrypoint else []) + command
     where = f"{ctx.source}:{line}"
-    if len(words) >= 3 and os.path.basename(words[0]) in SHELLS and words[1] in SHELL_C:
-        found, ray_cmd = pick(split_script(words[2], ctx, line), find_serve, ctx, line)
+    script = _script(words, ctx, line)
+    if script is not None:
+        found, ray_cmd = pick(split_script(script, ctx, line), find_serve, ctx, line)
         if found is None and ray_cmd is None:
             raise InputError(f"{where}: the container's script runs neither vllm serve nor "
                              "ray start")
@@ -70,8 +91,8 @@ def _program(command: list[str], entrypoint: str | None, engine: dict, ctx: Ctx,
             if cmd is not None:
                 engine.setdefault("_env", {}).update(cmd.env)
         ray = parse_ray_start(ray_cmd.words, ctx, line) if ray_cmd else None
-        ctx.note(f"line {line}: the commands inside `{os.path.basename(words[0])} "
-                 f"{words[1]}` are run directly")
+        ctx.note(f"line {line}: the commands inside `{' '.join(words[:2])}` are run "
+                 "directly")
         if found is None:
             return None, ray
         return parse_serve(*find_serve(found.words), ctx), ray

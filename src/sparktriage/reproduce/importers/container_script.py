@@ -103,6 +103,9 @@ def split_script(script: str, ctx: Ctx, line: int | None) -> list[ScriptCommand]
     `line`: where the script is in its input (errors are `input:line: ...`)."""
     where = f"line {line}"
     at = f"{ctx.source}:{line}"
+    # whole-line comments (a `#!/bin/bash` line, `# notes`) end at their newline, which
+    # _unquoted_newlines turns into `;`: drop them first
+    script = re.sub(r"(?m)^[ \t]*#.*$", "", script)
     text = _substitutions(_unquoted_newlines(script), ctx, where)
     lexer = shlex.shlex(text, posix=True, punctuation_chars=";&|")
     lexer.whitespace_split = True

@@ -185,7 +185,12 @@ def _option_value(word: str, args: list[str], i: int) -> tuple[str, str, str, st
 
 
 def _per_node(option: str, name: str, value: str | None, out: Serve, ctx: Ctx) -> None:
-    if name == "node-rank":
+    if name == "node-rank" and value is not None and PLACEHOLDER in value:
+        # one script run on every node with its rank set there (`--node-rank "$NODE_RANK"`):
+        # the rank is a per-node value the lab plan assigns, not a setting to reproduce
+        ctx.note(f"{option} {ctx.secrets.text(value)}: the node's rank is given at run time "
+                 "on each node; the lab plan sets each node's rank")
+    elif name == "node-rank":
         out.node_rank = _typed(value or "0", int, option, ctx)
     elif name == "headless":
         out.headless = value is None or value.lower() not in ("false", "0")

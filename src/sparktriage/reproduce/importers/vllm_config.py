@@ -67,6 +67,15 @@ def _written(candidates: list[str], ctx: Ctx) -> tuple[str, tuple[int, str]] | N
     return (names[0], ctx.files[names[0]]) if len(names) == 1 else None
 
 
+def written_file(ref: str, ctx: Ctx) -> tuple[str, tuple[int, str]] | None:
+    """The here-document the script wrote to `ref` (a path inside the container is read
+    through the container's binds), or None: (host path, (line, text))."""
+    on_host = [host.rstrip("/") + ref[len(folder.rstrip("/")):] for host, folder in ctx.mounts
+               if ref.startswith(folder.rstrip("/") + "/")]
+    on_host += [host for host, folder in ctx.mounts if folder.rstrip("/") == ref.rstrip("/")]
+    return _written(on_host + [ref], ctx)
+
+
 def read_config(ref: str, base: Path, ctx: Ctx, where: str) -> list[str] | None:
     """`--config FILE`: its options as argv (FILE beside the input, by its path or its name),
     or None with an unknowns row and a `<supply:...>` when it was not given."""

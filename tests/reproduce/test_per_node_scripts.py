@@ -1,0 +1,89 @@
+"""Scripts run once per node and serve commands kept in files the script writes.
+
+Minimal synthetic inputs written for these tests (the published cases are corpus 29 and 33):
+`--node-rank "$NODE_RANK"` with the rank set on each node at run time, and a container that
+runs a script file the launcher wrote from a here-document and bind-mounted into it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from reproduce_helpers import gb10_lab, planned, ranks_per_node, run
+from sparktriage.errors import InputError
+
+
+def _write(tmp: Path, name: str, text: str) -> Path:
+    path = tmp / name
+    path.write_text(text)
+    return path
+
+
+def test_a_node_rank_given_at_run_time_is_the_plans_to_set(tmp_path: Path) -> None:
+    script = _write(tmp_path, "serve.sh", """\
+: "${NODE_RANK:?set it on each node}"
+EXTRA=()
+if [[ "${NODE_RANK}" != "0" ]]; then
+  EXTRA+=(--headless)
+fi
+vllm serve org/m --tensor-parallel-size 2 --distributed-executor-backend mp \\
+  --nnodes 2 --node-rank "${NODE_RANK}" --master-addr 198.51.100.1 "${EXTRA[@]}"
+""")
+    r = run([script], tmp_path, gb10_lab(tmp_path, 2))
+    d = r.deployment
+    assert d["parallelism"]["tp"] == 2 and d["parallelism"]["nodes"] == 2
+    assert d["engine"]["backend"] == "mp"
+    assert any("--node-rank <supply:NODE_RANK>: the node's rank is given at run time" in n
+               for n in r.notes)
+    assert ranks_per_node(planned(r)) == {"spark-01": 1, "spark-02": 1}
+
+
+def test_a_node_rank_that_is_not_a_number_is_still_refused(tmp_path: Path) -> None:
+    script = _write(tmp_path, "serve.sh", "vllm serve org/m --nnodes 2 --node-rank two\n")
+    with pytest.raises(InputError, match="--node-rank: expected int, got 'two'"):
+        run([script], tmp_path, gb10_lab(tmp_path, 2))
+
+
+@pytest.mark.parametrize("run_line", [
+    "docker run --gpus all -v /tmp/serve.sh:/serve.sh:ro --entrypoint bash img:1 /serve.sh",
+    "docker run --gpus all -v /tmp:/work --entrypoint /bin/sh img:1 /work/serve.sh",
+])
+def test_a_container_runs_the_script_file_the_launcher_wrote(tmp_path: Path,
+                                                             run_line: str) -> None:
+    script = _write(tmp_path, "start.sh", f"""\
+MODEL=org/big-moe
+ARGS="--gpu-memory-utilization 0.7 --max-num-seqs 4"
+cat > /tmp/serve.sh <<SCRIPT
+#!/bin/bash
+# the server
+exec vllm serve $MODEL $ARGS
+SCRIPT
+ssh spark-2 "{run_line}"
+""")
+    r = run([script], tmp_path, gb10_lab(tmp_path, 1))
+    d = r.deployment
+    assert d["model"]["path"] == "org/big-moe"
+    assert d["serve"]["gpu_memory_utilization"] == 0.7 and d["serve"]["max_num_seqs"] == 4
+    assert d["engine"]["image"] == "img:1"
+    assert any("the here-document of line 3 (written to /tmp/serve.sh)" in m for m in r.mapped)
+
+
+def test_a_script_file_that_was_not_written_is_still_refused(tmp_path: Path) -> None:
+    script = _write(tmp_path, "start.sh",
+                    "docker run --gpus all --entrypoint bash img:1 /serve.sh\n")
+    with pytest.raises(InputError, match=r"start.sh:1: the container does not run vllm serve "
+                                         r"\(entrypoint 'bash'\)"):
+        run([script], tmp_path, gb10_lab(tmp_path, 1))
+
+
+def test_comment_lines_in_a_container_script_do_not_hide_the_server(tmp_path: Path) -> None:
+    script = _write(tmp_path, "run.sh", """\
+docker run --gpus all img:2 bash -c '
+# start the server
+exec vllm serve org/m --max-num-seqs 3'
+""")
+    r = run([script], tmp_path, gb10_lab(tmp_path, 1))
+    assert r.deployment["model"]["path"] == "org/m"
+    assert r.deployment["serve"]["max_num_seqs"] == 3
