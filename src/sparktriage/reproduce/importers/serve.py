@@ -16,6 +16,7 @@ import re
 
 from sparktriage.errors import InputError
 from sparktriage.reproduce.bash import Hole, Simple, read_script
+from sparktriage.reproduce.bash.transcript import commands_of
 from sparktriage.reproduce.bash.servers import Server, servers
 from sparktriage.reproduce.importers.cluster import Member, assemble_cluster
 from sparktriage.reproduce.importers.common import Ctx
@@ -55,6 +56,10 @@ def import_script(text: str, ctx: Ctx, given: dict[str, str] | None = None,
 
 def _import(text: str, ctx: Ctx, given: dict[str, str] | None,
             library: dict[str, str] | None) -> Imported:
+    text, prompts = commands_of(text)
+    if prompts:
+        ctx.note(f"a terminal paste: the {prompts} command(s) typed at its prompts are read, "
+                 "its output lines are not")
     script = read_script(text, ctx.source, given, library)
     ctx.files = dict(script.files)  # a `--config F` the script writes itself (bash/files.py)
     ignored: list[Simple] = []
