@@ -141,6 +141,7 @@ def _template(data: dict, marks: dict, ctx: Ctx) -> Imported:
     argv: list[str] = []
     command_argv: list[str] | None = None
     nodes = 1
+    runtime_backend: str | None = None
     defaults = data.get("defaults") if isinstance(data.get("defaults"), dict) else {}
     model = data.get("model") if isinstance(data.get("model"), str) else None
     for key, value in data.items():
@@ -177,9 +178,7 @@ def _template(data: dict, marks: dict, ctx: Ctx) -> Imported:
             env.update(serve.env)
             ctx.mapped.append(f"{where}: command template (defaults filled) -> vllm serve")
         elif key == "runtime":
-            if str(value) not in ("vllm", "eugr-vllm"):
-                raise InputError(f"{ctx.source}:{line}: runtime {value} is not vLLM")
-            ctx.mapped.append(f"{where}: runtime {value} -> vllm")
+            runtime_backend = _runtime_backend(value, ctx, line)
         elif key == "min_nodes" and isinstance(value, int):
             nodes = max(1, value)
             ctx.mapped.append(f"{where}: min_nodes {value} -> at least {nodes} node(s)")
@@ -201,7 +200,32 @@ def _template(data: dict, marks: dict, ctx: Ctx) -> Imported:
                 ctx.mapped.append(f"defaults.{key} -> --{option}")
             else:
                 ctx.flag_unknown(f"defaults.{key}", "not a vllm serve option; not reproduced")
-    return _one(command_argv + argv, env, engine, ctx, marks.get(("command",), 1), nodes, model)
+    words = command_argv + argv
+    if runtime_backend and nodes > 1 and not any(
+            w.split("=")[0] == "--distributed-executor-backend" for w in words):
+        words += ["--distributed-executor-backend", runtime_backend]
+        ctx.mapped.append(f"runtime {data.get('runtime')} -> --distributed-executor-backend "
+                          f"{runtime_backend} on its {nodes} nodes")
+    return _one(words, env, engine, ctx, marks.get(("command",), 1), nodes, model)
+
+
+_VLLM_RUNTIME = re.compile(r"(?:^|[-_])vllm(?:[-_]|$)")
+
+
+def _runtime_backend(value: Any, ctx: Ctx, line: int | None) -> str | None:
+    """A recipe tool's runtime name: a vLLM one (`vllm`, `eugr-vllm`, sparkrun's `vllm-ray`
+    and `vllm-distributed`), else InputError. The executor it implies across nodes: Ray for
+    a `-ray` runtime, native multi-node (mp) for `-distributed`/`-native`, None when the name
+    does not say (the command and the cluster decide)."""
+    name = str(value).lower()
+    if not _VLLM_RUNTIME.search(name):
+        raise InputError(f"{ctx.source}:{line}: runtime {value} is not vLLM")
+    backend = "ray" if "ray" in name.split("-") or name.endswith("_ray") else \
+        "mp" if any(w in name for w in ("distributed", "native")) else None
+    ctx.mapped.append(f"line {line}: runtime {value} -> vllm"
+                      + (f" ({'Ray' if backend == 'ray' else 'native multi-node'})"
+                         if backend else ""))
+    return backend
 
 
 def _args(value: Any, ctx: Ctx, where: str, line: int | None) -> list[str]:
