@@ -17,7 +17,7 @@ from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.importers.compose import import_compose
 from sparktriage.reproduce.importers.compose_run import composes_run
 from sparktriage.reproduce.importers.deployment import import_deployment
-from sparktriage.reproduce.importers.envdump import import_env
+from sparktriage.reproduce.importers.envdump import import_env, shell_syntax
 from sparktriage.reproduce.importers.recipe import import_recipe
 from sparktriage.reproduce.importers.serve import import_script
 from sparktriage.reproduce.importers.systemd import import_unit, unit_script, written_unit
@@ -86,15 +86,18 @@ def import_all(inputs: list[Path], secrets: Placeholders) -> list[Imported]:
     library: dict[str, str] = {}  # shell inputs by file name: a script may run another
     composes: set[str] = set()
     units: dict[str, str] = {}
+    env_scripts: list[Path] = []  # env files in shell syntax (envdump.shell_syntax)
     for path in inputs:  # the client's env dumps first: the scripts read their variables
         try:
             text = read_input(Path(path))
             kind = detect(text)
         except InputError:
             continue  # refused with its path below
-        if kind in ("env", "collect-env"):
-            given.update({k: v for f in import_input(Path(path), Placeholders()).facts
-                          for k, v in f.env.items()})
+        if kind == "env" and shell_syntax(text):
+            library[Path(path).name] = text  # `source`d by a script: read there as bash
+            env_scripts.append(Path(path))
+        elif kind in ("env", "collect-env"):
+            given.update(_dumped(Path(path)))
         elif kind in ("serve", "docker"):
             library[Path(path).name] = text
         elif kind == "systemd":  # a unit whose ExecStart runs an input script
@@ -103,6 +106,9 @@ def import_all(inputs: list[Path], secrets: Placeholders) -> list[Imported]:
             composes.add(Path(path).name)
     # scripts another script runs, and compose files a script's `docker compose run` reads
     called = _called(library, given, units) | (composes_run(list(library.values())) & composes)
+    for path in env_scripts:  # an env file no script sources: its values as a dump's
+        if path.name not in called:
+            given.update(_dumped(path))
     for path in inputs:
         if Path(path).name in called:
             continue  # read where another input script runs it (reproduce/bash)
@@ -112,6 +118,11 @@ def import_all(inputs: list[Path], secrets: Placeholders) -> list[Imported]:
                 part.deployment, Path(os.path.abspath(path)).parent)})
         imported.append(part)
     return imported
+
+
+def _dumped(path: Path) -> dict[str, str]:
+    """The variables of an env dump (or collect-env) input, for the scripts to read."""
+    return {k: v for f in import_input(path, Placeholders()).facts for k, v in f.env.items()}
 
 
 def _called(library: dict[str, str], given: dict[str, str],

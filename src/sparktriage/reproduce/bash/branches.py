@@ -19,6 +19,7 @@ from sparktriage.reproduce.bash.tree import Node, line
 from sparktriage.reproduce.bash.words import Expander, Scope
 
 
+_HELD = "<supply:"  # a value made a placeholder earlier (a $(...), branches that differ)
 _NUMERIC = {"-eq": lambda a, b: a == b, "-ne": lambda a, b: a != b, "-lt": lambda a, b: a < b,
             "-le": lambda a, b: a <= b, "-gt": lambda a, b: a > b, "-ge": lambda a, b: a >= b}
 
@@ -73,7 +74,7 @@ class Branches:
         if expr.type == "binary_expression" and expr.child_count == 3:
             left, op, right = expr.children
             a, b = ex.string(left), ex.string(right)
-            if _unknown(probe):
+            if _unknown(probe) or _HELD in a or _HELD in b:
                 return None
             if op.type in _NUMERIC or self.t(op) in _NUMERIC:
                 try:
@@ -88,7 +89,7 @@ class Branches:
         if expr.type == "unary_expression" and expr.child_count == 2:
             op, operand = expr.children
             value = ex.string(operand)
-            if _unknown(probe) or self.t(op) not in ("-z", "-n"):
+            if _unknown(probe) or _HELD in value or self.t(op) not in ("-z", "-n"):
                 return None
             return (value == "") == (self.t(op) == "-z")
         return None
@@ -140,6 +141,18 @@ class Branches:
             assigned = [v for v in values if v is not None and v != old]
             if old is None and len({repr(v) for v in assigned}) == 1:
                 merged.values[name] = assigned[0]
+                continue
+            common = _appended(old, [old if v is None else v for v in values])
+            if common is not None:
+                # `A+=(--flag)` / `S="$S --flag"` in some branches only: the part every branch
+                # has is kept, the additions are named in a note (not a placeholder that
+                # would swallow the whole option list)
+                merged.values[name] = common
+                extra = sorted({repr(v[len(common):]) for v in values
+                                if v is not None and len(v) > len(common)})
+                self.script.notes.append(f"{where}: ${name} gains {', '.join(extra)} in some "
+                                         "branches only; read without it (the test is not "
+                                         "known statically)")
                 continue
             merged.values[name] = merged.hole(name, _Pseudo(where), f"${name} is set "
                                               f"differently in the branches of {where}")
@@ -278,3 +291,19 @@ class _Pseudo:
     def __init__(self, where: str) -> None:
         found = re.search(r"\bline (\d+)", where)
         self.start_point = (int(found.group(1)) - 1 if found else 0, 0)
+
+
+def _appended(old: Value | None, values: list[Value]) -> Value | None:
+    """The value before the branches when every branch only added to it (array elements
+    `A+=(...)`; words `S="$S --flag"`, the addition starting with a blank), else None (a
+    branch replaced it). The part the branches share is not kept: it may be an option
+    without its value (`-e` of `-e A=1` / `-e B=2`)."""
+    if old is None or any(type(v) is not type(old) for v in values):
+        return None
+    if any(v[:len(old)] != old for v in values):
+        return None
+    if isinstance(old, str) and any(str(v)[len(old):][:1] not in ("", " ", "\t", "\n")
+                                    for v in values):
+        return None  # not words added to it (`X=true` after `X=`): a different value
+    return old
+

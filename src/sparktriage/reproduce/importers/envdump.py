@@ -41,9 +41,22 @@ def parse(text: str, ctx: Ctx) -> Facts:
             env[last] = value
         elif last is not None:
             env[last] += "\n" + line
-    clean = {k: ctx.secrets.env_value(k, v, "env dump") for k, v in sorted(env.items())}
+    # blank lines between an env file's assignments are not part of the value before them
+    clean = {k: ctx.secrets.env_value(k, v.rstrip("\n"), "env dump")
+             for k, v in sorted(env.items())}
     ctx.mapped.append(f"env dump: {len(clean)} variables -> facts")
     return Facts(source=ctx.source, env=clean)
+
+
+_SHELL_VALUE = re.compile(r"""^["']|\$[{(A-Za-z_]""")
+
+
+def shell_syntax(text: str) -> bool:
+    """Is this an env file written in shell syntax (`X="${X:-d}"`, `Y=$(whoami)`, quoted
+    values) rather than a dump of values? Such a file is what a script `source`s: it is
+    read as a script where it is sourced, its quotes and expansions evaluated."""
+    return any(_SHELL_VALUE.search(m.group(2)) for line in text.splitlines()
+               if (m := _LINE.match(line)) and not line.startswith("declare -x "))
 
 
 def import_env(text: str, ctx: Ctx) -> Imported:
