@@ -35,6 +35,28 @@ class Member:
     name: str = ""
 
 
+def kept_servers(members: list[Member], ctx: Ctx) -> list[int]:
+    """Which members are nodes of the one run: all of them, unless there are several serve
+    commands none of which is a node of a multi-node run (no Ray, no `--nnodes`,
+    `--node-rank`, `--headless`): then they are separate servers (a compose file of
+    alternative models, a chat and an embedding server side by side), the first is the
+    deployment and each other is an unknowns row naming its service and line."""
+    serving = [i for i, m in enumerate(members) if m.serve is not None]
+    multi = any(m.ray for m in members) or any(
+        m.serve.headless or m.serve.node_rank is not None or m.serve.nnodes
+        for m in members if m.serve is not None)
+    if multi or len(serving) < 2:
+        return list(range(len(members)))
+    first = members[serving[0]]
+    for i in serving[1:]:
+        other = members[i]
+        ctx.flag_unknown(other.name or "vllm serve", f"line {other.line}: another vLLM server "
+                         "(an alternative or a second server beside it, not a node of one run: "
+                         f"no Ray, --nnodes or --headless); {first.name or 'the first'} (line "
+                         f"{first.line}) is reproduced: give this one alone to reproduce it")
+    return [i for i in range(len(members)) if i not in serving[1:]]
+
+
 def assemble_cluster(members: list[Member], ctx: Ctx) -> Imported:
     """The deployment and client nodes of an input's node commands."""
     if not any(m.ray for m in members):

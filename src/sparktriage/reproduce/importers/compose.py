@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sparktriage.errors import InputError
-from sparktriage.reproduce.importers.cluster import Member, assemble_cluster
+from sparktriage.reproduce.importers.cluster import Member, assemble_cluster, kept_servers
 from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.importers.compose_keys import service_keys
 from sparktriage.reproduce.importers.compose_vars import Interpolator, inside, read_env_file
@@ -257,6 +257,7 @@ def import_compose(path: Path, ctx: Ctx) -> Imported:
     members: list[Member] = []
     engines: list[dict] = []
     skipped: list[str] = []
+    held: list[str] = []  # services behind a profile none activates
     for name in project.services:
         line = project.marks.get(("services", name))
         service = project.service(name, ctx)
@@ -266,6 +267,7 @@ def import_compose(path: Path, ctx: Ctx) -> Imported:
             ctx.note(f"line {line}: service {name} is in profile(s) {', '.join(map(str, profiles))}"
                      ", none active (COMPOSE_PROFILES in .env): compose does not start it")
             skipped.append(f"{name} ({', '.join(map(str, profiles))})")
+            held.append(name)
             continue
         if profiles:
             ctx.mapped.append(f"services.{name}.profiles: active")
@@ -274,6 +276,16 @@ def import_compose(path: Path, ctx: Ctx) -> Imported:
             continue
         members.append(member)
         engines.append(eng)
+    if not members and held:
+        # every server is behind a profile: the client started one by its profile or name
+        # (`docker compose --profile models up`, `docker compose up SERVICE`)
+        ctx.note(f"every vLLM service is in a profile none activates: read as started by "
+                 f"profile or by name ({', '.join(skipped)})")
+        for name in held:
+            member, eng = project.member(name, project.service(name, ctx), ctx)
+            if member is not None:
+                members.append(member)
+                engines.append(eng)
     if not members:
         if any("runs its image's default command" in n for n in ctx.notes):
             ctx.note("no service runs a server command of its own: a script's `docker compose "
@@ -281,6 +293,8 @@ def import_compose(path: Path, ctx: Ctx) -> Imported:
             return ctx.result()
         more = f"; skipped by profile: {', '.join(skipped)}" if skipped else ""
         raise InputError(f"{ctx.source}: no service runs vLLM or Ray{more}")
+    kept = kept_servers(members, ctx)
+    members, engines = [members[i] for i in kept], [engines[i] for i in kept]
     result = assemble_cluster(members, ctx)
     deployment = dict(result.deployment)
     deployment["engine"] = {**deployment.get("engine", {}), **_node0_engine(members, engines)}
