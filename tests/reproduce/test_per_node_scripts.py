@@ -87,3 +87,24 @@ exec vllm serve org/m --max-num-seqs 3'
     r = run([script], tmp_path, gb10_lab(tmp_path, 1))
     assert r.deployment["model"]["path"] == "org/m"
     assert r.deployment["serve"]["max_num_seqs"] == 3
+
+
+def test_data_parallel_placement_is_the_plans(tmp_path: Path) -> None:
+    common = ("vllm serve org/m --data-parallel-size 2 --data-parallel-size-local 1 "
+              "--data-parallel-address 198.51.100.10 --data-parallel-rpc-port 13345 ")
+    head = _write(tmp_path, "head.sh", common + "--data-parallel-start-rank 0\n")
+    worker = _write(tmp_path, "worker.sh", common + "--data-parallel-start-rank 1 --headless\n")
+    r = run([head, worker], tmp_path, gb10_lab(tmp_path, 2))
+    d = r.deployment
+    assert d["parallelism"]["dp"] == 2 and d["parallelism"]["nodes"] == 2
+    assert d["engine"]["backend"] == "mp"
+    flags = d["serve"]["flags"]
+    assert not {"data-parallel-start-rank", "data-parallel-size-local"} & set(flags)
+    assert flags["data-parallel-rpc-port"] == "13345"
+    argvs = [proc.argv for stage in planned(r).stages for _, proc in stage.processes
+             if "--node-rank" in proc.argv]
+    assert len(argvs) == 2
+    assert all("--data-parallel-start-rank" not in argv for argv in argvs)  # no rank-0 clash
+    assert sorted(a[a.index("--node-rank") + 1] for a in argvs) == ["0", "1"]
+    assert "--data-parallel-start-rank 1 -> per-node data-parallel placement (the lab plan " \
+           "places the ranks)" in r.mapped

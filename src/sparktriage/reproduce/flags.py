@@ -43,7 +43,8 @@ TYPED = {
     "distributed-executor-backend": ("engine", "backend", str),
 }
 # per-node options: the plan sets them for each lab node
-PER_NODE = {"node-rank", "headless", "master-addr"}
+DP_PLACEMENT = {"data-parallel-start-rank", "data-parallel-rank", "data-parallel-size-local"}
+PER_NODE = {"node-rank", "headless", "master-addr"} | DP_PLACEMENT
 JSON_VALUED = {"speculative-config", "compilation-config", "model-loader-extra-config",
                "hf-overrides", "kv-transfer-config", "kv-events-config",
                "override-generation-config", "limit-mm-per-prompt", "mm-processor-kwargs",

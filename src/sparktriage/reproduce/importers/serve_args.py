@@ -192,6 +192,13 @@ def _per_node(option: str, name: str, value: str | None, out: Serve, ctx: Ctx) -
                  "on each node; the lab plan sets each node's rank")
     elif name == "node-rank":
         out.node_rank = _typed(value or "0", int, option, ctx)
+    elif name in F.DP_PLACEMENT:
+        # which data-parallel ranks this node runs: the lab plan places one rank per GB10
+        # node with --nnodes/--node-rank (vLLM infers the DP rank from the node rank); the
+        # client's per-node value would give every lab node the first node's ranks
+        ctx.mapped.append(f"{option} {value} -> per-node data-parallel placement (the lab plan "
+                          "places the ranks)")
+        return
     elif name == "headless":
         out.headless = value is None or value.lower() not in ("false", "0")
     else:
