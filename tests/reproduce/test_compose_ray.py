@@ -127,8 +127,12 @@ services:
     assert d["model"]["path"] == "meta-llama/Llama-3.1-70B-Instruct"
     assert d["parallelism"]["pp"] == 2 and d["parallelism"]["nodes"] == 2
     assert d["engine"]["backend"] == "ray"
+    # the server service replaced the image's `vllm serve` entrypoint with bash: the plan runs
+    # `--entrypoint vllm IMAGE serve ...`, not `IMAGE vllm serve ...` under that entrypoint
     assert d["engine"]["container_args"] == [
-        "--shm-size", "10.24gb", "-v", f"{head}/models:/root/.cache/huggingface"]
+        "--entrypoint", "vllm", "--shm-size", "10.24gb", "-v",
+        f"{head}/models:/root/.cache/huggingface"]
+    assert d["engine"]["vllm"] == []
     assert [n.headless for n in r.client_nodes] == [False, True]
     assert ranks_per_node(planned(r)) == {"spark-01": 1, "spark-02": 1}
     assert any("`sleep 60` in the container's script" in n for n in r.notes)

@@ -68,6 +68,11 @@ ssh spark-2 "{run_line}"
     assert d["serve"]["gpu_memory_utilization"] == 0.7 and d["serve"]["max_num_seqs"] == 4
     assert d["engine"]["image"] == "img:1"
     assert any("the here-document of line 3 (written to /tmp/serve.sh)" in m for m in r.mapped)
+    # the client's shell entrypoint replaced the image's own: the plan runs the server program
+    # as the entrypoint (`--entrypoint vllm IMAGE serve ...`), never under the image's
+    args = d["engine"]["container_args"]
+    assert args[args.index("--entrypoint") + 1] == "vllm"
+    assert d["engine"]["vllm"] == []
 
 
 def test_a_script_file_that_was_not_written_is_still_refused(tmp_path: Path) -> None:

@@ -49,3 +49,14 @@ def test_the_command_s_own_executor_wins(tmp_path: Path) -> None:
 def test_a_runtime_that_is_not_vllm_is_refused_at_its_line(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"recipe.yaml:2: runtime sglang is not vLLM"):
         run([_recipe(tmp_path, "sglang")], tmp_path, gb10_lab(tmp_path, 2))
+
+
+def test_a_cleared_entrypoint_runs_the_server_program_as_entrypoint(tmp_path: Path) -> None:
+    path = tmp_path / "recipe.yaml"
+    path.write_text(RECIPE.format(runtime="vllm-distributed", extra="")
+                    + 'executor_config:\n  entrypoint: ""\n  ipc: host\n  shm_size: 32gb\n')
+    r = run([path], tmp_path, gb10_lab(tmp_path, 2))
+    d = r.deployment
+    assert d["engine"]["container_args"] == ["--entrypoint", "vllm"]
+    assert d["engine"]["vllm"] == []
+    assert any(u.text == "executor_config.shm_size: 32gb" for u in r.unknown)

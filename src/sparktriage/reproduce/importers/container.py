@@ -95,7 +95,18 @@ def _program(command: list[str], entrypoint: str | None, engine: dict, ctx: Ctx,
                  "directly")
         if found is None:
             return None, ray
-        return parse_serve(*find_serve(found.words), ctx), ray
+        prefix, form, args = find_serve(found.words)
+        if not entrypoint:
+            return parse_serve(prefix, form, args, ctx), ray
+        # the client replaced the image's entrypoint with a shell, so the image's own
+        # (`vllm serve` in vllm/vllm-openai) never ran: the server program is the entrypoint
+        engine["container_args"] += ["--entrypoint", prefix[0]]
+        ctx.mapped.append(f"line {line}: --entrypoint {entrypoint} running a script -> "
+                          f"--entrypoint {prefix[0]} (the image's own entrypoint is not run, "
+                          "as on the client)")
+        serve = parse_serve(prefix, form, args, ctx)
+        serve.set("engine", "vllm", prefix[1:])
+        return serve, ray
     if is_ray_start(words):
         if entrypoint:
             ctx.mapped.append(f"line {line}: --entrypoint {entrypoint} -> ray start (run "

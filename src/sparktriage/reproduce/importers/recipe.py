@@ -142,6 +142,7 @@ def _template(data: dict, marks: dict, ctx: Ctx) -> Imported:
     command_argv: list[str] | None = None
     nodes = 1
     runtime_backend: str | None = None
+    cleared = False  # executor_config.entrypoint: "" (the image's entrypoint cleared)
     defaults = data.get("defaults") if isinstance(data.get("defaults"), dict) else {}
     model = data.get("model") if isinstance(data.get("model"), str) else None
     for key, value in data.items():
@@ -179,6 +180,8 @@ def _template(data: dict, marks: dict, ctx: Ctx) -> Imported:
             ctx.mapped.append(f"{where}: command template (defaults filled) -> vllm serve")
         elif key == "runtime":
             runtime_backend = _runtime_backend(value, ctx, line)
+        elif key == "executor_config" and isinstance(value, dict):
+            cleared = _executor_config(value, ctx, line) or cleared
         elif key == "min_nodes" and isinstance(value, int):
             nodes = max(1, value)
             ctx.mapped.append(f"{where}: min_nodes {value} -> at least {nodes} node(s)")
@@ -206,7 +209,26 @@ def _template(data: dict, marks: dict, ctx: Ctx) -> Imported:
         words += ["--distributed-executor-backend", runtime_backend]
         ctx.mapped.append(f"runtime {data.get('runtime')} -> --distributed-executor-backend "
                           f"{runtime_backend} on its {nodes} nodes")
-    return _one(words, env, engine, ctx, marks.get(("command",), 1), nodes, model)
+    return _one(words, env, engine, ctx, marks.get(("command",), 1), nodes, model, cleared)
+
+
+def _executor_config(value: dict, ctx: Ctx, line: int | None) -> bool:
+    """sparkrun's `executor_config` (how the container runs): True when it clears the
+    image's entrypoint (`entrypoint: ""`, so the command runs as written); its other keys
+    are unknowns rows (the plan runs containers with host network and IPC itself)."""
+    cleared = False
+    for key, item in value.items():
+        if key == "entrypoint" and str(item or "").strip() == "":
+            cleared = True
+            ctx.mapped.append(f"line {line}: executor_config.entrypoint \"\" -> --entrypoint "
+                              "of the server program (the image's entrypoint is not run)")
+        elif key in ("network", "ipc") and str(item) == "host":
+            ctx.note(f"line {line}: executor_config.{key} host: the plan runs containers "
+                     f"with --{key} host")
+        else:
+            ctx.flag_unknown(f"executor_config.{key}: {item}", f"line {line}: container "
+                             "setting of the recipe tool; not reproduced")
+    return cleared
 
 
 _VLLM_RUNTIME = re.compile(r"(?:^|[-_])vllm(?:[-_]|$)")
@@ -279,7 +301,7 @@ def _card(data: dict, marks: dict, ctx: Ctx) -> Imported:
 
 
 def _one(words: list[str], env: dict, engine: dict, ctx: Ctx, line: int, nodes: int,
-         model: str | None = None) -> Imported:
+         model: str | None = None, cleared: bool = False) -> Imported:
     """One serve command (the recipe's) as the input's deployment; `nodes` from min_nodes.
     The recipe's model is the positional when the command names none."""
     found = find_serve(words) or find_serve(["vllm", "serve"] + words)
@@ -288,6 +310,10 @@ def _one(words: list[str], env: dict, engine: dict, ctx: Ctx, line: int, nodes: 
         args = [model] + args
     serve = parse_serve(list(prefix), form, args, ctx)
     serve.line = line
+    if cleared and engine:
+        engine = {**engine, "container_args": list(engine.get("container_args") or [])
+                  + ["--entrypoint", prefix[0]]}
+        serve.set("engine", "vllm", list(prefix[1:]))
     if nodes > 1:
         serve.nnodes = serve.nnodes or nodes
     result = assemble_cluster([Member(serve, None, env_block(env, ctx, "recipe env"), line)], ctx)
