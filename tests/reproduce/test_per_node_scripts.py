@@ -113,3 +113,27 @@ def test_data_parallel_placement_is_the_plans(tmp_path: Path) -> None:
     assert sorted(a[a.index("--node-rank") + 1] for a in argvs) == ["0", "1"]
     assert "--data-parallel-start-rank 1 -> per-node data-parallel placement (the lab plan " \
            "places the ranks)" in r.mapped
+
+
+def test_a_service_manager_is_read_through_its_subcommands(tmp_path: Path) -> None:
+    script = _write(tmp_path, "manage.sh", """\
+CMD="${1:-help}"
+up() { docker run -d --name v img:4 vllm serve org/m --max-num-seqs 2; }
+case "$CMD" in
+  up) up ;;
+  down) docker rm -f v ;;
+  *) echo "usage: $0 up|down" ;;
+esac
+""")
+    r = run([script], tmp_path, gb10_lab(tmp_path, 1))
+    assert r.deployment["model"]["path"] == "org/m"
+    assert r.deployment["engine"]["image"] == "img:4"
+    assert any("without arguments the script starts no server: read with its arguments "
+               "unknown" in n for n in r.notes)
+
+
+def test_a_script_that_serves_without_arguments_keeps_its_defaults(tmp_path: Path) -> None:
+    script = _write(tmp_path, "run.sh", 'M="${1:-org/default}"\nvllm serve "$M"\n')
+    r = run([script], tmp_path, gb10_lab(tmp_path, 1))
+    assert r.deployment["model"]["path"] == "org/default"
+    assert not any("without arguments" in n for n in r.notes)

@@ -192,7 +192,7 @@ class Branches:
         probe = self.scope.copy()
         probe.holes = []
         subject = Expander(self.data, probe).string(subject_node)
-        known = not _unknown(probe)
+        known = not _unknown(probe) and _HELD not in subject
         arms, complete = [], False
         for item in node.named_children:
             if item.type != "case_item":

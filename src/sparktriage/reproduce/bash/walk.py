@@ -362,11 +362,14 @@ def _note_order(note: str) -> int:
 
 
 def read_script(text_: str, source: str, given: dict[str, str] | None = None,
-                library: dict[str, str] | None = None) -> Script:
+                library: dict[str, str] | None = None, args_unknown: bool = False) -> Script:
     """Every simple command of a bash script, statically (see the module doc); `library`:
-    other scripts the client gave (file name -> text), read where this one runs them."""
+    other scripts the client gave (file name -> text), read where this one runs them;
+    `args_unknown`: the script's own `$1..` are unknown values (every branch they choose is
+    read), not absent."""
     tree, data = parse(text_, source)
     walker = Walker(data, source, given or {})
+    walker.scope.args_unknown = args_unknown
     walker.library = dict(library or {})
     try:
         walker.statement(tree.root_node, _At())

@@ -52,6 +52,9 @@ class Scope:
     positional: list[str] | None = None  # None: the script's own arguments (unknown)
     holes: list[Hole] = field(default_factory=list)
     file: str | None = None  # another input script being read (named in holes)
+    # the script's own arguments read as unknown values rather than as none given (the
+    # second reading of a script that runs no server without arguments: serve.py)
+    args_unknown: bool = False
 
     def lookup(self, name: str) -> Value | None:
         if name in self.values:
@@ -62,7 +65,7 @@ class Scope:
 
     def copy(self) -> Scope:
         return Scope(self.given, dict(self.values), set(self.unset), set(self.exported),
-                     self.positional, self.holes, self.file)
+                     self.positional, self.holes, self.file, self.args_unknown)
 
     def hole(self, name: str, node: Node, what: str, dropped: bool = False) -> str:
         name = _NAME_CHARS.sub("_", name).strip("_")[:60] or "value"
@@ -301,6 +304,10 @@ class Expander:
                   quoted: bool) -> list[tuple[str, Value]]:
         op = rest[0].type if not rest[0].is_named else ""
         operand = self._operand(rest[1:] if op else rest)
+        if name.isdigit() and self.scope.positional is None and self.scope.args_unknown:
+            return [("lit", self.scope.hole(f"arg{name}", node, f"script argument ${name} "
+                                            "(read as not known: without arguments the script "
+                                            "runs no server)"))]
         if name.isdigit() and self.scope.positional is None:
             self.scope.hole(f"arg{name}", node, f"script argument ${name} assumed not given "
                             f"(the script's own arguments are not known)", dropped=True)

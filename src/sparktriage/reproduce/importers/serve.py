@@ -61,10 +61,22 @@ def _import(text: str, ctx: Ctx, given: dict[str, str] | None,
         ctx.note(f"a terminal paste: the {prompts} command(s) typed at its prompts are read, "
                  "its output lines are not")
     script = read_script(text, ctx.source, given, library)
-    ctx.files = dict(script.files)  # a `--config F` the script writes itself (bash/files.py)
     ignored: list[Simple] = []
     holes = list(script.holes)
     found = servers(script.commands, ctx.source, ignored, holes, given)
+    if not found:
+        # run without arguments it starts no server (`./manage.sh` prints its usage): read
+        # it again with its arguments unknown, so that the subcommand that starts the server
+        # (`./manage.sh start`) is among the branches read
+        again = read_script(text, ctx.source, given, library, args_unknown=True)
+        ignored_again: list[Simple] = []
+        holes_again = list(again.holes)
+        found_again = servers(again.commands, ctx.source, ignored_again, holes_again, given)
+        if found_again:
+            ctx.note("without arguments the script starts no server: read with its arguments "
+                     "unknown, the branches they choose included")
+            script, ignored, holes, found = again, ignored_again, holes_again, found_again
+    ctx.files = dict(script.files)  # a `--config F` the script writes itself (bash/files.py)
     for note in script.notes:
         ctx.note(note)
     for row in sorted(set(script.exports)):
