@@ -358,7 +358,8 @@ def _service(name: str, service: dict, marks: dict, base: Path, interp: Interpol
                          "reproduced; give the built image's name)")
     eng: dict = {"image": str(image), "runtime": "docker", "container_args": []}
     replicas = service_keys(name, service, marks, eng, ctx, base)
-    serve, ray = container_program(entry[1:] + command, entry[0] if entry else None, eng, ctx,
+    cleared = "" if service.get("entrypoint", 0) in ([], "") else None  # `entrypoint: []`
+    serve, ray = container_program(entry[1:] + command, entry[0] if entry else cleared, eng, ctx,
                                    cmd_line or 1)
     if serve is not None:
         serve.line = cmd_line

@@ -96,12 +96,14 @@ def _program(command: list[str], entrypoint: str | None, engine: dict, ctx: Ctx,
         if found is None:
             return None, ray
         prefix, form, args = find_serve(found.words)
-        if not entrypoint:
+        if entrypoint is None:
             return parse_serve(prefix, form, args, ctx), ray
-        # the client replaced the image's entrypoint with a shell, so the image's own
-        # (`vllm serve` in vllm/vllm-openai) never ran: the server program is the entrypoint
+        # the client replaced the image's entrypoint with a shell (or cleared it), so the
+        # image's own (`vllm serve` in vllm/vllm-openai) never ran: the server program is the
+        # entrypoint
         engine["container_args"] += ["--entrypoint", prefix[0]]
-        ctx.mapped.append(f"line {line}: --entrypoint {entrypoint} running a script -> "
+        ctx.mapped.append(f"line {line}: --entrypoint {entrypoint or '[] (cleared)'} running "
+                          f"a script -> "
                           f"--entrypoint {prefix[0]} (the image's own entrypoint is not run, "
                           "as on the client)")
         serve = parse_serve(prefix, form, args, ctx)
@@ -115,12 +117,12 @@ def _program(command: list[str], entrypoint: str | None, engine: dict, ctx: Ctx,
     found = find_serve(words)
     if found is not None:
         prefix, form, args = found
-        if entrypoint:
-            engine["container_args"] += ["--entrypoint", entrypoint]
+        if entrypoint is not None:  # given, or cleared (""): the program runs as written
+            engine["container_args"] += ["--entrypoint", entrypoint or prefix[0]]
             prefix = prefix[1:]  # the entrypoint supplies it
             ctx.mapped.append("--entrypoint -> engine.container_args")
         serve = parse_serve(prefix, form, args, ctx)
-        if entrypoint:
+        if entrypoint is not None:
             serve.set("engine", "vllm", prefix)
         return serve, None
     if entrypoint is None and (not command or command[0] != "serve"):

@@ -122,24 +122,34 @@ def split_script(script: str, ctx: Ctx, line: int | None) -> list[ScriptCommand]
     if len(commands) > MAX_COMMANDS:
         raise InputError(f"{at}: the container's script has more than {MAX_COMMANDS} "
                          "commands; not a launch command")
-    out, exported = [], {}
+    out: list[ScriptCommand] = []
+    exported: dict[str, str] = {}
+    shell: dict[str, str] = {}  # `X=value` alone: a variable of the script, not exported
     for words in commands:
         env = dict(exported)
-        interp = Interpolator(env, ctx)  # the script's own variables; others: placeholders
+        # the script's own variables; others: placeholders
+        interp = Interpolator({**shell, **env}, ctx)
         words = [interp.text(w, where) if "$" in w else w for w in words]
+        prefix: dict[str, str] = {}
         while words and (assignment(words[0]) or words[0] in WRAPPERS):
             pair = assignment(words[0])
             if pair:
-                env[pair[0]] = pair[1]
+                prefix[pair[0]] = pair[1]
             words = words[1:]
-        if words and words[0] == "export":
+        if not words:  # assignments alone set variables for the commands after them
+            shell.update(prefix)
+            continue
+        env.update(prefix)
+        if words[0] == "export":
             for word in words[1:]:
                 pair = assignment(word)
                 if pair:
                     exported[pair[0]] = pair[1]
+                    shell.pop(pair[0], None)
+                elif word in shell:  # `X=1; export X`
+                    exported[word] = shell.pop(word)
             continue
-        if words:
-            out.append(ScriptCommand(words, env))
+        out.append(ScriptCommand(words, env))
     return out
 
 
