@@ -28,6 +28,7 @@ from pathlib import Path
 from unittest import mock
 
 import pytest
+from corpus_argv import check_argv, plan_facts
 
 from sparktriage.config.deployment import Deployment, load_deployment
 from sparktriage.config.lab import Lab
@@ -150,7 +151,7 @@ def _check_plan(want: dict, dep: Deployment) -> list[str]:
                      if "--node-rank" in proc.argv]
             if ranks != [str(i) for i in range(len(names))]:
                 problems.append(f"ranks: node ranks {ranks} planned on {names}")
-    return problems
+    return problems + check_argv(want, plan_facts(plan, dep.lab), plan.backend)
 
 
 def _check_traps(want: dict, result) -> list[str]:
