@@ -358,11 +358,7 @@ def _service(name: str, service: dict, marks: dict, base: Path, interp: Interpol
                          "reproduced; give the built image's name)")
     eng: dict = {"image": str(image), "runtime": "docker", "container_args": []}
     replicas = service_keys(name, service, marks, eng, ctx, base)
-    cleared = "" if service.get("entrypoint", 0) in ([], "") else None  # `entrypoint: []`
-    serve, ray = container_program(entry[1:] + command, entry[0] if entry else cleared, eng, ctx,
-                                   cmd_line or 1)
-    if serve is not None:
-        serve.line = cmd_line
+    mapped = len(ctx.mapped)
     env = {}
     if service.get("env_file"):
         env.update(_env_files(service["env_file"], base, interp, ctx, name,
@@ -371,6 +367,14 @@ def _service(name: str, service: dict, marks: dict, base: Path, interp: Interpol
                             marks.get(("services", name, "environment"), line)))
     if service.get("environment"):
         ctx.mapped.append(f"services.{name}.environment -> env")
+    env_mapped, ctx.mapped[mapped:] = ctx.mapped[mapped:], []  # listed after the command's
+    cleared = "" if service.get("entrypoint", 0) in ([], "") else None  # `entrypoint: []`
+    # the container's environment is the environment of its `sh -c` script
+    serve, ray = container_program(entry[1:] + command, entry[0] if entry else cleared, eng, ctx,
+                                   cmd_line or 1, env)
+    ctx.mapped += env_mapped
+    if serve is not None:
+        serve.line = cmd_line
     env.update(eng.pop("_env", {}))
     env = env_block(env, ctx, f"services.{name}.environment")
     return Member(serve, ray, env, cmd_line, replicas, name), eng

@@ -31,13 +31,15 @@ def container_command(command: list[str], entrypoint: str | None, engine: dict, 
 
 
 def container_program(command: list[str], entrypoint: str | None, engine: dict, ctx: Ctx,
-                      line: int) -> tuple[Serve | None, RayStart | None]:
+                      line: int, environment: dict[str, str] | None = None
+                      ) -> tuple[Serve | None, RayStart | None]:
     """(the serve command, the `ray start`) a container runs, with the image's entrypoint taken
-    into account; a `sh -c` script is read as data (container_script.py). One of them is
-    there, else InputError."""
+    into account; a `sh -c` script is read as data (container_script.py), with `environment`
+    (the container's own variables) as its environment. One of them is there, else
+    InputError."""
     ctx.mounts = binds(engine.get("container_args") or [])
     try:
-        return _program(command, entrypoint, engine, ctx, line)
+        return _program(command, entrypoint, engine, ctx, line, environment or {})
     finally:
         ctx.mounts = []
 
@@ -78,12 +80,13 @@ def _script(words: list[str], ctx: Ctx, line: int) -> str | None:
 
 
 def _program(command: list[str], entrypoint: str | None, engine: dict, ctx: Ctx,
-             line: int) -> tuple[Serve | None, RayStart | None]:
+             line: int, environment: dict[str, str]) -> tuple[Serve | None, RayStart | None]:
     words = ([entrypoint] if entrypoint else []) + command
     where = f"{ctx.source}:{line}"
     script = _script(words, ctx, line)
     if script is not None:
-        found, ray_cmd = pick(split_script(script, ctx, line), find_serve, ctx, line)
+        found, ray_cmd = pick(split_script(script, ctx, line, environment), find_serve,
+                              ctx, line)
         if found is None and ray_cmd is None:
             raise InputError(f"{where}: the container's script runs neither vllm serve nor "
                              "ray start")

@@ -6,8 +6,9 @@ joined by `&&`, `;`, `||`, `&` or newlines, with `export`, `NAME=value` prefixes
 `cd`, `echo`, `sleep`, `pip install`. They are split with `shlex` (punctuation aware, POSIX
 mode, no shell); a command substitution `$(...)` or backticks become the placeholder
 `<supply:command-output>` and an `unknowns` row (it is never run). Variables are expanded
-from the script's own assignments and exports (`${VAR:-default}` takes the default when the
-script does not set VAR); any other becomes `<supply:VAR>` with an unknowns row. Commands that
+from the script's own assignments and exports, then the container's environment (compose
+`environment:` after .env / env_file interpolation, `docker run -e`), as in the container
+(`${VAR:-default}` takes the default when neither sets VAR); any other becomes `<supply:VAR>` with an unknowns row. Commands that
 are neither the server nor `ray start` are listed as unknown (not reproduced) or noted when
 harmless.
 """
@@ -98,9 +99,13 @@ def _closing(text: str, i: int) -> int:
     return len(text)
 
 
-def split_script(script: str, ctx: Ctx, line: int | None) -> list[ScriptCommand]:
+def split_script(script: str, ctx: Ctx, line: int | None,
+                 environment: dict[str, str] | None = None) -> list[ScriptCommand]:
     """The commands of a one-line container script, exports and prefixes carried as env;
-    `line`: where the script is in its input (errors are `input:line: ...`)."""
+    `line`: where the script is in its input (errors are `input:line: ...`); `environment`:
+    the container's own (compose `environment:`/`env_file:`, `docker run -e`), which the
+    script sees as the shell in the container does (its own assignments win)."""
+    base = dict(environment or {})
     where = f"line {line}"
     at = f"{ctx.source}:{line}"
     # whole-line comments (a `#!/bin/bash` line, `# notes`) end at their newline, which
@@ -128,7 +133,7 @@ def split_script(script: str, ctx: Ctx, line: int | None) -> list[ScriptCommand]
     for words in commands:
         env = dict(exported)
         # the script's own variables; others: placeholders
-        interp = Interpolator({**shell, **env}, ctx)
+        interp = Interpolator({**base, **shell, **env}, ctx)
         words = [interp.text(w, where) if "$" in w else w for w in words]
         prefix: dict[str, str] = {}
         while words and (assignment(words[0]) or words[0] in WRAPPERS):

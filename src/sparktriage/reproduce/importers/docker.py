@@ -85,7 +85,8 @@ def parse_container_run(words: list[str], ctx: Ctx,
     if image is None:
         raise InputError(f"{ctx.source}:{line}: the {runtime} run command names no image")
     run.engine["image"] = image
-    serve, ray = container_program(args[i:], run.entrypoint, run.engine, ctx, line)
+    # the `-e` values are the environment of a `sh -c` script in the container
+    serve, ray = container_program(args[i:], run.entrypoint, run.engine, ctx, line, run.env)
     env = {**run.env, **run.engine.pop("_env", {})}
     return serve, ray, env, run.engine
 
