@@ -177,11 +177,27 @@ def _container(words: list[str]) -> tuple[str | None, list[str], list[str]] | No
     return name, words[:at + 1], words[at + 1:]
 
 
-def _idle(rest: list[str]) -> bool:
+def _idle(rest: list[str], run: list[str] = ()) -> bool:
     """A container started to run nothing itself (`sleep infinity`, a shell), for `docker exec
-    NAME ...` to run the server in later."""
-    return not rest or os.path.basename(rest[0]) in ("sleep", "tail", "bash", "sh", "cat") \
-        and _shell_c(rest) is None
+    NAME ...` to run the server in later; with no command, an `--entrypoint` that is a program
+    or a script file (`--entrypoint /serve.sh IMAGE`) is what it runs."""
+    entry = _entrypoint(run)
+    if not rest and entry:
+        return os.path.basename(entry) in _IDLE
+    return not rest or os.path.basename(rest[0]) in _IDLE and _shell_c(rest) is None
+
+
+_IDLE = ("sleep", "tail", "bash", "sh", "cat")
+
+
+def _entrypoint(run: list[str]) -> str:
+    """The `--entrypoint` of a container run (up to its image), "" when none or cleared."""
+    for index, word in enumerate(run[:-1]):
+        if word.startswith("--entrypoint="):
+            return word.split("=", 1)[1]
+        if word == "--entrypoint" and index + 1 < len(run) - 1:
+            return run[index + 1]
+    return ""
 
 
 _RAY_MODE = re.compile(r"^ray[-_]?(head|worker)\Z")
@@ -292,7 +308,7 @@ def servers(commands: list[Simple], source: str, ignored: list[Simple], holes: l
             if name:
                 containers[name] = run
             mode = _ray_mode(run, rest)
-            if _idle(rest) or (depth < MAX_NESTED and
+            if _idle(rest, run) or (depth < MAX_NESTED and
                                not _runs_server(rest, source, command, given, depth)):
                 ignored.append(command)  # idle, or its `sh -c` script starts no server
             elif mode is not None:

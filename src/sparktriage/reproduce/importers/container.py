@@ -14,7 +14,7 @@ from sparktriage.reproduce.importers.container_script import pick, split_script
 from sparktriage.reproduce.importers.ray_start import RayStart, is_ray_start, parse_ray_start
 from sparktriage.reproduce.importers.nodes import find_serve
 from sparktriage.reproduce.importers.serve_args import Serve, parse_serve
-from sparktriage.reproduce.importers.vllm_config import written_file
+from sparktriage.reproduce.importers.script_file import script_text
 
 
 SHELLS = ("sh", "bash", "dash", "zsh")
@@ -61,22 +61,15 @@ def binds(args: list[str]) -> list[tuple[str, str]]:
 
 
 def _script(words: list[str], ctx: Ctx, line: int) -> str | None:
-    """The script text a container runs: `sh -c TEXT`, or a script file the input wrote from
-    a here-document and bind-mounts into the container (`--entrypoint bash IMAGE /serve.sh`,
-    `IMAGE /serve.sh`); None for any other program."""
+    """The script text a container runs: `sh -c TEXT`, or a script file the input wrote (a
+    here-document) or sent beside it, bind-mounted into the container (`--entrypoint bash IMAGE
+    /serve.sh`, `IMAGE /serve.sh`, `--entrypoint /serve.sh IMAGE`: script_file.py); None for
+    any other program."""
     shell = bool(words) and os.path.basename(words[0]) in SHELLS
     if shell and len(words) >= 3 and words[1] in SHELL_C:
         return words[2]
     ref = words[1] if shell and len(words) >= 2 else (words[0] if words else "")
-    if not ref.startswith(("/", "./")):
-        return None
-    written = written_file(ref, ctx)
-    if written is None:
-        return None
-    path, (at, text) = written
-    ctx.mapped.append(f"line {line}: the container runs {ref}, the here-document of line {at} "
-                      f"(written to {path})")
-    return text
+    return script_text(ref, ctx, line)
 
 
 def _program(command: list[str], entrypoint: str | None, engine: dict, ctx: Ctx,
