@@ -21,15 +21,15 @@ def logs(
     """Parse vLLM logs: startup phases, throughput and speculative-decoding series, kernels, errors."""
     from sparktriage.documents.logs import LogsDocument
     from sparktriage.logs.clock import parse_tz
-    from sparktriage.logs.document import require_timed
     from sparktriage.logs.render import render
     from sparktriage.logs.scan import analyze_inputs
+    from sparktriage.logs.untimed import require_log
     from sparktriage.store.typed import check
     zone = parse_tz(tz)
     if json_out is not None and json_out != "-" and Path(json_out).is_dir():
         raise UsageError(f"--json {json_out}: is a folder")
     document = analyze_inputs(log, tz=zone, year=year)
-    require_timed(", ".join(log), document["time_basis"]["first"] is not None)
+    require_log(", ".join(log), document)
     console.draw(render(document), console.data_console(json_out))
     console.write_json(check(LogsDocument, {"schema_version": 1, **document}), json_out)
     if any(f["severity"] == "error" for f in document["findings"]):

@@ -36,7 +36,8 @@ class LogError(Part):
 
 
 class ExcerptReason(Part):
-    code: Literal["no-start", "serving-only", "starts-mid-record", "ends-mid-record", "cut"]
+    code: Literal["no-start", "serving-only", "starts-mid-record", "ends-mid-record", "cut",
+                  "untimed"]  # untimed: no line has a stamp (logs/untimed.py)
     text: str
     node: str
     origin: str

@@ -34,9 +34,9 @@ class StallVerdict(OpenPart):
 class Finding(Part):
     kind: Literal["stall", "failure"]
     node: str
-    start: float
-    end: float
-    duration_s: float
+    start: float | None  # null only in an untimed excerpt (input.timed false: docs/stalls.md)
+    end: float | None
+    duration_s: float | None
     phase: str | None
     start_offset_s: float | None = None
     how: list[str] | None = None

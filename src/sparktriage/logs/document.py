@@ -13,7 +13,6 @@ import datetime as _dt
 from collections import Counter
 from typing import Iterable
 
-from sparktriage.errors import InputError
 from sparktriage.logs.catalog import PHASE_INDEX, match_message
 from sparktriage.logs.clock import IsoFormatter
 from sparktriage.logs.events import LogEvent
@@ -25,7 +24,7 @@ from sparktriage.redact.logtext import redact
 from sparktriage.logs.gate import interesting, restart_mark, serving_mark
 from sparktriage.logs.series import SpecSeries, StatsSeries, parse_spec, parse_stats
 from sparktriage.logs.timeline import Timeline, TimelineBuilder
-
+from sparktriage.logs.untimed import NOT_A_LOG, UntimedReader, require_log
 
 
 class LogAnalyzer:
@@ -45,6 +44,7 @@ class LogAnalyzer:
         self.truncated = 0
         self.collectors: Counter = Counter()
         self.excerpts = ExcerptTracker()
+        self.untimed = UntimedReader()  # logs/untimed.py: an excerpt without one stamp
         self.first_t: float | None = None
         self.last_t: float | None = None
         self.inputs: dict[str, dict] = {}
@@ -91,8 +91,10 @@ class LogAnalyzer:
                     self.spec.add(window)
         errors = self.facts.errors_total
         self.facts.feed(event, hits)
-        if self.facts.errors_total != errors and self.facts.last_error is not None:
-            record(self.facts.last_error, event, hits)
+        counted = self.facts.errors_total != errors and self.facts.last_error is not None
+        self.untimed.feed(event, hits, counted)
+        if counted:
+            record(self.facts.last_error, event, hits, self.untimed.shown_phase(event.node))
         current = builder.current
         self.excerpts.feed(event, hits, current is not None and not current.complete)
 
@@ -128,6 +130,8 @@ class LogAnalyzer:
         timelines = {node: attempts for node, b in self.builders.items()
                      if (attempts := b.finish())}
         self._fail_on_errors(timelines)
+        if self.first_t is None:  # no timed line: what the untimed lines say (untimed.py)
+            timelines = self.untimed.timelines(self.facts.errors)
         primary = _primary(timelines)
         tl = timelines[primary][-1] if primary else Timeline(node="local")
         self.stats.place()
@@ -180,7 +184,8 @@ class LogAnalyzer:
                         "kind": f.kind, "phase": f.phase, "engine_death": f.engine_death}
                        for f in failures],
             "errors_total": self.facts.errors_total,
-            "counts": {"events": self.events, "levels": dict(self.levels),
+            "counts": {"events": self.events, "recognised_untimed": self.untimed.recognised,
+                       "levels": dict(self.levels),
                        "kinds": dict(self.kinds), "truncated_lines": self.truncated},
         }
         doc["findings"] = findings(doc, tl, timelines)
@@ -213,7 +218,8 @@ class LogAnalyzer:
         return {"format": "ISO 8601, milliseconds, with UTC offset",
                 "zone_of_log_stamps": zone, "sources": dict(self.t_sources),
                 "collectors": dict(self.collectors),
-                "first": self._t(self.first_t), "last": self._t(self.last_t)}
+                "first": self._t(self.first_t), "last": self._t(self.last_t),
+                "timed": self.first_t is not None}
 
     def _phases(self, tl: Timeline) -> list[dict]:
         return [{"name": p.name, "start": self._t(p.start), "end": self._t(p.end),
@@ -330,8 +336,10 @@ def findings(doc: dict, tl: Timeline, timelines: dict[str, list[Timeline]]) -> l
                 f"startup attempt {k + 1} of {len(attempts)} failed during "
                 f"{earlier.current_phase}: {redact(earlier.failure or '')}")
     if st["failed"]:
-        add("startup-failed", "error",
-            f"startup failed during {st['current_phase']}: {st['failure']}")
+        phase = st["current_phase"] or next((e["phase"] for e in doc["errors"] if e["phase"]),
+                                            None)  # an untimed excerpt: the phase lines name
+        add("startup-failed", "error", f"startup failed during {phase or 'an unknown phase'}: "
+            f"{st['failure']}")
     elif tl.phases and not tl.complete:
         excerpt = bool(doc.get("excerpt"))  # an excerpt that ends before ready cannot tell
         add("startup-incomplete", "info" if excerpt else "error",
@@ -380,18 +388,9 @@ def analyze(events: Iterable[LogEvent], tz: _dt.tzinfo | None = None) -> dict:
     return LogAnalyzer(tz).feed_all(events).document()
 
 
-NOT_A_LOG = "no timed log lines (is this a vLLM log?)"
-
-
-def require_timed(origin: str, has_timed_line: bool) -> None:
-    """Refuse input without one timed line, in the same words for `logs` and `stalls` (exit 2)."""
-    if not has_timed_line:
-        raise InputError(f"{origin}: {NOT_A_LOG}")
-
-
 def failures_of(events: Iterable[LogEvent]) -> list[LogFailure]:
     """The failures `logs` counts in these events (the first `facts.MAX_ERRORS`), in order."""
     return list(LogAnalyzer().feed_all(events).failures)
 
 
-__all__ = ["NOT_A_LOG", "require_timed", "LogAnalyzer", "analyze", "failures_of", "findings"]
+__all__ = ["NOT_A_LOG", "require_log", "LogAnalyzer", "analyze", "failures_of", "findings"]

@@ -13,6 +13,8 @@ events (per input and node) and says, with reasons (docs/logs.md, "Excerpts"):
   ``File "..."`` traceback frame, a bare exception line, a caret line);
 * ``ends-mid-record``: the last line is a traceback frame or caret line (the exception line that
   ends every traceback is missing);
+* ``untimed``: no line of the input carries a time stamp (a bare traceback, `hf download`
+  output, NCCL lines pasted alone: logs/untimed.py); nothing that needs a time can be read;
 * ``cut``: a line that only says lines were left out (``...``, ``[...]``, ``<snip>``, ``[N lines
   omitted]``), a jump of more than `CUT_GAP_S` between consecutive lines of a starting node, or
   time going back by more than `BACK_JUMP_S`. Each cut is a window where lines are missing: it is
@@ -73,6 +75,7 @@ class _Origin:
     records: bool
     first: bool = True
     start_seen: bool = False
+    timed: bool = False  # a line of this input had a time stamp
     reasons: list[dict] = field(default_factory=list)
     last: LogEvent | None = None  # the last event read from this input
 
@@ -108,6 +111,7 @@ class ExcerptTracker:
                 self._no_start(info, event, hits)
         if event.t is None:
             return
+        info.timed = True
         if _CUT_LINE.match(event.message) and "\n" not in event.message:
             self.pending_cut[event.node] = "a line says lines were left out: " + \
                 event.message.strip()[:60]
@@ -143,6 +147,8 @@ class ExcerptTracker:
         if not info.start_seen and not codes & {"no-start", "serving-only"}:
             reasons.append(_reason("no-start", last, "the log has no start line (no version "
                                    "banner, argument dump or engine config)"))
+        if not info.timed:
+            reasons.append(_reason("untimed", last, "no line has a time stamp"))
         if last.kind != "pywarn" and _ends_mid_record(last.message):
             reasons.append(_reason("ends-mid-record", last, "the last line is inside a "
                                    "traceback: its exception line is missing"))
@@ -167,6 +173,10 @@ class ExcerptTracker:
         codes = {r["code"] for r in reasons}
         no_start = bool(codes & {"no-start", "serving-only"})
         tell: list[str] = []
+        if "untimed" in codes:
+            tell.append("the excerpt has no time stamps: no startup time, phase durations, "
+                        "silences, rates or stall durations can be read, only what its lines "
+                        "say (errors, failures, the phases they name)")
         if "serving-only" in codes:
             tell.append("the startup is not in the excerpt: no startup phases and no startup "
                         "time; only what happened while serving can be judged")

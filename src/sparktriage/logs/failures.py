@@ -79,15 +79,19 @@ def phase_at(attempts: list, t: float | None) -> str | None:
     return name if name is not None else (chosen.phases[0].name if chosen.phases else None)
 
 
-def record(entry: dict, event: LogEvent, hits: list[Hit]) -> dict:
-    """Complete one error entry of facts.py with what a failure needs (engine_death)."""
+def record(entry: dict, event: LogEvent, hits: list[Hit], shown_phase: str | None = None) -> dict:
+    """Complete one error entry of facts.py with what a failure needs (engine_death, and for
+    an untimed line the phase its log's lines named so far: logs/untimed.py)."""
     entry["engine_death"] = is_engine_death(event, hits)
+    if event.t is None:
+        entry["shown_phase"] = shown_phase
     return entry
 
 
 def failure_of(entry: dict, attempts: list) -> LogFailure:
     """The typed record of one error entry, its phase read from its node's attempts."""
-    phase = phase_at(attempts, entry["t"])
+    phase = phase_at(attempts, entry["t"]) if entry["t"] is not None \
+        else entry.get("shown_phase")
     return LogFailure(t=entry["t"], node=entry["node"], kind=entry.get("kind") or "error",
                       text=entry["text"], engine_death=bool(entry.get("engine_death")),
                       phase=phase, process=entry.get("process"), origin=entry["origin"],

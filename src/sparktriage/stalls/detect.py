@@ -25,7 +25,8 @@ graph compiled, a warmup or profiling run that took N s, when N covers the silen
 work's budget (`compile_cold_s`, `warmup_s`) and belongs to that line's phase.
 
 Every error `sparktriage logs` counts is a `failure` period (failures.py), in the phase where
-it happened, `serving` included.
+it happened, `serving` included. An untimed excerpt (no line has a stamp) gives failures only:
+no duration can be measured in it, so no detector of stalls runs there.
 """
 
 from __future__ import annotations
@@ -360,6 +361,11 @@ def detect(evidence: Evidence, markers: MarkerSet, params: DetectParams | None =
                   if a.first_t is not None] + failures.restarts(timeline, errors, markers)
         episodes[name] = failures.episodes(errors, starts, timeline.ready_at)
     for name, timeline in timelines.items():
+        if not evidence.timed:  # an untimed excerpt: failures only (failures.py)
+            failed, errors_apart[name] = failures.untimed_failure_periods(
+                timeline, episodes[name], markers, keys, evidence.logs)
+            periods += failed
+            continue
         progress = _anchored_at_first_line(timeline, _progress_marks(timeline, markers),
                                            markers)
         budget = _budget(timeline, timelines, markers, evidence.nodes.get(name), params)
@@ -380,7 +386,7 @@ def detect(evidence: Evidence, markers: MarkerSet, params: DetectParams | None =
         found += failed
         errors_apart[name] = apart
         periods += found
-    periods += _asymmetry(timelines, params)
+    periods += _asymmetry(timelines, params) if evidence.timed else []
     periods = _merge(periods)
     _mark_held(periods)
     return Detection(timelines, sorted(periods, key=lambda p: (p.start, p.node)), params,

@@ -153,6 +153,20 @@ def finding(verdict: Verdict, origin: float) -> dict:
     }
 
 
+def _untimed(out: dict) -> dict:
+    """An untimed excerpt's document: no time anywhere (its lines were read at one instant),
+    `input.timed` false, and never `healthy` (no stall can be judged without times)."""
+    out["input"]["timed"] = False
+    for item in out["findings"]:
+        item.update(start=None, end=None, duration_s=None, start_offset_s=None)
+        for seen in item["verdict"]["evidence"]:
+            seen["t"] = None
+    for node in out["nodes"].values():
+        node.update(start=None, end=None, ready_at=None, failed_at=None, phases=[])
+    out["summary"]["healthy"] = False
+    return out
+
+
 def build(classification: Classification, rules_dir: str) -> dict:
     """The whole `stalls` document."""
     evidence, detection = classification.evidence, classification.detection
@@ -194,7 +208,7 @@ def build(classification: Classification, rules_dir: str) -> dict:
     if excerpt is not None:  # as the logs document of the same lines says (docs/logs.md)
         out["excerpt"] = bool(excerpt)
         out["excerpt_detail"] = evidence.logs.get("excerpt_detail")
-    return out
+    return out if evidence.timed else _untimed(out)
 
 
 _SOURCES = ("log", "host", "disk", "net", "procs", "gpu", "stacks", "dmesg")

@@ -179,3 +179,16 @@ def failure_periods(timeline: NodeTimeline, found: list[Episode], progress: list
                           evidence_from=before[-1].t if before else None,
                           facts={"errors": counted}))
     return out, apart
+
+
+def untimed_failure_periods(timeline: NodeTimeline, found: list[Episode], markers: MarkerSet,
+                            keys: dict[tuple[str, int], bool], logs: dict
+                            ) -> tuple[list[Period], dict[str, int]]:
+    """The failures of an untimed excerpt, whose lines all stand at one instant (no duration
+    can come out of them): its phase is the one a marker names, else the one `logs` read from
+    the catalog anchors before its first error (logs/untimed.py)."""
+    shown = next((e["phase"] for e in logs.get("errors") or [] if e.get("node") == timeline.node
+                  and e.get("phase") not in (None, SERVING)), None)
+    if shown is not None and not timeline.phase_points:
+        timeline.phase_points = [(timeline.start, shown)]
+    return failure_periods(timeline, found, [], markers, keys)

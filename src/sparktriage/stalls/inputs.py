@@ -23,13 +23,15 @@ from sparktriage.bundle import archive
 from sparktriage.bundle.indexed import IndexedRecords
 from sparktriage.bundle.reader import Bundle
 from sparktriage.logs.events import LogEvent
-from sparktriage.logs.document import LogAnalyzer, require_timed
+from sparktriage.logs.document import LogAnalyzer
 from sparktriage.logs.parser import iter_events
 from sparktriage.logs.timeline import Timeline
+from sparktriage.logs.untimed import require_log
 
 SAMPLE_SOURCES = ("host", "disk", "net", "procs", "gpu")
 SOURCES = ("log",) + SAMPLE_SOURCES + ("stacks", "dmesg")
 
+UNTIMED_T = 0.0  # the one time every line of an untimed excerpt is read at
 MAX_STACK_ROUNDS = 100  # py-spy rounds (every 10 s by default: 100 cover 16 minutes each)
 
 
@@ -82,6 +84,7 @@ class Evidence:
     logs: dict = field(default_factory=dict)  # the `logs` document of the same lines
     attempts: dict[str, list[Timeline]] = field(default_factory=dict)  # startup timelines
     stops: dict[str, float] = field(default_factory=dict)  # node -> the collector tore it down
+    timed: bool = True  # False: an untimed excerpt (no line has a stamp; logs/untimed.py)
 
     def span(self) -> tuple[float, float] | None:
         spans = [s for s in (n.span() for n in self.nodes.values()) if s]
@@ -123,12 +126,16 @@ def _attach_logs(evidence: Evidence, events: list[LogEvent]) -> None:
 
 
 def _from_events(path: Path, form: str, events: list[LogEvent]) -> Evidence:
-    require_timed(str(path), any(e.t is not None for e in events))
-    nodes: dict[str, NodeEvidence] = {}
+    timed = any(e.t is not None for e in events)
+    evidence = Evidence(origin=str(path), form=form, nodes={}, timed=timed)
+    _attach_logs(evidence, events)  # the `logs` document reads the lines as they are
+    require_log(str(path), evidence.logs)
+    if not timed:
+        # an untimed excerpt: its lines are read in input order on a clock that stands still
+        # (all at 0), so that no duration can come out of them; times are null in the document
+        events = [replace(e, t=UNTIMED_T) for e in events]
     for event in events:
-        nodes.setdefault(event.node, NodeEvidence(event.node)).events.append(event)
-    evidence = Evidence(origin=str(path), form=form, nodes=nodes)
-    _attach_logs(evidence, events)
+        evidence.nodes.setdefault(event.node, NodeEvidence(event.node)).events.append(event)
     return evidence
 
 

@@ -9,10 +9,20 @@ def _rel(t: float | None, origin: float) -> str:
     return "-" if t is None else f"+{t - origin:.1f}s"
 
 
+def _took(f: dict) -> str:
+    if f["duration_s"] is None:  # an untimed excerpt
+        return "(no time: untimed excerpt)"
+    return f"for {f['duration_s']:.0f} s{' (until observation ended)' if f['open_ended'] else ''}"
+
+
 def render(document: dict) -> View:
     """The startup timeline with stalls marked and, per stall, verdict, evidence and fix."""
-    origin = min((n["start"] for n in document["nodes"].values()), default=0.0)
+    origin = min((n["start"] for n in document["nodes"].values() if n["start"] is not None),
+                 default=0.0)
     out: list[str] = [f"Stalls in {document['input']['path']} ({document['input']['form']})"]
+    if document["input"].get("timed") is False:
+        out.append("untimed excerpt: no line has a time stamp, so stall durations cannot be "
+                   "judged; only failures are reported")
     for name, node in document["nodes"].items():
         sources = ", ".join(node["sources"]) or "none"
         out.append(f"node {name}: {node['outcome']}, {node['lines']} log lines, "
@@ -32,6 +42,9 @@ def render(document: dict) -> View:
         out.append(f"observation on {item['node']} in {item['phase'] or 'an unknown phase'} at "
                    f"{_rel(item['start'], origin)}: {item['text']}")
     findings = document["findings"]
+    if not findings and document["input"].get("timed") is False:
+        out.append("No failure in the excerpt (stalls cannot be judged without times).")
+        return View.of_lines(out)
     if not findings:
         out.append("No stall or failure: the start made steady progress.")
         return View.of_lines(out)
@@ -40,8 +53,7 @@ def render(document: dict) -> View:
         v = f["verdict"]
         out.append("")
         out.append(f"[{i}] {f['kind']} on {f['node']} in {f['phase'] or 'an unknown phase'}: {_rel(f['start'], origin)} "
-                   f"for {f['duration_s']:.0f} s{' (until observation ended)' if f['open_ended'] else ''}"
-                   f" - {f['reason']}")
+                   f"{_took(f)} - {f['reason']}")
         if f.get("held_by"):
             out.append(f"    held by the slower node {f['held_by']}")
         if f.get("last_line"):

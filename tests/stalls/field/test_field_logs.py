@@ -22,8 +22,8 @@ import pytest
 from sparktriage.documents.logs import LogsDocument
 from sparktriage.documents.stalls import StallsDocument
 from sparktriage.errors import SparktriageError
-from sparktriage.logs.document import require_timed
 from sparktriage.logs.scan import analyze_inputs
+from sparktriage.logs.untimed import require_log
 from sparktriage.stalls.analyze import analyze, load_rules
 from sparktriage.stalls.params import DetectParams
 from sparktriage.store.typed import check
@@ -94,7 +94,7 @@ def outcome(name: str) -> Outcome:
         stalls_error = str(exc)
     try:
         document = analyze_inputs([str(path)])
-        require_timed(str(path), document["time_basis"]["first"] is not None)
+        require_log(str(path), document)
         logs = check(LogsDocument, {"schema_version": 1, **document})
     except SparktriageError as exc:
         logs_error = str(exc)
