@@ -1,5 +1,5 @@
 """Files a script writes from a here-document: `cat > F <<EOF`, `cat <<EOF > F`, `tee F <<EOF`,
-`cat <<EOF | sudo tee F`.
+`cat <<EOF | sudo tee F` (and, through bash/writes.py, `echo`/`printf ... > F`, `>> F`).
 
 A launch script often writes its vLLM config this way and then runs `vllm serve --config F`.
 The body is kept (expanded unless the delimiter is quoted, as bash writes it) under the path
@@ -16,10 +16,11 @@ from sparktriage.reproduce.bash.words import Expander, Scope
 
 MAX_FILES = 64
 MAX_BYTES = 1024 * 1024
-_WRITE = (">", ">>", ">|", "&>", "&>>")
+WRITE_OPS = (">", ">>", ">|", "&>", "&>>")
 
 
-def _words(command: Node, data: bytes, scope: Scope) -> list[str]:
+def command_words(command: Node, data: bytes, scope: Scope) -> list[str]:
+    """A command's words expanded (never run), without a leading `sudo` and its options."""
     name = command.child_by_field_name("name")
     if name is None:
         return []
@@ -34,7 +35,7 @@ def _words(command: Node, data: bytes, scope: Scope) -> list[str]:
 
 def _redirect_target(redirect: Node, data: bytes, scope: Scope) -> str | None:
     op = next((c for c in redirect.children if not c.is_named), None)
-    if op is None or text(op, data) not in _WRITE:
+    if op is None or text(op, data) not in WRITE_OPS:
         return None
     dest = redirect.child_by_field_name("destination") or \
         (redirect.named_children[-1] if redirect.named_children else None)
@@ -50,7 +51,7 @@ def heredoc_targets(node: Node, data: bytes, scope: Scope) -> list[str]:
     body = node.child_by_field_name("body")
     if body is None or body.type != "command":
         return []
-    words = _words(body, data, scope)
+    words = command_words(body, data, scope)
     if not words:
         return []
     program = os.path.basename(words[0])
@@ -64,7 +65,7 @@ def heredoc_targets(node: Node, data: bytes, scope: Scope) -> list[str]:
         redirects += [c for c in heredoc.named_children if c.type == "file_redirect"]
         for pipe in (c for c in heredoc.named_children if c.type == "pipeline"):
             for stage in (c for c in pipe.named_children if c.type == "command"):
-                after = _words(stage, data, scope)
+                after = command_words(stage, data, scope)
                 if after and os.path.basename(after[0]) == "tee":
                     targets += [w for w in after[1:] if not w.startswith("-")]
     for redirect in redirects:
@@ -75,9 +76,13 @@ def heredoc_targets(node: Node, data: bytes, scope: Scope) -> list[str]:
 
 
 def keep(files: dict[str, tuple[int, str]], notes: list[str], targets: list[str], at: int,
-         body: str) -> None:
-    """Keep `body` as each target's content (the last write wins, as when the script runs)."""
+         body: str, append: bool = False) -> None:
+    """Keep `body` as each target's content (the last write wins, as when the script runs;
+    `append`: added to what the script wrote there before, `>>`)."""
     for target in targets:
+        path = os.path.normpath(target)
+        if append and path in files:
+            at, body = files[path][0], files[path][1] + body
         if len(body.encode("utf-8")) > MAX_BYTES:
             notes.append(f"line {at}: the here-document written to {target} is over "
                          f"{MAX_BYTES // 1024} KiB; not kept")

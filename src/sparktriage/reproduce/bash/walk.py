@@ -21,6 +21,7 @@ from sparktriage.reproduce.bash.branches import Branches
 from sparktriage.reproduce.bash.files import heredoc_targets, keep
 from sparktriage.reproduce.bash.tree import Node, first_error, line, parse, text
 from sparktriage.reproduce.bash.words import Expander, Hole, Scope
+from sparktriage.reproduce.bash.writes import echo_write
 
 MAX_DEPTH = 120  # syntax-tree nesting followed
 MAX_CALL_DEPTH = 8  # nested function calls followed
@@ -154,6 +155,8 @@ class Walker(Branches):
             keep(self.script.files, self.script.notes, heredoc_targets(node, self.data,
                                                                        self.scope),
                  line(node), stdin)
+        elif (write := echo_write(node, self.data, self.scope)) is not None:
+            keep(self.script.files, self.script.notes, write[0], line(node), write[1], write[2])
         if body is not None:
             self.statement(body, at.down(notes=tuple(notes), stdin=stdin))
 
