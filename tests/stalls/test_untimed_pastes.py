@@ -105,3 +105,33 @@ def test_prose_is_refused_alike_in_one_line(tmp_path):
     assert logs.returncode == stalls.returncode == 2
     assert logs.stderr.strip() == stalls.stderr.strip() == expected
     assert logs.stdout == stalls.stdout == ""
+
+
+ENGINE_DEAD = ("Traceback (most recent call last):\n"
+               '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/async_llm.py", '
+               "line 420, in generate\n"
+               "vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. "
+               "See stack trace (above) for the root cause.\n")
+
+
+@pytest.mark.parametrize("text,failures,codes", [
+    # the server said it serves, then its engine died: one failure, while serving
+    ('INFO:     127.0.0.1:40312 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n' + ENGINE_DEAD,
+     1, ["engine-died"]),
+    # an error, then the start went on to serve: it ended nothing
+    ("ValueError: bad\nINFO:     Application startup complete.\n", 0, []),
+    # an engine death, then a server that serves: a start that failed, then one that worked
+    ("RuntimeError: Engine core initialization failed. See root cause above.\n"
+     "INFO:     Application startup complete.\n", 1, ["startup-failed"]),
+])
+def test_untimed_order_decides_as_in_a_timed_log(tmp_path, text, failures, codes):
+    from sparktriage.logs.scan import analyze_inputs
+    from sparktriage.stalls.analyze import analyze
+    path = tmp_path / "paste.txt"
+    path.write_text(text)
+    logs = analyze_inputs([str(path)])
+    stalls, _ = analyze(path)
+    assert [f["code"] for f in logs["findings"] if f["code"] in LOGS_FAILURE_CODES] == codes
+    assert stalls["summary"]["failures"] == failures
+    assert stalls["summary"]["stalls"] == 0
+    assert all(f["start"] is None for f in stalls["findings"])

@@ -34,7 +34,8 @@ _STACK = re.compile(
     r"|\(raylet\)|\bhuggingface_hub[.\]]|\bFetching \d+ files\b|\btorch\.distributed\."
     r"|\bvllm\.(?:v1|entrypoints|engine|worker|executor|model_executor|distributed)\b"
     r"|\bprocess_group_nccl\b|ProcessGroupNCCL|\bc10d\b")
-_READY_IDS = frozenset({"ready.complete", "stats", "spec"})
+# what says the server serves, as the stall markers read it (server_ready, serving_traffic)
+_READY_IDS = frozenset({"ready.complete", "ready.server", "stats", "spec"})
 
 
 def recognisable(event: LogEvent, hits: list[Hit], counted_error: bool) -> bool:
@@ -64,7 +65,7 @@ class UntimedReader:
                 self.phase[event.node] = phase
         if any(h.id in _READY_IDS for h in hits) or (event.kind == "uvicorn" and '" 200'
                                                      in event.message) \
-                or serving_text(event.message):
+                or serving_text(event.message) or "EngineDeadError" in event.message:
             self.ready[event.node] = True
 
     def shown_phase(self, node: str) -> str | None:
@@ -74,23 +75,30 @@ class UntimedReader:
         return self.phase.get(node)
 
     def timelines(self, errors: list[dict]) -> dict[str, list[Timeline]]:
-        """One untimed attempt per node that logged an error: no phases, no times; failed with
-        its first engine death (else its first error) unless the node said it was serving."""
+        """The untimed attempts of each node that logged an error: no phases, no times. A node
+        that never said it serves failed with its first engine death (else its first error);
+        one that did had a start that failed first when an engine death or fatal signature came
+        before its first serving line (a restart, as `stalls` reads it), then a start that
+        became ready, whose serving errors are judged by `findings` (engine-died)."""
         out: dict[str, list[Timeline]] = {}
         for entry in errors:
             node = entry["node"]
             if node in out:
                 continue
             mine = [e for e in errors if e["node"] == node]
-            ready = bool(self.ready.get(node))
-            death = next((e for e in mine if e.get("engine_death")), None)
-            tl = Timeline(node=node, complete=ready)
-            if not ready or death is not None:
-                first = death or mine[0]
-                tl.failed = not ready
-                tl.failure = first["text"][:300]
-            out[node] = [tl]
+            if not self.ready.get(node):
+                first = next((e for e in mine if e.get("engine_death")), mine[0])
+                out[node] = [_failed(node, first)]
+                continue
+            before = [e for e in mine if e.get("shown_phase") != "serving"
+                      and (e.get("engine_death") or e.get("kind") == "fatal")]
+            out[node] = ([_failed(node, before[0])] if before else []) + \
+                [Timeline(node=node, complete=True)]
         return out
+
+
+def _failed(node: str, entry: dict) -> Timeline:
+    return Timeline(node=node, failed=True, failure=entry["text"][:300])
 
 
 def require_log(origin: str, document: dict) -> None:

@@ -31,7 +31,7 @@ from sparktriage.logs.untimed import require_log
 SAMPLE_SOURCES = ("host", "disk", "net", "procs", "gpu")
 SOURCES = ("log",) + SAMPLE_SOURCES + ("stacks", "dmesg")
 
-UNTIMED_T = 0.0  # the one time every line of an untimed excerpt is read at
+UNTIMED_STEP = 1e-6  # an untimed excerpt's lines: in input order, a million to the second
 MAX_STACK_ROUNDS = 100  # py-spy rounds (every 10 s by default: 100 cover 16 minutes each)
 
 
@@ -131,9 +131,11 @@ def _from_events(path: Path, form: str, events: list[LogEvent]) -> Evidence:
     _attach_logs(evidence, events)  # the `logs` document reads the lines as they are
     require_log(str(path), evidence.logs)
     if not timed:
-        # an untimed excerpt: its lines are read in input order on a clock that stands still
-        # (all at 0), so that no duration can come out of them; times are null in the document
-        events = [replace(e, t=UNTIMED_T) for e in events]
+        # an untimed excerpt: its lines are read in input order on a clock that barely moves
+        # (line i at i µs), so that order tells what came first (a ready line, then an error)
+        # and every window a rule reads holds them all; no stall detector runs on it and its
+        # times are null in the document (docs/stalls.md, "Untimed excerpts")
+        events = [replace(e, t=i * UNTIMED_STEP) for i, e in enumerate(events)]
     for event in events:
         evidence.nodes.setdefault(event.node, NodeEvidence(event.node)).events.append(event)
     return evidence
