@@ -10,8 +10,10 @@ from pathlib import Path
 
 from sparktriage.errors import InputError, SourceLocation
 from sparktriage.limits import LimitError
+from sparktriage.reproduce import makefile
 from sparktriage.reproduce.bash import read_script
-from sparktriage.reproduce.detect import detect, read_input
+from sparktriage.reproduce.detect import detect
+from sparktriage.reproduce.detect import read_input as _read_file
 from sparktriage.reproduce.importers.collect_env import import_collect_env
 from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.importers.compose import import_compose
@@ -25,12 +27,25 @@ from sparktriage.reproduce.model import Imported, InputRef
 from sparktriage.reproduce.secrets import Placeholders
 
 
+def read_input(path: Path) -> str:
+    """The input's text, bounded (detect.read_input); a Makefile as the shell text of its
+    recipes, line for line (makefile.py)."""
+    return _read_make(path)[0]
+
+
+def _read_make(path: Path) -> tuple[str, list[str]]:
+    text = _read_file(path)
+    if not makefile.looks_like(Path(path), text):
+        return text, []
+    return makefile.to_shell(text, str(path))
+
+
 def import_input(path: Path, secrets: Placeholders, given: dict[str, str] | None = None,
                  library: dict[str, str] | None = None) -> Imported:
     """One input, by its detected kind; `given`: variables the client supplied (env dumps),
     which a shell script's `${VAR:-default}` and tests read; `library`: the other shell inputs
     by file name, read where a script runs them."""
-    text = read_input(path)
+    text, make_notes = _read_make(path)
     try:
         kind = detect(text)
     except LimitError as exc:  # YAML past a bound: at the input's line
@@ -39,6 +54,8 @@ def import_input(path: Path, secrets: Placeholders, given: dict[str, str] | None
     except InputError as exc:
         raise InputError(f"{path}: {exc.message}") from None
     ctx = Ctx(InputRef(path=str(path), kind=kind), secrets)
+    for note in make_notes:
+        ctx.note(note)
     if kind == "compose":
         return import_compose(path, ctx)
     if kind == "deployment":
