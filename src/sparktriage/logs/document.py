@@ -18,8 +18,7 @@ from sparktriage.logs.clock import IsoFormatter
 from sparktriage.logs.events import LogEvent
 from sparktriage.logs.excerpt import Excerpt, ExcerptTracker
 from sparktriage.logs.facts import Facts
-from sparktriage.logs.failures import (Counted, LogFailure, counted_failures, failure_of,
-                                       fail_on_errors, is_stop, record)
+from sparktriage.logs.failures import LogFailure, failure_of, record
 from sparktriage.logs.startup_time import DEFINITION, span
 from sparktriage.redact.logtext import redact
 from sparktriage.logs.gate import interesting, restart_mark, serving_mark
@@ -49,8 +48,6 @@ class LogAnalyzer:
         self.first_t: float | None = None
         self.last_t: float | None = None
         self.inputs: dict[str, dict] = {}
-        self.counted: list[Counted] = []  # failures.py: the failures `logs` counts
-        self.stops: dict[str, list[float]] = {}  # node → when a stop signal was logged
         self._serving: dict[str, bool] = {}  # origin → startup over: read gated lines only
         self._iso = IsoFormatter(tz)
 
@@ -75,8 +72,6 @@ class LogAnalyzer:
             info = self.inputs[event.origin] = {"origin": event.origin, "node": event.node,
                                                 "events": 0}
         info["events"] += 1
-        if event.t is not None and is_stop(event.message):
-            self.stops.setdefault(event.node, []).append(event.t)
         if event.t is not None:
             self.first_t = event.t if self.first_t is None else min(self.first_t, event.t)
             self.last_t = event.t if self.last_t is None else max(self.last_t, event.t)
@@ -134,7 +129,7 @@ class LogAnalyzer:
     def document(self) -> dict:
         timelines = {node: attempts for node, b in self.builders.items()
                      if (attempts := b.finish())}
-        fail_on_errors(self.facts.errors, timelines)  # failures.py: one failure model
+        self._fail_on_errors(timelines)
         if self.first_t is None:  # no timed line: what the untimed lines say (untimed.py)
             timelines = self.untimed.timelines(self.facts.errors)
         primary = _primary(timelines)
@@ -193,10 +188,30 @@ class LogAnalyzer:
                        "levels": dict(self.levels),
                        "kinds": dict(self.kinds), "truncated_lines": self.truncated},
         }
-        self.counted = counted_failures([f.as_json() for f in failures], timelines.get(
-            primary, [tl]) if primary else [tl], tl.complete, self.stops.get(tl.node, []))
-        doc["findings"] = findings(doc, tl, timelines, self.counted)
+        doc["findings"] = findings(doc, tl, timelines)
         return doc
+
+    def _fail_on_errors(self, timelines: dict[str, list[Timeline]]) -> None:
+        """One failure model (issue 36): a startup attempt that never became ready and holds an
+        error `logs` counts (an ERROR record, a traceback, an exception line, a fatal signature)
+        ended in that error: it failed, with its first engine death, else its first error."""
+        by_node: dict[str, list[dict]] = {}
+        for entry in self.facts.errors:
+            if entry["t"] is not None:
+                by_node.setdefault(entry["node"], []).append(entry)
+        for node, attempts in timelines.items():
+            for k, tl in enumerate(attempts):
+                if tl.complete or tl.failed or tl.first_t is None:
+                    continue
+                end = attempts[k + 1].first_t if k + 1 < len(attempts) else None
+                errors = [e for e in by_node.get(node, ()) if e["t"] >= tl.first_t
+                          and (end is None or e["t"] < end)]
+                if not errors:
+                    continue
+                first = next((e for e in errors if e.get("engine_death")), errors[0])
+                tl.failed, tl.failure, tl.failure_t = True, first["text"][:300], first["t"]
+                if tl.phases:
+                    tl.phases[-1].open = False
 
     def _time_basis(self) -> dict:
         zone = "local" if self.tz is None else str(self.tz)
@@ -306,8 +321,7 @@ def _primary(timelines: dict[str, list[Timeline]]) -> str | None:
     return best
 
 
-def findings(doc: dict, tl: Timeline, timelines: dict[str, list[Timeline]],
-             counted: list[Counted]) -> list[dict]:
+def findings(doc: dict, tl: Timeline, timelines: dict[str, list[Timeline]]) -> list[dict]:
     """Plain statements about what the log shows; severity `error` makes `logs` exit 1."""
     out: list[dict] = []
 
@@ -316,13 +330,12 @@ def findings(doc: dict, tl: Timeline, timelines: dict[str, list[Timeline]],
 
     st = doc["startup"]
     attempts = next((atts for atts in timelines.values() if atts and atts[-1] is tl), [tl])
-    failed = {c.attempt for c in counted if c.code == "startup-failed"}
     for k, earlier in enumerate(attempts[:-1]):  # one failure per attempt that ended in one
-        if k in failed:
+        if earlier.failed:
             add("startup-failed", "error",
                 f"startup attempt {k + 1} of {len(attempts)} failed during "
                 f"{earlier.current_phase}: {redact(earlier.failure or '')}")
-    if len(attempts) - 1 in failed:
+    if st["failed"]:
         phase = st["current_phase"] or next((e["phase"] for e in doc["errors"] if e["phase"]),
                                             None)  # an untimed excerpt: the phase lines name
         add("startup-failed", "error", f"startup failed during {phase or 'an unknown phase'}: "
@@ -350,11 +363,12 @@ def findings(doc: dict, tl: Timeline, timelines: dict[str, list[Timeline]],
     for k in doc["kernel_detail"]:
         if k["fallback"]:
             add("kernel-fallback", "warning", f"kernel fallback: {k['kernel']}")
-    died = next((c for c in counted if c.code == "engine-died"), None)
-    if died is not None:
-        text = next(e["text"] for e in doc["errors"]
-                    if (e["origin"], e["line"]) == (died.origin, died.line))
-        add("engine-died", "error", f"engine died after startup: {text}")
+    for e in doc["errors"]:
+        if tl.complete and (e.get("phase") == "serving" and (e.get("engine_death")
+                                                              or e.get("kind") == "fatal")
+                            or "died unexpectedly" in e["text"] or "EngineDeadError" in e["text"]):
+            add("engine-died", "error", f"engine died after startup: {e['text']}")
+            break
     versions = set(doc["versions"].values())
     if len(versions) > 1:
         add("version-mismatch", "warning", f"nodes run different vLLM versions: {sorted(versions)}")

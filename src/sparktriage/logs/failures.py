@@ -14,7 +14,6 @@ ready timeout), so a reader can tell a crash from an error the server survived.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from sparktriage.logs.catalog import Hit
@@ -26,9 +25,7 @@ ENGINE_DEATH_RULES = frozenset({"fail.engine", "fail.init", "fail.died", "fail.e
 _DEATH_TEXT = ("died unexpectedly", "EngineDeadError", "Engine core initialization failed",
                "failed to start", "died, exit code", "EngineCore encountered an issue",
                "Watchdog caught collective operation timeout", "taking the entire process down",
-               "CUDA error: ", "output_handler failed",
-               # V1's executor raises it when its workers never answer: the engine core dies
-               "TimeoutError: RPC call", "RPC call to execute_model timed out")
+               "CUDA error: ", "output_handler failed")
 
 
 @dataclass(frozen=True)
@@ -101,110 +98,5 @@ def failure_of(entry: dict, attempts: list) -> LogFailure:
                       line=entry["line"])
 
 
-@dataclass(frozen=True)
-class Counted:
-    """One failure `logs` counts: a failed startup attempt or the engine's death while serving.
-    `origin`/`line` name the error entry it ended in, when `logs` listed one."""
-
-    code: str  # "startup-failed" | "engine-died" (the `logs` finding codes)
-    node: str
-    attempt: int  # index of the node's startup attempt (0 for an untimed excerpt)
-    t: float | None
-    origin: str | None
-    line: int | None
-
-    @property
-    def key(self) -> tuple[str, int] | None:
-        return None if self.origin is None or self.line is None else (self.origin, self.line)
-
-
-def died_serving(entry: dict) -> bool:
-    """Does this `errors[]` entry say the engine died after its startup completed?"""
-    return (entry.get("phase") == SERVING and (entry.get("engine_death")
-                                               or entry.get("kind") == "fatal")
-            or "died unexpectedly" in entry["text"] or "EngineDeadError" in entry["text"])
-
-
-def fail_on_errors(errors: list[dict], timelines: dict[str, list]) -> None:
-    """Where an attempt ends (issue 36): a startup attempt that never became ready and holds an
-    error `logs` counts (an ERROR record, a traceback, an exception line, a fatal signature)
-    ended in that error: it failed, with its first engine death, else its first error.
-    `errors`: facts.py's entries; `timelines`: each node's `timeline.Timeline`s, in order."""
-    by_node: dict[str, list[dict]] = {}
-    for entry in errors:
-        if entry["t"] is not None:
-            by_node.setdefault(entry["node"], []).append(entry)
-    for node, attempts in timelines.items():
-        for k, tl in enumerate(attempts):
-            if tl.complete or tl.failed or tl.first_t is None:
-                continue
-            end = attempts[k + 1].first_t if k + 1 < len(attempts) else None
-            mine = [e for e in by_node.get(node, ()) if e["t"] >= tl.first_t
-                    and (end is None or e["t"] < end)]
-            if not mine:
-                continue
-            first = next((e for e in mine if e.get("engine_death")), mine[0])
-            tl.failed, tl.failure, tl.failure_t = True, first["text"][:300], first["t"]
-            if tl.phases:
-                tl.phases[-1].open = False
-
-
-_STOP = re.compile(r"trigger received signal=SIG(?:TERM|INT)"
-                   r"|[Rr]eceived (?:signal )?SIG(?:TERM|INT)|^KeyboardInterrupt|Aborted!$")
-
-
-def is_stop(message: str) -> bool:
-    """Does this line say someone stopped the server (a SIGTERM/SIGINT it received, Ctrl-C)?
-    What it logs afterwards is its teardown, no failure (the `stalls` vocabulary's `stopped`)."""
-    return ("SIG" in message or "Interrupt" in message or "Aborted!" in message) \
-        and _STOP.search(message) is not None
-
-
-def counted_failures(errors: list[dict], attempts: list, complete: bool,
-                     stops: list[float] = ()) -> list[Counted]:
-    """THE decision of what is a failure (issue 36), made once for `logs` and `stalls`: one per
-    startup attempt of the primary node that ended failed (`attempts`: its timelines; an
-    attempt fails at a fail.* line or at any error it logged before becoming ready, document.py
-    `_fail_on_errors`), and one when the engine died after a completed startup (`complete`):
-    an error while serving that `is_engine_death` or a fatal signature reads as fatal. A line
-    that is no `logs` error (a WARNING "NCCL error" vLLM goes on after) is never a failure,
-    and neither is what a server logs after a stop signal (`stops`: its teardown)."""
-    out: list[Counted] = []
-    for k, tl in enumerate(attempts):
-        if tl.failed and not _stopped(stops, tl.first_t, tl.failure_t):
-            entry = _ending(errors, tl.node, tl.failure_t, tl.first_t,
-                            attempts[k + 1].first_t if k + 1 < len(attempts) else None)
-            out.append(Counted("startup-failed", tl.node, k, tl.failure_t,
-                               entry and entry["origin"], entry and entry["line"]))
-    if complete:
-        entry = next((e for e in errors if died_serving(e)), None)
-        if entry is not None and not _stopped(stops, attempts[-1].first_t, entry["t"]):
-            out.append(Counted("engine-died", entry["node"], len(attempts) - 1, entry["t"],
-                               entry["origin"], entry["line"]))
-    return out
-
-
-def _stopped(stops, first: float | None, t: float | None) -> bool:
-    """Was a stop signal logged in this attempt (from `first`) before time `t`?"""
-    return t is not None and any((first is None or s >= first) and s <= t for s in stops)
-
-
-def _ending(errors: list[dict], node: str, t: float | None, first: float | None,
-            end: float | None) -> dict | None:
-    """The error entry an attempt failed at: at its failure time (an engine death first),
-    else its first error; untimed (no times at all), its first engine death, else its first
-    error before serving."""
-    mine = [e for e in errors if e["node"] == node]
-    if t is None:
-        mine = [e for e in mine if e["t"] is None and e.get("phase") != SERVING]
-    else:
-        mine = [e for e in mine if e["t"] is not None and (first is None or e["t"] >= first)
-                and (end is None or e["t"] < end)]
-        at = [e for e in mine if e["t"] == t]
-        mine = at or mine
-    return next((e for e in mine if e.get("engine_death")), mine[0] if mine else None)
-
-
-__all__ = ["Counted", "LogFailure", "SERVING", "ENGINE_DEATH_RULES", "counted_failures",
-           "died_serving", "fail_on_errors", "failure_of", "is_engine_death", "is_stop",
-           "phase_at", "record"]
+__all__ = ["LogFailure", "SERVING", "ENGINE_DEATH_RULES", "failure_of",
+           "is_engine_death", "phase_at", "record"]

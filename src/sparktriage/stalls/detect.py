@@ -24,8 +24,8 @@ A silence that ends at a line vLLM writes after work of a known kind (`budget:` 
 graph compiled, a warmup or profiling run that took N s, when N covers the silence) gets that
 work's budget (`compile_cold_s`, `warmup_s`) and belongs to that line's phase.
 
-Every failure `sparktriage logs` counts is one `failure` period (failures.py), in the phase
-where it happened, `serving` included. An untimed excerpt (no line has a stamp) gives failures only:
+Every error `sparktriage logs` counts is a `failure` period (failures.py), in the phase where
+it happened, `serving` included. An untimed excerpt (no line has a stamp) gives failures only:
 no duration can be measured in it, so no detector of stalls runs there.
 """
 
@@ -38,7 +38,7 @@ from sparktriage.stalls import failures, stated
 from sparktriage.stalls.inputs import Evidence
 from sparktriage.stalls.params import DetectParams
 from sparktriage.stalls.markers import Mark, MarkerSet, NodeTimeline, build_timeline
-from sparktriage.stalls.periods import Budget, Period, later, mark_held
+from sparktriage.stalls.periods import Budget, Period, later
 
 __all__ = ["Budget", "Detection", "DetectParams", "Period", "detect"]
 
@@ -358,12 +358,12 @@ def detect(evidence: Evidence, markers: MarkerSet, params: DetectParams | None =
     for name, timeline in timelines.items():
         errors = failures.error_marks(timeline, keys, markers)
         starts = [a.first_t for a in evidence.attempts.get(name, [])[1:]
-                  if a.first_t is not None]  # `logs`' attempts: restarts included
+                  if a.first_t is not None] + failures.restarts(timeline, errors, markers)
         episodes[name] = failures.episodes(errors, starts, timeline.ready_at)
     for name, timeline in timelines.items():
         if not evidence.timed:  # an untimed excerpt: failures only (failures.py)
             failed, errors_apart[name] = failures.untimed_failure_periods(
-                timeline, episodes[name], markers, keys, evidence.logs, evidence.counted)
+                timeline, episodes[name], markers, keys, evidence.logs)
             periods += failed
             continue
         progress = _anchored_at_first_line(timeline, _progress_marks(timeline, markers),
@@ -378,7 +378,7 @@ def detect(evidence: Evidence, markers: MarkerSet, params: DetectParams | None =
         found += stated.waits(timeline, markers, params, budget, observations)
         found += stated.overruns(timeline, markers, params, budget)
         failed, apart = failures.failure_periods(timeline, episodes[name], progress, markers,
-                                                 keys, evidence.counted)
+                                                 keys)
         for stall in found:  # a silence that ends in a failure was stuck where the error shows
             if any(abs(stall.end - f.start) <= 1.0 for f in failed):
                 stall.phase = later(stall.phase, next(f.phase for f in failed
@@ -388,7 +388,20 @@ def detect(evidence: Evidence, markers: MarkerSet, params: DetectParams | None =
         periods += found
     periods += _asymmetry(timelines, params) if evidence.timed else []
     periods = _merge(periods)
-    mark_held(periods)
+    _mark_held(periods)
     return Detection(timelines, sorted(periods, key=lambda p: (p.start, p.node)), params,
                      sorted(observations, key=lambda o: (o["start"], o["node"])),
                      errors_apart=errors_apart)
+
+
+def _mark_held(periods: list[Period]) -> None:
+    """A silent node whose stall lies inside another node's slow weight read is held by it."""
+    slow = [p for p in periods if "asymmetry" in p.how or "crawl" in p.how]
+    for period in periods:
+        if period.kind != "stall" or "crawl" in period.how or "asymmetry" in period.how:
+            continue
+        for other in slow:
+            if other.node != period.node and other.start <= period.start + 1 \
+                    and other.end >= period.start:
+                period.held_by = other.node
+                break

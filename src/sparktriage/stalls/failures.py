@@ -1,20 +1,19 @@
-"""One failure model for `logs` and `stalls`: the failures `logs` counts are the failures here.
+"""One failure model for `logs` and `stalls`: every error `logs` counts is a failure here.
 
-`logs/failures.py` decides, once for both commands, what is a failure and where a start attempt
-ends (`counted_failures`: one `startup-failed` per failed attempt, one `engine-died`). Here each
-node's errors (the lines `logs` counts, matched by input and line number, plus the lines a
-failure marker names) are grouped into episodes (one per start attempt of the log parser, and
-one per serving stretch: a crash logs a burst of errors, often minutes apart as retries give
-up), and each counted failure becomes one `failure` period in the episode holding its error
-line, in the phase where it happened, `serving` included. So the two commands never disagree
-on whether, where and how often a start or a server failed; a failure marker names a failure's
-cause and line, but never makes or splits one on its own. The errors of the other episodes are
-counted apart (`teardown`, `other`); so is a counted failure inside the collector's own
-teardown of a bundle, an outside fact `logs` does not read.
+`sparktriage logs` counts as errors ERROR/CRITICAL records, tracebacks, bare exception lines
+and fatal signatures (logs/facts.py). The stall classifier takes that list as it is (the same
+lines, matched by input and line number), groups each node's errors into episodes (one per
+start attempt, and one per serving stretch: a crash logs a burst of errors, often minutes
+apart as retries give up) and makes each episode a `failure` period in the phase where it
+happened, `serving` included. So the two commands never disagree
+on whether, where and how often a start or a server failed: the errors of all failure findings
+add up to the `errors_total` of `logs`, except errors logged after the server was stopped from
+outside (its teardown), which are counted apart.
 
-A failure marker still ends the start for the stall detectors (markers.py `failed_at`): a
-start that logs another error and then says nothing more while observation goes on is also a
-hang (a Ray worker killed mid-load leaves the others waiting), and is reported as both.
+A vocabulary marker with `failure: true` names the error a start died of (EngineCore failed to
+start, a store timeout, ptxas): the start ends there. Other errors do not end it: a start that
+logs an error and then says nothing more while observation goes on is also a hang (a Ray
+worker killed mid-load leaves the others waiting), and is reported as both.
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
-from sparktriage.logs.failures import Counted
 from sparktriage.stalls.markers import SERVING, Mark, MarkerSet, NodeTimeline
 from sparktriage.stalls.periods import Period, shown_phase
 
@@ -80,6 +78,29 @@ def episodes(marks: list[Mark], attempt_starts: list[float],
     return sorted(out.values(), key=lambda e: e.start)
 
 
+def restarts(timeline: NodeTimeline, errors: list[Mark], markers: MarkerSet) -> list[float]:
+    """When a process that had failed comes back (a restart policy, a supervisor): the first
+    line, after a failure-marker error, of a known process name under a new pid. The log parser
+    opens a new attempt only at a new banner, which a restarted engine does not print."""
+    failing = {id(m) for m in errors if any(markers.markers[n].failure for n in m.markers)}
+    if not failing:
+        return []
+    out: list[float] = []
+    pids: dict[str, set] = {}
+    last_failure = None
+    for mark in timeline.marks:
+        event = mark.event
+        if last_failure is not None and event.process and event.pid is not None \
+                and event.process in pids and event.pid not in pids[event.process]:
+            out.append(mark.t)
+            last_failure = None
+        if event.process and event.pid is not None:
+            pids.setdefault(event.process, set()).add(event.pid)
+        if id(mark) in failing:
+            last_failure = mark.t
+    return out
+
+
 # the collector signals the server (SIGTERM, then SIGKILL after its grace period, 15 s by
 # default) before it records its teardown event: errors this close before it are the kill's
 TEARDOWN_WINDOW_S = 30.0
@@ -110,45 +131,34 @@ def failure_text(mark: Mark, markers: MarkerSet) -> str:
     return lines[0] if lines else mark.event.message
 
 
-def assign(timeline: NodeTimeline, found: list[Episode], counted: list[Counted]
-           ) -> list[tuple[Episode, Counted]]:
-    """The episode each failure `logs` counts on this node happened in: the one holding the
-    error line it ended in, else (no such line here) the one at or nearest its time."""
-    out = []
-    for c in counted:
-        episode = next((e for e in found if c.key is not None
-                        and any(_key(m) == c.key for m in e.marks)), None)
-        if episode is None and c.node == timeline.node and found and (
-                c.key is None or not any(_key(m) == c.key for m in timeline.marks)):
-            episode = found[0] if c.t is None else min(found, key=lambda e: (
-                0.0 if e.start <= c.t <= e.end else min(abs(e.start - c.t), abs(e.end - c.t))))
-        if episode is not None:
-            out.append((episode, c))
-    return out
+def is_failure(timeline: NodeTimeline, episode: Episode, keys: dict[tuple[str, int], bool],
+               markers: MarkerSet) -> bool:
+    """An episode is a failure when it ends a start (a failure marker, or a start that never
+    became ready after it) or, while serving, when the engine died (`logs`' engine_death or
+    a failure marker). A start that logged errors and still became ready, and a server that
+    logged a request's error and went on, did not fail: their errors are counted apart."""
+    death = any(keys.get(_key(m)) or any(markers.markers[n].failure for n in m.markers)
+                for m in episode.marks)
+    if timeline.phase_at(episode.start) == SERVING:
+        return death
+    return death or timeline.ready_at is None or timeline.ready_at < episode.start
 
 
 def failure_periods(timeline: NodeTimeline, found: list[Episode], progress: list[Mark],
-                    markers: MarkerSet, keys: dict[tuple[str, int], bool],
-                    counted: list[Counted]) -> tuple[list[Period], dict[str, int]]:
-    """A failure period per failure `logs` counts (`counted`, logs/failures.py: the one
-    decision), in the episode it happened in; the errors of the other episodes are counted
-    apart (`teardown`: after a stop; `other`: a start or a server that went on). A failure
-    marker names a failure's cause and line, but makes none on its own."""
+                    markers: MarkerSet, keys: dict[tuple[str, int], bool]
+                    ) -> tuple[list[Period], dict[str, int]]:
+    """A failure period per failing episode; the errors of the others are counted apart
+    (`teardown`: after a stop; `other`: a start or a server that went on)."""
     out: list[Period] = []
     apart = {"teardown": 0, "other": 0}
-    chosen = assign(timeline, found, counted)
-    down = timeline.torn_down_at  # the collector's own teardown: an outside fact `logs` lacks
-    chosen = [(e, c) for e, c in chosen if down is None or e.start < down - TEARDOWN_WINDOW_S]
-    failing = {id(e) for e, _ in chosen}
     for episode in found:
-        if id(episode) not in failing:
-            counted_n = sum(1 for m in episode.marks if _key(m) in keys)
-            apart["teardown" if is_teardown(timeline, episode) else "other"] += counted_n
-    held: set[int] = set()
-    for episode, c in chosen:
-        counted_n = 0 if id(episode) in held else sum(1 for m in episode.marks
-                                                       if _key(m) in keys)
-        held.add(id(episode))
+        counted = sum(1 for m in episode.marks if _key(m) in keys)
+        if is_teardown(timeline, episode):
+            apart["teardown"] += counted
+            continue
+        if not is_failure(timeline, episode, keys, markers):
+            apart["other"] += counted
+            continue
         first = episode.marks[0]
         if timeline.failed_at is not None and first.t <= timeline.failed_at <= episode.end:
             first = timeline.failed_mark or first  # the line that ended the start
@@ -160,20 +170,20 @@ def failure_periods(timeline: NodeTimeline, found: list[Episode], progress: list
         before = [m for m in progress if m.t < start]
         phase = shown_phase(timeline.phase_at(start),
                              timeline.lines(episode.start, episode.end), markers)
-        what = "the server failed" if phase == SERVING or c.code == "engine-died" else \
-            "the start failed"
+        what = "the server failed" if phase == SERVING else (
+            "the start failed" if is_end else "an error")
         # what led to the failure (a silent wait, a crawl) is evidence for its cause too
         out.append(Period(timeline.node, "failure", start, end, phase, ["failure"],
                           f"{what}: {failure_text(first, markers)[:200]}",
                           last_line=before[-1] if before else None,
                           evidence_from=before[-1].t if before else None,
-                          facts={"errors": counted_n}))
+                          facts={"errors": counted}))
     return out, apart
 
 
 def untimed_failure_periods(timeline: NodeTimeline, found: list[Episode], markers: MarkerSet,
-                            keys: dict[tuple[str, int], bool], logs: dict,
-                            counted: list[Counted]) -> tuple[list[Period], dict[str, int]]:
+                            keys: dict[tuple[str, int], bool], logs: dict
+                            ) -> tuple[list[Period], dict[str, int]]:
     """The failures of an untimed excerpt, whose lines all stand at one instant (no duration
     can come out of them): its phase is the one a marker names, else the one `logs` read from
     the catalog anchors before its first error (logs/untimed.py)."""
@@ -181,4 +191,4 @@ def untimed_failure_periods(timeline: NodeTimeline, found: list[Episode], marker
                   and e.get("phase") not in (None, SERVING)), None)
     if shown is not None and not timeline.phase_points:
         timeline.phase_points = [(timeline.start, shown)]
-    return failure_periods(timeline, found, [], markers, keys, counted)
+    return failure_periods(timeline, found, [], markers, keys)

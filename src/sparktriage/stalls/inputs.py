@@ -24,7 +24,6 @@ from sparktriage.bundle.indexed import IndexedRecords
 from sparktriage.bundle.reader import Bundle
 from sparktriage.logs.events import LogEvent
 from sparktriage.logs.document import LogAnalyzer
-from sparktriage.logs.failures import Counted
 from sparktriage.logs.parser import iter_events
 from sparktriage.logs.timeline import Timeline
 from sparktriage.logs.untimed import require_log
@@ -84,7 +83,6 @@ class Evidence:
     outcome: str | None = None
     logs: dict = field(default_factory=dict)  # the `logs` document of the same lines
     attempts: dict[str, list[Timeline]] = field(default_factory=dict)  # startup timelines
-    counted: list[Counted] = field(default_factory=list)  # the failures `logs` counts
     stops: dict[str, float] = field(default_factory=dict)  # node -> the collector tore it down
     timed: bool = True  # False: an untimed excerpt (no line has a stamp; logs/untimed.py)
 
@@ -125,7 +123,6 @@ def _attach_logs(evidence: Evidence, events: list[LogEvent]) -> None:
     analyzer = LogAnalyzer().feed_all(events)
     evidence.logs = analyzer.document()
     evidence.attempts = {node: b.finish() for node, b in analyzer.builders.items()}
-    evidence.counted = list(analyzer.counted)
 
 
 def _from_events(path: Path, form: str, events: list[LogEvent]) -> Evidence:

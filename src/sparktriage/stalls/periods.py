@@ -103,16 +103,3 @@ def later(a: str | None, b: str | None) -> str | None:
     if a is None or b is None:
         return a or b
     return b if _ORDER.get(b, -1) > _ORDER.get(a, -1) else a
-
-
-def mark_held(periods: list[Period]) -> None:
-    """A silent node whose stall lies inside another node's slow weight read is held by it."""
-    slow = [p for p in periods if "asymmetry" in p.how or "crawl" in p.how]
-    for period in periods:
-        if period.kind != "stall" or "crawl" in period.how or "asymmetry" in period.how:
-            continue
-        for other in slow:
-            if other.node != period.node and other.start <= period.start + 1 \
-                    and other.end >= period.start:
-                period.held_by = other.node
-                break
