@@ -76,3 +76,21 @@ def test_bound_script_outside_the_input_folder_or_too_large_is_not_read(tmp_path
     assert script_file.script_text("/big.sh", ctx, 3) is None
     assert [u.note for u in ctx.unknown] == ["the container's script big.sh is larger than 10 "
                                              "bytes; not read"]
+
+
+def test_a_bound_script_that_cannot_be_read_is_an_unknowns_row(tmp_path: Path, monkeypatch) -> None:
+    from sparktriage.reproduce.importers.common import Ctx
+    from sparktriage.reproduce.model import InputRef
+    from sparktriage.reproduce.secrets import Placeholders
+
+    (tmp_path / "serve.sh").write_text(SERVE)
+    ctx = Ctx(InputRef(path=str(tmp_path / "compose.yml"), kind="compose"), Placeholders())
+    ctx.mounts = [("./serve.sh", "/serve.sh")]
+
+    def unreadable(*_args, **_kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(script_file, "open", unreadable, raising=False)
+    assert script_file.script_text("/serve.sh", ctx, 3) is None
+    assert [u.note for u in ctx.unknown] == ["the container's script serve.sh: not read "
+                                             "(Permission denied)"]

@@ -37,8 +37,13 @@ def _beside(ref: str, ctx: Ctx) -> tuple[Path, str] | None:
             found = inside(base, candidate)
             if found is None or not found.is_file():
                 continue
-            with open(found, "rb") as fh:
-                raw = fh.read(MAX_SCRIPT_BYTES + 1)
+            try:
+                with open(found, "rb") as fh:
+                    raw = fh.read(MAX_SCRIPT_BYTES + 1)
+            except OSError as exc:
+                ctx.flag_unknown(ref, f"the container's script {found.name}: not read "
+                                 f"({exc.strerror or exc})")
+                return None
             if len(raw) > MAX_SCRIPT_BYTES:
                 ctx.flag_unknown(ref, f"the container's script {found.name} is larger than "
                                  f"{MAX_SCRIPT_BYTES} bytes; not read")
