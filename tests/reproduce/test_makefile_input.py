@@ -95,3 +95,14 @@ def test_cli_refusal_is_one_line_exit_2(tmp_path: Path) -> None:
     assert done.stderr.strip().splitlines() == [
         f"error: {path}:3: the make directive `define` is not read (give the recipe's command "
         "as a script)"]
+
+
+@pytest.mark.timeout(30)
+def test_a_megabyte_target_line_is_read_in_linear_time() -> None:
+    """A hostile Makefile line (a target name, a megabyte of blanks, then more) is read, not
+    stuck: the target pattern's lazy groups beside `\\s*` once took time quadratic in the line
+    (about 15 minutes for this one)."""
+    blanks = " " * 1_000_000
+    shell, notes = to_shell(f"serve{blanks}x: dep{blanks}; vllm serve m\n", "Makefile")
+    assert shell == "vllm serve m\n"
+    assert notes[0].startswith("line 1: make target `serve")

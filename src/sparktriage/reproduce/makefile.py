@@ -23,7 +23,8 @@ NAMES = ("Makefile", "makefile", "GNUmakefile")
 MAX_EXPANSION = 16  # nested variable references followed
 _ASSIGN = re.compile(r"^(export\s+|override\s+)?([A-Za-z_][A-Za-z0-9_.-]*)\s*"
                      r"(::=|:::=|:=|\?=|\+=|!=|=)\s*(.*)\Z")
-_TARGET = re.compile(r"^([^\s:#=][^:#=]*?)\s*::?(?!=)\s*([^=;]*?)\s*(?:;\s*(.*))?\Z")
+# greedy groups, stripped where used: lazy ones beside `\s*` took time quadratic in a long line
+_TARGET = re.compile(r"^([^\s:#=][^:#=]*)::?(?!=)([^=;]*)(?:;(.*))?\Z")
 # by syntax alone, a rule line is plain target names and a colon that ends a word (a shell
 # line with `-v /a:/b` or `"url: x"` is not one)
 _RULE = re.compile(r"^[A-Za-z0-9_./%-]+(?:[ \t]+[A-Za-z0-9_./%-]+)*[ \t]*::?(?:[ \t]|\Z)")
@@ -140,10 +141,11 @@ def to_shell(text: str, where: str) -> tuple[str, list[str]]:
             notes.append(f"line {number}: make directive `{stripped[:60]}` (not a command)")
             out.append("")
         elif (rule := _TARGET.match(stripped)) is not None:
-            target = rule.group(1).split()[0]
-            notes.append(f"line {number}: make target `{rule.group(1)}` (its recipe lines "
+            targets, recipe = rule.group(1).strip(), (rule.group(3) or "").lstrip()
+            target = targets.split()[0]
+            notes.append(f"line {number}: make target `{targets}` (its recipe lines "
                          "read as shell; the target line itself runs nothing)")
-            out.append(make.expand(rule.group(3), number, target) if rule.group(3) else "")
+            out.append(make.expand(recipe, number, target) if recipe else "")
         else:
             raise InputError(f"{where}:{number}: not a make line (`{stripped[:60]}`)")
     return "\n".join(out) + "\n", notes
