@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
+import pytest
+
 from sparktriage.documents.logs import LogsDocument
 from sparktriage.logs.document import LogAnalyzer, analyze
 from sparktriage.logs.document import failures_of
@@ -149,3 +151,17 @@ def test_a_crash_while_serving_is_in_the_serving_phase():
     assert [e["engine_death"] for e in late] == [True, True, True]  # the output handler too
     assert any(f["code"] == "engine-died" for f in doc["findings"])
     _same(blob, 97)
+
+
+@pytest.mark.timeout(60)
+def test_a_line_of_blanks_is_read_in_linear_time_and_padding_keeps_a_cut():
+    """A hostile line (a vLLM prefix and 100,000 blanks) is read promptly: the cut-line pattern
+    once began with `\\s*` before alternatives holding `\\s*` again, quadratic in the blanks
+    (about ten minutes for this line). A padded cut line is still a cut."""
+    blanks = "INFO 03-04 12:00:01 [x.py:1] " + " " * 100_000 + "x"
+    lines = ["INFO 03-04 12:00:00 [x.py:1] vLLM API server version 0.20.0", blanks,
+             "INFO 03-04 12:00:02 [x.py:1]    [... 3 lines omitted]   ",
+             "INFO 03-04 12:00:03 [x.py:1] Starting to load model m..."]
+    doc = analyze(parse_lines(lines, tz=UTC, year=2025))
+    assert [c["why"] for c in doc["excerpt_detail"]["cuts"]] == [
+        "a line says lines were left out: [... 3 lines omitted]"]
