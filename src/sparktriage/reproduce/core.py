@@ -23,6 +23,7 @@ from sparktriage.reproduce import diff as diffing
 from sparktriage.reproduce import facts as trapfacts
 from sparktriage.reproduce import traps as trapcheck
 from sparktriage.reproduce.envcheck import unknown_vllm_env
+from sparktriage.reproduce.kvcheck import unshipped_connectors
 from sparktriage.reproduce.readall import import_all, import_input  # noqa: F401 (API)
 from sparktriage.reproduce.labfacts import read_capture
 from sparktriage.reproduce.labplan import place_ranks, plan_for
@@ -109,7 +110,8 @@ def reproduce(inputs: list[Path], lab: Path | None, node_map: dict[str, str] | N
                                + unknown_vllm_env({n.name: {**(client_dep.get("env") or {}),
                                                             **n.env} for n in client_nodes}
                                                   or {"node0": client_dep.get("env") or {}},
-                                                  imported), secrets.supply, supply)
+                                                  imported)
+                               + unshipped_connectors(imported), secrets.supply, supply)
     result = ReproduceResult(
         inputs=[i.input for i in imported], deployment=normalized, unknown=unknown,
         diff=differences, traps=trapcheck.check(facts), placeholders=supply,

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from sparktriage.reproduce.importers import apart
 from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.importers.ray_start import RayStart
 from sparktriage.reproduce.importers.nodes import assemble
@@ -50,6 +51,9 @@ def kept_servers(members: list[Member], ctx: Ctx) -> list[int]:
     first = members[serving[0]]
     for i in serving[1:]:
         other = members[i]
+        if apart.independent(first.serve, other.serve):
+            apart.flag_other(ctx, first.serve, first.name, other.serve, other.name)
+            continue
         ctx.flag_unknown(other.name or "vllm serve", f"line {other.line}: another vLLM server "
                          "(an alternative or a second server beside it, not a node of one run: "
                          f"no Ray, --nnodes or --headless); {first.name or 'the first'} (line "

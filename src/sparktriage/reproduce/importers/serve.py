@@ -18,6 +18,7 @@ from sparktriage.errors import InputError
 from sparktriage.reproduce.bash import Hole, Simple, read_script
 from sparktriage.reproduce.bash.transcript import commands_of
 from sparktriage.reproduce.bash.servers import Server, servers
+from sparktriage.reproduce.importers import apart
 from sparktriage.reproduce.importers.cluster import Member, assemble_cluster
 from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.importers.docker import parse_container_run
@@ -264,16 +265,28 @@ def _alternatives(members: list[Member], found: list[Server], ctx: Ctx) -> list[
     first = next(m for m in unique if m.serve is not None)
     branches = {m.line: f.command.branch for m in unique for f in found
                 if f.command.line == m.line}
+    background = {f.command.line for f in found
+                  if any("background" in note for note in f.command.notes)}
     for member in unique:
         if member.serve is not None and member is not first:
-            how = ("another branch runs this server command" if branches.get(member.line) !=
-                   branches.get(first.line) else "another server command of the script "
-                   "(an alternative or a later run, not a node)")
+            same_branch = branches.get(member.line) == branches.get(first.line)
+            if same_branch and apart.independent(first.serve, member.serve, {
+                    first.line, member.line} <= background):
+                apart.flag_other(ctx, first.serve, _short(first), member.serve, _short(member))
+                continue
+            how = ("another branch runs this server command" if not same_branch
+                   else "another server command of the script (an alternative or a later "
+                   "run, not a node)")
             ctx.flag_unknown(" ".join(member.serve.comparable)[:300], f"line {member.line}: "
                              f"{how}; the one on line {first.line} is used (give the variable "
                              "that chooses the branch in an env dump input, or that command "
                              "alone)")
     return [m for m in unique if m.serve is None or m is first]
+
+
+def _short(member: Member) -> str:
+    """A server command named by its first words (`vllm serve MODEL`)."""
+    return " ".join(member.name.split()[:3])
 
 
 def _same(a: Member, b: Member) -> bool:
