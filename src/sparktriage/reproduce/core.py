@@ -26,7 +26,7 @@ from sparktriage.reproduce.envcheck import unknown_vllm_env
 from sparktriage.reproduce.kvcheck import unshipped_connectors
 from sparktriage.reproduce.readall import import_all, import_input  # noqa: F401 (API)
 from sparktriage.reproduce.labfacts import read_capture
-from sparktriage.reproduce.labplan import place_ranks, plan_for
+from sparktriage.reproduce.labplan import Shape, place_ranks, plan_for
 from sparktriage.reproduce.model import ClientNode, Facts, Imported, LabPlan, ReproduceResult
 from sparktriage.reproduce.nodemap import assign
 from sparktriage.reproduce.normalize import combine, origin
@@ -79,7 +79,7 @@ def reproduce(inputs: list[Path], lab: Path | None, node_map: dict[str, str] | N
     lab_value, lab_model, lab_name = _load_lab(lab, imported)
     client_nodes, rank_statements = place_ranks(
         client_dep, client_nodes, lab_model, lab_value is not LOCAL_LAB,
-        _client_gpu(client_facts), str(inputs[0]))
+        _client_gpu(client_facts), str(inputs[0]), _shape(imported))
     lab_names = _lab_order(lab_model)
     pairs = assign([n.name for n in client_nodes], lab_names, node_map or {})
     used = [lab_node for _, lab_node in pairs]
@@ -122,6 +122,20 @@ def reproduce(inputs: list[Path], lab: Path | None, node_map: dict[str, str] | N
     result = ReproduceResult.model_validate(secrets.deep(result.model_dump(mode="json")))
     _write(out_dir / "reproduce.json", json.dumps(result.to_json(), indent=2) + "\n", secrets)
     return result.model_copy(update={"out_dir": str(out_dir)})
+
+
+def _shape(imported: list[Imported]) -> Shape | None:
+    """The shape of the input whose server is reproduced (a Kubernetes workload, a SLURM job),
+    at its server command's line."""
+    for part in imported:
+        if part.shape and part.deployment.get("serve"):
+            if part.command_at:
+                path, _, line = part.command_at.rpartition(":")
+                where = SourceLocation(path, int(line) if line.isdigit() else None)
+            else:
+                where = SourceLocation(part.input.path, part.line)
+            return Shape(part.shape, part.shape_detail, where)
+    return None
 
 
 def _lab_order(lab_model: Lab) -> list[str]:

@@ -111,6 +111,11 @@ def _import(text: str, ctx: Ctx, given: dict[str, str] | None,
             ctx.note(f"{_at(server.command)}: server command found {where}")
     members = _alternatives(members, found, ctx)
     result = assemble_cluster(members, ctx)
+    # the server command may sit in another input script this one runs (`srun ... ./head.sh`)
+    other_file = next((f.command.file for f in found if f.kind != "ray" and f.command.file
+                       and f.command.line == result.line), None)
+    if other_file:
+        result = result.model_copy(update={"command_at": f"{other_file}:{result.line}"})
     deployment = dict(result.deployment)
     if engine:
         deployment["engine"] = {**engine, **deployment.get("engine", {}),
