@@ -10,7 +10,7 @@ from pathlib import Path
 
 from sparktriage.errors import InputError, SourceLocation
 from sparktriage.limits import LimitError
-from sparktriage.reproduce import makefile
+from sparktriage.reproduce import justfile, makefile
 from sparktriage.reproduce.bash import read_script
 from sparktriage.reproduce.detect import detect
 from sparktriage.reproduce.detect import read_input as _read_file
@@ -30,13 +30,15 @@ from sparktriage.reproduce.secrets import Placeholders
 
 
 def read_input(path: Path) -> str:
-    """The input's text, bounded (detect.read_input); a Makefile as the shell text of its
-    recipes, line for line (makefile.py)."""
+    """The input's text, bounded (detect.read_input); a Makefile or a justfile as the shell
+    text of its recipes, line for line (makefile.py, justfile.py)."""
     return _read_make(path)[0]
 
 
 def _read_make(path: Path) -> tuple[str, list[str]]:
     text = _read_file(path)
+    if justfile.looks_like(Path(path)):
+        return justfile.to_shell(text, str(path))
     if not makefile.looks_like(Path(path), text):
         return text, []
     return makefile.to_shell(text, str(path))

@@ -59,15 +59,13 @@ def looks_like(text: str) -> bool:
 
 
 def _chunks(text: str) -> list[tuple[int, str]]:
-    """(first line, text) of each document, split at `---` / `...` lines."""
+    """(first line, text) of each non-empty document, split at `---` / `...` lines."""
     out: list[tuple[int, str]] = []
     start, current = 1, []
     for number, line in enumerate(text.splitlines(), 1):
         if _SEPARATOR.match(line) or _END.match(line):
             out.append((start, "\n".join(current)))
             start, current = number + 1, []
-            if len(out) > YAML_MAX_DOCUMENTS:
-                break
         else:
             current.append(line)
     out.append((start, "\n".join(current)))
@@ -113,7 +111,7 @@ def helm_refusal(text: str, data) -> str | None:
     if not stack and not (len(chart) >= 3 and chart_image):
         return None
     named = ", ".join(stack or chart)
-    which = "vLLM production-stack chart (vllm/vllm-stack)" if stack else "a Helm chart"
-    return (f"line 1: Helm values for the {which} (keys {named}): they are the chart's inputs, "
+    which = "the vLLM production-stack chart (vllm/vllm-stack)" if stack else "a Helm chart"
+    return (f"line 1: Helm values for {which} (keys {named}): they are the chart's inputs, "
             "not what runs; render the chart with `helm template RELEASE CHART -f "
             "THIS_FILE > manifests.yaml` and give manifests.yaml")

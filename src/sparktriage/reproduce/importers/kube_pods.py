@@ -105,7 +105,7 @@ def _leader_workers(title: str, spec: dict) -> list[PodGroup]:
 
 def _ray_groups(title: str, kind: str, cluster: dict, base: tuple) -> list[PodGroup]:
     head, head_path = _template(cluster, "headGroupSpec", "template", "spec")
-    groups = [PodGroup(title, kind, "head", 1, head, base + ("headGroupSpec",) + head_path)]
+    groups = [PodGroup(title, kind, "head", 1, head, base + head_path)]
     workers = cluster.get("workerGroupSpecs")
     for index, group in enumerate(workers if isinstance(workers, list) else []):
         if not isinstance(group, dict):

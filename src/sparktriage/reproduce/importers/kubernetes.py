@@ -84,17 +84,20 @@ def _container(group: PodGroup, index: int, container: dict, doc: Doc, path: tup
     text = " ".join(([entry] if entry else []) + words)
     line = _command_line(container, doc, path)
     name = str(container.get("name") or f"container {index}")
-    if not _ENGINE_WORDS.search(text) and (entry or words):
+    image = str(container.get("image") or "")
+    # args alone run the image's own entrypoint (`vllm serve` in vLLM's images)
+    image_runs_vllm = entry is None and "vllm" in image.lower()
+    if not _ENGINE_WORDS.search(text) and (entry or words) and not image_runs_vllm:
         ctx.note(f"line {doc.line(*path)}: {group.workload} container {name} runs "
                  f"`{text[:60]}`, not vLLM or Ray; not reproduced")
         return None
-    eng: dict = {"image": str(container.get("image") or ""), "runtime": "docker",
+    eng: dict = {"image": image, "runtime": "docker",
                  "container_args": []}
     multi = _MULTI_NODE.search(text)
     ray_role = "head" if group.role in ("head", "leader") else "worker"
     if group.kind.startswith("Ray") and not (entry or words):
         # KubeRay starts Ray in every pod itself (rayStartParams); the image's command is Ray's
-        serve, ray = None, RayStart(role=ray_role, line=line)
+        serve, ray = None, None
     else:
         try:
             serve, ray = container_program(words, entry, eng, ctx, line, env)
