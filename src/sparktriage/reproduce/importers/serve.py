@@ -18,7 +18,7 @@ from sparktriage.errors import InputError
 from sparktriage.reproduce.bash import Hole, Simple, read_script
 from sparktriage.reproduce.bash.transcript import commands_of
 from sparktriage.reproduce.bash.servers import Server, servers
-from sparktriage.reproduce.importers import apart
+from sparktriage.reproduce.importers import apart, job_wrappers
 from sparktriage.reproduce.importers.cluster import Member, assemble_cluster
 from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.importers.docker import parse_container_run
@@ -231,12 +231,29 @@ def _member(server: Server, engine: dict, ctx: Ctx) -> Member:
                                  f"({' '.join(server.words[:3])})")
             serve = parse_serve(*found, ctx)
             env = {**command.exported, **server.env}
+            _job_container(command, engine, ctx)
     except InputError as exc:
         raise _located(exc, command, ctx) from None
     if serve is not None:
         serve.line = command.line
     return Member(serve, ray, env_block(env, ctx, f"line {command.line}"), command.line,
                   name=command.source[:80])
+
+
+def _job_container(command: Simple, engine: dict, ctx: Ctx) -> None:
+    """The image a job wrapper (`srun --container-image`, `apptainer exec`, `shifter`) runs
+    the server in, as a `docker run` image is read."""
+    wrapped = job_wrappers.container_of(command.words)
+    if wrapped is None or engine.get("image"):
+        return
+    if wrapped.runnable:
+        engine.update(image=wrapped.image, runtime="docker")
+        ctx.mapped.append(f"line {command.line}: {wrapped.wrapper} {wrapped.image} -> "
+                          "engine.image (run with docker on the lab)")
+    else:
+        ctx.flag_unknown(f"{wrapped.wrapper} {wrapped.image}", f"line {command.line}: a local "
+                         "container file docker cannot run; give the registry image it was "
+                         "built from as the deployment's engine.image")
 
 
 def _located(exc: InputError, command: Simple, ctx: Ctx) -> InputError:
