@@ -239,3 +239,43 @@ spec:
     for path in Path(result.out_dir).rglob("*"):
         if path.is_file():
             assert "s3cr3t-value" not in path.read_text(), path.name
+
+
+@pytest.mark.parametrize("bad, message", [
+    ("command: vllm serve m", r"pod.yaml:8: command is not a list of strings"),
+    ("args: [{a: 1}]", r"pod.yaml:8: args is not a list of strings"),
+    ("command: [sh, -c, 'vllm serve m \"unclosed']", r"pod.yaml:8: the container's script "
+                                                      r"cannot be split"),
+])
+def test_hostile_container_fields_are_one_line_errors(tmp_path: Path, bad: str,
+                                                      message: str) -> None:
+    text = ("apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n  containers:\n"
+            "    - name: vllm\n      image: vllm/vllm-openai:latest\n      " + bad + "\n")
+    with pytest.raises(InputError, match=message):
+        run([_write(tmp_path, "pod.yaml", text)], tmp_path, gb10_lab(tmp_path, 1))
+
+
+def test_kubectl_list_and_kserve_predictor(tmp_path: Path) -> None:
+    text = """\
+apiVersion: v1
+kind: List
+items:
+  - apiVersion: serving.kserve.io/v1beta1
+    kind: InferenceService
+    metadata: {name: qwen}
+    spec:
+      predictor:
+        minReplicas: 1
+        containers:
+          - name: kserve-container
+            image: vllm/vllm-openai:v0.10.1
+            command: ["python3", "-m", "vllm.entrypoints.openai.api_server"]
+            args: ["--model", "Qwen/Qwen3-8B", "--port", "8080"]
+            resources: {limits: {nvidia.com/gpu: "1"}}
+"""
+    result = run([_write(tmp_path, "list.yaml", text)], tmp_path, gb10_lab(tmp_path, 1))
+    dep = load_deployment(Path(result.out_dir) / "deployment.yaml")
+    assert (dep.model.path, dep.serve.port, dep.engine.image) == \
+        ("Qwen/Qwen3-8B", 8080, "vllm/vllm-openai:v0.10.1")
+    assert "InferenceService qwen: 1 pod(s) x 1 GPU(s) -> client nodes (one per pod)" in \
+        result.mapped

@@ -4,6 +4,7 @@
 is parsed on its own by the project's bounded reader (yamldoc/yamlsafe), with the line of every
 key counted from the top of the whole file, so that errors and rows name the file's own lines.
 At most YAML_MAX_DOCUMENTS documents are read; the file as a whole is already bounded in size.
+A `kind: List` document (what `kubectl get -o yaml` prints) stands for its items.
 
 Helm is not Kubernetes YAML: a chart template holds `{{ ... }}` actions and a values file holds
 the chart's inputs, neither of which is what runs. Both are refused with one line that names Helm
@@ -89,8 +90,22 @@ def read_documents(text: str, origin: str) -> list[Doc]:
         except yaml.YAMLError as exc:
             raise InputError(f"{origin}:{first}: not valid YAML ({exc})") from None
         lines = {path: first + number - 1 for path, number in document.lines.items()}
-        docs.append(Doc(document.data, lines, first))
+        docs += _items(Doc(document.data, lines, first))
     return docs
+
+
+def _items(doc: Doc) -> list[Doc]:
+    """A `kind: List` (what `kubectl get -o yaml` prints) as its items, else the document."""
+    data = doc.data
+    if not (isinstance(data, dict) and data.get("kind") == "List" and
+            isinstance(data.get("items"), list)):
+        return [doc]
+    out = []
+    for index, item in enumerate(data["items"][:YAML_MAX_DOCUMENTS]):
+        prefix = ("items", index)
+        lines = {path[2:]: line for path, line in doc.lines.items() if path[:2] == prefix}
+        out.append(Doc(item, lines, lines.get((), doc.first)))
+    return out
 
 
 def helm_refusal(text: str, data) -> str | None:

@@ -3,7 +3,7 @@
 A workload is read down to its pod groups: each a pod template with how many pods run it and the
 role they play (a Deployment's or StatefulSet's replicas, a Job's parallelism, a LeaderWorkerSet
 group's leader and its `size - 1` workers, a KubeRay head group and each worker group's
-replicas). A container runs `command` (the image's ENTRYPOINT replaced) followed by `args` (its
+replicas, a KServe InferenceService's predictor containers). A container runs `command` (the image's ENTRYPOINT replaced) followed by `args` (its
 CMD replaced); in both, `$(VAR)` is the value of the container's variable VAR (those of `env`,
 and those the controller sets, such as a LeaderWorkerSet's LWS_GROUP_SIZE, LWS_LEADER_ADDRESS
 and LWS_WORKER_INDEX), `$$` is a `$`, and a reference to a variable not defined is left as
@@ -74,6 +74,11 @@ def pod_groups(doc: Doc) -> list[PodGroup]:
         pod, path = _template(spec, "template", "spec")
         return [PodGroup(title, kind, "server", _count(spec.get("parallelism")), pod,
                          ("spec",) + path)]
+    if kind == "InferenceService":  # KServe: the predictor is a pod spec of its own
+        predictor = spec.get("predictor") if isinstance(spec.get("predictor"), dict) else {}
+        return [PodGroup(title, kind, "server", _count(predictor.get("minReplicas"), 1) or 1,
+                         predictor, ("spec", "predictor"))] if predictor.get("containers") \
+            else []
     if kind == "LeaderWorkerSet":
         return _leader_workers(title, spec)
     if kind in ("RayCluster", "RayService", "RayJob"):

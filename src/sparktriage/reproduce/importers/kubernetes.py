@@ -67,10 +67,23 @@ def _command_line(container: dict, doc: Doc, path: tuple) -> int:
     return doc.line(*path, "command" if "command" in container else "args")
 
 
-def _program(container: dict, env: dict[str, str]) -> tuple[str | None, list[str]]:
+def _words(container: dict, key: str, env: dict[str, str], doc: Doc, path: tuple,
+           ctx: Ctx) -> list[str]:
+    """A container's `command` or `args`: a list of strings, as Kubernetes takes it."""
+    value = container.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list) or any(isinstance(w, (dict, list)) for w in value):
+        raise InputError(f"{ctx.source}:{doc.line(*path, key)}: {key} is not a list of strings "
+                         "(Kubernetes would refuse the manifest)")
+    return [expand(str(w), env) for w in value if w is not None]
+
+
+def _program(container: dict, env: dict[str, str], doc: Doc, path: tuple,
+             ctx: Ctx) -> tuple[str | None, list[str]]:
     """(entrypoint, words): `command` replaces the image's ENTRYPOINT, `args` its CMD."""
-    command = [expand(str(w), env) for w in container.get("command") or [] if w is not None]
-    args = [expand(str(w), env) for w in container.get("args") or [] if w is not None]
+    command = _words(container, "command", env, doc, path, ctx)
+    args = _words(container, "args", env, doc, path, ctx)
     if command:
         return command[0], command[1:] + args
     return None, args
@@ -80,7 +93,7 @@ def _container(group: PodGroup, index: int, container: dict, doc: Doc, path: tup
                controller: dict[str, str], ctx: Ctx) -> tuple[Member, dict] | None:
     """One container as a node member (None: it runs neither vLLM nor Ray)."""
     env = container_env(container, controller, doc, path, ctx)
-    entry, words = _program(container, env)
+    entry, words = _program(container, env, doc, path, ctx)
     text = " ".join(([entry] if entry else []) + words)
     line = _command_line(container, doc, path)
     name = str(container.get("name") or f"container {index}")
