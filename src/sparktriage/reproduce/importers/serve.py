@@ -307,12 +307,9 @@ def _alternatives(members: list[Member], found: list[Server], ctx: Ctx) -> list[
 
 
 def _short(member: Member) -> str:
-    """A server command named by its program's first words (`vllm serve MODEL`), without the
-    variables set before it."""
-    words = member.name.split()
-    while len(words) > 1 and "=" in words[0] and not words[0].startswith("-"):
-        words = words[1:]
-    return " ".join(words[:3])
+    """A server command named by what it serves (`vllm serve MODEL`)."""
+    model = (member.serve.deployment.get("model") or {}).get("path") if member.serve else None
+    return f"vllm serve {model}" if model else "vllm serve"
 
 
 def _same(a: Member, b: Member) -> bool:
