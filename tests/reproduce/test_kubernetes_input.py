@@ -197,6 +197,8 @@ spec:
                                       "kv_consumer, KV connector NixlConnector)"]
     assert "a prefill/decode pair" in rows[0].note and rows[0].note.startswith("line 25: ")
     assert any(u.text == "Deployment decode replicas 2" for u in result.unknown)
+    other = load_deployment(Path(result.out_dir) / "server-2" / "deployment.yaml")
+    assert (other.model.path, other.serve.port, other.nodes) == ("m/d", 8200, ["spark-02"])
 
 
 def test_rayservice_serve_application_is_refused_at_its_import_path(tmp_path: Path) -> None:

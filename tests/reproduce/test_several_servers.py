@@ -108,3 +108,45 @@ def test_justfile_two_recipes_two_servers(tmp_path: Path) -> None:
     assert (dep.model.path, dep.serve.port) == ("Qwen/Qwen3-0.6B", 8100)
     assert any(u.text.startswith("independent vLLM server: vllm serve") and "port 8200" in u.text
                for u in result.unknown)
+
+
+def test_the_other_server_is_placed_beside_the_first_when_the_lab_holds_it(tmp_path: Path) -> None:
+    script = tmp_path / "pd.sh"
+    script.write_text(PD)
+    result = run([script], tmp_path, gb10_lab(tmp_path, 2))
+    other = load_deployment(Path(result.out_dir) / "server-2" / "deployment.yaml")
+    assert (other.nodes, other.serve.port, other.model.path) == (["spark-02"], 8200, "m/x")
+    assert json.loads(other.serve.flags["kv-transfer-config"])["kv_role"] == "kv_consumer"
+    first = load_deployment(Path(result.out_dir) / "deployment.yaml")
+    assert first.nodes == ["spark-01"]
+    assert "server 2 (port 8200, kv_consumer, KV connector PyNcclConnector) placed beside the " \
+           "first on spark-02: server-2/deployment.yaml (launch it as well to run both as the " \
+           "client does)" in result.plan.statements
+
+
+def test_no_room_beside_the_first_is_said_not_written(tmp_path: Path) -> None:
+    script = tmp_path / "pd.sh"
+    script.write_text(PD)
+    result = run([script], tmp_path, gb10_lab(tmp_path, 1), out="one")
+    assert not (Path(result.out_dir) / "server-2").exists()
+    assert "server 2 (port 8200, kv_consumer, KV connector PyNcclConnector): needs 1 lab " \
+           "node(s), 0 left beside the server(s) before it: not placed (give its command alone " \
+           "to reproduce it)" in result.plan.statements
+
+
+def test_two_compose_services_on_other_ports_each_placed(tmp_path: Path) -> None:
+    compose = tmp_path / "compose.yaml"
+    compose.write_text("""\
+services:
+  chat:
+    image: vllm/vllm-openai:v0.11.0
+    command: ["--model", "m/chat", "--port", "8000"]
+  embed:
+    image: vllm/vllm-openai:v0.11.0
+    command: ["--model", "m/embed", "--port", "8001", "--runner", "pooling"]
+""")
+    result = run([compose], tmp_path, gb10_lab(tmp_path, 2))
+    first = load_deployment(Path(result.out_dir) / "deployment.yaml")
+    other = load_deployment(Path(result.out_dir) / "server-2" / "deployment.yaml")
+    assert (first.model.path, other.model.path) == ("m/chat", "m/embed")
+    assert (other.engine.image, other.nodes) == ("vllm/vllm-openai:v0.11.0", ["spark-02"])

@@ -19,6 +19,7 @@ from sparktriage.config.deployment import Deployment
 from sparktriage.config.lab import Lab
 from sparktriage.errors import ConfigError, SourceLocation, UsageError, InputError
 from sparktriage.yamldoc import load_model, load_with_lines, validate
+from sparktriage.reproduce import beside
 from sparktriage.reproduce import diff as diffing
 from sparktriage.reproduce import facts as trapfacts
 from sparktriage.reproduce import traps as trapcheck
@@ -97,6 +98,13 @@ def reproduce(inputs: list[Path], lab: Path | None, node_map: dict[str, str] | N
     supply = secrets.used_in(text)  # only what the deployment holds is asked for
     _write(dep_path, header(supply) + text, secrets)
     lab_plan, launch = plan_for(dep_path, lab_name, pairs, statements)
+
+    def build(part_dep: dict, part_site: Localized, part_pairs: list, value: Any,
+              parts: list[Imported]) -> dict:
+        return _validated(_lab_deployment(part_dep, part_site, part_pairs, value), secrets,
+                          parts)[1]
+    lab_plan.statements.extend(beside.place(imported, lab_model, lab_value, lab_names, used,
+                                            secrets, out_dir, build, _write))
     lab_facts, capture_status = _lab_facts(lab_capture, capture_live, launch, model, used,
                                            secrets)
     lab_plan.statements.extend(_captured_hardware(client_gpu, lab_facts))

@@ -75,6 +75,10 @@ class Imported(_Data):
     shape_detail: Optional[str] = Field(None, description="its pods or nodes and their GPUs")
     command_at: Optional[str] = Field(None, description="FILE:LINE of the server command where "
                                       "it is in another file than the input (a script it runs)")
+    others: list["Imported"] = Field(default_factory=list, description="independent servers "
+                                     "of the same input, each as it would be reproduced alone "
+                                     "(importers/apart.py); placed beside the first by "
+                                     "reproduce/beside.py")
 
 
 class DiffItem(_Data):

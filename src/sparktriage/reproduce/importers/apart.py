@@ -4,7 +4,8 @@ A prefill server and a decode server (each with its own `--kv-transfer-config`),
 services, two Kubernetes workloads, two `vllm serve ... &` on different ports: each is a server
 group of its own, not a node of one multi-node run. A deployment runs one server group, so the
 first is reproduced and each other one is an unknowns row that names it (its port, its KV role
-and connector, its line) and says why it is not in the deployment and how to reproduce it. Which
+and connector, its line) and says why it is not in the deployment; each other one is also read
+alone (cluster.alone), for reproduce/beside.py to write beside the first where the lab has room. Which
 servers are independent rather than alternatives of one another (branches of an `if`, a command
 run after another stopped) is decided here for every importer.
 """
@@ -17,7 +18,11 @@ from sparktriage.reproduce.importers.common import Ctx
 
 
 def _kv(serve) -> dict:
-    config = (serve.deployment.get("serve") or {}).get("flags", {}).get("kv-transfer-config")
+    return _kv_of(serve.deployment)
+
+
+def _kv_of(deployment: dict) -> dict:
+    config = (deployment.get("serve") or {}).get("flags", {}).get("kv-transfer-config")
     if isinstance(config, str):  # serve_args keeps a JSON option as its compact JSON text
         try:
             config = json.loads(config)
@@ -28,10 +33,15 @@ def _kv(serve) -> dict:
 
 def describe(serve) -> str:
     """What tells the server apart: its port, its KV role and connector."""
+    return describe_deployment(serve.deployment)
+
+
+def describe_deployment(deployment: dict) -> str:
+    """`describe` of a server's deployment data."""
     parts = []
-    port = (serve.deployment.get("serve") or {}).get("port")
+    port = (deployment.get("serve") or {}).get("port")
     parts.append(f"port {port}" if port is not None else "port 8000 (vLLM's default)")
-    kv = _kv(serve)
+    kv = _kv_of(deployment)
     if kv.get("kv_role"):
         parts.append(str(kv["kv_role"]))
     if kv.get("kv_connector"):
@@ -56,5 +66,6 @@ def flag_other(ctx: Ctx, first, first_name: str, other, other_name: str) -> None
     ctx.flag_unknown(f"independent vLLM server: {other_name or 'vllm serve'} ({describe(other)})",
                      f"line {other.line}: an independent vLLM server beside {who} (line "
                      f"{first.line}, {describe(first)}){pair}; each is its own server group and "
-                     "they are never merged: the deployment runs the first; reproduce this one "
-                     "on its own (give its command alone) to run it on other lab nodes beside it")
+                     "they are never merged: deployment.yaml runs the first; this one is written "
+                     "as a deployment of its own on the lab nodes beside it when the lab has "
+                     "them (the plan says where), else give its command alone")

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from sparktriage.errors import InputError
 from sparktriage.reproduce.importers import apart
-from sparktriage.reproduce.importers.cluster import Member, assemble_cluster
+from sparktriage.reproduce.importers.cluster import Member, alone, assemble_cluster
 from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.importers.container import container_program
 from sparktriage.reproduce.importers.kube_docs import Doc, read_documents
@@ -246,6 +246,7 @@ def import_kubernetes(text: str, ctx: Ctx) -> Imported:
     for other in found[1:]:
         apart.flag_other(ctx, chosen.serve_member.serve, chosen.title,
                          other.serve_member.serve, other.title)
+        ctx.others.append(alone(other.members, other.engine, ctx))
     ctx.mapped.append(f"{chosen.title}: {chosen.pods} pod(s) x {chosen.gpus} GPU(s) -> client "
                       "nodes (one per pod)")
     result = assemble_cluster(chosen.members, ctx)

@@ -19,7 +19,7 @@ from sparktriage.reproduce.bash import Hole, Simple, read_script
 from sparktriage.reproduce.bash.transcript import commands_of
 from sparktriage.reproduce.bash.servers import Server, servers
 from sparktriage.reproduce.importers import apart, job_wrappers
-from sparktriage.reproduce.importers.cluster import Member, assemble_cluster
+from sparktriage.reproduce.importers.cluster import Member, alone, assemble_cluster
 from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.importers.docker import parse_container_run
 from sparktriage.reproduce.importers.nodes import env_block, find_serve
@@ -109,7 +109,7 @@ def _import(text: str, ctx: Ctx, given: dict[str, str] | None,
         where = _where(server)
         if where:
             ctx.note(f"{_at(server.command)}: server command found {where}")
-    members = _alternatives(members, found, ctx)
+    members = _alternatives(members, found, engine, ctx)
     result = assemble_cluster(members, ctx)
     # the server command may sit in another input script this one runs (`srun ... ./head.sh`)
     other_file = next((f.command.file for f in found if f.kind != "ray" and f.command.file
@@ -270,7 +270,8 @@ def _located(exc: InputError, command: Simple, ctx: Ctx) -> InputError:
     return InputError(f"{ctx.source}:{command.line}: {message}")
 
 
-def _alternatives(members: list[Member], found: list[Server], ctx: Ctx) -> list[Member]:
+def _alternatives(members: list[Member], found: list[Server], engine: dict,
+                  ctx: Ctx) -> list[Member]:
     """Several serve commands none of which is a node of a multi-node run (`--headless`,
     `--node-rank`, `--nnodes`, Ray): alternatives (branches of an `if`/`case`, or commands
     run one after the other), not nodes: the first is used, the others listed. The same
@@ -295,6 +296,7 @@ def _alternatives(members: list[Member], found: list[Server], ctx: Ctx) -> list[
             if same_branch and apart.independent(first.serve, member.serve, {
                     first.line, member.line} <= background):
                 apart.flag_other(ctx, first.serve, _short(first), member.serve, _short(member))
+                ctx.others.append(alone([member], dict(engine) if engine else None, ctx))
                 continue
             how = ("another branch runs this server command" if not same_branch
                    else "another server command of the script (an alternative or a later "
