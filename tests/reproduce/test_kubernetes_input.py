@@ -281,3 +281,12 @@ items:
         ("Qwen/Qwen3-8B", 8080, "vllm/vllm-openai:v0.10.1")
     assert "InferenceService qwen: 1 pod(s) x 1 GPU(s) -> client nodes (one per pod)" in \
         result.mapped
+
+
+def test_a_custom_resource_is_refused_naming_it(tmp_path: Path) -> None:
+    text = ("apiVersion: production-stack.vllm.ai/v1alpha1\nkind: VLLMRuntime\n"
+            "metadata: {name: opt}\nspec:\n  model: {modelURL: facebook/opt-125m}\n")
+    with pytest.raises(InputError, match=r"cr.yaml: a Kubernetes custom resource VLLMRuntime "
+                                         r"\(line 1, production-stack.vllm.ai/v1alpha1\): its "
+                                         r"operator makes the pods"):
+        run([_write(tmp_path, "cr.yaml", text)], tmp_path, gb10_lab(tmp_path, 1))

@@ -220,6 +220,7 @@ def import_kubernetes(text: str, ctx: Ctx) -> Imported:
     docs = read_documents(text, ctx.source)
     found: list[Workload] = []
     refusal: InputError | None = None
+    custom: list[str] = []  # kinds an operator turns into pods (not in the manifest)
     for doc in docs:
         data = doc.data if isinstance(doc.data, dict) else {}
         kind = str(data.get("kind") or "")
@@ -227,6 +228,9 @@ def import_kubernetes(text: str, ctx: Ctx) -> Imported:
         if not groups:
             if kind == "Secret":
                 _secret_values(data, doc, ctx)
+            elif "." in str(data.get("apiVersion") or "").split("/")[0] and \
+                    not str(data.get("apiVersion")).endswith(".k8s.io/v1"):
+                custom.append(f"{kind} (line {doc.first}, {data.get('apiVersion')})")
             ctx.note(f"line {doc.first}: {kind or 'a document'} runs no pods; not reproduced")
             continue
         workload = _workload(doc, groups, ctx)
@@ -240,6 +244,11 @@ def import_kubernetes(text: str, ctx: Ctx) -> Imported:
     if not found:
         if refusal is not None:
             raise refusal
+        if custom:
+            raise InputError(f"{ctx.source}: a Kubernetes custom resource {custom[0]}: its "
+                             "operator makes the pods that run vLLM, which the manifest does not "
+                             "hold; give the pods it made (`kubectl get pods -o yaml`) or the "
+                             "serve command")
         raise InputError(f"{ctx.source}: no container of the Kubernetes manifest runs vllm "
                          "serve (its command and args read with the env's $(VAR) values)")
     chosen = found[0]
