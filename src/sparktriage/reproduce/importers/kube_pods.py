@@ -3,8 +3,8 @@
 A workload is read down to its pod groups: each a pod template with how many pods run it and the
 role they play (a Deployment's or StatefulSet's replicas, a Job's parallelism, a LeaderWorkerSet
 group's leader and its `size - 1` workers, a KubeRay head group and each worker group's
-replicas, a KServe InferenceService's predictor containers). A container runs `command` (the image's ENTRYPOINT replaced) followed by `args` (its
-CMD replaced); in both, `$(VAR)` is the value of the container's variable VAR (those of `env`,
+replicas, a KServe InferenceService's predictor containers). A container runs `command` (the
+image's ENTRYPOINT replaced) followed by `args` (its CMD replaced); in both, `$(VAR)` is the value of the container's variable VAR (those of `env`,
 and those the controller sets, such as a LeaderWorkerSet's LWS_GROUP_SIZE, LWS_LEADER_ADDRESS
 and LWS_WORKER_INDEX), `$$` is a `$`, and a reference to a variable not defined is left as
 written. An `env` entry's `valueFrom` is a value the cluster gives at run time: a Secret's key
