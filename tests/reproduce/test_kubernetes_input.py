@@ -290,3 +290,34 @@ def test_a_custom_resource_is_refused_naming_it(tmp_path: Path) -> None:
                                          r"\(line 1, production-stack.vllm.ai/v1alpha1\): its "
                                          r"operator makes the pods"):
         run([_write(tmp_path, "cr.yaml", text)], tmp_path, gb10_lab(tmp_path, 1))
+
+
+def test_a_router_that_names_vllm_is_not_a_server(tmp_path: Path) -> None:
+    router = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: router}
+spec:
+  template:
+    spec:
+      containers:
+        - name: router
+          image: lmcache/lmstack-router:latest
+          args: ["--service-discovery", "k8s", "--k8s-label-selector", "model=vllm"]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: engine}
+spec:
+  template:
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:latest
+          command: ["vllm", "serve", "m/x", "--port", "8000"]
+          resources: {limits: {nvidia.com/gpu: "1"}}
+"""
+    result = run([_write(tmp_path, "stack.yaml", router)], tmp_path, gb10_lab(tmp_path, 1))
+    assert load_deployment(Path(result.out_dir) / "deployment.yaml").model.path == "m/x"
+    assert any("Deployment router container router runs `--service-discovery" in n and
+               "not a vLLM server" in n for n in result.notes)

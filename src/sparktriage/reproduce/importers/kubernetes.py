@@ -35,6 +35,7 @@ from sparktriage.reproduce.model import Imported
 
 _MULTI_NODE = re.compile(r"multi-node-serving\.sh['\"]?\s+(leader|worker)\b")
 _ENGINE_WORDS = re.compile(r"\bvllm\b|\bray\b|multi-node-serving")
+_STARTS_ENGINE = re.compile(r"\bvllm\s+serve\b|vllm\.entrypoints|\bray\s+start\b")
 _IMPORT_PATH = re.compile(r"(?m)^\s*-?\s*import_path:\s*(\S+)")
 HANDLED = {"name", "image", "command", "args", "env", "envFrom", "resources"}
 
@@ -100,13 +101,13 @@ def _container(group: PodGroup, index: int, container: dict, doc: Doc, path: tup
     image = str(container.get("image") or "")
     # args alone run the image's own entrypoint (`vllm serve` in vLLM's images)
     image_runs_vllm = entry is None and "vllm" in image.lower()
-    if not _ENGINE_WORDS.search(text) and (entry or words) and not image_runs_vllm:
+    multi = _MULTI_NODE.search(text)
+    if (entry or words) and not (_STARTS_ENGINE.search(text) or multi or image_runs_vllm):
         ctx.note(f"line {doc.line(*path)}: {group.workload} container {name} runs "
-                 f"`{text[:60]}`, not vLLM or Ray; not reproduced")
+                 f"`{text[:60]}`, not a vLLM server or Ray; not reproduced")
         return None
     eng: dict = {"image": image, "runtime": "docker",
                  "container_args": []}
-    multi = _MULTI_NODE.search(text)
     ray_role = "head" if group.role in ("head", "leader") else "worker"
     if group.kind.startswith("Ray") and not (entry or words):
         # KubeRay starts Ray in every pod itself (rayStartParams); the image's command is Ray's
@@ -115,8 +116,14 @@ def _container(group: PodGroup, index: int, container: dict, doc: Doc, path: tup
         try:
             serve, ray = container_program(words, entry, eng, ctx, line, env)
         except InputError:
+            if multi is None and not group.kind.startswith("Ray") and (
+                    _STARTS_ENGINE.search(text) or image_runs_vllm):
+                raise  # a server command that cannot be read: the input's error
             if multi is None and not group.kind.startswith("Ray"):
-                raise
+                # a container that only mentions vllm (a router, a benchmark client)
+                ctx.note(f"line {doc.line(*path)}: {group.workload} container {name} runs "
+                         f"`{text[:60]}`, not a vLLM server; not reproduced")
+                return None
             serve, ray = None, None
     if ray is None and (multi is not None or group.kind.startswith("Ray")):
         ray = RayStart(role=ray_role, line=line)
