@@ -48,8 +48,11 @@ def test_container_wrappers_name_the_image() -> None:
     sif = container_of(["srun", "apptainer", "exec", "--nv", "-B", "/a:/b", "./vllm.sif",
                         "vllm", "serve", "m"])
     assert (sif.image, sif.wrapper, sif.runnable) == ("./vllm.sif", "apptainer exec", False)
-    docker = container_of(["singularity", "run", "docker://vllm/vllm-openai:v0.9.1", "m"])
+    docker = container_of(["singularity", "run", "--bind=/data,/m:/models", "--env", "A=1",
+                           "docker://vllm/vllm-openai:v0.9.1", "m"])
     assert (docker.image, docker.runnable) == ("vllm/vllm-openai:v0.9.1", True)
+    assert docker.args == ("-v", "/data:/data", "-v", "/m:/models", "-e", "A=1")
+    assert pyxis.args == ()
     shifter = container_of(["shifter", "--image=vllm/vllm-openai:v0.8.3", "--module=gpu",
                             "vllm", "serve", "m"])
     assert shifter.image == "vllm/vllm-openai:v0.8.3"
@@ -63,6 +66,7 @@ def test_pyxis_job_reproduced_native_multinode(tmp_path: Path) -> None:
     dep = load_deployment(Path(result.out_dir) / "deployment.yaml")
     assert (dep.model.path, dep.parallelism.tp, dep.parallelism.pp) == ("/data/Qwen3-8B", 4, 2)
     assert dep.engine.image == "nvcr.io/nvidia/vllm:25.09-py3"
+    assert dep.engine.container_args == ["-v", "/data:/data"]  # --container-mounts
     assert dep.engine.backend == "mp" and len(dep.nodes) == 8
     ranks = [proc.argv[proc.argv.index("--node-rank") + 1] for stage in planned(result).stages
              for _, proc in stage.processes if "--node-rank" in proc.argv]

@@ -5,7 +5,8 @@ run`: pyxis's `srun --container-image=IMAGE` (an enroot image: `nvcr.io#nvidia/v
 registry image `nvcr.io/nvidia/vllm:25.09`), `apptainer|singularity exec|run [options] IMAGE`,
 `shifter --image=IMAGE`. The shell reader takes these wrappers off to find the program
 (bash/servers.py); this reads what they say about the image, as a `docker run` image is read,
-so that the lab runs the same software. A Docker or OCI name is the deployment's image; a local
+so that the lab runs the same software, and their binds (`--container-mounts`, `-B/--bind`) and
+variables (`--env K=V`) as the `-v` / `-e` options they are. A Docker or OCI name is the deployment's image; a local
 SIF file or enroot squashfs cannot be run by docker and is an unknowns row.
 """
 
@@ -28,6 +29,7 @@ class Wrapped:
     image: str
     wrapper: str  # "srun --container-image", "apptainer exec", "shifter --image"
     runnable: bool  # a registry image docker can pull (not a local file)
+    args: tuple[str, ...] = ()  # its binds and variables as `docker run` options
 
 
 def _docker_name(image: str) -> str:
@@ -49,7 +51,7 @@ def container_of(words: list[str] | tuple[str, ...]) -> Wrapped | None:
         name, eq, value = word.partition("=")
         if name == "--container-image" and i and _launcher(words[:i]):
             image = value if eq else (words[i + 1] if i + 1 < len(words) else "")
-            return _wrapped(image, "srun --container-image")
+            return _wrapped(image, "srun --container-image", _pyxis_args(words))
         if base == "shifter" or (name == "--image" and i and
                                  os.path.basename(words[i - 1]) == "shifter"):
             for item in words[i + 1:]:
@@ -58,9 +60,9 @@ def container_of(words: list[str] | tuple[str, ...]) -> Wrapped | None:
                     return _wrapped(val, "shifter --image")
         if base in _CONTAINER_RUNNERS and i + 1 < len(words) and words[i + 1] in ("exec",
                                                                                    "run"):
-            image = _runner_image(words[i + 2:])
+            image, args = _runner_image(words[i + 2:])
             if image:
-                return _wrapped(image, f"{base} {words[i + 1]}")
+                return _wrapped(image, f"{base} {words[i + 1]}", args)
     return None
 
 
@@ -68,20 +70,43 @@ def _launcher(before: list[str]) -> bool:
     return any(os.path.basename(w) in ("srun", "salloc", "sbatch") for w in before)
 
 
-def _runner_image(args: list[str]) -> str:
-    """The IMAGE of `apptainer exec [options] IMAGE COMMAND...`."""
+def _pyxis_args(words: list[str]) -> list[str]:
+    """pyxis's `--container-mounts=SRC:DST[:FLAGS],...` as `-v` binds."""
+    out = []
+    for i, word in enumerate(words):
+        name, eq, value = word.partition("=")
+        if name == "--container-mounts":
+            value = value if eq else (words[i + 1] if i + 1 < len(words) else "")
+            out += [arg for bind in value.split(",") if ":" in bind for arg in ("-v", bind)]
+    return out
+
+
+def _runner_image(args: list[str]) -> tuple[str, list[str]]:
+    """(IMAGE, its binds and variables as docker options) of `apptainer exec [options] IMAGE
+    COMMAND...`."""
+    out: list[str] = []
     i = 0
     while i < len(args):
         arg = args[i]
         if arg.startswith("-"):
-            i += 2 if arg in _VALUED else 1
+            name, eq, value = arg.partition("=")
+            if name in _VALUED and not eq:
+                value = args[i + 1] if i + 1 < len(args) else ""
+            if name in ("-B", "--bind"):
+                out += [a for bind in value.split(",") if bind for a in ("-v", bind if ":" in
+                                                                         bind else
+                                                                         f"{bind}:{bind}")]
+            elif name == "--env" and "=" in value:
+                out += ["-e", value]
+            i += 1 if eq or name not in _VALUED else 2
             continue
-        return arg
-    return ""
+        return arg, out
+    return "", out
 
 
-def _wrapped(image: str, wrapper: str) -> Wrapped | None:
+def _wrapped(image: str, wrapper: str, args: list[str] | None = None) -> Wrapped | None:
     if not image:
         return None
     local = _local(image) and not image.startswith("docker://")
-    return Wrapped(image if local else _docker_name(image), wrapper, not local)
+    return Wrapped(image if local else _docker_name(image), wrapper, not local,
+                   tuple(args or ()))

@@ -248,8 +248,11 @@ def _job_container(command: Simple, engine: dict, ctx: Ctx) -> None:
         return
     if wrapped.runnable:
         engine.update(image=wrapped.image, runtime="docker")
+        engine["container_args"] = list(engine.get("container_args") or []) + list(wrapped.args)
         ctx.mapped.append(f"line {command.line}: {wrapped.wrapper} {wrapped.image} -> "
-                          "engine.image (run with docker on the lab)")
+                          "engine.image (run with docker on the lab)"
+                          + (", its binds and variables -> engine.container_args"
+                             if wrapped.args else ""))
     else:
         ctx.flag_unknown(f"{wrapped.wrapper} {wrapped.image}", f"line {command.line}: a local "
                          "container file docker cannot run; give the registry image it was "
