@@ -321,3 +321,37 @@ spec:
     assert load_deployment(Path(result.out_dir) / "deployment.yaml").model.path == "m/x"
     assert any("Deployment router container router runs `--service-discovery" in n and
                "not a vLLM server" in n for n in result.notes)
+
+
+def test_rayjob_entrypoint_runs_on_the_head(tmp_path: Path) -> None:
+    text = """\
+apiVersion: ray.io/v1
+kind: RayJob
+metadata: {name: job}
+spec:
+  entrypoint: vllm serve m/job --tensor-parallel-size 4
+  rayClusterSpec:
+    headGroupSpec:
+      rayStartParams: {}
+      template:
+        spec:
+          containers:
+            - name: head
+              image: vllm/vllm-openai:v0.11.0
+              resources: {limits: {nvidia.com/gpu: 1}}
+    workerGroupSpecs:
+      - groupName: gpu
+        replicas: 3
+        rayStartParams: {}
+        template:
+          spec:
+            containers:
+              - name: worker
+                image: vllm/vllm-openai:v0.11.0
+                resources: {limits: {nvidia.com/gpu: 1}}
+"""
+    result = run([_write(tmp_path, "job.yaml", text)], tmp_path, gb10_lab(tmp_path, 4))
+    dep = load_deployment(Path(result.out_dir) / "deployment.yaml")
+    assert (dep.model.path, dep.parallelism.tp, dep.engine.backend) == ("m/job", 4, "ray")
+    assert "line 5: RayJob entrypoint -> the head's command" in result.mapped
+    assert ranks_per_node(planned(result)) == {f"spark-0{i}": 1 for i in range(1, 5)}

@@ -3,7 +3,8 @@
 A workload is read down to its pod groups: each a pod template with how many pods run it and the
 role they play (a Deployment's or StatefulSet's replicas, a Job's parallelism, a LeaderWorkerSet
 group's leader and its `size - 1` workers, a KubeRay head group and each worker group's
-replicas, a KServe InferenceService's predictor containers). A container runs `command` (the
+replicas (a RayJob's `entrypoint` run on its head), a KServe InferenceService's predictor
+containers). A container runs `command` (the
 image's ENTRYPOINT replaced) followed by `args` (its CMD replaced); in both, `$(VAR)` is the value of the container's variable VAR (those of `env`,
 and those the controller sets, such as a LeaderWorkerSet's LWS_GROUP_SIZE, LWS_LEADER_ADDRESS
 and LWS_WORKER_INDEX), `$$` is a `$`, and a reference to a variable not defined is left as
@@ -39,6 +40,8 @@ class PodGroup:
     controller_env: dict[str, str] = field(default_factory=dict)
     indexed: str | None = None  # a variable that holds each pod's index (LWS_WORKER_INDEX)
     first_index: int = 0
+    # what a RayJob submits to its head (`spec.entrypoint`, a shell command) and its line
+    submitted: tuple[str, int] | None = None
 
 
 def _count(value, default: int = 1) -> int:
@@ -85,7 +88,10 @@ def pod_groups(doc: Doc) -> list[PodGroup]:
         key = {"RayCluster": None, "RayService": "rayClusterConfig", "RayJob": "rayClusterSpec"}
         cluster = spec.get(key[kind]) if key[kind] else spec
         base = ("spec", key[kind]) if key[kind] else ("spec",)
-        return _ray_groups(title, kind, cluster if isinstance(cluster, dict) else {}, base)
+        groups = _ray_groups(title, kind, cluster if isinstance(cluster, dict) else {}, base)
+        if kind == "RayJob" and isinstance(spec.get("entrypoint"), str):
+            groups[0].submitted = (spec["entrypoint"], doc.line("spec", "entrypoint"))
+        return groups
     return []
 
 

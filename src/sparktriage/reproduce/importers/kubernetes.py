@@ -95,8 +95,12 @@ def _container(group: PodGroup, index: int, container: dict, doc: Doc, path: tup
     """One container as a node member (None: it runs neither vLLM nor Ray)."""
     env = container_env(container, controller, doc, path, ctx)
     entry, words = _program(container, env, doc, path, ctx)
-    text = " ".join(([entry] if entry else []) + words)
     line = _command_line(container, doc, path)
+    if group.submitted and not (entry or words):
+        # KubeRay runs a RayJob's entrypoint on the head once Ray is up there
+        entry, words, line = "sh", ["-c", group.submitted[0]], group.submitted[1]
+        ctx.mapped.append(f"line {line}: RayJob entrypoint -> the head's command")
+    text = " ".join(([entry] if entry else []) + words)
     name = str(container.get("name") or f"container {index}")
     image = str(container.get("image") or "")
     # args alone run the image's own entrypoint (`vllm serve` in vLLM's images)
