@@ -113,5 +113,5 @@ def detect(text: str) -> str:
     if envdump.looks_like(text):
         return "env"
     raise InputError("cannot tell what kind of input this is (expected a vllm serve line or "
-                     "script, docker/podman run, a compose file, vllm collect-env output, an env "
-                     "dump or a deployment YAML)")
+                     "script, docker/podman run, a compose file, Kubernetes manifests, a SLURM "
+                     "batch script, vllm collect-env output, an env dump or a deployment YAML)")
