@@ -355,3 +355,10 @@ spec:
     assert (dep.model.path, dep.parallelism.tp, dep.engine.backend) == ("m/job", 4, "ray")
     assert "line 5: RayJob entrypoint -> the head's command" in result.mapped
     assert ranks_per_node(planned(result)) == {f"spark-0{i}": 1 for i in range(1, 5)}
+
+
+def test_a_template_whose_api_version_is_templated_is_still_helm() -> None:
+    text = 'apiVersion: {{ include "chart.apiVersion" . }}\nkind: Deployment\nmetadata:\n' \
+           '  name: {{ .Release.Name }}-vllm\n'
+    with pytest.raises(InputError, match=r"^line 1: a Helm chart template"):
+        detect(text)

@@ -79,10 +79,11 @@ def _shell_like(text: str) -> bool:
 def detect(text: str) -> str:
     if systemd.looks_like_unit(text):  # `[Service]` with `ExecStart=`: never YAML or shell
         return "systemd"
+    if kube_docs.templated(text):  # a Helm chart template is not what runs
+        raise InputError(kube_docs.helm_refusal(text, None) or "a Helm chart template: render "
+                         "it with `helm template RELEASE CHART -f values.yaml > manifests.yaml` "
+                         "and give manifests.yaml")
     if kube_docs.looks_like(text):  # one or several documents: read by kube_docs, not here
-        refusal = kube_docs.helm_refusal(text, None)
-        if refusal:
-            raise InputError(refusal)
         return "kubernetes"
     if _SBATCH.search(text):
         return "slurm"

@@ -54,6 +54,13 @@ class Doc:
         return self.first
 
 
+def templated(text: str) -> bool:
+    """A Helm chart template: Helm's own values (`.Values`, `.Release`, `.Chart`) in `{{ }}`,
+    or a Kubernetes `kind:` line beside any template action."""
+    return bool(re.search(r"\{\{-?[^}]*\.(?:Values|Release|Chart)\b", text)) or (
+        bool(re.search(r"(?m)^kind:[ \t]*\S", text)) and bool(_HELM_ACTION.search(text)))
+
+
 def looks_like(text: str) -> bool:
     """Kubernetes YAML: a top-level `apiVersion: group/vN` and a `kind: Name`."""
     return bool(_API.search(text) and _KIND.search(text))
