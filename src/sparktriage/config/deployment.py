@@ -210,6 +210,7 @@ def load_deployment(path: Path, lab_override: Path | None = None) -> Deployment:
         nodes = [n.model_copy(update={
             "identity_file": os.path.normpath(lab_base / n.identity_file) if n.identity_file else None,
             "pyspy": _resolve(n.pyspy, lab_base), "python": _resolve(n.python, lab_base) or n.python,
+            "vllm_python": _resolve(n.vllm_python, lab_base),
         }) for n in lab.nodes]
         lab = lab.model_copy(update={
             "nodes": nodes,
