@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from pydantic import ValidationError
 
+from sparktriage.config.client_code import LOADER_ENV, client_code
+from sparktriage.config.client_code import item as code_item
 from sparktriage.config.deployment import Deployment
 from sparktriage.config.lab import Lab
 from sparktriage.errors import ConfigError, SourceLocation, UsageError, InputError
@@ -72,6 +74,42 @@ def _ignored_labs(imported: list[Imported]) -> list[Unknown]:
     return rows
 
 
+def _recorded_client_code(dep: dict) -> list[dict]:
+    """The client code no other field of the written deployment shows: what the inputs
+    recorded (recipe mods), and a vLLM or Ray program at a path the client named (the lab's
+    own is the bare name, looked up on the node's PATH)."""
+    items = [dict(i) for i in dep.get("client_code") or [] if isinstance(i, dict)]
+    engine = dep.get("engine") or {}
+    vllm = engine.get("vllm")
+    words = vllm if isinstance(vllm, list) else [vllm] if vllm else []
+    if words and isinstance(words[0], str) and words[0] != "vllm":
+        items.append(code_item("program", words[0], f"the client's vLLM program {words[0]} "
+                               "runs as the server").model_dump())
+    ray = engine.get("ray")
+    if isinstance(ray, str) and ray != "ray":
+        items.append(code_item("program", ray, f"the client's Ray program {ray} runs on every "
+                               "node").model_dump())
+    return items
+
+
+def _loader_rows(client_dep: dict, client_nodes: list[ClientNode],
+                 imported: list[Imported]) -> list[Unknown]:
+    """One row per variable of the client's environment that chooses which code runs: it is
+    kept in the deployment (the client's server runs with it) and is client code to accept."""
+    envs = [client_dep.get("env") or {}] + [n.env for n in client_nodes]
+    rows = []
+    for name in LOADER_ENV:
+        if any(name in env for env in envs):
+            source = next((p.input.path for p in imported
+                           if name in (p.deployment.get("env") or {})
+                           or any(name in n.env for n in p.nodes)), "env")
+            rows.append(Unknown(input=source, text=name, note=(
+                f"runs client code: {name} chooses {LOADER_ENV[name]}; kept in env, never "
+                f"applied to the capture; launch and session refuse until env:{name} is "
+                "accepted (docs/security.md)")))
+    return rows
+
+
 def _client_gpu(client: dict[str, Facts]) -> str | None:
     return next((f.gpu.get("model") for f in client.values() if f.gpu.get("model")), None)
 
@@ -98,10 +136,14 @@ def reproduce(inputs: list[Path], lab: Path | None, node_map: dict[str, str] | N
     client_gpu = _client_gpu(client_facts)
     site = localize(client_dep.get("env") or {}, client_nodes, pairs, lab_model,
                     client_dep.get("serve") or {}, str(inputs[0]), client_dep.get("engine"))
-    statements = rank_statements + ([LOCAL_STATEMENT] if lab is None else []) + _statements(client_nodes, client_gpu, lab_model, lab_names,
+    statements = rank_statements + _statements(client_nodes, client_gpu, lab_model, lab_names,
                                                used) + ([site.statement()] if site.statement()
-                                                        else [])
+                                                        else []) \
+        + ([LOCAL_STATEMENT] if lab is None else [])
     dep = _lab_deployment(client_dep, site, pairs, lab_value)
+    dep["client_code"] = _recorded_client_code(dep)
+    if not dep["client_code"]:
+        dep.pop("client_code")
     model, normalized = _validated(dep, secrets, imported)
     out_dir.mkdir(parents=True, exist_ok=True)
     dep_path = out_dir / "deployment.yaml"
@@ -109,6 +151,7 @@ def reproduce(inputs: list[Path], lab: Path | None, node_map: dict[str, str] | N
     supply = secrets.used_in(text)  # only what the deployment holds is asked for
     _write(dep_path, header(supply) + text, secrets)
     lab_plan, launch = plan_for(dep_path, lab_name, pairs, statements)
+    lab_plan.client_code = list(launch.client_code) if launch else client_code(model)
     lab_facts, capture_status = _lab_facts(lab_capture, capture_live, launch, lab_model, used,
                                            secrets)
     lab_plan.statements.extend(_captured_hardware(client_gpu, lab_facts))
@@ -119,7 +162,8 @@ def reproduce(inputs: list[Path], lab: Path | None, node_map: dict[str, str] | N
     facts = trapfacts.build(normalized, client_facts, lab_facts,
                             _lab_nodes_info(lab_model, used, lab_facts), client_env, pairs)
     unknown, unneeded = settle([u for i in imported for u in i.unknown] + site.unknown
-                               + _ignored_labs(imported)
+                               + _ignored_labs(imported) + _loader_rows(client_dep, client_nodes,
+                                                                        imported)
                                + unknown_vllm_env({n.name: {**(client_dep.get("env") or {}),
                                                             **n.env} for n in client_nodes}
                                                   or {"node0": client_dep.get("env") or {}},
@@ -215,6 +259,8 @@ def _validated(dep: dict, secrets: Placeholders,
         raise _invalid(exc, imported) from None
     normalized = model.model_dump(mode="json")
     normalized["lab"] = dep["lab"]
+    if not normalized.get("client_code"):  # nothing recorded: the section is left out
+        normalized.pop("client_code", None)
     return model, secrets.deep(normalized)
 
 
