@@ -20,6 +20,7 @@ from sparktriage.textsafe import escape_controls
 DOCUMENT = "client-code.json"
 KIND = "client-code-acceptance"
 FLAG = "--accept-client-code"
+OPTION = "accepted_client_code"  # where a session keeps the names (its options' `extra`)
 
 
 class ClientCodeRefused(SparktriageError):

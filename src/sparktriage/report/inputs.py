@@ -32,7 +32,7 @@ from sparktriage.store.documents import read_document_bounded, read_records
 from sparktriage.store.rundir import SCHEMA_VERSION
 from sparktriage.store.typed import Document, parse
 
-TOP_FILES = ("run.json", "deployment.yaml", "sweep.json", "reproduce.json")
+TOP_FILES = ("run.json", "deployment.yaml", "sweep.json", "reproduce.json", "client-code.json")
 LAUNCH_FILES = ("launch.json", "capabilities.json", "bench.json", "requests.jsonl", "logs.json",
                 "reconcile.json", "stalls.json", "probe.json")
 BUNDLE_FILES = ("bundle.json", "environment-diff.json")
