@@ -12,16 +12,13 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from sparktriage.config.client_code import client_code
 from sparktriage.config.deployment import load_deployment
-from sparktriage.launch.acceptance import ClientCodeRefused, parse_accepted, require
 
 RECIPE = """\
 recipe_version: "1"
@@ -40,14 +37,25 @@ ITEMS = ["image:ghcr.io/client/vllm-patched:1.2", "trust-remote-code:org/tiny-mo
          "env:LD_PRELOAD", "mod:mods/fix-fp4-moe"]
 
 
-def _cli(*args: str, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+def _cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "sparktriage", *args], capture_output=True,
-                          text=True, timeout=timeout, env=env)
+                          text=True, timeout=timeout, env=ENV)
+
+
+ENV: dict = {}
 
 
 @pytest.fixture(scope="module")
 def reproduced(tmp_path_factory) -> Path:
+    """The reproduced deployment; every command of this file runs with a fake `docker` first
+    on PATH (it records its argv and exits 1), so that no container is ever pulled or run."""
     root = tmp_path_factory.mktemp("client-code")
+    fake = root / "bin"
+    fake.mkdir()
+    (fake / "docker").write_text(f'#!/bin/sh\necho "$@" >> {root / "docker-ran"}\nexit 1\n')
+    (fake / "docker").chmod(0o755)
+    ENV.clear()
+    ENV.update({**os.environ, "PATH": f"{fake}:{os.environ['PATH']}"})
     (root / "recipe.yaml").write_text(RECIPE)
     done = _cli("reproduce", str(root / "recipe.yaml"), "--out", str(root / "out"),
                 "--no-capture", "--json", str(root / "reproduce.json"))
@@ -79,6 +87,7 @@ def test_launch_refuses_until_every_item_is_accepted(reproduced: Path, accepted:
                                                      tmp_path: Path) -> None:
     run = tmp_path / "run"
     flags = ["--accept-client-code", ",".join(accepted)] if accepted else []
+    before = _ran(reproduced)
     done = _cli("launch", str(reproduced / "out" / "deployment.yaml"), "--out", str(run), *flags)
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
@@ -86,7 +95,11 @@ def test_launch_refuses_until_every_item_is_accepted(reproduced: Path, accepted:
         "error: the deployment runs client code not accepted: "), lines
     left = [n for n in ITEMS if n not in accepted]
     assert lines[0].split("not accepted: ", 1)[1].startswith(", ".join(left) + " (hint:")
-    assert not run.exists()  # refused before anything was made or started
+    assert not run.exists() and _ran(reproduced) == before  # refused before anything ran
+
+
+def _ran(root: Path) -> str:
+    return (root / "docker-ran").read_text() if (root / "docker-ran").exists() else ""
 
 
 def test_session_refuses_and_its_dry_run_lists(reproduced: Path, tmp_path: Path) -> None:
@@ -101,18 +114,13 @@ def test_session_refuses_and_its_dry_run_lists(reproduced: Path, tmp_path: Path)
 
 def test_accepted_launch_gets_past_the_check_and_is_recorded(reproduced: Path,
                                                              tmp_path: Path) -> None:
-    fake = tmp_path / "bin"
-    fake.mkdir()
-    ran = tmp_path / "docker-ran"
-    (fake / "docker").write_text(f'#!/bin/sh\necho "$@" >> {ran}\nexit 1\n')
-    (fake / "docker").chmod(0o755 | stat.S_IXUSR)
+    ran = reproduced / "docker-ran"
     names = tmp_path / "accepted.txt"
     names.write_text("# reviewed with the client\n" + ITEMS[3] + "\n")
     run = tmp_path / "run"
-    env = {**os.environ, "PATH": f"{fake}:{os.environ['PATH']}"}
     done = _cli("launch", str(reproduced / "out" / "deployment.yaml"), "--out", str(run),
                 "--accept-client-code", ",".join(ITEMS[:2]), "--accept-client-code", ITEMS[2],
-                "--accept-client-code-from", str(names), env=env)
+                "--accept-client-code-from", str(names))
     assert done.returncode == 3, done.stderr  # the fake image's server exits 1: not ready
     assert "ghcr.io/client/vllm-patched:1.2 vllm serve org/tiny-moe" in ran.read_text()
     record = json.loads((run / "client-code.json").read_text())
@@ -128,6 +136,8 @@ def test_accepted_launch_gets_past_the_check_and_is_recorded(reproduced: Path,
 def test_own_deployments_need_no_acceptance(tmp_path: Path) -> None:
     """A deployment the project writes (test bed, demo: no image, no remote code, no loader
     variable) has nothing to accept."""
+    from sparktriage.config.client_code import client_code
+    from sparktriage.launch.acceptance import require
     from sparktriage.testbed.paths import Testbed
     from sparktriage.testbed.server import ServeSpec, deployment
     import yaml
@@ -145,6 +155,8 @@ def test_own_deployments_need_no_acceptance(tmp_path: Path) -> None:
 
 
 def test_accepted_names_parsing_and_refusal_wording(tmp_path: Path) -> None:
+    from sparktriage.config.client_code import client_code
+    from sparktriage.launch.acceptance import ClientCodeRefused, parse_accepted, require
     names = tmp_path / "names"
     names.write_text("  # comment\nprogram:/opt/a,b/vllm\n\nenv:PATH\n")
     assert parse_accepted(["env:PATH, image:x", "env:PATH"], [names]) == (
