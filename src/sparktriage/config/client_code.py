@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sparktriage.textsafe import escape_controls
+
 if TYPE_CHECKING:
     from sparktriage.config.deployment import Deployment
 
@@ -54,14 +56,17 @@ class ClientCode(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str = Field(max_length=NAME_MAX, pattern=r"^[a-z-]+:[^\s].*$",
+    name: str = Field(max_length=NAME_MAX, pattern=r"^[a-z-]+:[^\s].*\z",
                       description="KIND:VALUE, the name to accept it by.")
     kind: Kind
     what: str = Field(max_length=500, description="What it runs, in words.")
 
 
 def item(kind: str, value: str, what: str) -> ClientCode:
-    return ClientCode(name=f"{kind}:{value}"[:NAME_MAX], kind=kind, what=what[:500])
+    """The item for `value` (controls shown escaped, so that a name is one line to type)."""
+    shown = escape_controls(value.strip(), keep_newlines=False) or "(empty)"
+    return ClientCode(name=f"{kind}:{shown}"[:NAME_MAX], kind=kind,
+                      what=escape_controls(what, keep_newlines=False)[:500])
 
 
 def loader_env(env: dict[str, str]) -> list[str]:
@@ -81,10 +86,10 @@ def client_code(dep: "Deployment") -> list[ClientCode]:
                           "Python code (trust_remote_code), run inside vLLM"))
     args = list(engine.container_args)
     for flag, value in zip(args, args[1:]):
-        if flag == "--entrypoint":
+        if flag == "--entrypoint" and value.strip():
             items.append(item("entrypoint", value, f"the container runs {value} first"))
     for word in args:
-        if word.startswith("--entrypoint="):
+        if word.startswith("--entrypoint=") and word.split("=", 1)[1].strip():
             value = word.split("=", 1)[1]
             items.append(item("entrypoint", value, f"the container runs {value} first"))
     envs = [dep.env, *dep.node_env.values()]

@@ -24,6 +24,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from sparktriage.config.client_code import item as client_item
 from sparktriage.errors import InputError
 from sparktriage.reproduce import flags as F
 from sparktriage.reproduce.importers.cluster import Member, assemble_cluster
@@ -226,10 +227,10 @@ def _mods(value: Any, ctx: Ctx, where: str) -> list[dict]:
     for name in names:
         text = str(name).strip()
         if text:
-            items.append({"name": f"mod:{text}"[:300], "kind": "mod",
-                          "what": (f"recipe mod {text}: a patch the client's recipe tool "
-                                   "applies to the image (the plan runs the named image; "
-                                   "applying the mod on the lab runs client code)")[:500]})
+            items.append(client_item("mod", text, (
+                f"recipe mod {text}: a patch the client's recipe tool applies to the image (the "
+                "plan runs the named image; applying the mod on the lab runs client code)"))
+                .model_dump())
     if items:
         ctx.mapped.append(f"{where}: mods -> client_code (runs client code; accept by name)")
     else:
