@@ -177,3 +177,13 @@ def _dep(tmp_path: Path, extra: str) -> Path:
     path.write_text("schema_version: 1\nlab: {nodes: [{name: local}]}\n"
                     f"model: {{path: /m}}\n{extra}\n")
     return path
+
+
+def test_sweep_refuses_before_its_run_directory(reproduced: Path, tmp_path: Path) -> None:
+    before = _ran(reproduced)
+    done = _cli("sweep", str(reproduced / "out" / "deployment.yaml"), "--out",
+                str(tmp_path / "sw"), "--accept-client-code", ITEMS[0])
+    assert done.returncode == 2
+    assert "client code not accepted: " + ", ".join(ITEMS[1:]) + " (hint:" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "sw").exists() and _ran(reproduced) == before
