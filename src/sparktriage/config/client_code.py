@@ -13,14 +13,11 @@ name is accepted (docs/security.md).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from sparktriage.textsafe import escape_controls
-
-if TYPE_CHECKING:
-    from sparktriage.config.deployment import Deployment
 
 # Variables that choose code a process (or a shell, or a library it loads) runs. Values are
 # what each makes run, for the plan's line.
@@ -74,8 +71,9 @@ def loader_env(env: dict[str, str]) -> list[str]:
     return [name for name in LOADER_ENV if name in env]
 
 
-def client_code(dep: "Deployment") -> list[ClientCode]:
-    """Every item the deployment runs by the client's choice, each once, in a stable order."""
+def client_code(dep: Any) -> list[ClientCode]:
+    """Every item a loaded `Deployment` runs by the client's choice, each once, in a stable
+    order (typed loosely: the deployment model holds these items, so it imports this module)."""
     items: list[ClientCode] = []
     engine = dep.engine
     if engine.image:
