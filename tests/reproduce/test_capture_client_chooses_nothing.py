@@ -123,3 +123,25 @@ def test_capture_request_holds_only_the_labs_choices(hostile: dict) -> None:
     assert not {"LD_PRELOAD", "PYTHONPATH"} & set(dict(req.env))
     options = next(c.options for c in req.plan.collectors if c.name == "environment")
     assert str(hostile["client"]) not in str(options.get("python"))
+
+
+def test_capture_of_an_ssh_node_uses_the_lab_files_interpreters(tmp_path: Path) -> None:
+    """Over SSH: the node's `python` runs the placeholder, `vllm_python` is whose packages are
+    read, and the transport is the lab file's; the deployment's engine path plays no part."""
+    from sparktriage.config.deployment import load_deployment
+    from sparktriage.launch.plan import build_plan
+    from sparktriage.reproduce.capture import capture_request
+
+    (tmp_path / "lab.yaml").write_text(
+        "nodes:\n  - {name: s1, host: 10.0.0.1, ssh: admin@s1, port: 2200,\n"
+        "     python: /opt/lab/bin/python3, vllm_python: /opt/lab/vllm/bin/python}\n")
+    (tmp_path / "dep.yaml").write_text(
+        "schema_version: 1\nlab: lab.yaml\nmodel: {path: /m}\n"
+        "engine: {vllm: /home/client/evil/vllm}\nenv: {PYTHONPATH: /home/client}\n")
+    dep = load_deployment(tmp_path / "dep.yaml")
+    req = capture_request(build_plan(dep), "s1", dep.lab.nodes[0], tmp_path / "c")
+    assert req.cmd[:2] == ("/opt/lab/bin/python3", "-I") and req.python == "/opt/lab/bin/python3"
+    assert (req.transport.destination, req.transport.port) == ("admin@s1", 2200)
+    options = next(c.options for c in req.plan.collectors if c.name == "environment")
+    assert options["python"] == "/opt/lab/vllm/bin/python"
+    assert "/home/client" not in repr(req)
