@@ -90,5 +90,7 @@ def record(run_path: Path, acceptance: Acceptance) -> None:
     """Write the acceptance into the run directory (nothing when there was nothing to accept)."""
     if not acceptance.items and not acceptance.accepted:
         return
+    from sparktriage.documents.client_code import ClientCodeDocument
     from sparktriage.store.documents import write_document
-    write_document(run_path / DOCUMENT, acceptance.to_json())
+    from sparktriage.store.typed import check
+    write_document(run_path / DOCUMENT, check(ClientCodeDocument, acceptance.to_json()))

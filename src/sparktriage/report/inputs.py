@@ -22,6 +22,7 @@ import yaml
 
 from sparktriage import yamlsafe
 from sparktriage.documents.bench import BenchDocument, LaunchDocument
+from sparktriage.documents.client_code import ClientCodeDocument
 from sparktriage.documents.logs import LogsDocument
 from sparktriage.documents.probe import ProbeDocument
 from sparktriage.documents.reconcile import ReconcileDocument
@@ -39,7 +40,7 @@ BUNDLE_FILES = ("bundle.json", "environment-diff.json")
 NODE_FILES = ("environment.json", "clock.json")
 MODELS: dict[str, type[Document]] = {m.FILE: m for m in (  # validated on reading
     LaunchDocument, BenchDocument, LogsDocument, ReconcileDocument, StallsDocument, ProbeDocument,
-    SweepDocument)}
+    SweepDocument, ClientCodeDocument)}
 
 
 @dataclass(frozen=True)
