@@ -15,12 +15,11 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from pydantic import ValidationError
 
-from sparktriage.config.client_code import LOADER_ENV, client_code
-from sparktriage.config.client_code import item as code_item
+from sparktriage.config.client_code import client_code
 from sparktriage.config.deployment import Deployment
 from sparktriage.config.lab import Lab
 from sparktriage.errors import ConfigError, SourceLocation, UsageError, InputError
-from sparktriage.yamldoc import load_model, load_with_lines
+from sparktriage.yamldoc import load_model
 from sparktriage.reproduce import diff as diffing
 from sparktriage.reproduce import facts as trapfacts
 from sparktriage.reproduce import traps as trapcheck
@@ -28,8 +27,8 @@ from sparktriage.reproduce.envcheck import unknown_vllm_env
 from sparktriage.reproduce.readall import import_all, import_input  # noqa: F401 (API)
 from sparktriage.reproduce.labfacts import read_capture
 from sparktriage.reproduce.labplan import place_ranks, plan_for
-from sparktriage.reproduce.model import (ClientNode, Facts, Imported, LabPlan, ReproduceResult,
-                                         Unknown)
+from sparktriage.reproduce.clientcode import ignored_labs, loader_rows, recorded_client_code
+from sparktriage.reproduce.model import ClientNode, Facts, Imported, LabPlan, ReproduceResult
 from sparktriage.reproduce.nodemap import assign
 from sparktriage.reproduce.normalize import combine, origin
 from sparktriage.reproduce.secrets import Placeholders
@@ -47,67 +46,11 @@ LOCAL_STATEMENT = ("no --lab given: the plan and the live capture are of this ma
 
 def _load_lab(lab: Path | None) -> tuple[Any, Lab, str]:
     """(the deployment's `lab` value, the Lab, a name for statements): the `--lab` file, else
-    this machine. A lab a client file names is never read (`_ignored_labs`)."""
+    this machine. A lab a client file names is never read (clientcode.ignored_labs)."""
     if lab is not None:
         model = load_model(Lab, lab)
         return os.path.abspath(lab), model, model.name or str(lab)
     return LOCAL_LAB, Lab.model_validate(LOCAL_LAB), "this machine (no --lab given)"
-
-
-def _ignored_labs(imported: list[Imported]) -> list[Unknown]:
-    """One row per client input that brings its own `lab:`: where the client's deployment
-    would run, how it is reached (hosts, ports, ssh_config, keys) is the consultant's choice,
-    so it is never used, and it is said."""
-    rows = []
-    for part in imported:
-        if part.input.kind != "deployment":
-            continue
-        data, _ = load_with_lines(Path(part.input.path))
-        ref = data.get("lab") if isinstance(data, dict) else None
-        if ref is None:
-            continue
-        what = f"lab: {ref}" if isinstance(ref, str) else "lab: (an inline lab)"
-        rows.append(Unknown(input=part.input.path, text=what[:200], note=(
-            "a lab named by a client file is ignored: which machines run the deployment and "
-            "how they are reached (hosts, ports, ssh_config, keys) come from --lab only; "
-            "without --lab the plan and the live capture are of this machine")))
-    return rows
-
-
-def _recorded_client_code(dep: dict) -> list[dict]:
-    """The client code no other field of the written deployment shows: what the inputs
-    recorded (recipe mods), and a vLLM or Ray program at a path the client named (the lab's
-    own is the bare name, looked up on the node's PATH)."""
-    items = [dict(i) for i in dep.get("client_code") or [] if isinstance(i, dict)]
-    engine = dep.get("engine") or {}
-    vllm = engine.get("vllm")
-    words = vllm if isinstance(vllm, list) else [vllm] if vllm else []
-    if words and isinstance(words[0], str) and words[0] != "vllm":
-        items.append(code_item("program", words[0], f"the client's vLLM program {words[0]} "
-                               "runs as the server").model_dump())
-    ray = engine.get("ray")
-    if isinstance(ray, str) and ray != "ray":
-        items.append(code_item("program", ray, f"the client's Ray program {ray} runs on every "
-                               "node").model_dump())
-    return items
-
-
-def _loader_rows(client_dep: dict, client_nodes: list[ClientNode],
-                 imported: list[Imported]) -> list[Unknown]:
-    """One row per variable of the client's environment that chooses which code runs: it is
-    kept in the deployment (the client's server runs with it) and is client code to accept."""
-    envs = [client_dep.get("env") or {}] + [n.env for n in client_nodes]
-    rows = []
-    for name in LOADER_ENV:
-        if any(name in env for env in envs):
-            source = next((p.input.path for p in imported
-                           if name in (p.deployment.get("env") or {})
-                           or any(name in n.env for n in p.nodes)), "env")
-            rows.append(Unknown(input=source, text=name, note=(
-                f"runs client code: {name} chooses {LOADER_ENV[name]}; kept in env, never "
-                f"applied to the capture; launch and session refuse until env:{name} is "
-                "accepted (docs/security.md)")))
-    return rows
 
 
 def _client_gpu(client: dict[str, Facts]) -> str | None:
@@ -141,7 +84,7 @@ def reproduce(inputs: list[Path], lab: Path | None, node_map: dict[str, str] | N
                                                         else []) \
         + ([LOCAL_STATEMENT] if lab is None else [])
     dep = _lab_deployment(client_dep, site, pairs, lab_value)
-    dep["client_code"] = _recorded_client_code(dep)
+    dep["client_code"] = recorded_client_code(dep)
     if not dep["client_code"]:
         dep.pop("client_code")
     model, normalized = _validated(dep, secrets, imported)
@@ -162,8 +105,8 @@ def reproduce(inputs: list[Path], lab: Path | None, node_map: dict[str, str] | N
     facts = trapfacts.build(normalized, client_facts, lab_facts,
                             _lab_nodes_info(lab_model, used, lab_facts), client_env, pairs)
     unknown, unneeded = settle([u for i in imported for u in i.unknown] + site.unknown
-                               + _ignored_labs(imported) + _loader_rows(client_dep, client_nodes,
-                                                                        imported)
+                               + ignored_labs(imported) + loader_rows(client_dep, client_nodes,
+                                                                      imported)
                                + unknown_vllm_env({n.name: {**(client_dep.get("env") or {}),
                                                             **n.env} for n in client_nodes}
                                                   or {"node0": client_dep.get("env") or {}},
