@@ -187,3 +187,25 @@ def test_sweep_refuses_before_its_run_directory(reproduced: Path, tmp_path: Path
     assert "client code not accepted: " + ", ".join(ITEMS[1:]) + " (hint:" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "sw").exists() and _ran(reproduced) == before
+
+
+def test_session_records_the_acceptance_and_resume_checks_again(reproduced: Path,
+                                                                tmp_path: Path) -> None:
+    """Accepted: the session runs (the fake image fails its launch: exit 3), keeps the names
+    and reports them; the deployment then gains a loader variable: resume refuses it."""
+    dep = tmp_path / "deployment.yaml"
+    dep.write_text((reproduced / "out" / "deployment.yaml").read_text())
+    out = tmp_path / "s"
+    done = _cli("session", "run", str(dep), "--out", str(out), "--launches", "1", "--depths", "0",
+                "--no-probe", "--format", "md", "--accept-client-code", ",".join(ITEMS))
+    assert done.returncode == 3, done.stderr[-2000:]
+    record = json.loads((out / "client-code.json").read_text())
+    assert record["accepted"] == ITEMS
+    assert "`mod:mods/fix-fp4-moe`" in next((out / "report").glob("*.md")).read_text()
+    dep.write_text(dep.read_text().replace("env:\n", "env:\n  PYTHONPATH: /opt/client\n", 1))
+    again = _cli("session", "resume", str(out))
+    assert again.returncode == 2
+    assert again.stderr.strip().splitlines() == [
+        "error: the deployment runs client code not accepted: env:PYTHONPATH (hint: review each "
+        "(launch --dry-run lists them), then accept by name: --accept-client-code NAME[,NAME] or "
+        "--accept-client-code-from FILE (docs/security.md))"]
