@@ -52,3 +52,7 @@ def size_text(n: int) -> str:
         if n >= 1 << shift and n % (1 << shift) == 0:
             return f"{n >> shift} {unit}"
     return f"{n} bytes"
+
+
+# The consultant's file of accepted client-code names (launch, session: docs/security.md)
+ACCEPT_FILE_MAX_BYTES = 1 << 20
