@@ -6,13 +6,17 @@ Functions are followed where they are called (positional parameters bound; bound
 never recursively), as are other scripts the client gave that this one runs (`bash x.sh ARGS`,
 `source x.sh`); subshells keep their own variables; command and process substitutions are
 never read as commands (they become placeholders, words.py). Bounds: tree depth, nodes
-visited, seconds.
+visited, seconds, and the byte budget of the values built (budget.py). One command reads the
+same script the same way more than once (to find the scripts another runs, to import it, to look
+for a unit it writes): the last few readings (scripts and refusals) are kept, so the walk's
+time bound holds for the input, not for each reading.
 """
 
 from __future__ import annotations
 
 import re
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from sparktriage.errors import InputError
@@ -22,6 +26,7 @@ from sparktriage.reproduce.bash.files import heredoc_targets, keep
 from sparktriage.reproduce.bash.tree import Node, first_error, line, parse, text
 from sparktriage.reproduce.bash.words import Expander, Hole, Scope
 from sparktriage.reproduce.bash.writes import echo_write
+from sparktriage.reproduce.budget import Budget, size_of
 
 MAX_DEPTH = 120  # syntax-tree nesting followed
 MAX_CALL_DEPTH = 8  # nested function calls followed
@@ -33,6 +38,8 @@ _FILE_TOOLS = {"echo", "printf", "cat", "cp", "scp", "rsync", "chmod", "chown", 
                "mv", "git", "diff", "touch", "stat", "file", "dos2unix", "shellcheck", "test", "["}
 _LOOPS = ("for_statement", "c_style_for_statement", "while_statement")
 _SEQUENCES = ("program", "compound_statement", "do_group", "ERROR")
+_KEPT = 4  # readings kept
+_read: OrderedDict[tuple, Script | InputError] = OrderedDict()
 
 
 @dataclass(frozen=True)
@@ -67,7 +74,7 @@ class Walker(Branches):
     def __init__(self, data: bytes, source: str, given: dict[str, str]) -> None:
         self.data, self.source = data, source
         self.script = Script()
-        self.scope = Scope(given=dict(given), holes=self.script.holes)
+        self.scope = Scope(given=dict(given), holes=self.script.holes, budget=Budget(source))
         self.functions: dict[str, Node] = {}
         self.library: dict[str, str] = {}  # other scripts the client gave, by file name
         self.file: str | None = None  # set while another input script is read
@@ -200,12 +207,15 @@ class Walker(Branches):
         if value_node is not None and value_node.type == "array":
             items = ex.fields([c for c in value_node.named_children if c.type != "comment"])
             old = self.scope.lookup(name) if append else None
-            value: str | list[str] = (old if isinstance(old, list) else [old] if old else []) \
-                + items
+            kept = old if isinstance(old, list) else [old] if old else []
+            self.scope.budget.charge(size_of(kept) + size_of(items), line(node),
+                                     len(kept) + len(items))
+            value: str | list[str] = kept + items
         else:
             value = ex.string(value_node) if value_node is not None else ""
             if append:
                 old = self.scope.lookup(name)
+                self.scope.budget.charge(size_of(old or "") + len(value), line(node))
                 value = (old if isinstance(old, str) else " ".join(old or [])) + value
         self.scope.values[name] = value
         self.scope.unset.discard(name)
@@ -348,11 +358,12 @@ class Walker(Branches):
             exported = {v: self.scope.lookup(v) for v in self.scope.exported}
             child.scope = Scope(given={**self.scope.given, **{
                 k: v if isinstance(v, str) else " ".join(v) for k, v in exported.items()
-                if v is not None}}, holes=self.script.holes, file=name)
-        saved = child.scope.positional
+                if v is not None}}, holes=self.script.holes, file=name, budget=self.scope.budget)
+        saved, origin = child.scope.positional, child.scope.budget.origin
         child.scope.positional = None if args is None else list(args)
+        child.scope.budget.origin = name  # a refusal names the file its line is in
         child.statement(tree.root_node, at.down(calls=at.calls + (name,)))
-        child.scope.positional = saved
+        child.scope.positional, child.scope.budget.origin = saved, origin
         self.steps = child.steps
         how = (f"with {len(args)} argument(s)" if args is not None else
                f"(`{self.short(node)[:60]}`: a launcher not given; its arguments unknown)")
@@ -370,6 +381,24 @@ def read_script(text_: str, source: str, given: dict[str, str] | None = None,
     other scripts the client gave (file name -> text), read where this one runs them;
     `args_unknown`: the script's own `$1..` are unknown values (every branch they choose is
     read), not absent."""
+    key = (text_, source, tuple(sorted((given or {}).items())),
+           tuple(sorted((library or {}).items())), args_unknown)
+    if key not in _read:
+        try:
+            _read[key] = _walk(text_, source, given, library, args_unknown)
+        except InputError as exc:
+            _read[key] = exc
+        if len(_read) > _KEPT:
+            _read.popitem(last=False)
+    _read.move_to_end(key)
+    done = _read[key]
+    if isinstance(done, InputError):
+        raise done
+    return done
+
+
+def _walk(text_: str, source: str, given: dict[str, str] | None,
+          library: dict[str, str] | None, args_unknown: bool) -> Script:
     tree, data = parse(text_, source)
     walker = Walker(data, source, given or {})
     walker.scope.args_unknown = args_unknown

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sparktriage.errors import InputError
+from sparktriage.limits import check_lines
 from sparktriage.reproduce.importers.cluster import Member, assemble_cluster, kept_servers
 from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.importers.compose_keys import service_keys
@@ -29,6 +30,7 @@ from sparktriage.reproduce.importers.nodes import env_block
 from sparktriage.reproduce.model import Imported
 from sparktriage.reproduce.shell import split_words
 from sparktriage.yamldoc import load_with_lines
+from sparktriage.yamlsafe import read_text
 
 MAX_EXTENDS = 5
 PLACEHOLDER = re.compile(r"<supply:([A-Za-z0-9_.-]+)>")
@@ -140,6 +142,7 @@ def _extends(name: str, service: dict, services: dict, base: Path, ctx: Ctx,
             ctx.flag_unknown(f"extends: {spec['file']}", f"service {name}: the file is not "
                              "in the input's folder; its settings are missing")
             return own
+        check_lines(read_text(target), str(target))
         data, _ = load_with_lines(target)
         pool = (data or {}).get("services") or {} if isinstance(data, dict) else {}
     parent = pool.get(spec["service"])

@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from sparktriage.limits import check_lines
 from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.secrets import placeholder
 
@@ -48,6 +49,7 @@ def read_env_file(path: Path, ctx: Ctx, what: str) -> dict[str, str] | None:
     if len(raw) > MAX_ENV_FILE_BYTES or b"\x00" in raw:
         ctx.flag_unknown(what, f"{path.name}: over 1 MiB or not text; not read")
         return None
+    check_lines(raw, str(path))
     out: dict[str, str] = {}
     for line in raw.decode("utf-8", errors="replace").splitlines():
         match = _LINE.match(line)
