@@ -32,6 +32,10 @@ TOKEN_MARGIN = 64  # SSE events accepted beyond the max_tokens the request asked
 METRICS_MAX_BYTES = 16 << 20  # one /metrics page
 
 
+# A report folder's MANIFEST (verify): a report holds hundreds of files, a sweep thousands
+MANIFEST_MAX_BYTES = 16 << 20
+MANIFEST_MAX_ENTRIES = 100_000
+
 # Client scripts and Makefiles read statically (reproduce): the values their expansions build
 EXPAND_VALUE_MAX_CHARS = 1 << 20  # one value: a variable, a word, an array in all
 EXPAND_TOTAL_MAX_CHARS = 64 << 20  # every value built while reading one input, summed
