@@ -41,6 +41,10 @@ EXPAND_VALUE_MAX_CHARS = 1 << 20  # one value: a variable, a word, an array in a
 EXPAND_TOTAL_MAX_CHARS = 64 << 20  # every value built while reading one input, summed
 EXPAND_MAX_ITEMS = 65_536  # the items of one array (or the fields of one command)
 
+# A reproduced deployment: the client nodes its ranks are placed on (tp x pp x dp at the GPUs
+# per node, in integers); the largest GB10 clusters are tens of nodes
+PLACED_MAX_NODES = 1024
+
 # Client text inputs (scripts, Makefiles, units, compose and env files, configs)
 TEXT_LINE_MAX_BYTES = 256 << 10  # one line
 

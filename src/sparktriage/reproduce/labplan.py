@@ -8,13 +8,13 @@ fewer nodes or other hardware than the client.
 
 from __future__ import annotations
 
-import math
 import re
 from pathlib import Path
 
 from sparktriage.config.deployment import load_deployment
 from sparktriage.config.lab import Lab
 from sparktriage.errors import ConfigError, InputError
+from sparktriage.limits import PLACED_MAX_NODES, LimitError
 from sparktriage.launch.plan import LaunchPlan, build_plan
 from sparktriage.reproduce.model import ClientNode, LabPlan, NodeAssignment
 
@@ -44,11 +44,15 @@ def place_ranks(deployment: dict, nodes: list[ClientNode], lab: Lab, lab_given: 
     per, why = gpus_per_node(lab, client_gpu)
     if not per or ranks <= per:
         return nodes, []
-    needed = math.ceil(ranks / per)
+    needed = -(-ranks // per)  # integers: a float is not exact past 2**53
+    sizes = f"tp {tp} x pp {pp} x dp {dp} = {ranks} ranks at {per} GPU(s) per node, {why}"
     if lab_given and needed > len(lab.nodes):
-        raise InputError(f"the deployment needs {needed} nodes (tp {tp} x pp {pp} x dp {dp} = "
-                         f"{ranks} ranks at {per} GPU(s) per node, {why}); the lab has "
+        raise InputError(f"the deployment needs {needed} nodes ({sizes}); the lab has "
                          f"{len(lab.nodes)}")
+    if needed > PLACED_MAX_NODES:
+        raise LimitError(f"{source}: the deployment needs {needed} nodes ({sizes}), more than "
+                         f"the limit of {PLACED_MAX_NODES} nodes a reproduction places",
+                         hint="see docs/limits.md")
     engine = deployment.setdefault("engine", {})
     chosen = "as the client gave it"
     if not engine.get("backend"):
