@@ -236,14 +236,18 @@ def check(case: Case, folder: Path) -> Ran:
         assert case.says in errors[0], errors[0][:2000]
         assert len(ran.err) < 2000 and "SECRETLINE" not in ran.err  # the line is not echoed
     else:
-        assert case.says in ran.out, ran.out[-3000:]
+        assert not errors and case.says in ran.out + ran.err, (ran.out + ran.err)[-3000:]
     assert ran.seconds < case.seconds, f"{ran.seconds:.1f} s"
     assert not (folder / "canary").exists() and not (folder / "in" / "canary").exists()
     assert _tree(folder, "out") == before  # nothing written outside --out (HOME included)
     return ran
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+# the cases with a test of their own below (they check more than the exit and the line)
+OWN_TEST = {"compose-include", "stalls-new-year-leap-day", "logs-new-year-leap-day"}
+
+
+@pytest.mark.parametrize("name", sorted(set(CASES) - OWN_TEST))
 def test_hostile_input_is_bounded(name: str, tmp_path: Path) -> None:
     check(CASES[name], tmp_path / name)
 
@@ -253,7 +257,7 @@ def test_compose_include_is_a_row_per_entry_and_nothing_is_read_outside(tmp_path
     was sent beside the input or points outside its folder (absolute, `..`, a link out)."""
     check(CASES["compose-include"], tmp_path / "c")
     rows = {u["text"]: u["note"] for u in json.loads(
-        (tmp_path / "c" / "out" / "reproduce.json").read_text())["unknowns"]}
+        (tmp_path / "c" / "out" / "reproduce.json").read_text())["unknown"]}
     assert "give it as an input of its own" in rows["include: other.yaml"]
     for outside in ("../outside.yaml", "/etc/passwd", "link.yaml"):
         assert "outside the input's folder" in rows[f"include: {outside}"], rows

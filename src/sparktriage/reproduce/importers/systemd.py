@@ -27,7 +27,7 @@ import shlex
 from pathlib import Path
 
 from sparktriage.errors import InputError
-from sparktriage.limits import TEXT_LINE_MAX_BYTES, limit_hit, size_text
+from sparktriage.limits import TEXT_LINE_MAX_BYTES, LimitError, limit_hit, size_text
 from sparktriage.reproduce.bash import read_script
 from sparktriage.reproduce.bash.transcript import commands_of
 from sparktriage.reproduce.importers.common import Ctx
@@ -55,6 +55,8 @@ def looks_like_unit(text: str) -> bool:
         return False
     try:
         lines = [joined.strip() for _, joined, _ in _logical_lines(text)]
+    except LimitError:
+        raise  # a line past the limit: refused, not read as something else
     except InputError:
         return False
     lines = [ln for ln in lines if ln and not ln.startswith(("#", ";"))]
