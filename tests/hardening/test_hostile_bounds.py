@@ -79,6 +79,14 @@ def _make_doubling(d: Path) -> list[str]:
     return ["reproduce", "Makefile", "--out", "out", "--no-capture"]
 
 
+def _make_fan_out(d: Path) -> list[str]:
+    # lazy `=` variables a hundred references wide, seven deep: 10**14 references to nothing
+    (d / "Makefile").write_text("A0 =\n" + "".join(f"A{i} = " + f"$(A{i - 1})" * 100 + "\n"
+                                                   for i in range(1, 8))
+                                + "serve:\n\tvllm serve /m --served-model-name $(A7)\n")
+    return ["reproduce", "Makefile", "--out", "out", "--no-capture"]
+
+
 def _long_script_line(d: Path) -> list[str]:
     (d / "run.sh").write_text("touch canary\nvllm serve /m --served-model-name "
                               + "SECRETLINE" * (1 << 17) + "\n")
@@ -196,6 +204,8 @@ CASES = {
                                "expansion budget)"),
     "make-self-doubling": Case(_make_doubling, 2, "exceeds the limit of 1 MiB per value (the "
                                "expansion budget)"),
+    "make-fan-out": Case(_make_fan_out, 2, "Makefile:10: the number of variable references "
+                         "expanded exceeds the limit of 100000 references"),
     "script-line-1MiB": Case(_long_script_line, 2, "run.sh:2: a line exceeds the limit of "
                              "256 KiB"),
     "make-target-line-1MiB": Case(_long_make_line, 2, "Makefile:2: a line exceeds the limit of "

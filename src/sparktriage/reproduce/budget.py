@@ -10,7 +10,7 @@ Sizes are counted in characters.
 
 from __future__ import annotations
 
-from sparktriage.limits import (EXPAND_MAX_ITEMS, EXPAND_TOTAL_MAX_CHARS,
+from sparktriage.limits import (EXPAND_MAX_ITEMS, EXPAND_MAX_REFERENCES, EXPAND_TOTAL_MAX_CHARS,
                                 EXPAND_VALUE_MAX_CHARS, LimitError, limit_hit, size_text)
 
 
@@ -20,6 +20,7 @@ class Budget:
     def __init__(self, origin: str) -> None:
         self.origin = origin
         self.used = 0
+        self.references = 0
 
     def check(self, size: int, line: int | None, items: int = 0) -> None:
         """Refuse a value of `size` characters (and `items` items) before it is built."""
@@ -35,8 +36,17 @@ class Budget:
         self.check(size, line, items)
         self.used += size + items
         if self.used > EXPAND_TOTAL_MAX_CHARS:
-            raise self._refuse("the values the script builds, in all,",
+            raise self._refuse("the total of the values the script builds",
                                f"{size_text(EXPAND_TOTAL_MAX_CHARS)} per input", line)
+
+    def reference(self, line: int | None) -> None:
+        """Count one variable reference followed: make's `=` variables expand lazily, so
+        `B = $(A)$(A)...` a few levels deep is astronomically many references to empty
+        values, which the byte counts alone never see."""
+        self.references += 1
+        if self.references > EXPAND_MAX_REFERENCES:
+            raise self._refuse("the number of variable references expanded",
+                               f"{EXPAND_MAX_REFERENCES} references", line)
 
     def _refuse(self, what: str, limit: str, line: int | None) -> LimitError:
         error = limit_hit(what, f"{limit} (the expansion budget)", self.origin, line)

@@ -94,6 +94,7 @@ class _Make:
         return "".join(out)
 
     def _reference(self, name: str, line: int, target: str, depth: int) -> str:
+        self.budget.reference(line)
         if name.startswith("shell "):
             return "$(" + self.expand(name[6:], line, target, depth + 1) + ")"
         if " " in name or "," in name:
