@@ -31,8 +31,15 @@ FIXTURE_LOG = REPO / "tests" / "fixtures" / "logs" / "vllm-cpu-startup.log"
 GB10_ENV = REPO / "tests" / "reproduce" / "inputs" / "gb10.collect-env.txt"
 
 
-def _cap() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (CAP, CAP))
+# runs the CLI under the cap and reports its peak memory: the only child of a fresh process,
+# so that no other test's subprocess counts (RUSAGE_CHILDREN keeps the largest child's peak)
+_MEASURED = ("import resource, subprocess, sys\n"
+             "cap = lambda: resource.setrlimit(resource.RLIMIT_AS, (%d, %d))\n"
+             "code = subprocess.call([sys.executable, '-m', 'sparktriage'] + sys.argv[1:],"
+             " preexec_fn=cap)\n"
+             "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
+             "sys.stderr.write('\\npeak-kib=%%d\\n' %% peak)\n"
+             "sys.exit(code)\n") % (CAP, CAP)
 
 
 @dataclass
@@ -41,16 +48,18 @@ class Ran:
     out: str
     err: str
     seconds: float
+    peak_mib: float
 
 
 def run_capped(argv: list[str], cwd: Path, limit: float) -> Ran:
     """`sparktriage ARGV` under the memory cap, HOME inside the case folder."""
     env = {**os.environ, "HOME": str(cwd / "home"), "COLUMNS": "200", "TZ": "UTC"}
     start = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "sparktriage", *argv], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=limit * 4 + 30,
-                          preexec_fn=_cap)
-    return Ran(done.returncode, done.stdout, done.stderr, time.monotonic() - start)
+    done = subprocess.run([sys.executable, "-c", _MEASURED, *argv], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=limit * 4 + 30)
+    err, _, peak = done.stderr.rpartition("\npeak-kib=")
+    return Ran(done.returncode, done.stdout, err, time.monotonic() - start,
+               int(peak.strip()) / 1024)
 
 
 def _tree(folder: Path, skip: str) -> dict[str, tuple[int, int]]:
@@ -248,6 +257,7 @@ def check(case: Case, folder: Path) -> Ran:
     else:
         assert not errors and case.says in ran.out + ran.err, (ran.out + ran.err)[-3000:]
     assert ran.seconds < case.seconds, f"{ran.seconds:.1f} s"
+    assert ran.peak_mib < 256, f"{ran.peak_mib:.0f} MiB"
     assert not (folder / "canary").exists() and not (folder / "in" / "canary").exists()
     assert _tree(folder, "out") == before  # nothing written outside --out (HOME included)
     return ran
@@ -303,4 +313,5 @@ def test_terminal_paste_of_100k_prompts_is_bounded(tmp_path: Path) -> None:
         errors = [line for line in ran.err.splitlines() if line.startswith("error:")]
         assert len(errors) == 1 and ("5 s" in errors[0] or "steps" in errors[0]), ran.err
     assert ran.seconds < 30, ran.seconds
+    assert ran.peak_mib < 320, f"{ran.peak_mib:.0f} MiB"  # it was 540 MiB (three parses)
     assert not (folder / "canary").exists()
