@@ -22,6 +22,7 @@ MAX_NODES = 400_000
 PARSE_SECONDS = 5.0
 _CHUNK = 16 * 1024  # the deadline is looked at between chunks
 _KEPT = 4  # parses kept (a command reads a handful of inputs)
+_KEPT_CHARS = 8 << 20  # and at most this much text: a tree takes tens of times its text
 _parsed: OrderedDict[str, tuple[tree_sitter.Tree, bytes] | str] = OrderedDict()
 _LANGUAGE = tree_sitter.Language(tree_sitter_bash.language())
 
@@ -36,7 +37,8 @@ def parse(text: str, source: str) -> tuple[tree_sitter.Tree, bytes]:
     else:
         done = _parse(text)
         _parsed[text] = done
-        if len(_parsed) > _KEPT:
+        while len(_parsed) > _KEPT or (len(_parsed) > 1
+                                       and sum(map(len, _parsed)) > _KEPT_CHARS):
             _parsed.popitem(last=False)
     if isinstance(done, str):
         raise InputError(f"{source}: {done}; not a launch script a client sends")

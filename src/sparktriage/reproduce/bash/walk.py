@@ -39,6 +39,7 @@ _FILE_TOOLS = {"echo", "printf", "cat", "cp", "scp", "rsync", "chmod", "chown", 
 _LOOPS = ("for_statement", "c_style_for_statement", "while_statement")
 _SEQUENCES = ("program", "compound_statement", "do_group", "ERROR")
 _KEPT = 4  # readings kept
+_KEPT_COMMANDS = 100_000  # and at most this many commands in them (memory)
 _read: OrderedDict[tuple, Script | InputError] = OrderedDict()
 
 
@@ -388,7 +389,9 @@ def read_script(text_: str, source: str, given: dict[str, str] | None = None,
             _read[key] = _walk(text_, source, given, library, args_unknown)
         except InputError as exc:
             _read[key] = exc
-        if len(_read) > _KEPT:
+        while len(_read) > _KEPT or (len(_read) > 1 and sum(
+                len(s.commands) for s in _read.values() if isinstance(s, Script))
+                > _KEPT_COMMANDS):
             _read.popitem(last=False)
     _read.move_to_end(key)
     done = _read[key]
