@@ -189,6 +189,13 @@ def _compose_include(d: Path) -> list[str]:
     return ["reproduce", "in/compose.yaml", "--out", "out", "--no-capture"]
 
 
+def _compose_nul_paths(d: Path) -> list[str]:
+    # YAML's "\0" escape in the names of files compose would read: no such file, no crash
+    (d / "compose.yaml").write_text('include:\n  - "a\\0b"\nservices:\n  vllm:\n    image: x\n'
+                                    '    env_file: "c\\0d"\n    command: vllm serve /m\n')
+    return ["reproduce", "compose.yaml", "--out", "out", "--no-capture"]
+
+
 def _huge_tp(d: Path) -> list[str]:
     (d / "run.sh").write_text(f"vllm serve /m -tp {10 ** 29}\n")
     (d / "lab.yaml").write_text(json.dumps({"schema_version": 1, "name": "gb10x2", "nodes": [
@@ -237,6 +244,7 @@ CASES = {
     "manifest-150k-entries": Case(lambda d: _manifest(d, 150_000, b"a"), 2,
                                   "the number of MANIFEST lines exceeds the limit of 100000"),
     "compose-include": Case(_compose_include, 0, "wrote out/deployment.yaml"),
+    "compose-nul-paths": Case(_compose_nul_paths, 0, "wrote out/deployment.yaml"),
     "tp-1e29-on-a-lab": Case(_huge_tp, 2, f"the deployment needs {10 ** 29} nodes"),
     "tp-1e29-no-lab": Case(_huge_tp_no_lab, 2, "more than the limit of 1024 nodes a "
                            "reproduction places"),

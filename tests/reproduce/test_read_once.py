@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sparktriage.errors import InputError
-from sparktriage.reproduce.bash import tree, walk
+from sparktriage.reproduce.bash import reading, tree
 from sparktriage.reproduce.readall import import_all
 from sparktriage.reproduce.secrets import Placeholders
 
@@ -23,7 +23,7 @@ def _counted(monkeypatch) -> dict[str, int]:
             return real(*args, **kwargs)
         return wrapped
     monkeypatch.setattr(tree, "_parse", count("parse", tree._parse))
-    monkeypatch.setattr(walk, "_walk", count("walk", walk._walk))
+    monkeypatch.setattr(reading, "_walk", count("walk", reading._walk))
     return calls
 
 

@@ -16,9 +16,10 @@ import os
 import re
 from dataclasses import dataclass, replace
 
+from sparktriage.reproduce.bash.reading import read_script
 from sparktriage.reproduce.bash.stdin import (EXEC_VALUE, SSH_VALUE, interactive_exec,
                                               reads_stdin, typed_inside)
-from sparktriage.reproduce.bash.walk import Simple, read_script
+from sparktriage.reproduce.bash.walk import Simple
 from sparktriage.reproduce.bash.words import Hole
 
 PROGRAMS = ("vllm", "python", "python3", "docker", "podman", "ray", "uv", "env", "bash", "sh",

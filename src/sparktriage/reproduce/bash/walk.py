@@ -6,24 +6,21 @@ Functions are followed where they are called (positional parameters bound; bound
 never recursively), as are other scripts the client gave that this one runs (`bash x.sh ARGS`,
 `source x.sh`); subshells keep their own variables; command and process substitutions are
 never read as commands (they become placeholders, words.py). Bounds: tree depth, nodes
-visited, seconds, and the byte budget of the values built (budget.py). One command reads the
-same script the same way more than once (to find the scripts another runs, to import it, to look
-for a unit it writes): the last few readings (scripts and refusals) are kept, so the walk's
-time bound holds for the input, not for each reading.
+visited, seconds, and the byte budget of the values built (budget.py). `read_script`
+(reading.py) is the entry point.
 """
 
 from __future__ import annotations
 
 import re
 import time
-from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from sparktriage.errors import InputError
 from sparktriage.reproduce.bash.branches import At as _At
 from sparktriage.reproduce.bash.branches import Branches
 from sparktriage.reproduce.bash.files import heredoc_targets, keep
-from sparktriage.reproduce.bash.tree import Node, first_error, line, parse, text
+from sparktriage.reproduce.bash.tree import Node, line, parse, text
 from sparktriage.reproduce.bash.words import Expander, Hole, Scope
 from sparktriage.reproduce.bash.writes import echo_write
 from sparktriage.reproduce.budget import Budget, size_of
@@ -38,9 +35,6 @@ _FILE_TOOLS = {"echo", "printf", "cat", "cp", "scp", "rsync", "chmod", "chown", 
                "mv", "git", "diff", "touch", "stat", "file", "dos2unix", "shellcheck", "test", "["}
 _LOOPS = ("for_statement", "c_style_for_statement", "while_statement")
 _SEQUENCES = ("program", "compound_statement", "do_group", "ERROR")
-_KEPT = 4  # readings kept
-_KEPT_COMMANDS = 100_000  # and at most this many commands in them (memory)
-_read: OrderedDict[tuple, Script | InputError] = OrderedDict()
 
 
 @dataclass(frozen=True)
@@ -374,45 +368,3 @@ class Walker(Branches):
 def _note_order(note: str) -> int:
     """Notes in the order a reader meets them: redirections, the pipe, the background."""
     return 0 if "redirection" in note else 1 if "piped" in note else 2
-
-
-def read_script(text_: str, source: str, given: dict[str, str] | None = None,
-                library: dict[str, str] | None = None, args_unknown: bool = False) -> Script:
-    """Every simple command of a bash script, statically (see the module doc); `library`:
-    other scripts the client gave (file name -> text), read where this one runs them;
-    `args_unknown`: the script's own `$1..` are unknown values (every branch they choose is
-    read), not absent."""
-    key = (text_, source, tuple(sorted((given or {}).items())),
-           tuple(sorted((library or {}).items())), args_unknown)
-    if key not in _read:
-        try:
-            _read[key] = _walk(text_, source, given, library, args_unknown)
-        except InputError as exc:
-            _read[key] = exc
-        while len(_read) > _KEPT or (len(_read) > 1 and sum(
-                len(s.commands) for s in _read.values() if isinstance(s, Script))
-                > _KEPT_COMMANDS):
-            _read.popitem(last=False)
-    _read.move_to_end(key)
-    done = _read[key]
-    if isinstance(done, InputError):
-        raise done
-    return done
-
-
-def _walk(text_: str, source: str, given: dict[str, str] | None,
-          library: dict[str, str] | None, args_unknown: bool) -> Script:
-    tree, data = parse(text_, source)
-    walker = Walker(data, source, given or {})
-    walker.scope.args_unknown = args_unknown
-    walker.library = dict(library or {})
-    try:
-        walker.statement(tree.root_node, _At())
-    except RecursionError:  # the depth bounds keep well below it; this guards the guard
-        raise InputError(f"{source}: the shell text nests too deeply to read; not a launch "
-                         "script a client sends") from None
-    if tree.root_node.has_error and not walker.script.errors:
-        bad = first_error(tree.root_node)
-        if bad is not None:
-            walker.script.errors.append((line(bad), walker.short(bad) or "missing text"))
-    return walker.script

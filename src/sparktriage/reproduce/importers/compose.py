@@ -23,6 +23,7 @@ from sparktriage.errors import InputError
 from sparktriage.limits import check_lines
 from sparktriage.reproduce.importers.cluster import Member, assemble_cluster, kept_servers
 from sparktriage.reproduce.importers.common import Ctx
+from sparktriage.reproduce.importers.compose_include import include_rows
 from sparktriage.reproduce.importers.compose_keys import service_keys
 from sparktriage.reproduce.importers.compose_vars import Interpolator, inside, read_env_file
 from sparktriage.reproduce.importers.container import container_program
@@ -37,7 +38,6 @@ PLACEHOLDER = re.compile(r"<supply:([A-Za-z0-9_.-]+)>")
 SAFE = "SPARKTRIAGE_SUPPLY_"
 SAFE_WORD = re.compile(SAFE + r"([A-Za-z0-9_.-]+?)" + SAFE)
 TOP_LEVEL = {"services", "volumes", "networks", "version", "name", "configs", "secrets"}
-MAX_INCLUDES = 64  # `include:` entries named in a row each; more are counted in one row
 
 
 def _words(value, ctx: Ctx, what: str, line: int | None) -> list[str]:
@@ -237,35 +237,11 @@ class Project:
                              f"does not take ({type(exc).__name__}: {exc})") from None
 
 
-def _includes(value, base: Path, line: int | None, ctx: Ctx) -> int:
-    """Each `include:` entry an unknowns row (the included files are not merged: their
-    services, paths and `.env` are their own); the row says whether the file was sent
-    beside the input, inside its folder, or points outside it (never read). Returns how many."""
-    entries = value if isinstance(value, list) else [value]
-    for entry in entries[:MAX_INCLUDES]:
-        refs = entry.get("path") if isinstance(entry, dict) else entry
-        for ref in (refs if isinstance(refs, list) else [refs])[:MAX_INCLUDES]:
-            shown = str(ref) if len(str(ref)) <= 80 else str(ref)[:77] + "..."
-            if not isinstance(ref, str) or not ref:
-                why = "not a path; not read"
-            elif inside(base, ref) is None:
-                why = "outside the input's folder (absolute, `..` or a link out); not read"
-            elif not inside(base, ref).is_file():
-                why = "not given beside the input; its services are missing"
-            else:
-                why = "not merged: give it as an input of its own to read its services"
-            ctx.flag_unknown(f"include: {shown}", f"line {line}: included compose file {why}")
-    if len(entries) > MAX_INCLUDES:
-        ctx.flag_unknown("include", f"line {line}: {len(entries) - MAX_INCLUDES} more "
-                         "included files, not listed")
-    return len(entries)
-
-
 def load_project(path: Path, ctx: Ctx) -> Project:
     data, marks = load_with_lines(path)
     services = data.get("services") if isinstance(data, dict) else None
     base = Path(os.path.abspath(path)).parent
-    included = _includes(data["include"], base, marks.get(("include",)), ctx) \
+    included = include_rows(data["include"], base, marks.get(("include",)), ctx) \
         if isinstance(data, dict) and data.get("include") is not None else 0
     if not isinstance(services, dict) or not services:
         more = (f" (its {included} include: file(s) are not merged: give them as inputs)"

@@ -29,6 +29,8 @@ _LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_.-]*)\s*=\s*(.*)\Z")
 
 def inside(base: Path, ref: str) -> Path | None:
     """`ref` against `base` (a folder) when it stays inside it after symlinks, else None."""
+    if "\x00" in ref:  # no file has such a name (and the OS refuses to look it up)
+        return None
     root = Path(os.path.realpath(base))
     target = Path(os.path.realpath(root / ref))
     if target != root and root not in target.parents:
