@@ -1,7 +1,8 @@
 """The hostile corpus of the bounds (docs/limits.md): every case runs the CLI as a user does,
 under a 1 GiB address-space cap (RLIMIT_AS, what `prlimit --as` sets), and must end with a
 documented exit (0, 1 or 2), at most one `error:` line, no traceback, within its time bound,
-with no canary file created and nothing written outside `--out`.
+with no canary file created, no connection tried (each is refused and recorded) and nothing
+written outside `--out`.
 
 Each case is built from a few bytes (a doubling script, a long line, a big MANIFEST, a log
 across New Year...); each failed on the tree before its bound was added (MemoryError, exit 70,
@@ -31,15 +32,21 @@ FIXTURE_LOG = REPO / "tests" / "fixtures" / "logs" / "vllm-cpu-startup.log"
 GB10_ENV = REPO / "tests" / "reproduce" / "inputs" / "gb10.collect-env.txt"
 
 
-# runs the CLI under the cap and reports its peak memory: the only child of a fresh process,
-# so that no other test's subprocess counts (RUSAGE_CHILDREN keeps the largest child's peak)
-_MEASURED = ("import resource, subprocess, sys\n"
-             "cap = lambda: resource.setrlimit(resource.RLIMIT_AS, (%d, %d))\n"
-             "code = subprocess.call([sys.executable, '-m', 'sparktriage'] + sys.argv[1:],"
-             " preexec_fn=cap)\n"
-             "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
-             "sys.stderr.write('\\npeak-kib=%%d\\n' %% peak)\n"
-             "sys.exit(code)\n") % (CAP, CAP)
+# the CLI in a fresh process under the cap, every socket connection refused and recorded (in
+# the file CONNECT_LOG names), its peak memory written last on stderr
+_CAPPED = ("import os, resource, runpy, socket, sys\n"
+           "resource.setrlimit(resource.RLIMIT_AS, (%d, %d))\n"
+           "def refuse(sock, *args, **kwargs):\n"
+           "    with open(os.environ['CONNECT_LOG'], 'a') as fh:\n"
+           "        fh.write(repr(args) + '\\n')\n"
+           "    raise OSError('no connection may be made')\n"
+           "socket.socket.connect = socket.socket.connect_ex = refuse\n"
+           "sys.argv = ['sparktriage'] + sys.argv[1:]\n"
+           "try:\n"
+           "    runpy.run_module('sparktriage', run_name='__main__', alter_sys=True)\n"
+           "finally:\n"
+           "    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+           "    sys.stderr.write('\\npeak-kib=%%d\\n' %% peak)\n") % (CAP, CAP)
 
 
 @dataclass
@@ -52,10 +59,12 @@ class Ran:
 
 
 def run_capped(argv: list[str], cwd: Path, limit: float) -> Ran:
-    """`sparktriage ARGV` under the memory cap, HOME inside the case folder."""
-    env = {**os.environ, "HOME": str(cwd / "home"), "COLUMNS": "200", "TZ": "UTC"}
+    """`sparktriage ARGV` under the memory cap, HOME inside the case folder; every socket
+    connection it tries is refused and recorded beside the folder."""
+    env = {**os.environ, "HOME": str(cwd / "home"), "COLUMNS": "200", "TZ": "UTC",
+           "CONNECT_LOG": str(cwd.parent / f"{cwd.name}.connections")}
     start = time.monotonic()
-    done = subprocess.run([sys.executable, "-c", _MEASURED, *argv], cwd=cwd, env=env,
+    done = subprocess.run([sys.executable, "-c", _CAPPED, *argv], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=limit * 4 + 30)
     err, _, peak = done.stderr.rpartition("\npeak-kib=")
     return Ran(done.returncode, done.stdout, err, time.monotonic() - start,
@@ -274,6 +283,7 @@ def check(case: Case, folder: Path) -> Ran:
     assert ran.seconds < case.seconds, f"{ran.seconds:.1f} s"
     assert ran.peak_mib < 256, f"{ran.peak_mib:.0f} MiB"
     assert not (folder / "canary").exists() and not (folder / "in" / "canary").exists()
+    assert not (folder.parent / f"{folder.name}.connections").exists()  # no connection tried
     assert _tree(folder, "out") == before  # nothing written outside --out (HOME included)
     return ran
 
