@@ -41,6 +41,7 @@ EXPAND_VALUE_MAX_CHARS = 1 << 20  # one value: a variable, a word, an array in a
 EXPAND_TOTAL_MAX_CHARS = 64 << 20  # every value built while reading one input, summed
 EXPAND_MAX_ITEMS = 65_536  # the items of one array (or the fields of one command)
 EXPAND_MAX_REFERENCES = 100_000  # make variable references followed (lazy `=` fans out)
+SCRIPT_MAX_COMMANDS = 10_000  # simple commands one input's static reading lists
 
 # A reproduced deployment: the client nodes its ranks are placed on (tp x pp x dp at the GPUs
 # per node, in integers); the largest GB10 clusters are tens of nodes

@@ -111,6 +111,13 @@ def _long_option_value(d: Path) -> list[str]:
     return ["reproduce", "run.sh", "--out", "out", "--no-capture"]
 
 
+def _paste_12k_prompts(d: Path) -> list[str]:
+    # each typed command is an unknowns row, each row redacted and printed: 12,000 of them
+    (d / "paste.txt").write_text("u@spark-01:~$ nvidia-smi\n" * 12_000
+                                 + "u@spark-01:~$ vllm serve /m\ntouch canary\n")
+    return ["reproduce", "paste.txt", "--out", "out", "--no-capture"]
+
+
 def _long_script_line(d: Path) -> list[str]:
     (d / "run.sh").write_text("touch canary\nvllm serve /m --served-model-name "
                               + "SECRETLINE" * (1 << 17) + "\n")
@@ -238,6 +245,8 @@ CASES = {
     "make-fan-out": Case(_make_fan_out, 2, "Makefile:10: the number of variable references "
                          "expanded exceeds the limit of 100000 references"),
     "option-value-200KB": Case(_long_option_value, 2, "-tp: expected int, got 'SECRETLINESE"),
+    "paste-12k-prompts": Case(_paste_12k_prompts, 2, "paste.txt:10001: the number of commands "
+                              "the script runs exceeds the limit of 10000 commands"),
     "script-line-1MiB": Case(_long_script_line, 2, "run.sh:2: a line exceeds the limit of "
                              "256 KiB"),
     "make-target-line-1MiB": Case(_long_make_line, 2, "Makefile:2: a line exceeds the limit of "
@@ -321,9 +330,10 @@ def test_new_year_log_has_no_absurd_stall(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_terminal_paste_of_100k_prompts_is_bounded(tmp_path: Path) -> None:
-    """A 2.5 MB paste with 100,000 prompts: parsed once and walked once, inside the documented
-    5 s + 5 s, in bounded memory; a one-line refusal where the walk bound is hit (it took
-    66 s and 540 MB, parsed three times, and under a 1 GiB cap printed a raw traceback)."""
+    """A 2.5 MB paste with 100,000 prompts: parsed once, within the 5 s parse bound, and
+    refused in one line at its 10,001st command (it took 66 s and 540 MB, parsed three times,
+    walked four, and under a 1 GiB cap printed a raw traceback; with no walk bound the 100,000
+    commands took 200 s and 400 MB, 100,000 unknowns rows printed)."""
     def build(d: Path) -> list[str]:
         lines = ["u@spark-01:~$ nvidia-smi"] * 100_000 + ["u@spark-01:~$ vllm serve /m"]
         (d / "paste.txt").write_text("\n".join(lines) + "\ntouch canary\n")
@@ -333,10 +343,12 @@ def test_terminal_paste_of_100k_prompts_is_bounded(tmp_path: Path) -> None:
     (folder / "home").mkdir()
     argv = build(folder)
     ran = run_capped(argv, folder, 30)
-    assert ran.code in (0, 2) and "Traceback" not in ran.err, ran.err[-2000:]
-    if ran.code == 2:
-        errors = [line for line in ran.err.splitlines() if line.startswith("error:")]
-        assert len(errors) == 1 and ("5 s" in errors[0] or "steps" in errors[0]), ran.err
+    assert ran.code == 2 and "Traceback" not in ran.err, ran.err[-2000:]
+    errors = [line for line in ran.err.splitlines() if line.startswith("error:")]
+    # on a machine too slow to parse 2.5 MB in 5 s, the parse bound is the refusal
+    assert len(errors) == 1 and ("paste.txt:10001: the number of commands the script runs "
+                                 "exceeds the limit of 10000 commands" in errors[0]
+                                 or "took more than 5 s to parse" in errors[0]), ran.err
     assert ran.seconds < 30, ran.seconds
-    assert ran.peak_mib < 320, f"{ran.peak_mib:.0f} MiB"  # it was 540 MiB (three parses)
+    assert ran.peak_mib < 256, f"{ran.peak_mib:.0f} MiB"
     assert not (folder / "canary").exists()

@@ -23,6 +23,7 @@ from sparktriage.reproduce.bash.files import heredoc_targets, keep
 from sparktriage.reproduce.bash.tree import Node, line, parse, text
 from sparktriage.reproduce.bash.words import Expander, Hole, Scope
 from sparktriage.reproduce.bash.writes import echo_write
+from sparktriage.limits import SCRIPT_MAX_COMMANDS, limit_hit
 from sparktriage.reproduce.budget import Budget, size_of
 
 MAX_DEPTH = 120  # syntax-tree nesting followed
@@ -276,6 +277,13 @@ class Walker(Branches):
             value = self.scope.lookup(var)
             if value is not None:
                 exported[var] = value if isinstance(value, str) else " ".join(value)
+        # each command keeps the environment it runs with: charged, or many exports times
+        # many commands would grow without a bound
+        self.scope.budget.charge(sum(len(k) + len(v) for k, v in exported.items()), line(node),
+                                 len(exported))
+        if len(self.script.commands) >= SCRIPT_MAX_COMMANDS:
+            raise limit_hit("the number of commands the script runs",
+                            f"{SCRIPT_MAX_COMMANDS} commands", self.source, line(node))
         self.script.commands.append(Simple(
             line(node), node.end_point[0] + 1, tuple(words), prefix, exported, at.branch,
             tuple(sorted(notes, key=_note_order)), self.short(node),
