@@ -118,6 +118,12 @@ def _paste_12k_prompts(d: Path) -> list[str]:
     return ["reproduce", "paste.txt", "--out", "out", "--no-capture"]
 
 
+def _just_doubling(d: Path) -> list[str]:
+    (d / "justfile").write_text('a := "xx"\n' + "a := a + a\n" * 40
+                                + "serve:\n    vllm serve /m --served-model-name {{a}}\n")
+    return ["reproduce", "justfile", "--out", "out", "--no-capture"]
+
+
 def _long_script_line(d: Path) -> list[str]:
     (d / "run.sh").write_text("touch canary\nvllm serve /m --served-model-name "
                               + "SECRETLINE" * (1 << 17) + "\n")
@@ -247,6 +253,8 @@ CASES = {
     "option-value-200KB": Case(_long_option_value, 2, "-tp: expected int, got 'SECRETLINESE"),
     "paste-12k-prompts": Case(_paste_12k_prompts, 2, "paste.txt:10001: the number of commands "
                               "the script runs exceeds the limit of 10000 commands"),
+    "just-self-doubling": Case(_just_doubling, 2, "exceeds the limit of 1 MiB per value (the "
+                               "expansion budget)"),
     "script-line-1MiB": Case(_long_script_line, 2, "run.sh:2: a line exceeds the limit of "
                              "256 KiB"),
     "make-target-line-1MiB": Case(_long_make_line, 2, "Makefile:2: a line exceeds the limit of "
