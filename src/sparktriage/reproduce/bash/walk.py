@@ -17,13 +17,13 @@ import time
 from dataclasses import dataclass, field
 
 from sparktriage.errors import InputError
+from sparktriage.limits import SCRIPT_MAX_COMMANDS, limit_hit
 from sparktriage.reproduce.bash.branches import At as _At
 from sparktriage.reproduce.bash.branches import Branches
 from sparktriage.reproduce.bash.files import heredoc_targets, keep
 from sparktriage.reproduce.bash.tree import Node, line, parse, text
 from sparktriage.reproduce.bash.words import Expander, Hole, Scope
 from sparktriage.reproduce.bash.writes import echo_write
-from sparktriage.limits import SCRIPT_MAX_COMMANDS, limit_hit
 from sparktriage.reproduce.budget import Budget, size_of
 
 MAX_DEPTH = 120  # syntax-tree nesting followed
