@@ -106,12 +106,19 @@ def has_flag(words: list[str], flag: str) -> bool:
 def executor(runtime: Any, data: dict, command: str) -> str:
     """'ray' or 'mp' (native multi-node), as sparkrun resolves the recipe's runtime: `vllm-ray`
     and the eugr runtime run Ray; `vllm-distributed` native; a bare `vllm` (or none) Ray only
-    when the defaults or the command ask for it, else native."""
+    when the defaults or the command ask for it, else native. Another launcher's vLLM runtime
+    name (`eugr-vllm-ray`) says it in its words."""
     name = str(runtime or "").lower()
     if name in ("vllm-ray", "eugr-vllm"):
         return "ray"
     if name == "vllm-distributed":
         return "mp"
+    if name not in ("vllm", ""):  # a name sparkrun does not ship (other launchers): its words
+        words = re.split(r"[-_]", name)
+        if "ray" in words:
+            return "ray"
+        if "distributed" in words or "native" in words:
+            return "mp"
     defaults = data.get("defaults") if isinstance(data.get("defaults"), dict) else {}
     if str(defaults.get("distributed_executor_backend", "")).lower() == "ray":
         return "ray"
