@@ -30,7 +30,7 @@ def launch(
     """Start a deployment on its nodes, watch it to readiness, collect an evidence bundle, stop it."""
     from sparktriage.config.deployment import load_deployment
     from sparktriage.documents.launch import LaunchResult
-    from sparktriage.launch.plan import build_plan
+    from sparktriage.launch.plan import build_plan, refuse_client_steps
     from sparktriage.launch.render import render_launch_plan
     from sparktriage.launch.run import launch_replicates, raise_for
     import yaml
@@ -51,6 +51,7 @@ def launch(
         console.draw(render_launch_plan(plan), console.data_console(json_out))
         console.write_json({"schema_version": 1, "kind": "launch-plan", **plan.to_json()}, json_out)
         return
+    refuse_client_steps(plan)
     run = RunDir.create(out or default_run_path(), ["sparktriage", *console.invoked_argv()])
     # the copy keeps no secret: the YAML (already read and checked above) walked by the one
     # redaction stage (values under secret names, the element after a secret flag in a list)

@@ -31,6 +31,7 @@ from sparktriage.reproduce.importers.cluster import Member, assemble_cluster
 from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.importers.compose_vars import Interpolator
 from sparktriage.reproduce.importers.container_script import pick, split_script
+from sparktriage.reproduce.importers.recipe_steps import recipe_steps
 from sparktriage.reproduce.importers.nodes import env_block, find_serve
 from sparktriage.reproduce.importers.serve_args import parse_serve
 from sparktriage.reproduce.importers.vllm_config import config_args, value_words
@@ -45,12 +46,11 @@ NOTED = {"metadata": "descriptive", "description": "descriptive", "name": "descr
          "max_nodes": "topology", "solo_only": "topology",
          "cluster_only": "topology (the ranks decide the nodes)",
          "runtime_config": "runtime-specific", "hardware": "descriptive", "tags": "descriptive",
-         "notes": "descriptive", "build_args": "how the recipe's image is built; the named "
-         "image is used", "mods": "patches applied to the recipe's image; the named image is "
-         "used", "meta": "descriptive", "guide": "documentation; its commands are examples, "
+         "notes": "descriptive", "meta": "descriptive", "guide": "documentation; its commands are examples, "
          "not the recipe's settings", "compatible_strategies": "descriptive",
          "strategy_overrides": "per-strategy options, none chosen",
          "hardware_overrides": "per-hardware options, none chosen"}
+STEP_KEYS = ("build_args", "pre_exec", "mods", "post_exec")
 SPARKRUN_DEFAULTS = {"tensor_parallel": "tensor-parallel-size",
                      "pipeline_parallel": "pipeline-parallel-size",
                      "data_parallel": "data-parallel-size"}
@@ -182,10 +182,13 @@ def _template(data: dict, marks: dict, ctx: Ctx) -> Imported:
             else:
                 ctx.note(f"{where}: model_revision: the command template decides (sparkrun adds "
                          "no --revision to a template)")
+        elif key in STEP_KEYS:
+            continue  # read below, in the recipe tool's order
         elif key in NOTED:
             ctx.note(f"{where}: {key}: {NOTED[key]}")
         else:
             ctx.flag_unknown(str(key), f"{where}: recipe key not reproduced")
+    steps = recipe_steps(data, marks, ctx)
     if command_argv is None:
         if not model:
             raise InputError(f"{ctx.source}: the recipe names no model and has no command")
@@ -201,6 +204,9 @@ def _template(data: dict, marks: dict, ctx: Ctx) -> Imported:
     backend = R.executor(data.get("runtime"), data, command_text)
     named = R.has_flag(words, "--distributed-executor-backend")
     result = _one(words, env, engine, ctx, marks.get(("command",), 1), nodes, model, cleared)
+    if steps:
+        result = result.model_copy(update={"deployment": {**result.deployment,
+                                                          "steps": steps}})
     dep = result.deployment
     p = dep.get("parallelism") or {}
     world = int(p.get("tp") or 1) * int(p.get("pp") or 1) * int(p.get("dp") or 1)
