@@ -147,7 +147,7 @@ class Deployment(Strict):
     timeouts: Timeouts = Timeouts()
     collect: CollectSettings = CollectSettings()
     roofline: RooflineSpec | None = Field(None, description="Hardware and model profiles for the decode ceiling (docs/roofline.md).")
-    steps: list[ClientStep] = Field(default_factory=list, description="The client's own steps around the server (recipe mods, pre_exec, image builds), in the order its tool runs them.")
+    steps: list[ClientStep] = Field(default_factory=list, exclude_if=lambda steps: not steps, description="The client's own steps around the server (recipe mods, pre_exec, image builds), in the order its tool runs them.")
 
     @field_validator("env", mode="before")
     @classmethod

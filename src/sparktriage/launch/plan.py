@@ -97,6 +97,8 @@ class LaunchPlan:
     def to_json(self) -> dict:
         """The plan as data (what --dry-run --json prints; what golden tests pin)."""
         doc = asdict(self)
+        if not doc["client_steps"]:  # a deployment with no client steps: the plan as before
+            del doc["client_steps"]
         for node in doc["nodes"]:
             transport = next(n.transport for n in self.nodes if n.name == node["name"])
             node["transport"] = {"kind": "local" if transport.local else "ssh",

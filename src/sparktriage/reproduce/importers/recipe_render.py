@@ -74,10 +74,14 @@ def _mask(text: str, escapes: bool) -> str:
     return "".join(out)
 
 
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+
+
 def placeholders(template: str) -> list[str]:
-    """The keys the template asks for, in order (escaped braces and JSON are not keys)."""
+    """The names the template asks for, in order: escaped braces are not placeholders, and a
+    brace span that is no name (`{"x":1}`, JSON) stays as written, as sparkrun leaves it."""
     masked = _mask(template.strip(), "{{" in template)
-    return [m.group(1) for m in _FILL.finditer(masked)]
+    return [m.group(1) for m in _FILL.finditer(masked) if _NAME.fullmatch(m.group(1))]
 
 
 def render(template: str, values: dict[str, Any]) -> str:

@@ -25,6 +25,7 @@ from sparktriage.reproduce.importers.common import Ctx
 PULL_ONLY = frozenset({"--tf5", "--pre-tf", "--pre-transformers", "--exp-b12x",
                        "--experimental-b12x"})
 MAX_STEPS = 64
+KEYS = {"mod": "mods", "pre_exec": "pre_exec", "post_exec": "post_exec", "build": "build_args"}
 
 
 def _text(entry: Any, ctx: Ctx) -> str | None:
@@ -84,11 +85,11 @@ def recipe_steps(data: dict, marks: dict, ctx: Ctx) -> list[dict]:
         from sparktriage.errors import InputError
         raise InputError(f"{where}: more than {MAX_STEPS} pre-launch steps")
     for step in steps:
+        named = f"{step['name']} ({KEYS[step['kind']]} entry)"
         if step["runnable"]:
-            ctx.mapped.append(f"{step['source']}: {step['name']} -> deployment step (client "
-                              "code: run in each server container before the server, once "
-                              "accepted)")
+            ctx.mapped.append(f"{step['source']}: {named} -> deployment step (client code: run "
+                              "in each server container before the server, once accepted)")
         else:
-            ctx.flag_unknown(step["name"], f"{step['source']}: client step launch cannot run: "
-                                           f"{step['why']}")
+            ctx.flag_unknown(named, f"{step['source']}: client step launch cannot run: "
+                                    f"{step['why']}")
     return steps
