@@ -44,7 +44,10 @@ GOAL = 0.90
 NEEDED = math.ceil(round(GOAL * len(CASES), 6))  # cases that must pass for the goal
 
 # case -> what the code is missing (strict xfail: the mark must go once the case passes)
-KNOWN_GAPS: dict[str, str] = {}
+KNOWN_GAPS: dict[str, str] = {
+    "43-deepseek-v4-flash-0731-sparkrun-dspark-nested-braces":
+        "`--max-model-len auto` needs vLLM's own argument types (read with a hand-kept int "
+        "type today)"}
 
 
 @dataclass
