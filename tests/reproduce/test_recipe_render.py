@@ -141,3 +141,13 @@ def test_the_step_driver_runs_each_step_then_the_program(tmp_path: Path) -> None
     failed = subprocess.run(["bash", "-c", STEP_DRIVER, "steps", "1", "exit 3", "echo", "no"],
                             capture_output=True, text=True, timeout=30)
     assert failed.returncode == 3 and failed.stdout == ""
+
+
+def test_the_dry_run_text_names_every_client_step(tmp_path: Path) -> None:
+    from sparktriage.launch.render import render_launch_plan
+    (tmp_path / "r.yaml").write_text(RECIPE)
+    run([tmp_path / "r.yaml"], tmp_path, gb10_lab(tmp_path, 2))
+    plan = build_plan(load_deployment(tmp_path / "out" / "deployment.yaml"))
+    text = render_launch_plan(plan).text()
+    assert "pre_exec:1 (pre_exec): run in each server container before its program" in text
+    assert "mod:fix-it (mod): cannot run: the mod's folder" in text
