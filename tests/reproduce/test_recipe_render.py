@@ -151,3 +151,10 @@ def test_the_dry_run_text_names_every_client_step(tmp_path: Path) -> None:
     text = render_launch_plan(plan).text()
     assert "pre_exec:1 (pre_exec): run in each server container before its program" in text
     assert "mod:fix-it (mod): cannot run: the mod's folder" in text
+
+
+def test_shell_variables_in_a_command_are_the_container_s() -> None:
+    # `${NODE_IP}` is bash's at run time (sparkrun leaves it); `{model}` is the recipe's
+    assert placeholders("export VLLM_HOST_IP=${NODE_IP}; vllm serve {model} --x {y}") \
+        == ["model", "y"]
+    assert render("A=${model} {model}", {"model": "m"}) == "A=$m m"

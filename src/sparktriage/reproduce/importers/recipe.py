@@ -157,7 +157,10 @@ def _template(data: dict, marks: dict, ctx: Ctx) -> Imported:
                 ctx.flag_unknown(f"{{{left}}}", f"{where}: template value not in defaults; "
                                  f"written as {values[left]}")
             text = R.render(value, values)
-            serve, _ = pick(split_script(text, ctx, line), find_serve, ctx, line)
+            # the command runs in the container, whose environment holds the recipe's env
+            given = {str(k): str(v) for k, v in (data.get("env") or {}).items()
+                     if isinstance(data.get("env"), dict)}
+            serve, _ = pick(split_script(text, ctx, line, given), find_serve, ctx, line)
             if serve is None:
                 raise InputError(f"{ctx.source}:{line}: the recipe's command runs no vllm serve "
                                  f"(runtime {data.get('runtime', '?')})")

@@ -78,10 +78,13 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 
 
 def placeholders(template: str) -> list[str]:
-    """The names the template asks for, in order: escaped braces are not placeholders, and a
-    brace span that is no name (`{"x":1}`, JSON) stays as written, as sparkrun leaves it."""
+    """The names the template asks for, in order: escaped braces are not placeholders; a brace
+    span that is no name (`{"x":1}`, JSON) and a shell variable (`${NODE_IP}`) stay as
+    written where the recipe gives no value, as sparkrun leaves them (bash expands the latter
+    in the container)."""
     masked = _mask(template.strip(), "{{" in template)
-    return [m.group(1) for m in _FILL.finditer(masked) if _NAME.fullmatch(m.group(1))]
+    return [m.group(1) for m in _FILL.finditer(masked) if _NAME.fullmatch(m.group(1))
+            and not masked[:m.start()].endswith("$")]
 
 
 def render(template: str, values: dict[str, Any]) -> str:
