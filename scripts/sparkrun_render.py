@@ -20,7 +20,6 @@ import hashlib
 import json
 import logging
 import os
-import re
 import sys
 import tempfile
 from pathlib import Path
@@ -80,9 +79,7 @@ def render(recipe: Path) -> dict:
     logging.getLogger("sparkrun.orchestration.hooks").setLevel(logging.INFO)
     result = CliRunner().invoke(cli, ["run", str(recipe)] + ARGS)
     logging.getLogger("sparkrun.orchestration.hooks").removeHandler(hooks)
-    placed = re.search(r"Placement:\s+(\d+) host", result.output)
-    return {"exit_code": result.exit_code, "nodes": int(placed.group(1)) if placed else None,
-            "calls": list(calls), "pre_exec": hooks.lines,
+    return {"exit_code": result.exit_code, "calls": list(calls), "pre_exec": hooks.lines,
             "output_tail": result.output[-2000:] if result.exit_code else ""}
 
 

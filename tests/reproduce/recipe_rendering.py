@@ -171,13 +171,17 @@ def differences(record: dict, plan, lab) -> list[str]:
     runtime, want = rendered_nodes(record)
     got = planned_nodes(plan, lab)
     problems: list[str] = []
-    if runtime in ("vllm-ray", "eugr-vllm"):
-        hosts = record.get("ray_hosts") or len(got)
-        if got[1:] and any(g is not None for g in got[1:]):
+    solo = all(c.get("is_cluster") is False for c in record["calls"])
+    if solo:  # one node: sparkrun runs the command as it is, whatever the runtime
+        pass
+    elif runtime in ("vllm-ray", "eugr-vllm"):
+        if plan.backend != "ray":
+            problems.append(f"sparkrun runs Ray, the plan {plan.backend}")
+        if any(g is not None for g in got[1:]):
             problems.append("Ray: a worker node runs a server")
         got = got[:1]
-        if record.get("nodes") and len(plan.nodes) != record["nodes"]:
-            problems.append(f"Ray: {len(plan.nodes)} node(s) planned, sparkrun {hosts}")
+    elif len(want) > 1 and plan.backend != "mp":
+        problems.append(f"sparkrun runs vLLM's native multi-node, the plan {plan.backend}")
     if len(got) != len(want):
         return problems + [f"{len(got)} node(s) planned, sparkrun renders {len(want)}"]
     for index, (mine, theirs) in enumerate(zip(got, want)):
