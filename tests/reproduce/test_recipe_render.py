@@ -158,3 +158,16 @@ def test_shell_variables_in_a_command_are_the_container_s() -> None:
     assert placeholders("export VLLM_HOST_IP=${NODE_IP}; vllm serve {model} --x {y}") \
         == ["model", "y"]
     assert render("A=${model} {model}", {"model": "m"}) == "A=$m m"
+
+
+def test_launch_refuses_a_deployment_with_client_steps_in_one_line(tmp_path: Path) -> None:
+    from reproduce_helpers import cli
+    (tmp_path / "r.yaml").write_text(RECIPE)
+    run([tmp_path / "r.yaml"], tmp_path, gb10_lab(tmp_path, 2))
+    runs = tmp_path / "runs"
+    done = cli("launch", str(tmp_path / "out" / "deployment.yaml"), "--out", str(runs))
+    lines = [x for x in done.stderr.splitlines() if x.strip()]
+    assert done.returncode == 2, done.stderr
+    assert len(lines) == 1 and "client steps build:eugr, pre_exec:1, pre_exec:2, mod:fix-it" \
+        in lines[0] and "mod:fix-it cannot run" in lines[0]
+    assert not runs.exists()  # nothing started, no run directory
