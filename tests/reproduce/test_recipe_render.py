@@ -171,3 +171,15 @@ def test_launch_refuses_a_deployment_with_client_steps_in_one_line(tmp_path: Pat
     assert len(lines) == 1 and "client steps build:eugr, pre_exec:1, pre_exec:2, mod:fix-it" \
         in lines[0] and "mod:fix-it cannot run" in lines[0]
     assert not runs.exists()  # nothing started, no run directory
+
+
+def test_an_export_extending_the_image_s_variable_is_not_set(tmp_path: Path) -> None:
+    # corpus 45's shape: `-e PATH=/usr/local/cuda/bin:` would replace the image's PATH
+    (tmp_path / "r.yaml").write_text(
+        'model: m/x\nruntime: vllm\ncontainer: img:1\nenv: {CUDA_HOME: /usr/local/cuda}\n'
+        'command: |\n  export PATH="/usr/local/cuda/bin:${PATH:-}";\n'
+        '  export CUDA_HOME="${CUDA_HOME:-/opt/cuda}";\n  exec vllm serve {model}\n')
+    r = run([tmp_path / "r.yaml"], tmp_path)
+    assert "PATH" not in r.deployment["env"]
+    assert r.deployment["env"]["CUDA_HOME"] == "/usr/local/cuda"
+    assert any(u.text == "export PATH" and "image's PATH" in u.note for u in r.unknown)

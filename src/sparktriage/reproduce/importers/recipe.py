@@ -166,7 +166,13 @@ def _template(data: dict, marks: dict, ctx: Ctx) -> Imported:
                                  f"(runtime {data.get('runtime', '?')})")
             command_argv = _as_sparkrun_does(list(serve.words), data, values, ctx, where)
             command_text = text
-            env.update(serve.env)
+            kept = dict(serve.env)
+            for name in R.self_extended(text, given):
+                kept.pop(name, None)
+                ctx.flag_unknown(f"export {name}", f"{where}: the command extends the image's "
+                                 f"{name}, which the input does not show; not set (the image's "
+                                 f"{name} is kept)")
+            env.update(kept)
             ctx.mapped.append(f"{where}: command template rendered as sparkrun renders it "
                               "-> vllm serve")
         elif key == "runtime":

@@ -140,3 +140,17 @@ def served_name(data: dict, values: dict[str, Any]) -> str | None:
         return str(value)
     model = data.get("model")
     return model if isinstance(model, str) and model else None
+
+
+_EXPORT = re.compile(r"""(?m)\bexport\s+([A-Za-z_][A-Za-z0-9_]*)=("[^"]*"|'[^']*'|\S*)""")
+
+
+def self_extended(text: str, given: dict[str, str]) -> list[str]:
+    """Variables the command's `export`s extend from their own value in the container
+    (`export PATH="/x:${PATH:-}"`) where the recipe's env does not give it: the image's value,
+    which the input does not show (a `-e` of the extension alone would replace it)."""
+    out = []
+    for name, value in _EXPORT.findall(text):
+        if name not in given and re.search(r"\$\{?" + name + r"\b", value) and name not in out:
+            out.append(name)
+    return out
