@@ -183,3 +183,15 @@ def test_an_export_extending_the_image_s_variable_is_not_set(tmp_path: Path) -> 
     assert "PATH" not in r.deployment["env"]
     assert r.deployment["env"]["CUDA_HOME"] == "/usr/local/cuda"
     assert any(u.text == "export PATH" and "image's PATH" in u.note for u in r.unknown)
+
+
+def test_a_value_that_doubles_each_pass_is_refused_at_its_line(tmp_path: Path) -> None:
+    from sparktriage.limits import LimitError
+    blob = "x" * 4096
+    (tmp_path / "r.yaml").write_text(f'model: m/x\ndefaults:\n  a: "{blob}{{a}}{{a}}"\n'
+                                     'command: vllm serve {model} --x {a}\n')
+    with pytest.raises(LimitError) as caught:
+        run([tmp_path / "r.yaml"], tmp_path)
+    assert caught.value.one_line().startswith(f"{tmp_path / 'r.yaml'}:4: the recipe's command "
+                                              "with its values filled in exceeds the limit of "
+                                              "1 MiB")

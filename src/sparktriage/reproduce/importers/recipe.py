@@ -156,7 +156,7 @@ def _template(data: dict, marks: dict, ctx: Ctx) -> Imported:
                 values[left] = ctx.secrets.declare(left.upper(), f"{where}: template {{{left}}}")
                 ctx.flag_unknown(f"{{{left}}}", f"{where}: template value not in defaults; "
                                  f"written as {values[left]}")
-            text = R.render(value, values)
+            text = R.render(value, values, ctx.source, line)
             # the command runs in the container, whose environment holds the recipe's env
             given = {str(k): str(v) for k, v in (data.get("env") or {}).items()
                      if isinstance(data.get("env"), dict)}

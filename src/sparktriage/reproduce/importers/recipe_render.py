@@ -22,6 +22,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from sparktriage.limits import RECIPE_COMMAND_MAX_BYTES, limit_hit, size_text
+
 PASSES = 10
 _L, _R = "\x00", "\x01"  # stand-ins for literal braces while placeholders are filled
 _SPAN = re.compile(r"\{[^{}]*\}")
@@ -87,8 +89,11 @@ def placeholders(template: str) -> list[str]:
             and not masked[:m.start()].endswith("$")]
 
 
-def render(template: str, values: dict[str, Any]) -> str:
-    """The command text sparkrun runs for `template` filled from `values`."""
+def render(template: str, values: dict[str, Any], origin: str = "recipe",
+           line: int | None = None) -> str:
+    """The command text sparkrun runs for `template` filled from `values`. A value may repeat a
+    placeholder, so each pass can multiply the text: past RECIPE_COMMAND_MAX_BYTES it is an
+    input error naming `origin:line`, not ten passes of growth."""
     text = template.strip()
     text = _mask(text, "{{" in text)
 
@@ -100,6 +105,9 @@ def render(template: str, values: dict[str, Any]) -> str:
         new = _FILL.sub(fill, text)
         if new == text:
             break
+        if len(new) > RECIPE_COMMAND_MAX_BYTES:
+            raise limit_hit("the recipe's command with its values filled in",
+                            size_text(RECIPE_COMMAND_MAX_BYTES), origin, line)
         text = new
     text = text.replace(_L, "{").replace(_R, "}")
     return _BLANK_CONTINUATION.sub("\\\n", text)
