@@ -8,11 +8,13 @@
   the argv and the command line wins. Given as an input of its own without a `model`, such a
   file is read through the serve command's `--config` that names it (noted, no node).
 - Recipes in three published shapes: sparkrun / eugr (`model`, `container`, `defaults`
-  substituted into the `command` template's `{key}`, with `{{`/`}}` as literal braces; `env`;
-  `min_nodes`, `cluster_only`, `build_args`, `mods`), vllm-project/recipes model files
-  (`model.model_id`, `base_args`, `base_env`, `features` on unless listed in
-  `opt_in_features`, `variants.default`; the `guide` text is documentation), and a plain
-  `model` + `args`/`serve_args` (list or mapping) + `env`.
+  filled into the `command` template exactly as sparkrun renders it, with what sparkrun adds
+  and its choice of native multi-node or Ray: recipe_render.py; `env`; `min_nodes`,
+  `cluster_only`; `build_args`, `pre_exec`, `mods`, `post_exec` as the deployment's named
+  steps: recipe_steps.py), vllm-project/recipes model files (`model.model_id`, `base_args`,
+  `base_env`, `features` on unless listed in `opt_in_features`, `variants.default`; the
+  `guide` text is documentation), and a plain `model` + `args`/`serve_args` (list or mapping)
+  + `env`.
 
 Files are read with the bounded YAML reader; every key is mapped, noted or an unknowns row.
 """
@@ -46,8 +48,9 @@ NOTED = {"metadata": "descriptive", "description": "descriptive", "name": "descr
          "max_nodes": "topology", "solo_only": "topology",
          "cluster_only": "topology (the ranks decide the nodes)",
          "runtime_config": "runtime-specific", "hardware": "descriptive", "tags": "descriptive",
-         "notes": "descriptive", "meta": "descriptive", "guide": "documentation; its commands are examples, "
-         "not the recipe's settings", "compatible_strategies": "descriptive",
+         "notes": "descriptive", "meta": "descriptive",
+         "guide": "documentation; its commands are examples, not the recipe's settings",
+         "compatible_strategies": "descriptive",
          "strategy_overrides": "per-strategy options, none chosen",
          "hardware_overrides": "per-hardware options, none chosen"}
 STEP_KEYS = ("build_args", "pre_exec", "mods", "post_exec")
