@@ -13,6 +13,7 @@ run no server.
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from pathlib import Path
 
@@ -194,3 +195,30 @@ def differences(record: dict, plan, lab) -> list[str]:
             problems.append(f"node {index}: planned but not rendered {extra}; rendered but not "
                             f"planned {missing}")
     return problems
+
+
+_COPY = re.compile(r"pre_exec\[(\d+)\] copy \S*/mods/(\S+) -> ")
+_EXEC = re.compile(r"pre_exec\[(\d+)\] on \S+ \(timeout [^)]*\): (.*)", re.S)
+
+
+def rendered_steps(record: dict) -> list[tuple[str, str]]:
+    """(step name, text run) of sparkrun's pre-launch hooks on the head, in its order: a mod's
+    copy and the run.sh after it are one `mod:NAME` step, every other entry `pre_exec:N`."""
+    out: list[tuple[str, str]] = []
+    mod = None
+    for line in record["pre_exec"]:
+        copy = _COPY.match(line)
+        if copy:
+            mod = copy.group(2)
+            continue
+        done = _EXEC.match(line)
+        assert done, line
+        out.append((f"mod:{mod}" if mod else f"pre_exec:{done.group(1)}", done.group(2)))
+        mod = None
+    return out
+
+
+def planned_steps(dep) -> list[tuple[str, str]]:
+    """(step name, text) of the deployment's steps that sparkrun runs as pre-launch hooks."""
+    return [(s.name, s.run[0] if s.run else "") for s in dep.steps
+            if s.kind in ("pre_exec", "mod")]

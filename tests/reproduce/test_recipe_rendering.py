@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from recipe_rendering import RENDERED, differences, fixture
+from recipe_rendering import RENDERED, differences, fixture, planned_steps, rendered_steps
 
 from sparktriage.config.deployment import load_deployment
 from sparktriage.launch.plan import build_plan
@@ -67,3 +67,16 @@ def test_planned_argv_is_what_sparkrun_renders(name: str) -> None:
     record = fixture(name)
     _, dep, plan = _plan(record)
     assert differences(record, plan, dep.lab) == []
+    assert planned_steps(dep) == rendered_steps(record)
+
+
+def test_sparkrun_s_hooks_read_as_named_steps() -> None:
+    record = fixture("49-qwen35-397b-sparkrun-eugr-vllm-4x-mods--qwen3.5-397b-a17b-int4-"
+                     "autoround-4x-vllm.json")
+    names = [name for name, _ in rendered_steps(record)]
+    assert names == ["mod:fix-qwen3-coder-next", "mod:fix-qwen35-tp4-marlin"]
+    record = fixture("45-deepseek-v4-flash-0731-sparkrun-pre-exec-exports--deepseek-v4-flash-"
+                     "0731-dspark-dual-spark-1m.json")
+    steps = rendered_steps(record)
+    assert [n for n, _ in steps] == [f"pre_exec:{i}" for i in range(1, 5)]
+    assert steps[0][1].startswith("mkdir -p /cache/huggingface/dspark-tmp")

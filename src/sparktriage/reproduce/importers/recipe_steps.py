@@ -70,7 +70,8 @@ def recipe_steps(data: dict, marks: dict, ctx: Ctx) -> list[dict]:
         name = str(entry).strip().strip("/")
         name = name[len("mods/"):] if name.startswith("mods/") else name
         steps.append({"name": f"mod:{name}", "kind": "mod", "when": "before-serve",
-                      "run": [f"cd /workspace/mods/{name} && ./run.sh"],
+                      "run": [f"export WORKSPACE_DIR=$PWD && cd /workspace/mods/{name} && "
+                              "chmod +x run.sh && ./run.sh"],
                       "source": f"{where}:{line}", "runnable": False,
                       "why": f"the mod's folder ({entry}: run.sh and its files) is not part of "
                              "the input; send it to run the step"})
