@@ -79,6 +79,11 @@ def test_pre_launch_steps_are_named_steps_of_the_deployment(tmp_path: Path) -> N
     assert {"build:eugr (build_args entry)", "pre_exec:2 (pre_exec entry)",
             "mod:fix-it (mods entry)"} <= rows
     assert r.deployment["engine"]["backend"] == "mp"  # bare vllm, no Ray hint: native
+    from sparktriage.reproduce.render import summary
+    text = summary(r).text()
+    assert "client steps (4, client code: launch runs none until they are accepted):" in text
+    assert "  pre_exec:1 (before-serve): runnable" in text
+    assert "  build:eugr (image): cannot run: the recipe tool builds its image" in text
 
 
 def test_the_plan_runs_runnable_steps_before_the_server_and_launch_refuses(
