@@ -186,3 +186,109 @@ def test_the_image_tag_names_the_release(tmp_path: Path) -> None:
                            "vllm serve /models/m --max-model-len auto")
     assert _after(_node_argv(run([src], tmp_path, out="ngc"))[0], "--max-model-len", 1) == \
         ["auto"]
+
+
+# --- against the installed vLLM 0.32 (real parts) -------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+# argv tails the real parser and this reader must judge alike: accepted with these values, or
+# refused
+REAL_CASES = [
+    ["--cudagraph-capture-sizes", "1", "2", "4", "8", "--max-model-len", "auto"],
+    ["--max-model-len", "32k", "--max-num-batched-tokens", "2K", "-tp", "2"],
+    ["--pipeline_parallel_size", "2", "--enforce-eager", "--kv-cache-dtype=fp8"],
+    ["--kv-cache-dtype", "fp9"], ["--max-num-seqs", "many"], ["--max-model-len", "1.5K"],
+    ["--served-model-name", "-m"], ["--cudagraph-capture-sizes"], ["--dtype", "half"],
+]
+_REAL = """
+import json, sys
+sys.argv = ["vllm", "serve"]
+sys.path.insert(0, SCRIPTS)
+import vllm_options as generator
+from vllm.utils.argparse_utils import FlexibleArgumentParser
+from vllm.entrypoints.cli.serve import ServeSubcommand
+top = FlexibleArgumentParser(prog="vllm")
+parser = ServeSubcommand().subparser_init(top.add_subparsers())
+parser.exit_on_error = False
+out = []
+for tail in json.loads(sys.stdin.read()):
+    try:
+        ns = parser.parse_args(["/models/m", *tail])
+    except (SystemExit, Exception):
+        out.append(None)
+        continue
+    out.append({k: getattr(ns, k) for k in ("cudagraph_capture_sizes", "max_model_len",
+                                            "max_num_batched_tokens", "tensor_parallel_size",
+                                            "pipeline_parallel_size", "kv_cache_dtype")})
+print(json.dumps({"options": generator._describe(parser), "cases": out}))
+"""
+
+
+@pytest.fixture(scope="module")
+def real() -> dict:
+    """The installed vLLM 0.32's serve parser: its options as the generator describes a built
+    parser, and its verdict on REAL_CASES (one interpreter start for both tests)."""
+    import subprocess
+    from sparktriage.testbed.paths import locate
+    python = locate().python
+    if not python.exists():
+        pytest.skip(f"no vLLM CPU build at {python}")
+    code = _REAL.replace("SCRIPTS", repr(str(ROOT / "scripts")))
+    return json.loads(subprocess.run([python, "-c", code], input=json.dumps(REAL_CASES),
+                                     capture_output=True, text=True, timeout=600,
+                                     check=True).stdout)
+
+
+@pytest.mark.vllm
+def test_the_table_for_0_32_is_the_installed_parser(real: dict) -> None:
+    """Every option of the installed vLLM 0.32's `vllm serve` parser equals the committed
+    table's 0.32.0 entry: option strings, nargs, action, converter, choices, probe answers."""
+    live = real["options"]
+    assert len(live) > 250
+    differ = []
+    for long, option in live.items():
+        spec = V.spec(long.lstrip("-"), "0.32.0")
+        if spec is None:
+            differ.append((long, "missing from the table"))
+            continue
+        ours = {"options": [("--" + s) if not s.startswith("-") else s for s in spec.strings],
+                "nargs": spec.nargs, "action": spec.action, "type": spec.type,
+                "choices": list(spec.choices) if spec.choices is not None else None,
+                "accepts": list(spec.accepts) if spec.accepts is not None else None}
+        theirs = {k: option.get(k) for k in ours}
+        if ours != theirs:
+            differ.append((long, ours, theirs))
+    extra = [n for n, specs in V.table().options.items()
+             if V.spec(n, "0.32.0") is not None and "--" + n not in live]
+    assert differ == [] and extra == []
+
+
+@pytest.mark.vllm
+def test_the_real_parser_and_this_reader_judge_alike(real: dict) -> None:
+    from sparktriage.reproduce.importers.common import Ctx
+    from sparktriage.reproduce.importers.serve_args import parse_serve
+    from sparktriage.reproduce.model import InputRef
+    from sparktriage.reproduce.secrets import Placeholders
+    for tail, theirs in zip(REAL_CASES, real["cases"], strict=True):
+        ctx = Ctx(InputRef(path="serve.sh", kind="serve"), Placeholders())
+        try:
+            serve = parse_serve(["vllm", "serve"], "serve", ["/models/m", *tail], ctx)
+        except InputError:
+            assert theirs is None, tail
+            continue
+        assert theirs is not None, tail
+        dep = serve.deployment
+        extra = dep["serve"]["extra_args"]
+        if theirs["cudagraph_capture_sizes"] is not None:
+            at = extra.index("--cudagraph-capture-sizes")
+            assert [int(v) for v in extra[at + 1:at + 5]] == theirs["cudagraph_capture_sizes"]
+        length = dep["serve"].get("max_model_len") or dep["serve"]["flags"].get("max-model-len")
+        if theirs["max_model_len"] == -1:
+            assert length == "auto"
+        elif theirs["max_model_len"] is not None:
+            assert length == theirs["max_model_len"]
+        if dep["serve"].get("max_num_batched_tokens") is not None:
+            assert dep["serve"]["max_num_batched_tokens"] == theirs["max_num_batched_tokens"]
+        assert dep["parallelism"].get("tp", 1) == theirs["tensor_parallel_size"]
+        assert dep["parallelism"].get("pp", 1) == theirs["pipeline_parallel_size"]
+        assert dep["serve"].get("kv_cache_dtype", "auto") == theirs["kv_cache_dtype"]
