@@ -292,3 +292,14 @@ def test_the_real_parser_and_this_reader_judge_alike(real: dict) -> None:
         assert dep["parallelism"].get("tp", 1) == theirs["tensor_parallel_size"]
         assert dep["parallelism"].get("pp", 1) == theirs["pipeline_parallel_size"]
         assert dep["serve"].get("kv_cache_dtype", "auto") == theirs["kv_cache_dtype"]
+
+
+def test_a_recipe_with_auto_and_a_list(tmp_path: Path) -> None:
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text("model: org/m\nargs:\n  max_model_len: auto\n"
+                      "  cudagraph_capture_sizes: [1, 2, 4, 8]\n  tensor_parallel_size: 2\n")
+    result = run([recipe], tmp_path, gb10_lab(tmp_path, 2))
+    for argv in _node_argv(result):  # the serve command (the Ray worker runs `ray start`)
+        assert _values(argv, "--max-model-len") == ["auto"]
+        assert _values(argv, "--cudagraph-capture-sizes") == ["1", "2", "4", "8"]
+    assert [u.text for u in result.unknown if "auto" in u.text or "cudagraph" in u.text] == []

@@ -154,7 +154,7 @@ def _facts(path: Path) -> list:
 def _release(facts: list, path: Path) -> tuple[str, str] | None:
     """(covered release, why) from the vLLM version a collect-env reports."""
     for fact in facts:
-        version = (fact.versions or {}).get("vllm")
+        version = ((fact.versions or {}).get("vllm") or "").split(" ")[0]  # no "(git sha..)"
         covered = vllm_options.release_of(version)
         if covered is not None:
             same = "" if covered == version else f", read with {covered}'s options" + (

@@ -20,12 +20,12 @@ from sparktriage.config.speculative_flag import ngram_read
 from sparktriage.errors import InputError
 from sparktriage.reproduce import flags as F
 from sparktriage.reproduce import vllm_options as V
+from sparktriage.reproduce.importers import serve_rules as R
 from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.importers.vllm_config import read_config
 from sparktriage.reproduce.normalize import deep_merge
 
 PLACEHOLDER = "<supply:"
-_NUMERIC = {"int", "float", "human_readable_int", "human_readable_int_or_auto"}
 
 
 class Serve:
@@ -108,16 +108,6 @@ class _Seen:
     release: tuple[str, str] = ("", "")
 
 
-def _release(ctx: Ctx) -> tuple[str, str]:
-    """(release, why): a collect-env's vLLM version, else the container image's tag, else the
-    newest release the option table covers."""
-    if ctx.release is not None:
-        return ctx.release
-    if ctx.image_release is not None:
-        return ctx.image_release
-    return V.newest(), "the newest covered release; the client's vLLM version is not known"
-
-
 def parse_serve(prefix: list[str], form: str, args: list[str], ctx: Ctx) -> Serve:
     """Map serve arguments onto the deployment model (every argument accounted for)."""
     out = Serve()
@@ -125,7 +115,7 @@ def parse_serve(prefix: list[str], form: str, args: list[str], ctx: Ctx) -> Serv
     if form == "api_server":
         ctx.note("python -m vllm.entrypoints.openai.api_server is written as `vllm serve` "
                  "(same options)")
-    seen = _Seen(release=_release(ctx))
+    seen = _Seen(release=R.release(ctx))
     args = _with_config(list(args), ctx)
     i = 0
     while i < len(args):
@@ -162,7 +152,7 @@ def _argument(args: list[str], i: int, out: Serve, seen: _Seen, ctx: Ctx) -> int
     """Account for `args[i]` (and the value it takes); return the index after them."""
     word = args[i]
     i += 1
-    if not word.startswith("-") or word == "-" or _is_number(word):
+    if not word.startswith("-") or word == "-" or R.is_number(word):
         seen.positional.append(word)
         out.comparable.append(word)
         ctx.check_variables(word, "argument")
@@ -202,7 +192,7 @@ def _option_value(word: str, args: list[str], i: int,
     if ((F.is_bool(name.split(".")[0], release) or name in speculative_legacy.BOOLS)
             and name not in F.JSON_VALUED and "." not in name):
         return option, name, eq, None, i
-    if i < len(args) and _is_value(args[i]):
+    if i < len(args) and R.is_value(args[i]):
         return option, name, eq, args[i], i + 1
     return option, name, eq, None, i
 
@@ -212,19 +202,8 @@ def _many(option: str, name: str, spec: V.Option, first: str | None, args: list[
     """An option of several values (`--cudagraph-capture-sizes 1 2 4 8`, nargs `+`/`*`/N):
     every value up to the next option is its own, as argparse reads them (a negative number is
     a value); kept together in serve.extra_args, each value checked by the release's rule."""
-    values = [] if first is None else [first]
-    limit = spec.nargs if isinstance(spec.nargs, int) else None
-    while i < len(args) and (limit is None or len(values) < limit) and _is_value(args[i]):
-        values.append(args[i])
-        i += 1
-    release, why = seen.release
-    if (spec.nargs == "+" and not values) or (limit is not None and len(values) != limit):
-        count = "at least one value" if spec.nargs == "+" else f"{limit} values"
-        raise InputError(f"{ctx.source}: {option} takes {count} in vLLM {release} ({why}); "
-                         f"got {len(values)}")
-    for value in values:
-        ctx.check_variables(value, option)
-        _check(option, spec, value, seen, ctx)
+    values, i = R.values_of(option, spec, first, args, i, seen.release, ctx)
+    release = seen.release[0]
     if len(values) == 1 and (name == "served-model-name" or name in F.SECRET_OPTIONS):
         out.comparable.append(f"{option} {values[0]}")
         return _option(option, name, values[0], args, i, out, seen, ctx)  # its own place
@@ -234,26 +213,12 @@ def _many(option: str, name: str, spec: V.Option, first: str | None, args: list[
                   for n, v in enumerate(values)]
     shown = " ".join([option, *values])
     out.comparable.append(shown)
-    _not_in_release(shown, name, V.spec(spec.name, release), seen, ctx)
+    R.not_in_release(shown, name, V.spec(spec.name, release), seen.release, ctx)
     out.deployment["serve"]["extra_args"] += [option, *values]
     how = "several names" if name == "served-model-name" else \
         f"{len(values)} values, vLLM {release} reads them all"
     ctx.mapped.append(f"{option} ({how}) -> serve.extra_args")
     return i
-
-
-def _check(option: str, spec: V.Option, value: str, seen: _Seen, ctx: Ctx) -> None:
-    """Refuse a value the release's converter or choices refuse, on one line naming the
-    option, the value and what vLLM accepts."""
-    if PLACEHOLDER in value:
-        return  # known only at run time: a row says so where the value is used
-    reason = V.convert(spec, value)
-    if reason is not None:
-        release, why = seen.release
-        others = V.accepting(spec.name, value)
-        elsewhere = f"; vLLM {', '.join(others)} accept it" if others else ""
-        raise InputError(f"{ctx.source}: {option} {ctx.secrets.text(value)!r}: vLLM {release} "
-                         f"({why}) accepts {reason}{elsewhere}")
 
 
 def _per_node(option: str, name: str, value: str | None, out: Serve, ctx: Ctx) -> None:
@@ -286,7 +251,7 @@ def _option(option: str, name: str, value: str | None, args: list[str], i: int, 
     spec = V.spec(F.long_name(head), seen.release[0])
     if spec is not None and value is not None and not dot and head not in F.SECRET_OPTIONS \
             and head not in F.JSON_VALUED and not spec.flag:
-        _check(option, spec, value, seen, ctx)
+        R.check(option, spec, value, seen.release, ctx)
     if head in F.SECRET_OPTIONS:
         stand = ctx.secrets.named(head.replace("-", "_").upper(), value or "", f"{option}")
         out.deployment["serve"]["flags"][head] = stand
@@ -310,7 +275,7 @@ def _option(option: str, name: str, value: str | None, args: list[str], i: int, 
             return i
         seen.json_opts[name] = _json_value(name, value, ctx)
     elif name in F.TYPED:
-        _not_in_release(_shown(option, value), name, spec, seen, ctx)
+        R.not_in_release(R.shown(option, value), name, spec, seen.release, ctx)
         return _typed_option(option, name, value, args, i, out, ctx, spec)
     elif (old := speculative_legacy.name_of(option if option in speculative_legacy.SHORT
                                             else "--" + name)) is not None:
@@ -318,28 +283,12 @@ def _option(option: str, name: str, value: str | None, args: list[str], i: int, 
             value, i = args[i], i + 1  # a bool option of the old parser written with its value
         seen.legacy[old] = (option, value)
     elif F.is_known(name):
-        _not_in_release(_shown(option, value), name, spec, seen, ctx)
+        R.not_in_release(R.shown(option, value), name, spec, seen.release, ctx)
         out.deployment["serve"]["flags"][name] = True if value is None else value
         ctx.mapped.append(f"{option} -> serve.flags.{name}")
     else:
         _unknown(option, value, out, ctx)
     return i
-
-
-def _shown(option: str, value: str | None) -> str:
-    return option if value is None else f"{option} {value}"
-
-
-def _not_in_release(shown: str, name: str, spec: V.Option | None, seen: _Seen,
-                    ctx: Ctx) -> None:
-    """A row for an option other vLLM releases have but the client's does not: its server
-    would have refused it (or the release read is not the one the client ran)."""
-    base = F.long_name(name)
-    if spec is not None or V.any_spec(base) is None:
-        return
-    release, why = seen.release
-    ctx.flag_unknown(shown, f"not an option of vLLM {release} ({why}); vLLM "
-                     f"{', '.join(V.releases_with(base))} have it; kept as written")
 
 
 def _typed_option(option: str, name: str, value: str | None, args: list[str], i: int,
@@ -369,12 +318,13 @@ def _typed_option(option: str, name: str, value: str | None, args: list[str], i:
         typed = True if value is None else _typed(value, bool, option, ctx)
     elif value is None:
         raise InputError(f"{ctx.source}: {option} needs a value")
-    elif spec is not None and kind in (int, float) and spec.type in _NUMERIC:
+    elif spec is not None and kind in (int, float) and spec.type in R.NUMERIC:
         typed = V.typed(spec, value)
         if typed is None or (typed == -1 and spec.type == "human_readable_int_or_auto"):
             out.deployment["serve"]["flags"][name] = value
+            meaning = "vLLM's default" if typed is None else "the model's own length"
             ctx.mapped.append(f"{option} {value} -> serve.flags.{name} (vLLM reads it as "
-                              "the model's own length)")
+                              f"{meaning})")
             return i
         if str(typed) != value.strip():
             ctx.mapped.append(f"{option} {value}: {typed} as vLLM reads it")
@@ -463,18 +413,3 @@ def _o_level(text: str) -> str:
         key, _, value = text.partition("=")
         return json.dumps({key: _scalar(value)})
     return json.dumps({"level": _scalar(text)}) if text else "{}"
-
-
-def _is_value(word: str) -> bool:
-    """A word argparse reads as a value, not an option: no leading dash, a lone `-`, a
-    negative number, or a word with a blank in it (`--chat-template "-x y"`)."""
-    return not word.startswith("-") or word == "-" or _is_number(word) or (
-        " " in word and "=" not in word.partition(" ")[0])
-
-
-def _is_number(word: str) -> bool:
-    try:
-        float(word)
-        return True
-    except ValueError:
-        return False
