@@ -23,6 +23,7 @@ from typing import Any
 _VERSION = re.compile(r"(?<![\d.])v?(\d+)\.(\d+)(?:\.(\d+))?(?:\.(\d+))?")
 _PRE = re.compile(r"\.?(rc|dev|a|b|alpha|beta|pre)\d*", re.IGNORECASE)
 _HUMAN = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
+_SHOWN = 12  # choices named in a refusal; the rest counted
 _DECIMAL = {"k": 10 ** 3, "m": 10 ** 6, "g": 10 ** 9, "t": 10 ** 12}
 _BINARY = {"K": 2 ** 10, "M": 2 ** 20, "G": 2 ** 30, "T": 2 ** 40}
 # what each converter accepts, said to the user
@@ -228,8 +229,9 @@ def human_readable_int(value: str) -> int:
 
 def _refusal(option: Option) -> str:
     if option.choices is not None:
-        shown = ", ".join(c for c in option.choices if c != "None")
-        return f"one of {shown}"
+        choices = [c for c in option.choices if c != "None"]
+        more = f", ... ({len(choices)} in all)" if len(choices) > _SHOWN else ""
+        return f"one of {', '.join(choices[:_SHOWN])}{more}"
     return _ACCEPTS.get(option.type or "", f"a value its {option.type} converter takes")
 
 
