@@ -10,8 +10,9 @@ from pathlib import Path
 
 from sparktriage.errors import InputError, SourceLocation
 from sparktriage.limits import LimitError
-from sparktriage.reproduce import makefile, vllm_options
+from sparktriage.reproduce import justfile, makefile, vllm_options
 from sparktriage.reproduce.bash import read_script
+from sparktriage.reproduce.bash.transcript import commands_of
 from sparktriage.reproduce.detect import detect
 from sparktriage.reproduce.detect import read_input as _read_file
 from sparktriage.reproduce.importers.collect_env import import_collect_env
@@ -19,7 +20,9 @@ from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.importers.compose import import_compose
 from sparktriage.reproduce.importers.compose_run import composes_run
 from sparktriage.reproduce.importers.deployment import import_deployment
+from sparktriage.reproduce.importers import slurm
 from sparktriage.reproduce.importers.envdump import import_env, shell_syntax
+from sparktriage.reproduce.importers.kubernetes import import_kubernetes
 from sparktriage.reproduce.importers.recipe import import_recipe
 from sparktriage.reproduce.importers.serve import import_script
 from sparktriage.reproduce.importers.systemd import import_unit, unit_script, written_unit
@@ -28,13 +31,15 @@ from sparktriage.reproduce.secrets import Placeholders
 
 
 def read_input(path: Path) -> str:
-    """The input's text, bounded (detect.read_input); a Makefile as the shell text of its
-    recipes, line for line (makefile.py)."""
+    """The input's text, bounded (detect.read_input); a Makefile or a justfile as the shell
+    text of its recipes, line for line (makefile.py, justfile.py)."""
     return _read_make(path)[0]
 
 
 def _read_make(path: Path) -> tuple[str, list[str]]:
     text = _read_file(path)
+    if justfile.looks_like(Path(path)):
+        return justfile.to_shell(text, str(path))
     if not makefile.looks_like(Path(path), text):
         return text, []
     return makefile.to_shell(text, str(path))
@@ -70,6 +75,10 @@ def import_input(path: Path, secrets: Placeholders, given: dict[str, str] | None
         return import_env(text, ctx)
     if kind == "systemd":
         return import_unit(text, path, ctx, given, library)
+    if kind == "kubernetes":
+        return import_kubernetes(text, ctx)
+    if kind == "slurm":
+        return _import_job(text, ctx, given, library)
     try:
         return import_script(text, ctx, given, library)  # serve and docker scripts: bash/
     except InputError:
@@ -81,6 +90,18 @@ def import_input(path: Path, secrets: Placeholders, given: dict[str, str] | None
     ctx.note(f"line {unit[2]}: the systemd unit written to {unit[1]} from a here-document is "
              "the server (read as a unit; the script's other commands are not listed)")
     return import_unit(unit[0], path, ctx, given, library)
+
+
+def _import_job(text: str, ctx: Ctx, given: dict[str, str] | None,
+                library: dict[str, str] | None) -> Imported:
+    """A SLURM batch script: read as a script with the variables its `#SBATCH` header makes
+    SLURM set (an env dump's values win), its shape the job's nodes and GPUs."""
+    job = slurm.batch(text)
+    values = {**job.variables(), **(given or {})}
+    for name, value in sorted(job.variables().items()):
+        ctx.mapped.append(f"#SBATCH -> {name}={value} (set by SLURM in every task)")
+    part = import_script(text, ctx, values, library)
+    return part.model_copy(update={"shape": "a SLURM job", "shape_detail": job.shape_detail()})
 
 
 def _resolve_paths(dep: dict, base: Path) -> dict:
@@ -120,14 +141,16 @@ def import_all(inputs: list[Path], secrets: Placeholders) -> list[Imported]:
             facts = _facts(Path(path))
             given.update({k: v for f in facts for k, v in f.env.items()})
             release = release or _release(facts, Path(path))
-        elif kind in ("serve", "docker"):
+        elif kind in ("serve", "docker", "slurm"):
             library[Path(path).name] = text
         elif kind == "systemd":  # a unit whose ExecStart runs an input script
             units[Path(path).name] = _unit_text(text, Path(path))
         elif kind == "compose":
             composes.add(Path(path).name)
     # scripts another script runs, and compose files a script's `docker compose run` reads
-    called = _called(library, given, units) | (composes_run(list(library.values())) & composes)
+    paths = {Path(p).name: str(p) for p in inputs}
+    called = _called(library, given, units, paths) | (
+        composes_run(list(library.values())) & composes)
     for path in env_scripts:  # an env file no script sources: its values as a dump's
         if path.name not in called:
             given.update(_dumped(path))
@@ -164,13 +187,15 @@ def _release(facts: list, path: Path) -> tuple[str, str] | None:
 
 
 def _called(library: dict[str, str], given: dict[str, str],
-            units: dict[str, str]) -> set[str]:
+            units: dict[str, str], paths: dict[str, str]) -> set[str]:
     """The input scripts another input script (or a unit's ExecStart) runs (read there, not
-    on their own)."""
+    on their own). Each is read as its import reads it (a terminal paste's commands, under
+    its path), so that the parse and the walk are done once (bash/tree.py, bash/walk.py)."""
     called: set[str] = set()
     for name, text in library.items():
         try:
-            called |= read_script(text, name, given, library).ran - {name}
+            called |= read_script(commands_of(text)[0], paths.get(name, name), given,
+                                  library).ran - {name}
         except InputError:
             continue  # refused with its path when imported
     if called == set(library):

@@ -26,6 +26,8 @@ class Ctx:
     # the serve argv is read with that release's option rules (reproduce/vllm_options.py)
     release: tuple[str, str] | None = None
     image_release: tuple[str, str] | None = None
+    # independent servers of the input besides the one reproduced, each read alone (apart.py)
+    others: list[Imported] = field(default_factory=list)
 
     @property
     def source(self) -> str:
@@ -44,4 +46,4 @@ class Ctx:
 
     def result(self, **kw) -> Imported:
         return Imported(input=self.ref, unknown=self.unknown, notes=self.notes,
-                        mapped=self.mapped, **kw)
+                        mapped=self.mapped, others=self.others, **kw)
