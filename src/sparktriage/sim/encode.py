@@ -125,7 +125,8 @@ class Renderer:
         # Hot path at high rates: the JSON is assembled from pre-encoded parts. Texts are
         # " t<digits>" (no escaping needed) unless the scenario sends garbage text.
         quoted = json.dumps(text, ensure_ascii=False) if self.scenario.garbage_text else f'"{text}"'
-        key = '"delta":{"content":%s}' if self.spec.api == "chat" else '"text":%s'
+        channel = "reasoning_content" if self.scenario.answer_channel == "reasoning" else "content"
+        key = ('"delta":{"%s":%%s}' % channel) if self.spec.api == "chat" else '"text":%s'
         parts = [self._prefix, key % quoted]
         if self.send_logprobs:
             parts.append(',"logprobs":' + json.dumps(self._logprobs(ids, texts), separators=(",", ":")))
@@ -153,7 +154,10 @@ class Renderer:
         texts = [token_text(self.scenario, i) for i in ids]
         text = "".join(texts)
         if self.spec.api == "chat":
-            choice = {"index": 0, "message": {"role": "assistant", "content": text}}
+            message = ({"role": "assistant", "content": None, "reasoning_content": text}
+                       if self.scenario.answer_channel == "reasoning"
+                       else {"role": "assistant", "content": text})
+            choice = {"index": 0, "message": message}
             obj = "chat.completion"
         else:
             choice = {"index": 0, "text": text}

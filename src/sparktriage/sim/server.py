@@ -163,6 +163,8 @@ class SimServer:
             return await self._json(writer, request, 200, b"")
         if path == "/version":
             return await self._json(writer, request, 200, {"version": cfg.version})
+        if path == "/tokenize" and method == "POST":
+            return await self._tokenize(request, writer)
         if path.startswith("/v1/") and cfg.api_key is not None:
             if request.headers.get("authorization", "") != f"Bearer {cfg.api_key}":
                 return await self._json(writer, request, 401, {"error": "Unauthorized"})
@@ -186,6 +188,21 @@ class SimServer:
         if path in ("/v1/models", "/v1/completions", "/v1/chat/completions"):
             return await self._json(writer, request, 405, {"detail": "Method Not Allowed"})
         return await self._json(writer, request, 404, {"detail": "Not Found"})
+
+    async def _tokenize(self, request: http.Request, writer) -> bool:
+        """vLLM's `/tokenize` for the simulator's own text: every output token is one word
+        (` t<id>`), so a text's count is its number of words."""
+        try:
+            body = json.loads(request.body or b"null")
+        except ValueError:
+            body = None
+        prompt = body.get("prompt") if isinstance(body, dict) else None
+        if not isinstance(prompt, str):
+            return await self._json(writer, request, 400, error_document(400, "'prompt' must be a string"))
+        words = prompt.split()
+        return await self._json(writer, request, 200, {
+            "count": len(words), "max_model_len": self.config.max_model_len,
+            "tokens": list(range(self.config.first_token_id, self.config.first_token_id + len(words)))})
 
     async def _control(self, request: http.Request, writer, path: str) -> bool:
         if path == "/sim/trace":
@@ -288,6 +305,8 @@ class SimServer:
             entry.update(status=faults.http_status, outcome="http_error")
             return await self._json(writer, request, faults.http_status,
                                     error_document(faults.http_status, faults.http_message, "SimulatedError"))
+        if faults.never_answer:
+            return await self._never(writer, entry)
         plan = plan_stream(scenario, spec)
         entry["planned"] = {"tokens": plan.tokens, "finish": plan.finish, "usage": plan.usage_reported,
                            "sizes": [s.count for s in plan.steps if s.kind == "tokens"]}
@@ -296,6 +315,13 @@ class SimServer:
         if spec.stream:
             return await self._stream(writer, request, received, plan, renderer, entry)
         return await self._whole(writer, request, received, plan, renderer, entry)
+
+    async def _never(self, writer, entry: dict) -> bool:
+        """Hold the request without a byte of answer until the client gives up or we stop."""
+        entry["outcome"] = "never_answered"
+        while not writer.transport.is_closing() and not (self._stopped and self._stopped.is_set()):
+            await asyncio.sleep(0.05)
+        return False
 
     async def _wait_until(self, deadline: float) -> None:
         """Sleep in the loop while the deadline is far, then block, then spin the last bit.
