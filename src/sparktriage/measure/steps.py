@@ -102,6 +102,13 @@ class StepLog:
         return result
 
 
+def _delivered(workload: dict) -> list[int] | None:
+    """[fewest, most] output tokens that arrived in one measured answer (None: no answer)."""
+    got = [r["output_tokens"] for r in workload.get("requests") or []
+           if not r.get("warmup") and r.get("status") == "ok"]
+    return [min(got), max(got)] if got else None
+
+
 def bench_summary(doc: dict | None) -> dict | None:
     """The protocol's headline per workload, for a session summary."""
     if doc is None:
@@ -112,7 +119,8 @@ def bench_summary(doc: dict | None) -> dict | None:
                                   "e2e_tok_s": w["summary"]["e2e_tok_s"]["mean"],
                                   "ttft_s": w["summary"]["ttft_s"]["mean"],
                                   "failed": w["summary"]["counts"]["error"]
-                                  + w["summary"]["counts"]["incomplete"]}
+                                  + w["summary"]["counts"]["incomplete"],
+                                  "delivered_tokens": _delivered(w)}
                       for w in doc["workloads"]},
         "reconcile_verdict": (doc.get("reconcile") or {}).get("verdict"),
     }

@@ -180,14 +180,30 @@ def _context(inputs: RunInputs, sections: dict) -> dict:
                 break
         if prompt is not None:
             break
-    w = next((w for w in as_list(_launch_meta(inputs).get("workloads")) if isinstance(w, dict)), {})
+    meta = _launch_meta(inputs)
+    w = next((w for w in as_list(meta.get("workloads")) if isinstance(w, dict)), {})
     serve = as_dict((inputs.doc("deployment.yaml") or {}).get("serve"))
-    max_len = integer(serve.get("max_model_len"))
+    max_len = integer(serve.get("max_model_len")) or integer(meta.get("max_model_len"))
     parts = [f"prompt {prompt} tokens" if prompt is not None else "prompt length not recorded",
-             f"{integer(w.get('max_tokens'))} output tokens per request" if integer(w.get("max_tokens")) else
-             "output length not recorded", "one request at a time"]
+             _delivered(inputs, integer(w.get("max_tokens"))), "one request at a time"]
     return {"metric": "Context", "result": ", ".join(parts),
             "notes": f"max model length {max_len} tokens" if max_len else "max model length not recorded"}
+
+
+def _delivered(inputs: RunInputs, asked: int | None) -> str:
+    """Output tokens that arrived per measured request (what the client got), beside what was
+    asked when they differ: a server answering 1 token of 128 must not read as 128."""
+    got = [integer(r.get("output_tokens")) for label in inputs.launches
+           for w in as_list(as_dict(inputs.launch_doc(label, "bench.json")).get("workloads"))
+           for r in as_list(as_dict(w).get("requests"))
+           if isinstance(r, dict) and not r.get("warmup") and r.get("status") == "ok"]
+    got = [g for g in got if g is not None]
+    if not got:
+        return "no output delivered" + (f" ({asked} tokens asked per request)" if asked else "")
+    low, high = min(got), max(got)
+    delivered = f"{count(low, 'output token')} delivered per request" if low == high else \
+        f"{low} to {high} output tokens delivered per request"
+    return delivered + (f" ({asked} asked)" if asked and (low, high) != (asked, asked) else "")
 
 
 def _healthy_probe(sections: dict) -> list[str]:
