@@ -73,6 +73,9 @@ def test_one_token_answers_are_short(tmp_path):
     page = (tmp_path / "run" / "report" / "report.md").read_text()
     assert "1 output token delivered per request (128 asked)" in page
     assert "128 output tokens per request" not in page
+    report = json.loads((tmp_path / "run" / "report" / "report.json").read_text())
+    (client,) = [f for f in report["page_one"]["findings"] if f["cause"] == "short-answers"]
+    assert client["area"] == "correctness" and client["observed"] == text
 
 
 def test_empty_answers(tmp_path):
@@ -117,7 +120,7 @@ def test_no_usage_and_no_token_ids_are_recounted_through_tokenize(tmp_path):
     doc = _check(tmp_path, {"sources": sources, "tokens_per_chunk": 4})
     assert _ids(doc) == {"no-token-counts"} and has_findings(doc)
     assert "recount-differs" in _ids(doc, "caveat")  # 32 chunks with text, 128 tokens
-    counts = json.loads((tmp_run(doc) / "selfcheck-counts.json").read_text())["recount"]
+    counts = json.loads((tmp_run(doc) / "selfcheck-findings.json").read_text())["recount"]
     assert {(c["counted"], c["tokenized"]) for c in counts} == {(32, 128)}
 
 

@@ -55,11 +55,14 @@ def deployment(inputs: RunInputs, sections: dict) -> dict:
         counts = [len(inputs.bundle_nodes(label)) for label in inputs.launches]
         nodes = max(counts) if counts and max(counts) else None
     par = as_dict(doc.get("parallelism"))
-    tp = integer(par.get("tp")) or integer(par.get("tensor_parallel_size"))
-    version = next((l["server_version"] for l in launches if l["server_version"]), None)
+    stated = _stated(inputs)
+    tp = (integer(par.get("tp")) or integer(par.get("tensor_parallel_size"))
+          or integer(stated["config"].get("tensor_parallel_size")))
+    version = next((l["server_version"] for l in launches if l["server_version"]), None) or stated["version"]
     image = text(as_dict(doc.get("engine")).get("image"))
     engine = (f"vLLM {version}" if version else "vLLM version not recorded") + (f" ({image})" if image else "")
-    quant = text(model_doc.get("quantization")) or NOT_RECORDED
+    quant = (text(model_doc.get("quantization")) or text(stated["config"].get("quantization"))
+             or ("none (the log's engine config)" if "quantization" in stated["config"] else NOT_RECORDED))
     spec = speculative_flag.in_document(doc)
     if isinstance(spec, dict):
         speculative = f"{text(spec.get('method')) or '?'}, {spec.get('num_speculative_tokens')} tokens"
@@ -73,10 +76,30 @@ def deployment(inputs: RunInputs, sections: dict) -> dict:
     if sections["sweep"]["status"] == "present":
         depths = [p["depth"] for p in sections["sweep"]["points"]]
         speculative += f"; swept depths {', '.join(map(str, depths))}"
-    nodes_text = (count(nodes, "node") if nodes else "node count not recorded") + (f" (TP {tp})" if tp else "")
+    if nodes is None and stated["world_size"]:
+        nodes_text = f"{count(stated['world_size'], 'GPU')} by the log (one per GB10 node)"
+    else:
+        nodes_text = count(nodes, "node") if nodes else "node count not recorded"
+    nodes_text += f" (TP {tp})" if tp else ""
     line = f"{model} on {nodes_text}; {engine}; quantization {quant}; speculative {speculative}"
     return {"line": line, "model": model, "nodes": nodes, "engine": engine, "quantization": quant,
             "speculative": speculative}
+
+
+def _stated(inputs: RunInputs) -> dict:
+    """What the server's own log states (logs.json: the `non-default args` line and the engine
+    config), for a run without a deployment file (selfcheck on a customer's server)."""
+    for label in inputs.launches:
+        logs = as_dict(inputs.launch_doc(label, "logs.json"))
+        if logs:
+            config = as_dict(logs.get("config"))
+            size = integer(as_dict(logs.get("distributed")).get("world_size"))
+            if size is None and (integer(config.get("tensor_parallel_size")) or
+                                 integer(config.get("pipeline_parallel_size"))):
+                size = ((integer(config.get("tensor_parallel_size")) or 1)
+                        * (integer(config.get("pipeline_parallel_size")) or 1))
+            return {"config": config, "version": text(logs.get("version")), "world_size": size}
+    return {"config": {}, "version": None, "world_size": None}
 
 
 def _launch_meta(inputs: RunInputs) -> dict:
@@ -95,7 +118,7 @@ def protocol_sentence(inputs: RunInputs, sections: dict) -> str:
     if workloads:
         w = workloads[0]
         shape = (f"{integer(w.get('warmup')) or 0} warm-up then {integer(w.get('requests')) or '?'} measured "
-                 f"streamed requests of {integer(w.get('max_tokens')) or '?'} output tokens, one at a time, ")
+                 f"streamed requests asking for {integer(w.get('max_tokens')) or '?'} output tokens, one at a time, ")
     names = sorted({w["name"] for l in sections["protocol"]["launches"] for w in l["workloads"]})
     return (f"Per launch and workload ({', '.join(names)}): {shape}decode rate per request = tokens "
             "after the first ÷ time from first to last token as delivered to the client; intervals are "
@@ -183,7 +206,8 @@ def _context(inputs: RunInputs, sections: dict) -> dict:
     meta = _launch_meta(inputs)
     w = next((w for w in as_list(meta.get("workloads")) if isinstance(w, dict)), {})
     serve = as_dict((inputs.doc("deployment.yaml") or {}).get("serve"))
-    max_len = integer(serve.get("max_model_len")) or integer(meta.get("max_model_len"))
+    max_len = (integer(serve.get("max_model_len")) or integer(_stated(inputs)["config"].get("max_model_len"))
+               or integer(meta.get("max_model_len")))
     parts = [f"prompt {prompt} tokens" if prompt is not None else "prompt length not recorded",
              _delivered(inputs, integer(w.get("max_tokens"))), "one request at a time"]
     return {"metric": "Context", "result": ", ".join(parts),
@@ -276,7 +300,8 @@ def build(inputs: RunInputs, sections: dict) -> dict:
     unstable, stable_ok = F.instability(sections)
     found = (F.garbage(sections) + F.unchecked_gate(sections) + sweep_findings + stall_findings
              + F.compile_cache(sections)
-             + F.traps(inputs.doc("reproduce.json")) + unstable)
+             + F.traps(inputs.doc("reproduce.json")) + unstable
+             + F.client({l: inputs.launch_doc(l, "selfcheck-findings.json") for l in inputs.launches}))
     healthy = _healthy_probe(sections) + stall_ok + sweep_ok + stable_ok + _healthy_reconcile(sections)
     return {"deployment": deployment(inputs, sections), "protocol": protocol_sentence(inputs, sections),
             "results": results(inputs, sections), "findings": F.ranked(found), "healthy": healthy,

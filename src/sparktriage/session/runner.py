@@ -349,6 +349,8 @@ def _execute(session: Session, step: dict) -> None:
     if kind in ("probe", "protocol", "logs") and session.options.deployment is None:
         _attached(session, step)
         return
+    if kind == "report" and session.before_report is not None:
+        session.before_report()
     state.set_state(step, RUNNING)
     _record_outcome(session, step, lambda: ACTIONS[kind](session, step))
 

@@ -109,6 +109,9 @@ def run_selfcheck(run: RunDir, settings: SelfcheckSettings, observe: Observer) -
         write_document(run.path / "selfcheck.json", summary)
         return summary
     session = open_session(run.path, options, ["sparktriage", "selfcheck"], observe, settings.api_key)
+    # The findings are judged once, before the report is built, so that the report and
+    # selfcheck.json say the same thing.
+    session.before_report = lambda: _judge_once(run, session.state.doc, settings, preflight)
     run_session(session)
     return selfcheck_summary(run, session.state.doc, settings, preflight)
 
@@ -145,21 +148,35 @@ def unanswered_summary(run: RunDir, preflight: dict, settings: SelfcheckSettings
             "startup": None, "stalls": None, "report": None, "steps": []}
 
 
-def _client_findings(run: RunDir, steps: dict, bench: dict | None, settings: SelfcheckSettings,
+FINDINGS = "selfcheck-findings.json"  # in the protocol's launch folder (the report reads it)
+
+
+def _judge_once(run: RunDir, state: dict, settings: SelfcheckSettings, preflight: dict) -> list[dict]:
+    """The findings of the protocol's launch, judged and written there on the first call and
+    read back after (`selfcheck-findings.json`)."""
+    protocol = next((s for s in state["steps"] if s["kind"] == "protocol"), None) or {}
+    folder = run.path / "launches" / protocol["launch"] if protocol.get("launch") else None
+    if folder is not None and (kept := _read(folder / FINDINGS)) is not None:
+        return kept.get("findings") or []
+    bench = _read(folder / "bench.json") if folder is not None and protocol.get("state") == "done" else None
+    return _client_findings(folder, bench, settings, preflight)
+
+
+def _client_findings(folder: Path | None, bench: dict | None, settings: SelfcheckSettings,
                      preflight: dict) -> list[dict]:
     """Findings a client would feel, from the preflight, the protocol's records and /metrics."""
-    protocol = steps.get("protocol") or {}
-    folder = run.path / "launches" / protocol["launch"] if protocol.get("launch") else None
     headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else None
     after = metrics_snapshot(metrics_url(PreflightSettings(settings.endpoint, metrics=settings.metrics)),
                              headers)
     windows = acceptance_windows(folder / "metrics") if folder else []
     counts = (recount(settings.endpoint, (bench or {}).get("model"), folder / "requests.jsonl",
                       settings.api_key) if folder else [])
-    if folder is not None and (counts or windows):
-        write_document(folder / "selfcheck-counts.json", {"kind": "selfcheck-counts",
-                                                          "recount": counts, "windows": windows})
-    return judge(preflight, bench, windows, after, counts, settings.max_pause_s)
+    findings = judge(preflight, bench, windows, after, counts, settings.max_pause_s)
+    if folder is not None:
+        write_document(folder / FINDINGS, {"kind": "selfcheck-findings", "findings": findings,
+                                           "windows": windows, "recount": counts,
+                                           "metrics_after": after})
+    return findings
 
 
 def selfcheck_summary(run: RunDir, state: dict, settings: SelfcheckSettings,
@@ -190,7 +207,7 @@ def selfcheck_summary(run: RunDir, state: dict, settings: SelfcheckSettings,
         "allowed_signers_line": outputs.get("allowed_signers_line"), "map": outputs.get("map"),
         "secrets_replaced": outputs.get("secrets_replaced")}
     names = {"protocol": "bench"}
-    findings = _client_findings(run, steps, bench, settings, preflight or {})
+    findings = _judge_once(run, state, settings, preflight or {})
     summary = {
         **_base(run, label, settings, preflight or {}, findings),
         "probe": None if probe is None else {
