@@ -20,7 +20,6 @@ so a server that never answers costs at most the deadline.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from dataclasses import dataclass
 
@@ -29,6 +28,7 @@ import httpx
 from sparktriage.bench.client import ClientSettings, make_http_client
 from sparktriage.errors import SparktriageError
 from sparktriage.metrics.prometheus import Scrape, scrape
+from sparktriage.store.documents import loads_bounded
 
 BODY_MAX_BYTES = 1 << 20  # a short answer; anything larger is not one
 READY_PROMPT = "Reply with the single word: ready."
@@ -79,8 +79,8 @@ async def _call(client: httpx.AsyncClient, method: str, path: str, body: dict | 
                                                        or "the connection ended before an answer")}
     record = {"outcome": "answered", "status": status, "elapsed_s": round(time.monotonic() - start, 3)}
     try:
-        record["json"] = json.loads(data.decode("utf-8", errors="replace"))
-    except ValueError:
+        record["json"] = loads_bounded(data.decode("utf-8", errors="replace"), path)
+    except (ValueError, SparktriageError):  # not JSON, or nested past the limit
         record["text"] = data[:300].decode("utf-8", errors="replace")
     return record
 

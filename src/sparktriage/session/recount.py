@@ -9,14 +9,14 @@ why. At most `MAX_RECOUNT` requests are sent, each with a deadline and a size-ca
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import httpx
 
 from sparktriage.bench.client import normalize_base_url
 from sparktriage.bench.records import token_account
-from sparktriage.store.documents import read_records
+from sparktriage.errors import SparktriageError
+from sparktriage.store.documents import loads_bounded, read_records
 
 MAX_RECOUNT = 40
 TIMEOUT_S = 10.0
@@ -62,12 +62,13 @@ def recount(endpoint: str, model: str | None, requests_path: Path,
                         if len(body) > ANSWER_MAX_BYTES:
                             raise ValueError("answer too large")
                     status = answer.status_code
-                count = json.loads(bytes(body)).get("count") if status == 200 else None
+                doc = loads_bounded(bytes(body), "/tokenize") if status == 200 else None
+                count = doc.get("count") if isinstance(doc, dict) else None
                 if isinstance(count, int) and not isinstance(count, bool) and count >= 0:
                     entry["tokenized"] = count
                 else:
                     entry["error"] = f"/tokenize answered HTTP {status} without a count"
-            except (httpx.HTTPError, ValueError, AttributeError) as exc:
+            except (httpx.HTTPError, ValueError, SparktriageError) as exc:
                 entry["error"] = "/tokenize failed: " + (" ".join(str(exc).split())[:200] or type(exc).__name__)
             out.append(entry)
             if entry["error"] and entry["tokenized"] is None and not out[:-1]:
