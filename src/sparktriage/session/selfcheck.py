@@ -103,7 +103,7 @@ def run_selfcheck(run: RunDir, settings: SelfcheckSettings, observe: Observer) -
     observe("session-note", {"text": f"readiness request ({ready.get('api', '-')}): "
                                      f"{ready.get('outcome', 'not sent: no model listed')}"
                                      + (f" in {ready['elapsed_s']:.2f} s" if ready.get("elapsed_s") is not None else "")})
-    if (preflight.get("readiness") or {}).get("outcome") == "no_answer":
+    if ready.get("outcome") == "no_answer":
         # Every measured request would wait out its own timeout: say so once and stop here.
         summary = unanswered_summary(run, preflight, settings)
         write_document(run.path / "selfcheck.json", summary)

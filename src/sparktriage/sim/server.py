@@ -68,6 +68,7 @@ class SimServer:
         self._drafts: dict[int, int] = {}  # open streams of a batched engine: the draft each verifies
         self._live: list[dict] = []
         self.toy_requests: list[dict] = []
+        self._open: set[asyncio.Task] = set()  # connection handlers still running
 
     # --- lifecycle -------------------------------------------------------------------------
     async def start(self) -> str:
@@ -99,11 +100,20 @@ class SimServer:
         assert self._stopped is not None and self._server is not None
         await self._stopped.wait()
         self._server.close()
+        # Connections still open (a client held by `never_answer`, an idle keep-alive) end
+        # here, inside the loop, rather than as coroutines destroyed with it.
+        for task in list(self._open):
+            task.cancel()
+        await asyncio.gather(*self._open, return_exceptions=True)
         if self._writer:
             self._writer.close()
 
     # --- connections -----------------------------------------------------------------------
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._open.add(task)
+            task.add_done_callback(self._open.discard)
         writer.transport.set_write_buffer_limits(high=0)
         sock = writer.get_extra_info("socket")
         if sock is not None:
