@@ -210,8 +210,16 @@ def _context(inputs: RunInputs, sections: dict) -> dict:
                or integer(meta.get("max_model_len")))
     parts = [f"prompt {prompt} tokens" if prompt is not None else "prompt length not recorded",
              _delivered(inputs, integer(w.get("max_tokens"))), "one request at a time"]
-    return {"metric": "Context", "result": ", ".join(parts),
-            "notes": f"max model length {max_len} tokens" if max_len else "max model length not recorded"}
+    notes = f"max model length {max_len} tokens" if max_len else "max model length not recorded"
+    cache = as_dict(as_dict(as_dict(as_dict(inputs.doc("preflight.json")).get("metrics"))
+                            .get("config_info")).get("vllm:cache_config_info"))
+    label = text(cache.get("kv_cache_size_tokens")) or ""  # Prometheus labels are strings
+    size = int(label) if label.isdigit() and len(label) <= 15 else None
+    if size:
+        notes += (f"; KV cache {size:,} tokens"
+                  + (f", {text(cache.get('cache_dtype'))}" if text(cache.get("cache_dtype")) else "")
+                  + " (the server's vllm:cache_config_info)")
+    return {"metric": "Context", "result": ", ".join(parts), "notes": notes}
 
 
 def _delivered(inputs: RunInputs, asked: int | None) -> str:
