@@ -60,6 +60,8 @@ def test_selfcheck_on_a_real_server(vllm_server, tmp_path):
     assert doc["server"]["version"] == "0.32.0"
     assert doc["server"]["models"][0]["max_model_len"] > 0
     assert all(r["max_gap_s"] < 5.0 for w in bench["workloads"] for r in w["requests"])
+    scrapes = [json.loads(line)["when"] for line in (launch / "metrics" / "scrapes.jsonl").read_text().splitlines()]
+    assert scrapes == ["before", "during", "during", "after"] * 2  # acceptance windows of 2 requests
     reconcile = json.loads((launch / "reconcile.json").read_text())
     assert reconcile["metrics"]["difference_tokens"] == 0
     assert doc["bench"]["reconcile_verdict"] == reconcile["verdict"]

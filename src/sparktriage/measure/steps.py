@@ -47,13 +47,15 @@ def probe_step(endpoint: str, launch: LaunchDir, baseline: Path | None = None, *
 def bench_step(endpoint: str, launch: LaunchDir, workloads: Sequence[Workload], *,
                log: Sequence[str] = (), metrics: str | None = "", log_wait_s: float = 15.0,
                model: str | None = None, api_key: str | None = None, tz=None,
-               observe: Observer = quiet, warn: Callable[[str], None] = lambda m: None) -> dict:
+               observe: Observer = quiet, warn: Callable[[str], None] = lambda m: None,
+               scrape_every: int | None = None) -> dict:
     """The delivered-token protocol, with Prometheus scraped around each workload (`metrics`:
     its URL; "" for the endpoint's own /metrics; None for none) and, when `log` is given,
-    reconciled with the log; returns bench.json (+ `reconcile`)."""
+    reconciled with the log (`scrape_every`: also scrape after every that many measured
+    requests, for windowed acceptance); returns bench.json (+ `reconcile`)."""
     url = endpoint.rstrip("/") + "/metrics" if metrics == "" else metrics
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
-    recorder = MetricsRecorder(url, launch, warn, headers) if url else None
+    recorder = MetricsRecorder(url, launch, warn, headers, scrape_every) if url else None
     watch = recorder.observer(observe) if recorder else observe
     settings = ClientSettings(base_url=endpoint, api_key=api_key)
     document = run_protocol(ProtocolPlan(settings, model, tuple(workloads)), launch, watch)

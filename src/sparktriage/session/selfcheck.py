@@ -95,7 +95,9 @@ def run_selfcheck(run: RunDir, settings: SelfcheckSettings, observe: Observer) -
         sign_identity=settings.sign.identity if settings.sign else None,
         formats=settings.formats, probe=settings.probe, logs=settings.logs,
         extra={"model": settings.model, "reference": settings.reference, "metrics": settings.metrics,
-               "tz": settings.tz_name, "quick": settings.quick})
+               "tz": settings.tz_name, "quick": settings.quick,
+               # three acceptance windows per workload at least (session/windows.py)
+               "scrape_every": max(2, overrides.get("requests", 15) // 3)})
     preflight = run_preflight(PreflightSettings(
         settings.endpoint, settings.model, settings.api_key, settings.metrics, settings.answer_deadline_s))
     write_document(run.path / "preflight.json", preflight)
