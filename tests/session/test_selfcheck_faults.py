@@ -147,3 +147,40 @@ def test_a_key_is_required(tmp_path):
         _check(tmp_path, {}, {"api_key": "s3cret"})
     doc = _check(tmp_path, {}, {"api_key": "s3cret"}, api_key="s3cret")
     assert _ids(doc) == set() and doc["readiness"]["outcome"] == "answered"
+
+
+def test_speculative_acceptance_collapsing_mid_run_through_metrics(tmp_path):
+    """The simulator as `vllm serve` with ngram depth 3 and `/metrics`: the first requests are
+    accepted whole (4-token chunks), every later one refuses every draft (1-token chunks)."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    sequence = [{"tokens_per_chunk": 4}] * 7 + [{"tokens_per_chunk": 1}] * 60
+    scenario = {"decode": {"rates": {3: 4000}, "ttft_s": 0.005}, "stream": {"sequence": sequence}}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SPARKTRIAGE_SIM")}
+    env["SPARKTRIAGE_SIM"] = json.dumps(scenario)
+    spec = json.dumps({"method": "ngram", "num_speculative_tokens": 3})
+    with open(tmp_path / "sim.log", "wb") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "sparktriage.sim.vllm", "serve", "/models/m",
+                                 "--host", "127.0.0.1", "--port", str(port), "--served-model-name", "m",
+                                 "--speculative-config", spec], stdout=log, stderr=log, env=env)
+    try:
+        deadline = time.monotonic() + 30
+        while socket.socket().connect_ex(("127.0.0.1", port)) != 0:
+            assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "sim.log").read_text()
+            time.sleep(0.05)
+        settings = SelfcheckSettings(endpoint=f"http://127.0.0.1:{port}", quick=True, probe=False,
+                                     formats="md", workloads=("code",))
+        doc = run_selfcheck(RunDir.create(tmp_path / "run", ["test"]), settings, quiet)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    assert _ids(doc) == {"acceptance-collapse"} and has_findings(doc), doc["findings"]
+    windows = json.loads((tmp_run(doc) / "selfcheck-findings.json").read_text())["windows"]
+    rates = [w["acceptance_rate"] for w in windows if w["draft_tokens"] >= 20]
+    assert rates[0] > 0.5 and rates[-1] == 0.0, windows
