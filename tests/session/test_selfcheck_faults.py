@@ -149,6 +149,7 @@ def test_a_key_is_required(tmp_path):
     assert _ids(doc) == set() and doc["readiness"]["outcome"] == "answered"
 
 
+@pytest.mark.slow  # starts the simulated vLLM process: about 7 s
 def test_speculative_acceptance_collapsing_mid_run_through_metrics(tmp_path):
     """The simulator as `vllm serve` with ngram depth 3 and `/metrics`: the first requests are
     accepted whole (4-token chunks), every later one refuses every draft (1-token chunks)."""
@@ -184,3 +185,20 @@ def test_speculative_acceptance_collapsing_mid_run_through_metrics(tmp_path):
     windows = json.loads((tmp_run(doc) / "selfcheck-findings.json").read_text())["windows"]
     rates = [w["acceptance_rate"] for w in windows if w["draft_tokens"] >= 20]
     assert rates[0] > 0.5 and rates[-1] == 0.0, windows
+
+
+@pytest.mark.slow  # a fresh interpreter per case: about 8-12 s each on the loaded machine
+@pytest.mark.parametrize("scenario, code, line", [
+    ({"faults": {"never_answer": True}}, 1, "FINDING no-answer: the readiness request"),
+    ({}, 0, "CAVEAT fields-unchecked:"),
+])
+def test_the_command_exits_on_findings(tmp_path, scenario, code, line):
+    import subprocess
+    import sys
+    with SimThread({"scenarios": {"sim": {**FAST, **scenario}}}) as sim:
+        result = subprocess.run([sys.executable, "-m", "sparktriage", "selfcheck", "--endpoint", sim.url,
+                                 "--quick", "--no-probe", "--no-metrics", "--workload", "code",
+                                 "--format", "md", "--answer-deadline", "1", "--out", str(tmp_path / "run")],
+                                capture_output=True, text=True, timeout=300)
+    assert result.returncode == code, result.stderr[-2000:]
+    assert line in result.stdout and "Traceback" not in result.stderr  # the summary is data
