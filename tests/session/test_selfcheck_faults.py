@@ -13,6 +13,7 @@ import pytest
 
 from sparktriage.errors import EndpointError
 from sparktriage.progress import quiet
+from sparktriage.report.readable import significant
 from sparktriage.session.selfcheck import (SelfcheckSettings, check_endpoint, has_findings,
                                            run_selfcheck)
 from sparktriage.sim.thread import SimThread
@@ -96,6 +97,8 @@ def test_a_pause_mid_stream_longer_than_the_bound(tmp_path):
     assert _ids(doc) == {"mid-stream-pause"} and has_findings(doc)
     gaps = [r["max_gap_s"] for r in _requests(doc)]
     assert all(0.38 < g < 1.5 for g in gaps), gaps
+    page = (tmp_path / "run" / "report" / "report.md").read_text()
+    assert f"| Longest pause mid-stream | {significant(max(gaps), 2)} s |" in page
 
 
 def test_a_short_pause_within_the_bound_is_no_finding(tmp_path):

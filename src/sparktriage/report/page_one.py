@@ -187,6 +187,9 @@ def results(inputs: RunInputs, sections: dict) -> list[dict]:
         rows.append({"metric": "Cold start to serving", "result": "not measured",
                      "notes": "no startup timeline: sparktriage stalls LAUNCH/bundle"})
     rows.append(_context(inputs, sections))
+    pause = _longest_pause(inputs)
+    if pause is not None:
+        rows.append(pause)
     rejected = (sections["sweep"].get("model") or {}).get("rejection")  # issue 38: why it failed
     if sections["sweep"]["status"] == "present" and rejected:
         rows.append({"metric": "Depth model", "result": "rejected: the black-box rule decided",
@@ -220,6 +223,22 @@ def _context(inputs: RunInputs, sections: dict) -> dict:
                   + (f", {text(cache.get('cache_dtype'))}" if text(cache.get("cache_dtype")) else "")
                   + " (the server's vllm:cache_config_info)")
     return {"metric": "Context", "result": ", ".join(parts), "notes": notes}
+
+
+def _longest_pause(inputs: RunInputs) -> dict | None:
+    """The longest silence between two chunks of one answer, once it began (bench.json
+    `max_gap_s`): a client sees the answer freeze that long."""
+    gaps = [(r["max_gap_s"], label, as_dict(w).get("name"), r.get("index"))
+            for label in inputs.launches
+            for w in as_list(as_dict(inputs.launch_doc(label, "bench.json")).get("workloads"))
+            for r in as_list(as_dict(w).get("requests"))
+            if isinstance(r, dict) and isinstance(r.get("max_gap_s"), (int, float))]
+    if not gaps:
+        return None
+    gap, label, workload, index = max(gaps, key=lambda g: g[0])
+    return {"metric": "Longest pause mid-stream", "result": f"{significant(gap, 2)} s",
+            "notes": f"{label} {workload} request {index}; the longest wait between two chunks "
+                     f"of one answer once it began, over {len(gaps)} requests"}
 
 
 def _delivered(inputs: RunInputs, asked: int | None) -> str:
