@@ -171,3 +171,18 @@ class Renderer:
         if self.scenario.sources.final_usage:
             doc["usage"] = self._usage(self.plan.tokens + self.scenario.faults.final_usage_offset)
         return doc
+
+
+def tokenize_document(config: SimConfig, body: bytes | None) -> tuple[int, dict]:
+    """vLLM's `/tokenize` answer for the simulator's own text: every output token is one word
+    (` t<id>`), so a text's count is its number of words."""
+    try:
+        doc = json.loads(body or b"null")
+    except ValueError:
+        doc = None
+    prompt = doc.get("prompt") if isinstance(doc, dict) else None
+    if not isinstance(prompt, str):
+        return 400, error_document(400, "'prompt' must be a string")
+    words = prompt.split()
+    return 200, {"count": len(words), "max_model_len": config.max_model_len,
+                 "tokens": list(range(config.first_token_id, config.first_token_id + len(words)))}

@@ -25,7 +25,7 @@ from sparktriage.sim.plan import BadRequest, RequestSpec, StreamPlan, plan_strea
 from sparktriage.sim.scenario import SCHEMA_VERSION, SimConfig
 from sparktriage.sim.toy import Toy
 from sparktriage.sim.truth import truth
-from sparktriage.sim.encode import Renderer, error_document
+from sparktriage.sim.encode import Renderer, error_document, tokenize_document
 from sparktriage.store.documents import RecordWriter
 
 HTML_PAGE = b"<!DOCTYPE html><html><head><title>Welcome</title></head><body><h1>It works</h1></body></html>"
@@ -200,19 +200,7 @@ class SimServer:
         return await self._json(writer, request, 404, {"detail": "Not Found"})
 
     async def _tokenize(self, request: http.Request, writer) -> bool:
-        """vLLM's `/tokenize` for the simulator's own text: every output token is one word
-        (` t<id>`), so a text's count is its number of words."""
-        try:
-            body = json.loads(request.body or b"null")
-        except ValueError:
-            body = None
-        prompt = body.get("prompt") if isinstance(body, dict) else None
-        if not isinstance(prompt, str):
-            return await self._json(writer, request, 400, error_document(400, "'prompt' must be a string"))
-        words = prompt.split()
-        return await self._json(writer, request, 200, {
-            "count": len(words), "max_model_len": self.config.max_model_len,
-            "tokens": list(range(self.config.first_token_id, self.config.first_token_id + len(words)))})
+        return await self._json(writer, request, *tokenize_document(self.config, request.body))
 
     async def _control(self, request: http.Request, writer, path: str) -> bool:
         if path == "/sim/trace":
