@@ -24,6 +24,10 @@ def summary(result: ReproduceResult) -> View:
         for node in result.plan.nodes:
             lines.append(f"  {node.client or '-'} -> {node.lab}: {' '.join(node.argv)}")
         lines += [f"  ! {s}" for s in result.plan.statements]
+        if result.plan.client_code:
+            lines.append(f"  runs client code ({len(result.plan.client_code)}; launch and "
+                         "session refuse until each is accepted: --accept-client-code NAME):")
+            lines += [f"    {c.name}: {c.what}" for c in result.plan.client_code]
     for severity in ("high", "medium", "low", "info"):
         items = [d for d in result.diff if d.severity == severity]
         if items:
