@@ -77,7 +77,7 @@ def selfcheck(
     out: Optional[Path] = typer.Option(None, "--out", help="Run directory [./runs/<timestamp>]."),
     json_out: Optional[str] = typer.Option(None, "--json", help="Write the summary to PATH, or - for stdout."),
     answer_deadline: float = typer.Option(120.0, "--answer-deadline", min=0.1, max=3600, help="Seconds the first (readiness) request may take before the server counts as not answering."),
-    max_pause: float = typer.Option(5.0, "--max-pause", min=0.01, max=3600, help="Longest silence between two chunks of an answer before it is a finding (s)."),
+    max_pause: float = typer.Option(5.0, "--max-pause", min=0.01, max=3600, help="Seconds of silence between two chunks of an answer before it is a finding."),
 ) -> None:
     """Check a running server: garbage probe, delivered tokens, log and metrics reconciliation, report."""
     from sparktriage.logs.clock import parse_tz

@@ -54,7 +54,8 @@ def check(option: str, spec: V.Option, value: str, release: Release, ctx: Ctx) -
         release, why = release
         others = V.accepting(spec.name, value)
         elsewhere = f"; vLLM {', '.join(others)} accept it" if others else ""
-        raise InputError(f"{ctx.source}: {option} {ctx.secrets.text(value)!r}: vLLM {release} "
+        cut = value if len(value) <= 80 else f"{value[:77]}... ({len(value)} characters)"
+        raise InputError(f"{ctx.source}: {option} {ctx.secrets.text(cut)!r}: vLLM {release} "
                          f"({why}) accepts {reason}{elsewhere}")
 
 
