@@ -41,6 +41,9 @@ GAPS: dict[tuple[str, str], str] = {
         "the stall is found (a 40 s hang while the wrapper polls) but its cause stays unknown: "
         "the excerpt has no memory evidence (no OutOfMemoryError, no MemAvailable or oom-kill "
         "line) and uma-memory-pressure needs one",
+    ("53-gb10-untimed-hang-before-api-server.log", "verdict"):
+        "an untimed paste of the lines before a hang: with no time basis there is no silence to "
+        "measure, so no stall is found (the reporter's 'then nothing' is prose, not a line)",
 }
 
 

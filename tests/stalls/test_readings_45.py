@@ -1,0 +1,100 @@
+"""Line shapes `stalls` and `logs` read since the second field corpus (tests/stalls/field,
+cases 37-56): FlashInfer's "[AutoTuner]: Tuning" bars, a launcher's "[MM-DD HH:MM:SS]
+[file.py:N]" header and its bracketed "[YYYY-MM-DD HH:MM:SS]" stamp, "Model loading took N
+seconds" as stated work. The real cores on lines as public threads show them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sparktriage.logs.catalog import match_message as match
+from sparktriage.logs.lineformat import parse_line
+from sparktriage.logs.scan import analyze_inputs
+from sparktriage.stalls.analyze import analyze
+
+AUTOTUNER = "[AutoTuner]: Tuning fp8_gemm: 100%|██████████| 21/21 [00:00<00:00, 33.51profile/s]"
+
+
+def _stalls(tmp_path: Path, text: str, rules) -> dict:
+    path = tmp_path / "server.log"
+    path.write_text(text)
+    return analyze(path, rules, None)[0]
+
+
+def test_flashinfer_autotuner_bar_marks_kernel_jit():
+    hits = match(parse_line(AUTOTUNER).message)
+    assert [(h.id, h.rule.phase, h.match["what"]) for h in hits] == [
+        ("jit.autotune_bar", "kernel_jit", "fp8_gemm")]
+    # the logger's own spelling is still read
+    assert [h.id for h in match("flashinfer.jit: [Autotuner]: Autotuning process starts ...")] \
+        == ["jit.autotune"]
+
+
+def test_an_excerpt_of_autotuner_bars_alone_is_read_not_refused(tmp_path, rules):
+    path = tmp_path / "bars.log"
+    path.write_text((AUTOTUNER + "\n") * 3)
+    document = analyze_inputs([str(path)])
+    assert document["counts"]["recognised_untimed"] == 3
+    stalls = _stalls(tmp_path, (AUTOTUNER + "\n") * 3, rules)
+    assert stalls["findings"] == []
+
+
+def test_a_silence_after_autotuner_progress_is_kernel_jit_not_nccl(tmp_path, rules):
+    text = ("(EngineCore pid=153) INFO 05-16 17:30:12 [kv_cache_utils.py:1733] GPU KV cache "
+            "size: 10,204,620 tokens\n"
+            "(Worker_TP0 pid=173) 2026-05-16 17:30:15,318 - INFO - autotuner.py:615 - "
+            "flashinfer.jit: [Autotuner]: Autotuning process starts ...\n"
+            + AUTOTUNER + "\n"
+            "(EngineCore pid=153) INFO 05-16 17:45:20 [shm_broadcast.py:681] No available "
+            "shared memory broadcast block found in 60 seconds. This typically happens when some "
+            "processes are hanging or doing some time-consuming work (e.g. compilation, "
+            "weight/kv cache quantization).\n")
+    findings = [f for f in _stalls(tmp_path, text, rules)["findings"] if f["kind"] == "stall"]
+    assert findings, "a 15-minute silence is a stall"
+    longest = max(findings, key=lambda f: f["duration_s"])
+    assert longest["verdict"]["id"] != "nccl-hang"
+    assert longest["phase"] == "kernel_jit"
+
+
+def test_launcher_header_with_month_day_stamp_and_file_tag_is_a_timed_vllm_line():
+    fields = parse_line("[05-10 10:51:18] [core.py:1138] EngineCore failed to start.")
+    assert (fields.kind, fields.stamp, fields.source_file, fields.source_line, fields.level,
+            fields.message) == ("vllm", "05-10 10:51:18", "core.py", 1138, None,
+                                "EngineCore failed to start.")
+    fields = parse_line("(EngineCore pid=3) [05-10 10:51:18.250] WARNING [gpu_worker.py:99] low")
+    assert (fields.process, fields.pid, fields.level, fields.frac, fields.message) == (
+        "EngineCore", 3, "WARNING", "250", "low")
+    # a bracket that only looks like it stays text
+    assert parse_line("[05-10 10:51:18] no file tag here").kind == "text"
+
+
+def test_launcher_bracketed_date_times_its_own_lines_and_the_servers():
+    own = parse_line("[2026-01-26 17:33:48]   ⚠️  vLLM not ready after 30 minutes")
+    assert (own.collector, own.collector_full, own.message) == (
+        "dated", "2026-01-26 17:33:48", "  ⚠️  vLLM not ready after 30 minutes")
+    inner = parse_line("[2026-01-26 16:56:13]      INFO 01-26 16:56:12 [utils.py:253] "
+                       "non-default args: {'model_tag': 'microsoft/Ph")
+    assert (inner.kind, inner.stamp, inner.collector_full) == (
+        "vllm", "01-26 16:56:12", "2026-01-26 16:56:13")
+
+
+def test_launcher_polls_after_vllm_goes_quiet_are_a_stall(tmp_path, rules):
+    text = ("[2026-01-26 16:56:13]      INFO 01-26 16:56:12 [utils.py:253] non-default args: "
+            "{'model_tag': 'microsoft/Phi-4-mini-flash-reasoning'}\n"
+            "[2026-01-26 16:57:25]   ⏳ Still loading... (1m 14s) - this is normal for large models\n"
+            "[2026-01-26 17:33:47]   ⏳ Still loading... (37m 36s) - this is normal for large models\n"
+            "[2026-01-26 17:33:48]   ⚠️  vLLM not ready after 30 minutes\n")
+    stalls = [f for f in _stalls(tmp_path, text, rules)["findings"] if f["kind"] == "stall"]
+    assert len(stalls) == 1 and stalls[0]["duration_s"] >= 37 * 60 - 60
+    assert stalls[0]["verdict"]["id"] == "unknown"
+
+
+def test_model_loading_took_is_stated_work_past_the_crawl_budget(tmp_path, rules):
+    text = ("(Worker_TP0 pid=212) INFO 05-10 10:40:46 [default_loader.py:384] Loading weights "
+            "took 9.02 seconds\n"
+            "(Worker_TP0 pid=212) INFO 05-10 11:10:48 [gpu_model_runner.py:4871] Model loading "
+            "took 10.8 GiB memory and 1830.075276 seconds\n")
+    stalls = [f for f in _stalls(tmp_path, text, rules)["findings"] if f["kind"] == "stall"]
+    assert stalls
+    work = [f for f in stalls if "work" in f["how"]]
+    assert work and abs(max(f["duration_s"] for f in work) - 1830.08) < 0.01
