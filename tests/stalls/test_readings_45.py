@@ -98,3 +98,69 @@ def test_model_loading_took_is_stated_work_past_the_crawl_budget(tmp_path, rules
     assert stalls
     work = [f for f in stalls if "work" in f["how"]]
     assert work and abs(max(f["duration_s"] for f in work) - 1830.08) < 0.01
+
+
+SPEC_LINE = ("(APIServer pid=1) INFO 06-23 {t} [metrics.py:96] SpecDecoding metrics: Mean "
+             "acceptance length: 3.42, Accepted throughput: 61.20 tokens/s, Drafted throughput: "
+             "122.40 tokens/s, Accepted: 612 tokens, Drafted: 1224 tokens, Per-position "
+             "acceptance rate: 0.812, 0.655, 0.503, 0.421, Avg Draft acceptance rate: 50.0%\n")
+
+
+def test_a_grepped_excerpt_of_spec_decode_metric_lines_is_a_server_serving(tmp_path, rules):
+    # 900, 160 and 150 s between metric windows: a serving server that was idle, not a start
+    text = "".join(SPEC_LINE.format(t=t) for t in ("14:50:01", "15:05:01", "15:07:41",
+                                                    "15:10:11"))
+    document = _stalls(tmp_path, text, rules)
+    assert [f["kind"] for f in document["findings"]] == []
+    logs = analyze_inputs([str(tmp_path / "server.log")])
+    assert not [f for f in logs["findings"] if f["code"] in ("startup-failed", "engine-died")]
+
+
+def test_request_logs_alone_are_serving_not_a_start(tmp_path, rules):
+    text = ("(APIServer pid=1) INFO 06-23 14:50:01 [logger.py:41] Received request "
+            "chatcmpl-1a2b: prompt: 'hi', params: SamplingParams(n=1)\n"
+            "(APIServer pid=1) INFO 06-23 15:05:01 [logger.py:41] Received request "
+            "chatcmpl-3c4d: prompt: 'hi', params: SamplingParams(n=1)\n")
+    assert _stalls(tmp_path, text, rules)["findings"] == []
+
+
+def test_a_crash_while_serving_cut_before_engine_dead_error_is_a_serving_failure(tmp_path, rules):
+    text = ("(APIServer pid=1) INFO 06-23 15:08:30 [loggers.py:236] Engine 000: Avg prompt "
+            "throughput: 0.0 tokens/s, Avg generation throughput: 32.1 tokens/s, Running: 1 "
+            "reqs, Waiting: 0 reqs, GPU KV cache usage: 2.1%, Prefix cache hit rate: 0.0%\n"
+            "(EngineCore pid=168) ERROR 06-23 15:08:34 [core.py:1138] EngineCore encountered a "
+            "fatal error.\n"
+            "(EngineCore pid=168) ERROR 06-23 15:08:34 [core.py:1138] Traceback (most recent "
+            "call last):\n"
+            "(EngineCore pid=168) ERROR 06-23 15:08:34 [core.py:1138] torch.AcceleratorError: "
+            "CUDA error: an illegal memory access was encountered\n")
+    failures = [f for f in _stalls(tmp_path, text, rules)["findings"] if f["kind"] == "failure"]
+    assert [f["phase"] for f in failures] == ["serving"]
+
+
+CHAIN = ("(RayWorkerWrapper pid=3511, ip=192.0.2.2) INFO 03-04 10:00:00 [gpu_worker.py:100] "
+         "Loading weights took 20.00 seconds\n"
+         "(raylet, ip=192.0.2.2) [2026-03-04 10:02:00,001 E 3201 3201] (raylet) "
+         "node_manager.cc:3069: 1 Workers (tasks / actors) killed due to memory pressure (OOM), "
+         "0 Workers crashed due to other reasons at node (ID: 1234, IP: 192.0.2.2) over the last "
+         "time period.\n"
+         "(EngineCore_DP0 pid=400) ERROR 03-04 10:02:01 [core.py:700] A worker died: "
+         "ray.exceptions.ActorDiedError: The actor died unexpectedly before finishing this task.\n"
+         "[rank0]:[E304 10:12:01.123456 400 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught "
+         "collective operation timeout: WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=1, "
+         "NumelOut=1, Timeout(ms)=600000) ran for 600042 milliseconds before timing out.\n")
+
+
+def test_a_watchdog_timeout_after_a_dead_worker_follows_from_the_death(tmp_path, rules):
+    findings = _stalls(tmp_path, CHAIN, rules)["findings"]
+    assert findings
+    assert {f["verdict"]["id"] for f in findings} == {"ray-oom-kill"}
+    # nccl-hang is not the cause: the death came first, and the verdict says why not
+    for finding in findings:
+        why = {a["id"]: a["why_not"] for a in finding["verdict"]["alternatives"]}
+        assert "peer_died_first" in why.get("nccl-hang", "")
+    # without the earlier death the same watchdog line is an NCCL hang
+    alone = CHAIN.split("\n")
+    text = "\n".join([alone[0], alone[3]]) + "\n"
+    verdicts = {f["verdict"]["id"] for f in _stalls(tmp_path, text, rules)["findings"]}
+    assert "nccl-hang" in verdicts
