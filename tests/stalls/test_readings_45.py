@@ -164,3 +164,22 @@ def test_a_watchdog_timeout_after_a_dead_worker_follows_from_the_death(tmp_path,
     text = "\n".join([alone[0], alone[3]]) + "\n"
     verdicts = {f["verdict"]["id"] for f in _stalls(tmp_path, text, rules)["findings"]}
     assert "nccl-hang" in verdicts
+
+
+def test_kv_sizing_lines_are_extracted_negative_budget_and_zero_blocks_included(tmp_path):
+    path = tmp_path / "kv.log"
+    path.write_text(
+        "INFO 05-10 10:10:48 [gpu_model_runner.py:4871] Model loading took 1830.5 seconds\n"
+        "INFO 05-10 10:11:50 [worker.py:267] Memory profiling takes 61.92 seconds\n"
+        "INFO 05-10 10:11:50 [gpu_worker.py:440] Available KV cache memory: -2.26 GiB\n"
+        "INFO 05-10 10:11:50 [executor_base.py:113] # cuda blocks: 0, # CPU blocks: 2048\n"
+        "INFO 05-10 10:11:51 [gpu_model_runner.py:6042] Estimated CUDA graph memory: -4.74 GiB "
+        "total\n"
+        "INFO 05-10 10:11:51 [kv_cache_utils.py:1713] GPU KV cache size: 1,253,392 tokens\n")
+    document = analyze_inputs([str(path)])
+    assert document["kv_cache"] == {
+        "profiling_s": 61.92, "memory_gib": -2.26, "blocks": 0, "cpu_blocks": 2048,
+        "block_device": "cuda", "cuda_graph_memory_gib": -4.74, "tokens": 1253392,
+        "device": "GPU"}
+    # "Model loading took N seconds" without the memory figure is still the stated load time
+    assert document["reported"]["model_loading_s"] == 1830.5
