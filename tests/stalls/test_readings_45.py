@@ -183,3 +183,19 @@ def test_kv_sizing_lines_are_extracted_negative_budget_and_zero_blocks_included(
         "device": "GPU"}
     # "Model loading took N seconds" without the memory figure is still the stated load time
     assert document["reported"]["model_loading_s"] == 1830.5
+
+
+def test_a_compile_observation_gives_the_time_vllm_states_not_the_silence(tmp_path, rules):
+    text = ("(EngineCore_DP0 pid=441) INFO 11-24 11:44:01 [backends.py:708] Dynamo bytecode "
+            "transform time: 6.07 s\n"
+            "(EngineCore_DP0 pid=441) INFO 11-24 11:44:33 [backends.py:255] Cache the graph for "
+            "dynamic shape for later use\n"
+            "(EngineCore_DP0 pid=441) INFO 11-24 11:47:15 [backends.py:286] Compiling a graph for "
+            "dynamic shape takes 186.13 s\n"
+            "(EngineCore_DP0 pid=441) INFO 11-24 11:47:16 [monitor.py:34] torch.compile takes "
+            "192.20 s in total\n")
+    document = _stalls(tmp_path, text, rules)
+    assert document["findings"] == []
+    texts = [o["text"] for o in document["observations"]]
+    assert texts and all(t.startswith("compile took 192.20 s in all") for t in texts)
+    assert any("this silence 162 s" in t for t in texts)
