@@ -3,7 +3,10 @@
 `load(path)` accepts an evidence bundle (a folder or its `.tar.gz`, docs/formats.md, opened
 with `bundle.reader.Bundle`, which refuses unsafe archives), a launch folder, a single
 line-records file, or a plain vLLM log; log lines go through the log parser of `logs/`
-(all vLLM formats, receive times first). A plain log gives nodes with the `log` source only:
+(all vLLM formats, receive times first). A plain log or line-records file is read in one
+streamed pass that feeds the `logs` analysis and the classifier together; every node keeps its
+lines as runs of alike consecutive lines (stalls/lineruns.py, docs/stalls.md "What is kept per
+line"). A plain log gives nodes with the `log` source only:
 the classifier then says which signals were missing rather than guessing them. Every node's
 records are moved onto the collecting machine's clock with its `clock.json` offset.
 

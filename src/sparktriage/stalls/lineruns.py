@@ -19,7 +19,7 @@ and to the runs, and holds no list of all lines.
 from __future__ import annotations
 
 import gc
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 

@@ -164,11 +164,14 @@ def waits(timeline: NodeTimeline, markers: MarkerSet, params: DetectParams,
                 spans.append((mark.t - waited, mark.t, mark, name))
                 break
     runs: list[list[tuple[float, float, Mark, str]]] = []
+    reach = float("-inf")  # the latest end in the current run (kept, not recomputed per line)
     for span in sorted(spans, key=lambda s: s[0]):
-        if runs and span[0] <= max(s[1] for s in runs[-1]) + params.silence_s:
+        if runs and span[0] <= reach + params.silence_s:
             runs[-1].append(span)
+            reach = max(reach, span[1])
         else:
             runs.append([span])
+            reach = span[1]
     out = []
     spans_of_work = work_spans(timeline, markers)
     moving: list[Mark] | None = None  # the lines that are progress, once a wait needs them
