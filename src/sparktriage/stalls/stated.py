@@ -29,6 +29,7 @@ _WORK_LOOKAHEAD_S = 1.0  # "Cache the graph ..." and "Compiling a graph ... take
 # a stated weight read is a stall past the crawl budget, but never widens a silence's budget:
 # a silent read is judged by the weight_read budget (docs/stalls.md)
 _OVERRUN_ONLY = "weights"
+_LOAD_REST_S = 30.0  # "Model loading took" minus "Loading weights took": bookkeeping, not work
 WEIGHT_READ = "weight_read"
 
 
@@ -77,7 +78,13 @@ def work_spans(timeline: NodeTimeline, markers: MarkerSet) -> list[tuple[float, 
             if took:
                 out.append((mark.t - took, mark.t, kind, mark))
                 break
-    return out
+    # "Model loading took" covers the weight read and its post-processing: where "Loading
+    # weights took" ends inside it and the rest is short, the read's own figure says what was
+    # slow; a long rest (post-processing) keeps the whole stated load
+    weights = [span for span in out if span[2] == _OVERRUN_ONLY]
+    return [span for span in out if span[2] != _OVERRUN_ONLY or not any(
+        other is not span and span[0] <= other[1] < span[1]
+        and span[1] - other[1] < _LOAD_REST_S for other in weights)]
 
 
 _WORK_WHAT = {"compile": "a graph compile", "warmup": "a warmup, profiling or capture run",
