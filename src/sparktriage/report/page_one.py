@@ -174,7 +174,7 @@ def results(inputs: RunInputs, sections: dict) -> list[dict]:
 def _context(inputs: RunInputs, sections: dict) -> dict:
     prompt = None
     for label in inputs.launches:
-        for record in inputs.records(f"launches/{label}/requests.jsonl") or []:
+        for record in inputs.launch_records(label) or []:
             prompt = integer(as_dict(record.get("final_usage")).get("prompt_tokens"))
             if prompt is not None:
                 break

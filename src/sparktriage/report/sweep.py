@@ -18,6 +18,8 @@ from sparktriage.report.readable import p_value, plain, signed_rate
 from sparktriage.report.sections import missing
 from sparktriage.report.values import as_dict, as_list, integer, num, text
 from sparktriage.stats.summary import summarize
+from sparktriage.sweep.allocate import decision_word
+from sparktriage.sweep.model_entry import verify_cost
 
 
 BASIS_TEXT = {"decode": "mean delivered decode tok/s",
@@ -41,7 +43,7 @@ def depth_of_launch(inputs: RunInputs) -> dict[str, int | None]:
         if isinstance(entry, dict):
             for launch in as_list(entry.get("launches")):
                 if isinstance(launch, dict) and isinstance(launch.get("label"), str):
-                    out[launch["label"]] = integer(entry.get("depth"))
+                    out[inputs.sweep_launch(launch["label"])] = integer(entry.get("depth"))
     return out
 
 
@@ -63,7 +65,7 @@ def sweep_section(inputs: RunInputs) -> dict:
         for launch in as_list(entry.get("launches")):
             if not isinstance(launch, dict):
                 continue
-            label = text(launch.get("label")) or "?"
+            label = inputs.sweep_launch(text(launch.get("label")) or "?")
             rate = num(launch.get(field))
             check = _bench_mean(inputs, label, workload, metric)
             if rate is not None and check is not None and abs(check - rate) > 0.005 * abs(rate):
@@ -105,8 +107,11 @@ def sweep_section(inputs: RunInputs) -> dict:
             "workload": workload, "points": points,
             "decision": {"depth": chosen, "reason": text(decision.get("reason")),
                          "state": text(decision.get("state")),
+                         "word": decision_word(text(decision.get("state")), chosen),
+                         "provisional": decision.get("provisional") is True,
+                         # the depths the data cannot separate from the chosen one: itself aside
                          "candidates": [c for c in (integer(x) for x in as_list(decision.get("candidates")))
-                                        if c is not None]},
+                                        if c is not None and c != chosen]},
             "launches_used": integer(doc.get("launches_used")), "basis": basis,
             "rates": BASIS_TEXT[basis],
             "best_measured_depth": ranked[0]["depth"] if ranked else None,
@@ -155,7 +160,7 @@ def model_part(model, by_depth: dict[int, dict]) -> dict | None:
                      "ci95_low": num(p.get("ci95_low")), "ci95_high": num(p.get("ci95_high")),
                      "acceptance_length": num(p.get("acceptance_length")),
                      "tokens_per_step": num(p.get("tokens_per_step")),
-                     "step_ratio": num(p.get("step_ratio")),
+                     "step_ratio": num(verify_cost(p)),
                      "measured": measured.get("mean"), "measured_low": measured.get("ci95_low"),
                      "measured_high": measured.get("ci95_high"), "n": measured.get("n") or 0})
     ratios = as_list(as_dict(model.get("step_ratios")).get("ratios"))
@@ -182,6 +187,11 @@ HEADERS = ["depth", "launches", "mean tok/s", "95% CI over launches", "acceptanc
            "per position", "gate", "% of ceiling"]
 
 
+def decision_text(decision: dict) -> str:
+    """A sweep decision as 'depth 2 (settled)': its depth and the one word of its state."""
+    return f"depth {decision.get('depth')} ({decision.get('word') or decision_word(decision.get('state'), decision.get('depth'))})"
+
+
 def _fmt(value: float | None, digits: int = 2) -> str:
     return "–" if value is None else plain(value, digits)
 
@@ -199,7 +209,7 @@ def sweep_rows(section: dict) -> list[list[str]]:
 
 
 MODEL_HEADERS = ["depth", "predicted tok/s", "95% interval", "launches' mean tok/s",
-                 "95% CI over launches", "launches", "tokens per step", "step cost"]
+                 "95% CI over launches", "launches", "tokens per step", "verify step cost"]
 
 
 def model_rows(section: dict) -> list[list[str]]:
@@ -239,12 +249,12 @@ def model_lines(section: dict) -> list[str]:
 def sweep_lines(section: dict) -> list[str]:
     """The decision and why, gate failures, stability warnings, comparisons, as sentences."""
     d = section["decision"]
-    state = f" ({d['state']})" if d.get("state") else ""
     cands = d.get("candidates") or []
-    lines = [f"Decision: depth {d['depth']}{state}. {d['reason'] or ''}".rstrip()]
+    head = "Decision: no depth" if d["depth"] is None else f"Decision: {decision_text(d)}"
+    lines = [f"{head}. {d['reason'] or ''}".rstrip()]
     if section.get("gate_note"):
         lines.append(f"Note: {section['gate_note']}.")
-    if len(cands) > 1:
+    if cands:
         lines.append("Depths the data cannot separate from it: " + ", ".join(map(str, cands)) + ".")
     for p in section["points"]:
         if p.get("gate") == "fail":
