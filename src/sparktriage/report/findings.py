@@ -177,7 +177,8 @@ def sweep(sections: dict, configured: int | None) -> tuple[list[Finding], list[s
                 f"{share(base['mean'], configured)} over "
                 f"{count(base['n'], 'launch', 'launches')}; depth {chosen}: {rate(best['mean'])}"
                 f"{share(best['mean'], chosen)} over {count(best['n'], 'launch', 'launches')}"
-                + f"; the sweep chose {decision_text(sw['decision'])}")
+                + (f"; the sweep chose {decision_text(sw['decision'])}"
+                   if sw["decision"].get("word") else ""))
     if p is not None and not significant:
         return [], [f"speculative depth: depth {chosen} is not significantly faster than the configured "
                     f"depth {configured} ({signed_rate(diff)}, Welch {p_value(p)})"]

@@ -188,8 +188,10 @@ HEADERS = ["depth", "launches", "mean tok/s", "95% CI over launches", "acceptanc
 
 
 def decision_text(decision: dict) -> str:
-    """A sweep decision as 'depth 2 (settled)': its depth and the one word of its state."""
-    return f"depth {decision.get('depth')} ({decision.get('word') or decision_word(decision.get('state'), decision.get('depth'))})"
+    """A sweep decision as 'depth 2 (settled)': its depth and the one word of its state
+    (sweep.allocate.DECISION_WORDS; none for a state this sweep does not write)."""
+    word = decision.get("word")
+    return f"depth {decision.get('depth')}" + (f" ({word})" if word else "")
 
 
 def _fmt(value: float | None, digits: int = 2) -> str:

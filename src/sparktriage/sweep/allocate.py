@@ -182,11 +182,12 @@ DECISION_WORDS = {"best": "settled", "tied": "tied", "insufficient": "provisiona
 UNDECIDED = "undecided"  # insufficient, with no depth to name
 
 
-def decision_word(state: str | None, depth: int | None = 0) -> str:
-    """The word a decision of `state` naming `depth` is called by (DECISION_WORDS)."""
+def decision_word(state: str | None, depth: int | None = 0) -> str | None:
+    """The word a decision of `state` naming `depth` is called by (DECISION_WORDS); None for a
+    state this sweep does not write (another producer's sweep.json)."""
     if depth is None:
         return UNDECIDED
-    return DECISION_WORDS.get(state or "", UNDECIDED)
+    return DECISION_WORDS.get(state or "")
 
 
 def settled(decision: Decision) -> bool:
