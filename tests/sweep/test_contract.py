@@ -129,6 +129,9 @@ class _Inputs:
     def launch_doc(self, label: str, name: str):
         return None
 
+    def sweep_launch(self, label: str) -> str:
+        return label
+
 
 def test_report_section_shows_intervals_acceptance_gate_roofline_and_the_decision(tmp_path):
     from sparktriage.report.sweep import HEADERS, sweep_lines, sweep_rows, sweep_section
@@ -150,7 +153,7 @@ def test_report_section_shows_intervals_acceptance_gate_roofline_and_the_decisio
     assert rows[0][:4] == ["0", "L001, L003", "26.65", f"{low:.2f}–{high:.2f}"]  # over launch means
     assert rows[1][4:] == ["2.50", "0.90 / 0.60", "fail", "42.0"]
     lines = sweep_lines(section)
-    assert lines[0].startswith("Decision: depth 0 (best).")
+    assert lines[0].startswith("Decision: depth 0 (settled).")
     assert any(l.startswith("Gate failed at depth 2 (never recommended)") for l in lines)
 
 
