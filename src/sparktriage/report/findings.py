@@ -1,4 +1,4 @@
-"""Findings ranked by impact (issue 14, item 1): what stands between the client and good numbers.
+"""Findings ranked by impact: what stands between the client and good numbers.
 
 Each finding is derived from a section of the report document (never from text a renderer
 made) and carries what was observed, the evidence that decided it, its cause as a stable id

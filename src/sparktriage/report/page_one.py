@@ -1,4 +1,4 @@
-"""Page one of the report: the diagnosis (issue 14, item 1), as data; renderers only print it.
+"""Page one of the report: the diagnosis, as data; renderers only print it.
 
 `build(inputs, sections)` returns the `page_one` record of report.json:
 
@@ -164,7 +164,7 @@ def results(inputs: RunInputs, sections: dict) -> list[dict]:
         rows.append({"metric": "Cold start to serving", "result": "not measured",
                      "notes": "no startup timeline: sparktriage stalls LAUNCH/bundle"})
     rows.append(_context(inputs, sections))
-    rejected = (sections["sweep"].get("model") or {}).get("rejection")  # issue 38: why it failed
+    rejected = (sections["sweep"].get("model") or {}).get("rejection")  # why the model failed, in words
     if sections["sweep"]["status"] == "present" and rejected:
         rows.append({"metric": "Depth model", "result": "rejected: the black-box rule decided",
                      "notes": rejected})

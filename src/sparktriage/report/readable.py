@@ -1,4 +1,4 @@
-"""Numbers people can read (issue 14, item 2): units on every number, digits that match the
+"""Numbers people can read: units on every number, digits that match the
 interval, durations in minutes and seconds, never scientific notation.
 
 Pure functions from numbers to text, used by page one (page_one.py, findings.py) so that the

@@ -3,8 +3,8 @@ and the delivered-vs-logged reconciliation.
 
 Each builder returns a plain dict with a `status` (`present`, `partial` when only some
 launches have the document, `missing`) and, for what is missing, the file that would hold it
-and the command that produces it. Contract fields are read by their documented names (issues
-3, 4, 5, 6); anything else in those documents is ignored.
+and the command that produces it. Contract fields are read by their documented names
+(docs/formats.md); anything else in those documents is ignored.
 """
 
 from __future__ import annotations
