@@ -72,20 +72,51 @@ def md_text(md: str) -> str:
     return md.replace("**", "").replace("`", "")
 
 
+def render(run: Path) -> dict[str, str]:
+    """report.json, report.md and report.html of a run directory, as `sparktriage report` makes
+    them (build.execute) less the plots: the words and numbers are the same, and drawing four
+    PNGs per run would take most of the test's time (tests/report/test_plots.py checks them)."""
+    from sparktriage.documents.report import ReportDocument
+    from sparktriage.report import html, markdown, outline
+    from sparktriage.report.inputs import load_run
+    from sparktriage.report.model import Context, build_document
+    from sparktriage.report.redact import Redactor
+    from sparktriage.store.typed import check
+
+    redactor = Redactor(False, {})
+    clean = redactor.run(load_run(run))
+    stats = redactor.stats()
+    document = build_document(clean, Context(
+        "2026-03-01T12:00:00Z", False, {"secrets": stats.secrets, "distinct_secrets": stats.distinct_secrets,
+                                        "kinds": stats.kinds, "anonymized_replacements": stats.anonymized}))
+    document["plots"], document["data_files"] = [], [f"data/{rel}" for rel in clean.files]
+    check(ReportDocument, document)
+    sections = outline.build(document)
+    return {"json": json.loads(json.dumps(document)), "md": markdown.render_outline(sections),
+            "html": html.render_outline(sections, {})}
+
+
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory) -> dict[str, dict]:
     out = {}
     for case in CASES:
-        base = tmp_path_factory.mktemp(case.name)
-        run = make(base / "run", case)
-        execute(plan_report(run, base / "report", "md,html", None, False, base / "map.json", WHEN))
-        folder = base / "report"
-        out[case.name] = {
-            "case": case, "run": run,
-            "json": json.loads((folder / "report.json").read_text(encoding="utf-8")),
-            "md": md_text((folder / "report.md").read_text(encoding="utf-8")),
-            "html": html_text((folder / "report.html").read_text(encoding="utf-8"))}
+        run = make(tmp_path_factory.mktemp(case.name) / "run", case)
+        made = render(run)
+        out[case.name] = {"case": case, "run": run, "json": made["json"],
+                          "md": md_text(made["md"]), "html": html_text(made["html"])}
     return out
+
+
+def test_the_rendering_here_is_the_reports_own(tmp_path):
+    """`render` above words a run as `sparktriage report` does (its plots aside)."""
+    run = make(tmp_path / "run", CASES[-1])
+    execute(plan_report(run, tmp_path / "report", "md,html", None, False, tmp_path / "map.json", WHEN))
+    made = render(run)
+    built = (tmp_path / "report" / "report.md").read_text(encoding="utf-8")
+    strip = lambda md: re.sub(r"!\[[^\]]*\]\([^)]*\)\n+(\*What to read[^\n]*\n+)?", "", md)  # noqa: E731
+    assert strip(made["md"]).split("## Summary")[0] == strip(built).split("## Summary")[0]
+    doc = json.loads((tmp_path / "report" / "report.json").read_text(encoding="utf-8"))
+    assert made["json"]["sections"] == doc["sections"] and made["json"]["page_one"] == doc["page_one"]
 
 
 def launch_folders(run: Path) -> list[Path]:
@@ -98,7 +129,7 @@ def _decisions(text: str) -> list[tuple[int, str]]:
     """Every 'depth N (word)' said of the sweep's decision."""
     found = []
     for line in text.splitlines():
-        if re.search(r"Decision:|Speculative depth|the sweep chose", line):
+        if re.search(r"Decision:|Speculative depth|the sweep chose|made the decision", line):
             found += [(int(d), w) for d, w in re.findall(r"depth (\d+) \((\w+)\)", line)]
     return found
 
@@ -281,8 +312,8 @@ def test_the_checker_finds_each_kind_of_contradiction(reports):
     """The checker is not blind: each kind of contradiction planted in a settled sweep's
     Markdown is found."""
     name, report = next((n, r) for n, r in reports.items()
-                        if r["json"]["sections"]["sweep"]["decision"]["state"] == "best"
-                        and r["json"]["sections"]["sweep"]["status"] == "present")
+                        if r["json"]["sections"]["sweep"]["status"] == "present"
+                        and r["json"]["sections"]["sweep"]["decision"]["state"] == "best")
     depth = report["json"]["sections"]["sweep"]["decision"]["depth"]
     assert contradictions(name, report) == []
     for plant, expected in PLANTED:

@@ -84,7 +84,8 @@ def test_the_report_shows_the_predicted_curve_beside_the_launches_and_the_models
     out = tmp_path / "report"
     report_build(model_run, out, anonymize=False)
     md = (out / "report.md").read_text()
-    assert "Depth model: used (it decided)" in md
+    decided = json.loads((model_run / "sweep.json").read_text())["decision"]["depth"]
+    assert f"Depth model: used (it made the decision: depth {decided})" in md
     assert "| depth | predicted tok/s | 95% interval | launches' mean tok/s |" in md
     model = json.loads((model_run / "sweep.json").read_text())["model"]
     for p in model["predicted"]:  # every depth's prediction is in the table, to 2 decimals

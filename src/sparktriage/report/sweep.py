@@ -231,7 +231,7 @@ def model_lines(section: dict) -> list[str]:
     model = section.get("model")
     if not model:
         return []
-    how = ("it decided" if model["decided"] else
+    how = (f"it made the decision: {decision_text(section['decision'])}" if model["decided"] else
            "the black-box rule decided, over every launch" if model["state"] == "rejected" else
            "it did not decide")
     lines = [f"Depth model: {model['state']} ({how}): {model['reason']}", model["summary"]]
