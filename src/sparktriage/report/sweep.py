@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from sparktriage.errors import InputError
 from sparktriage.report.inputs import RunInputs
-from sparktriage.report.readable import p_value, plain, signed_rate
+from sparktriage.report.readable import fitted, p_value, plain, signed_rate
 from sparktriage.report.sections import missing
 from sparktriage.report.values import as_dict, as_list, integer, num, text
 from sparktriage.stats.summary import summarize
@@ -202,9 +202,9 @@ def sweep_rows(section: dict) -> list[list[str]]:
     """One row per depth: rate with its interval over launches, acceptance, gate, roofline %."""
     rows = []
     for p in section["points"]:
-        ci = "–" if p["ci95_low"] is None else f"{p['ci95_low']:.2f}–{p['ci95_high']:.2f}"
+        mean, ci = fitted(p["mean"], p["ci95_low"], p["ci95_high"])
         rows.append([str(p["depth"]), ", ".join(l["label"] for l in p["launches"]) or (p.get("status") or "–"),
-                     _fmt(p["mean"]), ci, _fmt(p["acceptance_length"]),
+                     mean, ci, _fmt(p["acceptance_length"]),
                      " / ".join(f"{v:.2f}" for v in p.get("per_position") or []) or "–",
                      p.get("gate") or "unchecked", _fmt(p.get("roofline_pct"), 1)])
     return rows
@@ -218,9 +218,9 @@ def model_rows(section: dict) -> list[list[str]]:
     """The depth model's prediction per depth beside what its launches measured."""
     out = []
     for r in (section.get("model") or {}).get("rows") or []:
-        interval = "–" if r["ci95_low"] is None else f"{r['ci95_low']:.2f}–{r['ci95_high']:.2f}"
-        measured = "–" if r["measured_low"] is None else f"{r['measured_low']:.2f}–{r['measured_high']:.2f}"
-        out.append([str(r["depth"]), _fmt(r["predicted"]), interval, _fmt(r["measured"]), measured,
+        predicted, interval = fitted(r["predicted"], r["ci95_low"], r["ci95_high"])
+        mean, measured = fitted(r["measured"], r["measured_low"], r["measured_high"])
+        out.append([str(r["depth"]), predicted, interval, mean, measured,
                     str(r["n"]), _fmt(r["tokens_per_step"]),
                     "–" if r["step_ratio"] is None else f"{r['step_ratio']:.2f}×"])
     return out
