@@ -14,6 +14,9 @@ from sparktriage.errors import InputError, SourceLocation
 YAML_MAX_BYTES = 4 << 20
 YAML_MAX_DEPTH = 64
 YAML_MAX_NODES = 100_000  # scalars, mappings and sequences composed, aliases included
+# documents of one multi-document YAML input (Kubernetes manifests), each bounded as above; the
+# whole text is at most YAML_MAX_BYTES
+YAML_MAX_DOCUMENTS = 256
 
 # JSON documents (bundle.json, environment.json, run documents) and JSON-lines records
 JSON_MAX_BYTES = 64 << 20

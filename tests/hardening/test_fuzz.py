@@ -218,7 +218,8 @@ def test_fuzz_env_dumps(data):
 
 REPRO_INPUTS = Path(__file__).parents[1] / "reproduce" / "inputs"
 REPRO_SEEDS = {name: (REPRO_INPUTS / name).read_bytes() for name in
-               ("multinode.sh", "docker.sh", "compose.yaml", "gb10.collect-env.txt", "client.env")}
+               ("multinode.sh", "docker.sh", "compose.yaml", "gb10.collect-env.txt", "client.env",
+                "lws.yaml", "job.sbatch", "justfile")}
 
 
 @FUZZ

@@ -67,6 +67,10 @@ def _input_area(kind: str) -> str:
     """The area of the code that reads this kind of input (for the status table)."""
     if "compose" in kind:
         return "compose"
+    if kind in ("kubernetes", "helm-values"):
+        return "kubernetes"
+    if kind == "slurm":
+        return "slurm"
     if "recipe" in kind or kind == "config":
         return "config/recipe"
     if "config" in kind:

@@ -19,13 +19,15 @@ from sparktriage.config.deployment import Deployment
 from sparktriage.config.lab import Lab
 from sparktriage.errors import ConfigError, SourceLocation, UsageError, InputError
 from sparktriage.yamldoc import load_model, load_with_lines, validate
+from sparktriage.reproduce import beside
 from sparktriage.reproduce import diff as diffing
 from sparktriage.reproduce import facts as trapfacts
 from sparktriage.reproduce import traps as trapcheck
 from sparktriage.reproduce.envcheck import unknown_vllm_env
+from sparktriage.reproduce.kvcheck import unshipped_connectors
 from sparktriage.reproduce.readall import import_all, import_input  # noqa: F401 (API)
 from sparktriage.reproduce.labfacts import read_capture
-from sparktriage.reproduce.labplan import place_ranks, plan_for
+from sparktriage.reproduce.labplan import Shape, place_ranks, plan_for
 from sparktriage.reproduce.model import ClientNode, Facts, Imported, LabPlan, ReproduceResult
 from sparktriage.reproduce.nodemap import assign
 from sparktriage.reproduce.normalize import combine, origin
@@ -78,7 +80,7 @@ def reproduce(inputs: list[Path], lab: Path | None, node_map: dict[str, str] | N
     lab_value, lab_model, lab_name = _load_lab(lab, imported)
     client_nodes, rank_statements = place_ranks(
         client_dep, client_nodes, lab_model, lab_value is not LOCAL_LAB,
-        _client_gpu(client_facts), str(inputs[0]))
+        _client_gpu(client_facts), str(inputs[0]), _shape(imported))
     lab_names = _lab_order(lab_model)
     pairs = assign([n.name for n in client_nodes], lab_names, node_map or {})
     used = [lab_node for _, lab_node in pairs]
@@ -96,6 +98,13 @@ def reproduce(inputs: list[Path], lab: Path | None, node_map: dict[str, str] | N
     supply = secrets.used_in(text)  # only what the deployment holds is asked for
     _write(dep_path, header(supply) + text, secrets)
     lab_plan, launch = plan_for(dep_path, lab_name, pairs, statements)
+
+    def build(part_dep: dict, part_site: Localized, part_pairs: list, value: Any,
+              parts: list[Imported]) -> dict:
+        return _validated(_lab_deployment(part_dep, part_site, part_pairs, value), secrets,
+                          parts)[1]
+    lab_plan.statements.extend(beside.place(imported, lab_model, lab_value, lab_names, used,
+                                            secrets, out_dir, build, _write))
     lab_facts, capture_status = _lab_facts(lab_capture, capture_live, launch, model, used,
                                            secrets)
     lab_plan.statements.extend(_captured_hardware(client_gpu, lab_facts))
@@ -109,7 +118,8 @@ def reproduce(inputs: list[Path], lab: Path | None, node_map: dict[str, str] | N
                                + unknown_vllm_env({n.name: {**(client_dep.get("env") or {}),
                                                             **n.env} for n in client_nodes}
                                                   or {"node0": client_dep.get("env") or {}},
-                                                  imported), secrets.supply, supply)
+                                                  imported)
+                               + unshipped_connectors(imported), secrets.supply, supply)
     result = ReproduceResult(
         inputs=[i.input for i in imported], deployment=normalized, unknown=unknown,
         diff=differences, traps=trapcheck.check(facts), placeholders=supply,
@@ -120,6 +130,20 @@ def reproduce(inputs: list[Path], lab: Path | None, node_map: dict[str, str] | N
     result = ReproduceResult.model_validate(secrets.deep(result.model_dump(mode="json")))
     _write(out_dir / "reproduce.json", json.dumps(result.to_json(), indent=2) + "\n", secrets)
     return result.model_copy(update={"out_dir": str(out_dir)})
+
+
+def _shape(imported: list[Imported]) -> Shape | None:
+    """The shape of the input whose server is reproduced (a Kubernetes workload, a SLURM job),
+    at its server command's line."""
+    for part in imported:
+        if part.shape and part.deployment.get("serve"):
+            if part.command_at:
+                path, _, line = part.command_at.rpartition(":")
+                where = SourceLocation(path, int(line) if line.isdigit() else None)
+            else:
+                where = SourceLocation(part.input.path, part.line)
+            return Shape(part.shape, part.shape_detail, where)
+    return None
 
 
 def _lab_order(lab_model: Lab) -> list[str]:

@@ -12,7 +12,7 @@ from typing import Any, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field
 
 Kind = Literal["serve", "docker", "compose", "collect-env", "env", "deployment", "recipe",
-               "systemd"]
+               "systemd", "kubernetes", "slurm"]
 Severity = Literal["high", "medium", "low", "info"]
 
 
@@ -69,6 +69,16 @@ class Imported(_Data):
     mapped: list[str] = Field(default_factory=list)  # "--max-num-seqs -> serve.max_num_seqs"
     line: Optional[int] = Field(None, description="the line of the command whose options "
                                                   "`deployment` holds, where the input has one")
+    shape: Optional[str] = Field(None, description="what runs the server, where the input "
+                                 "says more than a command line: `a Kubernetes LeaderWorkerSet`, "
+                                 "`a SLURM job` (named in refusals)")
+    shape_detail: Optional[str] = Field(None, description="its pods or nodes and their GPUs")
+    command_at: Optional[str] = Field(None, description="FILE:LINE of the server command where "
+                                      "it is in another file than the input (a script it runs)")
+    others: list["Imported"] = Field(default_factory=list, description="independent servers "
+                                     "of the same input, each as it would be reproduced alone "
+                                     "(importers/apart.py); placed beside the first by "
+                                     "reproduce/beside.py")
 
 
 class DiffItem(_Data):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from sparktriage.errors import InputError, SourceLocation
 from sparktriage.limits import LimitError
-from sparktriage.reproduce import makefile
+from sparktriage.reproduce import justfile, makefile
 from sparktriage.reproduce.bash import read_script
 from sparktriage.reproduce.detect import detect
 from sparktriage.reproduce.detect import read_input as _read_file
@@ -19,7 +19,9 @@ from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.importers.compose import import_compose
 from sparktriage.reproduce.importers.compose_run import composes_run
 from sparktriage.reproduce.importers.deployment import import_deployment
+from sparktriage.reproduce.importers import slurm
 from sparktriage.reproduce.importers.envdump import import_env, shell_syntax
+from sparktriage.reproduce.importers.kubernetes import import_kubernetes
 from sparktriage.reproduce.importers.recipe import import_recipe
 from sparktriage.reproduce.importers.serve import import_script
 from sparktriage.reproduce.importers.systemd import import_unit, unit_script, written_unit
@@ -28,13 +30,15 @@ from sparktriage.reproduce.secrets import Placeholders
 
 
 def read_input(path: Path) -> str:
-    """The input's text, bounded (detect.read_input); a Makefile as the shell text of its
-    recipes, line for line (makefile.py)."""
+    """The input's text, bounded (detect.read_input); a Makefile or a justfile as the shell
+    text of its recipes, line for line (makefile.py, justfile.py)."""
     return _read_make(path)[0]
 
 
 def _read_make(path: Path) -> tuple[str, list[str]]:
     text = _read_file(path)
+    if justfile.looks_like(Path(path)):
+        return justfile.to_shell(text, str(path))
     if not makefile.looks_like(Path(path), text):
         return text, []
     return makefile.to_shell(text, str(path))
@@ -68,6 +72,10 @@ def import_input(path: Path, secrets: Placeholders, given: dict[str, str] | None
         return import_env(text, ctx)
     if kind == "systemd":
         return import_unit(text, path, ctx, given, library)
+    if kind == "kubernetes":
+        return import_kubernetes(text, ctx)
+    if kind == "slurm":
+        return _import_job(text, ctx, given, library)
     try:
         return import_script(text, ctx, given, library)  # serve and docker scripts: bash/
     except InputError:
@@ -79,6 +87,18 @@ def import_input(path: Path, secrets: Placeholders, given: dict[str, str] | None
     ctx.note(f"line {unit[2]}: the systemd unit written to {unit[1]} from a here-document is "
              "the server (read as a unit; the script's other commands are not listed)")
     return import_unit(unit[0], path, ctx, given, library)
+
+
+def _import_job(text: str, ctx: Ctx, given: dict[str, str] | None,
+                library: dict[str, str] | None) -> Imported:
+    """A SLURM batch script: read as a script with the variables its `#SBATCH` header makes
+    SLURM set (an env dump's values win), its shape the job's nodes and GPUs."""
+    job = slurm.batch(text)
+    values = {**job.variables(), **(given or {})}
+    for name, value in sorted(job.variables().items()):
+        ctx.mapped.append(f"#SBATCH -> {name}={value} (set by SLURM in every task)")
+    part = import_script(text, ctx, values, library)
+    return part.model_copy(update={"shape": "a SLURM job", "shape_detail": job.shape_detail()})
 
 
 def _resolve_paths(dep: dict, base: Path) -> dict:
@@ -115,7 +135,7 @@ def import_all(inputs: list[Path], secrets: Placeholders) -> list[Imported]:
             env_scripts.append(Path(path))
         elif kind in ("env", "collect-env"):
             given.update(_dumped(Path(path)))
-        elif kind in ("serve", "docker"):
+        elif kind in ("serve", "docker", "slurm"):
             library[Path(path).name] = text
         elif kind == "systemd":  # a unit whose ExecStart runs an input script
             units[Path(path).name] = _unit_text(text, Path(path))

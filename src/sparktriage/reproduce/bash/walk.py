@@ -28,6 +28,11 @@ MAX_CALL_DEPTH = 8  # nested function calls followed
 MAX_STEPS = 200_000  # statements and commands visited (function bodies count each call)
 WALK_SECONDS = 5.0
 # commands that take a script file as data, not to run it
+# programs that run the command given after their own options (job launchers, container
+# runners, privilege and process wrappers)
+_RUNS_ITS_COMMAND = {"srun", "mpirun", "mpiexec", "apptainer", "singularity", "shifter", "sudo",
+                     "nohup", "time", "nice", "timeout", "exec", "setsid", "stdbuf", "taskset",
+                     "numactl"}
 _FILE_TOOLS = {"echo", "printf", "cat", "cp", "scp", "rsync", "chmod", "chown", "ls", "vi", "vim",
                "nano", "less", "more", "grep", "sed", "awk", "wc", "head", "tail", "tee", "rm",
                "mv", "git", "diff", "touch", "stat", "file", "dos2unix", "shellcheck", "test", "["}
@@ -318,6 +323,12 @@ class Walker(Branches):
             target, args, sourced = words[1], words[2:], True
         elif "/" in words[0] and words[0].rsplit("/", 1)[-1] in self.library:
             target, args, sourced = words[0], words[1:], False
+        elif head in _RUNS_ITS_COMMAND and (at := next(
+                (i for i, w in enumerate(words[1:], 1) if w.rsplit("/", 1)[-1] in self.library
+                 and not words[i - 1].startswith("-")), None)):
+            # a job or container wrapper (`srun -N1 apptainer exec IMG ./x.sh ARGS`) runs the
+            # script with the words after it as its arguments
+            target, args, sourced = words[at], words[at + 1:], False
         elif head not in _FILE_TOOLS and (named := [w for w in words[1:] if
                                                   w.rsplit("/", 1)[-1] in self.library]):
             # a launcher not given that names another input script (`./launch-cluster.sh -n

@@ -21,6 +21,8 @@ class Ctx:
     mounts: list[tuple[str, str]] = field(default_factory=list)
     # files the script writes from a here-document (`cat > F <<EOF`): path -> (line, text)
     files: dict[str, tuple[int, str]] = field(default_factory=dict)
+    # independent servers of the input besides the one reproduced, each read alone (apart.py)
+    others: list[Imported] = field(default_factory=list)
 
     @property
     def source(self) -> str:
@@ -39,4 +41,4 @@ class Ctx:
 
     def result(self, **kw) -> Imported:
         return Imported(input=self.ref, unknown=self.unknown, notes=self.notes,
-                        mapped=self.mapped, **kw)
+                        mapped=self.mapped, others=self.others, **kw)

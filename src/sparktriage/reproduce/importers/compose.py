@@ -293,7 +293,7 @@ def import_compose(path: Path, ctx: Ctx) -> Imported:
             return ctx.result()
         more = f"; skipped by profile: {', '.join(skipped)}" if skipped else ""
         raise InputError(f"{ctx.source}: no service runs vLLM or Ray{more}")
-    kept = kept_servers(members, ctx)
+    kept = kept_servers(members, ctx, engines)
     members, engines = [members[i] for i in kept], [engines[i] for i in kept]
     result = assemble_cluster(members, ctx)
     deployment = dict(result.deployment)
