@@ -321,3 +321,20 @@ def test_the_checker_finds_each_kind_of_contradiction(reports):
         assert planted["md"] != report["md"], expected
         said = contradictions(name, planted)
         assert any(expected in line and "[md]" in line for line in said), (expected, said)
+
+
+def test_the_console_calls_each_decision_what_the_report_calls_it(reports):
+    """`sparktriage sweep` prints its decision (sweep.render) with the word the report uses."""
+    from sparktriage.sweep.render import render_lines
+
+    seen = 0
+    for name, report in reports.items():
+        sweep = report["json"]["sections"]["sweep"]
+        if sweep["status"] != "present" or sweep["decision"]["depth"] is None:
+            continue
+        printed = render_lines(json.loads((report["run"] / "sweep.json").read_text())).text()
+        said = re.findall(r"decision: depth (\d+) \((\w+)\)", printed)
+        assert said == [(str(sweep["decision"]["depth"]), sweep["decision"]["word"])], (name, said)
+        assert f"({sweep['decision']['word']})" in report["md"]
+        seen += 1
+    assert seen >= 15
