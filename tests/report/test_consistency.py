@@ -341,3 +341,32 @@ def test_the_console_calls_each_decision_what_the_report_calls_it(reports):
         assert f"({sweep['decision']['word']})" in report["md"]
         seen += 1
     assert seen >= 15
+
+
+def test_the_pdf_says_what_the_markdown_says(reports, tmp_path):
+    """The PDF, laid out from the same section model, states the same decision with the same
+    word and holds no raw enum or Python repr, for a run of each kind (pdftotext)."""
+    import subprocess
+
+    from sparktriage.report import outline, pdf
+
+    picked = {}
+    for name, report in reports.items():
+        sweep = report["json"]["sections"]["sweep"]
+        key = (report["case"].kind, sweep["status"] == "present" and sweep["decision"]["state"])
+        picked.setdefault(key, name)
+    assert len(picked) >= 5
+    for name in picked.values():
+        report = reports[name]
+        path = tmp_path / f"{name}.pdf"
+        path.write_bytes(pdf.render_outline(outline.build(report["json"]), {}))
+        text = subprocess.run(["pdftotext", "-layout", str(path), "-"], capture_output=True,
+                              text=True, check=True, timeout=120).stdout
+        flat = " ".join(text.split())
+        for verdict in [v for v in VERDICTS + UNMEASURED if "_" in v]:
+            # a raw enum, whole or cut across a line ("idle_in_log_wind / ows")
+            assert verdict[:10] not in text.replace("\n", ""), (name, verdict)
+        assert not re.search(r"\[\'|\{\'|\bNone\b", flat), name
+        sweep = report["json"]["sections"]["sweep"]
+        if sweep["status"] == "present" and sweep["decision"]["depth"] is not None:
+            assert f"Decision: depth {sweep['decision']['depth']} ({sweep['decision']['word']})" in flat, name
