@@ -15,6 +15,7 @@ from typing import Any, Literal, Union
 
 from pydantic import Field, field_validator, model_validator
 
+from sparktriage.config.client_code import ClientCode
 from sparktriage.config.lab import Lab, Strict, env_mapping
 from sparktriage.yamldoc import load_model, load_with_lines, merge_errors, validate
 from sparktriage.errors import ConfigError, SourceLocation
@@ -134,6 +135,7 @@ class Deployment(Strict):
     timeouts: Timeouts = Timeouts()
     collect: CollectSettings = CollectSettings()
     roofline: RooflineSpec | None = Field(None, description="Hardware and model profiles for the decode ceiling (docs/roofline.md).")
+    client_code: list[ClientCode] = Field(default_factory=list, description="What the client's configuration runs that no other field shows (recipe mods, pre-launch scripts, the client's own program paths), as reproduce recorded it; launch and session refuse until each is accepted (docs/security.md).")
 
     @field_validator("env", mode="before")
     @classmethod
@@ -210,6 +212,7 @@ def load_deployment(path: Path, lab_override: Path | None = None) -> Deployment:
         nodes = [n.model_copy(update={
             "identity_file": os.path.normpath(lab_base / n.identity_file) if n.identity_file else None,
             "pyspy": _resolve(n.pyspy, lab_base), "python": _resolve(n.python, lab_base) or n.python,
+            "vllm_python": _resolve(n.vllm_python, lab_base),
         }) for n in lab.nodes]
         lab = lab.model_copy(update={
             "nodes": nodes,

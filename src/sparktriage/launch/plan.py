@@ -28,6 +28,7 @@ import sys
 from dataclasses import asdict, dataclass
 
 from sparktriage.collect.plan import CollectPlan, default_plan
+from sparktriage.config.client_code import ClientCode, client_code
 from sparktriage.config.speculative import spec_dict
 from sparktriage.config.deployment import Deployment
 from sparktriage.config.lab import Lab, LabNode
@@ -79,6 +80,7 @@ class LaunchPlan:
     link_timeout_s: float
     teardown: tuple[tuple[str, tuple[str, ...]], ...]  # (node, argv) run after the processes end
     observe_failure_s: float = 0.0  # after a failure before ready: keep collecting, then stop
+    client_code: tuple[ClientCode, ...] = ()  # what runs by the client's choice: to accept
 
     def node(self, name: str) -> NodePlan:
         return next(n for n in self.nodes if n.name == name)
@@ -98,6 +100,7 @@ class LaunchPlan:
             stage["processes"] = [{"node": node, **proc, "argv": list(proc["argv"]),
                                    "env": dict(proc["env"])} for node, proc in stage["processes"]]
         doc["teardown"] = [{"node": n, "argv": list(a)} for n, a in self.teardown]
+        doc["client_code"] = [c.model_dump() for c in self.client_code]
         return doc
 
 
@@ -253,4 +256,5 @@ def build_plan(dep: Deployment) -> LaunchPlan:
         stages=tuple(stages), endpoint=f"http://{api_host}:{dep.serve.port}", ready=dep.ready,
         startup_timeout_s=t.startup_s, stage_timeout_s=t.stage_s, grace_s=t.teardown_grace_s,
         link_timeout_s=t.link_s, teardown=tuple(teardown), observe_failure_s=t.observe_failure_s,
+        client_code=tuple(client_code(dep)),
     )

@@ -22,6 +22,7 @@ import yaml
 
 from sparktriage import yamlsafe
 from sparktriage.documents.bench import BenchDocument, LaunchDocument
+from sparktriage.documents.client_code import ClientCodeDocument
 from sparktriage.documents.logs import LogsDocument
 from sparktriage.documents.probe import ProbeDocument
 from sparktriage.documents.reconcile import ReconcileDocument
@@ -34,14 +35,14 @@ from sparktriage.store.typed import Document, parse
 
 SWEEP_LAUNCHES = "sweep/launches/"  # a session's sweep is a run directory of its own in DIR/sweep
 SWEEP_PREFIX = "sweep."
-TOP_FILES = ("run.json", "deployment.yaml", "sweep.json", "reproduce.json")
+TOP_FILES = ("run.json", "deployment.yaml", "sweep.json", "reproduce.json", "client-code.json")
 LAUNCH_FILES = ("launch.json", "capabilities.json", "bench.json", "requests.jsonl", "logs.json",
                 "reconcile.json", "stalls.json", "probe.json")
 BUNDLE_FILES = ("bundle.json", "environment-diff.json")
 NODE_FILES = ("environment.json", "clock.json")
 MODELS: dict[str, type[Document]] = {m.FILE: m for m in (  # validated on reading
     LaunchDocument, BenchDocument, LogsDocument, ReconcileDocument, StallsDocument, ProbeDocument,
-    SweepDocument)}
+    SweepDocument, ClientCodeDocument)}
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ import yaml
 
 from sparktriage.errors import InputError
 from sparktriage import yamlsafe
+from sparktriage.limits import check_lines
 from sparktriage.reproduce.importers import (collect_env, deployment, envdump, kube_docs, recipe,
                                              systemd)
 from sparktriage.reproduce.shell import MAX_INPUT_BYTES
@@ -48,6 +49,7 @@ def read_input(path: Path) -> str:
                          "config a client sends")
     if b"\x00" in data:
         raise InputError(f"{path}: contains a NUL byte; not a text file")
+    check_lines(data, str(path))
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

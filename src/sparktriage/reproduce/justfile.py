@@ -11,7 +11,8 @@ line loses its `@` (quiet) and `-` (errors ignored) prefix. The result has one l
 of the justfile (errors and notes keep their line numbers); recipe headers, `set`, `alias`,
 attributes and comments are blank, each recipe header noted. A shebang recipe (`#!/usr/bin/env
 python3`) or an expression just would evaluate another way is refused with a one-line error
-naming the line. Nothing is run.
+naming the line. Nothing is run. Every value built is measured before it is joined and charged
+to the byte budget of the static readers (budget.py): `a := a + a` forty times is refused.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import re
 from pathlib import Path
 
 from sparktriage.errors import InputError
+from sparktriage.reproduce.budget import Budget
 
 NAMES = ("justfile", "Justfile", ".justfile", "JUSTFILE")
 MAX_TERMS = 64  # `+` terms of one expression
@@ -48,6 +50,7 @@ class _Just:
     def __init__(self, where: str) -> None:
         self.vars: dict[str, str] = {}
         self.where = where
+        self.budget = Budget(where)  # `a := a + a` doubles a value: measured before joined
 
     def value(self, expr: str, line: int, scope: dict[str, str]) -> str:
         """The shell text of a just expression (no evaluation: the shell's own forms)."""
@@ -55,7 +58,9 @@ class _Just:
         if len(terms) > MAX_TERMS:
             raise InputError(f"{self.where}:{line}: an expression of more than {MAX_TERMS} "
                              "terms; not read")
-        return "".join(self._term(term, line, scope) for term in terms)
+        parts = [self._term(term, line, scope) for term in terms]
+        self.budget.charge(sum(map(len, parts)), line)
+        return "".join(parts)
 
     def _term(self, term: str, line: int, scope: dict[str, str]) -> str:
         literal = _literal(term)
@@ -76,10 +81,16 @@ class _Just:
                          "(give the recipe's command as a script)")
 
     def line(self, text: str, number: int, scope: dict[str, str]) -> str:
+        size = len(text)
+
         def one(match: re.Match) -> str:
+            nonlocal size
             if match.group(0) == "{{{{":
                 return "{{"
-            return self.value(match.group(1), number, scope)
+            value = self.value(match.group(1), number, scope)
+            size += len(value)
+            self.budget.check(size, number)
+            return value
         return _INTERP.sub(one, text)
 
 

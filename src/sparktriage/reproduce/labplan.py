@@ -8,7 +8,6 @@ fewer nodes or other hardware than the client.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 from sparktriage.config.deployment import load_deployment
 from sparktriage.config.lab import Lab
 from sparktriage.errors import ConfigError, InputError, SourceLocation
+from sparktriage.limits import PLACED_MAX_NODES, LimitError
 from sparktriage.launch.plan import LaunchPlan, build_plan
 from sparktriage.reproduce.model import ClientNode, LabPlan, NodeAssignment
 
@@ -46,13 +46,17 @@ def place_ranks(deployment: dict, nodes: list[ClientNode], lab: Lab, lab_given: 
     per, why = gpus_per_node(lab, client_gpu)
     if not per or ranks <= per:
         return nodes, []
-    needed = math.ceil(ranks / per)
+    needed = -(-ranks // per)  # integers: a float is not exact past 2**53
+    sizes = f"tp {tp} x pp {pp} x dp {dp} = {ranks} ranks at {per} GPU(s) per node, {why}"
     if lab_given and needed > len(lab.nodes) and shape is not None:
         raise shape.refusal(tp, pp, dp, lab, per)
     if lab_given and needed > len(lab.nodes):
-        raise InputError(f"the deployment needs {needed} nodes (tp {tp} x pp {pp} x dp {dp} = "
-                         f"{ranks} ranks at {per} GPU(s) per node, {why}); the lab has "
+        raise InputError(f"the deployment needs {needed} nodes ({sizes}); the lab has "
                          f"{len(lab.nodes)}")
+    if needed > PLACED_MAX_NODES:
+        raise LimitError(f"{source}: the deployment needs {needed} nodes ({sizes}), more than "
+                         f"the limit of {PLACED_MAX_NODES} nodes a reproduction places",
+                         hint="see docs/limits.md")
     engine = deployment.setdefault("engine", {})
     chosen = "as the client gave it"
     if not engine.get("backend"):
@@ -100,7 +104,7 @@ class Shape:
         detail = f" ({self.detail})" if self.detail else ""
         return InputError(f"{self.name} running {parallel} = {ranks} GPUs{detail}; the lab has "
                           f"{len(lab.nodes)} {kind}nodes ({each} each): it needs "
-                          f"{math.ceil(ranks / per)}", location=self.where)
+                          f"{-(-ranks // per)}", location=self.where)
 
 
 def plan_for(path: Path, lab_name: str, pairs: list[tuple[str | None, str]],

@@ -11,6 +11,8 @@ from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sparktriage.config.client_code import ClientCode
+
 Kind = Literal["serve", "docker", "compose", "collect-env", "env", "deployment", "recipe",
                "systemd", "kubernetes", "slurm"]
 Severity = Literal["high", "medium", "low", "info"]
@@ -116,6 +118,9 @@ class LabPlan(_Data):
     nodes: list[NodeAssignment] = Field(default_factory=list)
     statements: list[str] = Field(default_factory=list)
     launchable: bool = True
+    client_code: list[ClientCode] = Field(default_factory=list, description=(
+        "what the launch runs by the client's choice (runs client code): launch and session "
+        "refuse until each is accepted by name"))
 
 
 class ReproduceResult(_Data):

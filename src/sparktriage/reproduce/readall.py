@@ -12,6 +12,7 @@ from sparktriage.errors import InputError, SourceLocation
 from sparktriage.limits import LimitError
 from sparktriage.reproduce import justfile, makefile
 from sparktriage.reproduce.bash import read_script
+from sparktriage.reproduce.bash.transcript import commands_of
 from sparktriage.reproduce.detect import detect
 from sparktriage.reproduce.detect import read_input as _read_file
 from sparktriage.reproduce.importers.collect_env import import_collect_env
@@ -142,7 +143,9 @@ def import_all(inputs: list[Path], secrets: Placeholders) -> list[Imported]:
         elif kind == "compose":
             composes.add(Path(path).name)
     # scripts another script runs, and compose files a script's `docker compose run` reads
-    called = _called(library, given, units) | (composes_run(list(library.values())) & composes)
+    paths = {Path(p).name: str(p) for p in inputs}
+    called = _called(library, given, units, paths) | (
+        composes_run(list(library.values())) & composes)
     for path in env_scripts:  # an env file no script sources: its values as a dump's
         if path.name not in called:
             given.update(_dumped(path))
@@ -163,13 +166,15 @@ def _dumped(path: Path) -> dict[str, str]:
 
 
 def _called(library: dict[str, str], given: dict[str, str],
-            units: dict[str, str]) -> set[str]:
+            units: dict[str, str], paths: dict[str, str]) -> set[str]:
     """The input scripts another input script (or a unit's ExecStart) runs (read there, not
-    on their own)."""
+    on their own). Each is read as its import reads it (a terminal paste's commands, under
+    its path), so that the parse and the walk are done once (bash/tree.py, bash/walk.py)."""
     called: set[str] = set()
     for name, text in library.items():
         try:
-            called |= read_script(text, name, given, library).ran - {name}
+            called |= read_script(commands_of(text)[0], paths.get(name, name), given,
+                                  library).ran - {name}
         except InputError:
             continue  # refused with its path when imported
     if called == set(library):

@@ -5,6 +5,8 @@ from __future__ import annotations
 from sparktriage.reproduce.model import ReproduceResult
 from sparktriage.view import View
 
+SHOWN = 50  # unknowns rows on the terminal; reproduce.json keeps every one
+
 
 def summary(result: ReproduceResult) -> View:
     """What was read and mapped, the lab plan, the diff by severity, traps, what to supply."""
@@ -16,7 +18,10 @@ def summary(result: ReproduceResult) -> View:
                  f"{len(result.client_nodes)} client node(s)")
     if result.unknown:
         lines.append(f"unknown ({len(result.unknown)}, kept and flagged):")
-        lines += [f"  {u.input}: {u.text}: {u.note}" for u in result.unknown]
+        lines += [f"  {u.input}: {u.text}: {u.note}" for u in result.unknown[:SHOWN]]
+        if len(result.unknown) > SHOWN:
+            lines.append(f"  ... and {len(result.unknown) - SHOWN} more (reproduce.json lists "
+                         "them all)")
     for note in result.notes:
         lines.append(f"note: {note}")
     if result.plan is not None:
@@ -24,6 +29,10 @@ def summary(result: ReproduceResult) -> View:
         for node in result.plan.nodes:
             lines.append(f"  {node.client or '-'} -> {node.lab}: {' '.join(node.argv)}")
         lines += [f"  ! {s}" for s in result.plan.statements]
+        if result.plan.client_code:
+            lines.append(f"  runs client code ({len(result.plan.client_code)}; launch and "
+                         "session refuse until each is accepted: --accept-client-code NAME):")
+            lines += [f"    {c.name}: {c.what}" for c in result.plan.client_code]
     for severity in ("high", "medium", "low", "info"):
         items = [d for d in result.diff if d.severity == severity]
         if items:

@@ -22,8 +22,8 @@ from sparktriage.errors import InputError
 from sparktriage.limits import YAML_MAX_DOCUMENTS, limit_hit
 from sparktriage.yamldoc import parse
 
-_SEPARATOR = re.compile(r"^---(?:[ \t].*)?$")
-_END = re.compile(r"^\.\.\.[ \t]*$")
+_SEPARATOR = re.compile(r"---(?:[ \t].*)?\Z")
+_END = re.compile(r"\.\.\.[ \t]*\Z")
 _API = re.compile(r"(?m)^apiVersion:[ \t]*['\"]?[A-Za-z0-9.-]*/?v[0-9][A-Za-z0-9]*['\"]?[ \t]*$")
 _KIND = re.compile(r"(?m)^kind:[ \t]*['\"]?[A-Z][A-Za-z0-9]*['\"]?[ \t]*$")
 _HELM_ACTION = re.compile(r"\{\{-?\s*(?:\.Values|\.Release|\.Chart|include\s|template\s|"

@@ -24,6 +24,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from sparktriage.config.client_code import item as client_item
 from sparktriage.errors import InputError
 from sparktriage.reproduce import flags as F
 from sparktriage.reproduce.importers.cluster import Member, assemble_cluster
@@ -45,8 +46,7 @@ NOTED = {"metadata": "descriptive", "description": "descriptive", "name": "descr
          "cluster_only": "topology (the ranks decide the nodes)",
          "runtime_config": "runtime-specific", "hardware": "descriptive", "tags": "descriptive",
          "notes": "descriptive", "build_args": "how the recipe's image is built; the named "
-         "image is used", "mods": "patches applied to the recipe's image; the named image is "
-         "used", "meta": "descriptive", "guide": "documentation; its commands are examples, "
+         "image is used", "meta": "descriptive", "guide": "documentation; its commands are examples, "
          "not the recipe's settings", "compatible_strategies": "descriptive",
          "strategy_overrides": "per-strategy options, none chosen",
          "hardware_overrides": "per-hardware options, none chosen"}
@@ -143,6 +143,7 @@ def _template(data: dict, marks: dict, ctx: Ctx) -> Imported:
     nodes = 1
     runtime_backend: str | None = None
     cleared = False  # executor_config.entrypoint: "" (the image's entrypoint cleared)
+    mods: list[dict] = []
     defaults = data.get("defaults") if isinstance(data.get("defaults"), dict) else {}
     model = data.get("model") if isinstance(data.get("model"), str) else None
     for key, value in data.items():
@@ -182,6 +183,8 @@ def _template(data: dict, marks: dict, ctx: Ctx) -> Imported:
             runtime_backend = _runtime_backend(value, ctx, line)
         elif key == "executor_config" and isinstance(value, dict):
             cleared = _executor_config(value, ctx, line) or cleared
+        elif key == "mods":
+            mods += _mods(value, ctx, where)
         elif key == "min_nodes" and isinstance(value, int):
             nodes = max(1, value)
             ctx.mapped.append(f"{where}: min_nodes {value} -> at least {nodes} node(s)")
@@ -209,7 +212,30 @@ def _template(data: dict, marks: dict, ctx: Ctx) -> Imported:
         words += ["--distributed-executor-backend", runtime_backend]
         ctx.mapped.append(f"runtime {data.get('runtime')} -> --distributed-executor-backend "
                           f"{runtime_backend} on its {nodes} nodes")
-    return _one(words, env, engine, ctx, marks.get(("command",), 1), nodes, model, cleared)
+    result = _one(words, env, engine, ctx, marks.get(("command",), 1), nodes, model, cleared)
+    if mods:
+        result = result.model_copy(update={"deployment": {**result.deployment,
+                                                          "client_code": mods}})
+    return result
+
+
+def _mods(value: Any, ctx: Ctx, where: str) -> list[dict]:
+    """A recipe's `mods` (patches its tool applies to the image before serving): each is code
+    the client chose, recorded for the consultant to accept (config/client_code.py)."""
+    names = value if isinstance(value, list) else [value] if value else []
+    items = []
+    for name in names:
+        text = str(name).strip()
+        if text:
+            items.append(client_item("mod", text, (
+                f"recipe mod {text}: a patch the client's recipe tool applies to the image (the "
+                "plan runs the named image; applying the mod on the lab runs client code)"))
+                .model_dump())
+    if items:
+        ctx.mapped.append(f"{where}: mods -> client_code (runs client code; accept by name)")
+    else:
+        ctx.note(f"{where}: mods: none")
+    return items
 
 
 def _executor_config(value: dict, ctx: Ctx, line: int | None) -> bool:

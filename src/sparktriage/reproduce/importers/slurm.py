@@ -20,7 +20,7 @@ import shlex
 from dataclasses import dataclass
 
 MAX_NODES = 1 << 16
-_SBATCH = re.compile(r"^#SBATCH[ \t]+(.*)$")
+_SBATCH = re.compile(r"#SBATCH[ \t]+(.*)\Z")
 _NUMBER = re.compile(r"^(\d+)")
 
 
