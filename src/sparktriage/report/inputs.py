@@ -15,6 +15,7 @@ extra fields are ignored there. Files are read in a fixed, sorted order so that 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +70,7 @@ class RunInputs:
         source = self.files.get(rel)
         return source.content if source is not None and source.kind == "jsonl" else None
 
-    @property
+    @cached_property  # the files never change after reading (with_files makes a new RunInputs)
     def folders(self) -> dict[str, str]:
         """Every launch of the run directory, its id and its folder: the session's own launches
         (`launches/L001`) and its sweep's (`sweep/launches/S001`). An id names one launch in the
