@@ -33,6 +33,7 @@ RESPONSE_MAX_BYTES = 32 << 20  # one streamed response body
 LINE_MAX_BYTES = 1 << 20  # one SSE line / one header line
 TOKEN_MARGIN = 64  # SSE events accepted beyond the max_tokens the request asked for
 METRICS_MAX_BYTES = 16 << 20  # one /metrics page
+RECIPE_COMMAND_MAX_BYTES = 1 << 20  # a recipe's command once its template is filled
 
 
 # A report folder's MANIFEST (verify): a report holds hundreds of files, a sweep thousands

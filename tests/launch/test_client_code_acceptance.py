@@ -34,7 +34,9 @@ command: |
   vllm serve {model} --port {port} -tp {tensor_parallel} --trust-remote-code
 """
 ITEMS = ["image:ghcr.io/client/vllm-patched:1.2", "trust-remote-code:org/tiny-moe",
-         "env:LD_PRELOAD", "mod:mods/fix-fp4-moe"]
+         "env:LD_PRELOAD", "mod:fix-fp4-moe"]
+PRE_RECIPE = RECIPE.replace("mods:\n  - mods/fix-fp4-moe\n", "pre_exec:\n  - pip install shim==1.0\n")
+PRE_ITEMS = ITEMS[:3] + ["pre_exec:1"]
 
 
 def _cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
@@ -59,6 +61,11 @@ def reproduced(tmp_path_factory) -> Path:
     (root / "recipe.yaml").write_text(RECIPE)
     done = _cli("reproduce", str(root / "recipe.yaml"), "--out", str(root / "out"),
                 "--no-capture", "--json", str(root / "reproduce.json"))
+    assert done.returncode == 0, done.stderr
+    (root / "pre").mkdir()
+    (root / "pre" / "recipe.yaml").write_text(PRE_RECIPE)
+    done = _cli("reproduce", str(root / "pre" / "recipe.yaml"), "--out", str(root / "out-pre"),
+                "--no-capture")
     assert done.returncode == 0, done.stderr
     return root
 
@@ -112,25 +119,40 @@ def test_session_refuses_and_its_dry_run_lists(reproduced: Path, tmp_path: Path)
     assert dry.returncode == 0 and all(f"  {n}  " in dry.stdout for n in ITEMS), dry.stdout
 
 
+def test_an_accepted_mod_whose_folder_is_missing_still_cannot_run(reproduced: Path,
+                                                                  tmp_path: Path) -> None:
+    before = _ran(reproduced)
+    run = tmp_path / "run"
+    done = _cli("launch", str(reproduced / "out" / "deployment.yaml"), "--out", str(run),
+                "--accept-client-code", ",".join(ITEMS))
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "cannot all run on the lab: mod:fix-fp4-moe cannot run: the " \
+        "mod's folder" in lines[0], lines
+    assert not run.exists() and _ran(reproduced) == before
+
+
 def test_accepted_launch_gets_past_the_check_and_is_recorded(reproduced: Path,
                                                              tmp_path: Path) -> None:
     ran = reproduced / "docker-ran"
     names = tmp_path / "accepted.txt"
-    names.write_text("# reviewed with the client\n" + ITEMS[3] + "\n")
+    names.write_text("# reviewed with the client\n" + PRE_ITEMS[3] + "\n")
     run = tmp_path / "run"
-    done = _cli("launch", str(reproduced / "out" / "deployment.yaml"), "--out", str(run),
-                "--accept-client-code", ",".join(ITEMS[:2]), "--accept-client-code", ITEMS[2],
-                "--accept-client-code-from", str(names))
+    done = _cli("launch", str(reproduced / "out-pre" / "deployment.yaml"), "--out", str(run),
+                "--accept-client-code", ",".join(PRE_ITEMS[:2]),
+                "--accept-client-code", PRE_ITEMS[2], "--accept-client-code-from", str(names))
     assert done.returncode == 3, done.stderr  # the fake image's server exits 1: not ready
-    assert "ghcr.io/client/vllm-patched:1.2 vllm serve org/tiny-moe" in ran.read_text()
+    text = ran.read_text()
+    assert "ghcr.io/client/vllm-patched:1.2" in text and "pip install shim==1.0" in text
+    assert "vllm serve org/tiny-moe" in text
     record = json.loads((run / "client-code.json").read_text())
     assert record["kind"] == "client-code-acceptance"
-    assert [i["name"] for i in record["items"]] == ITEMS and record["accepted"] == ITEMS
+    assert [i["name"] for i in record["items"]] == PRE_ITEMS and record["accepted"] == PRE_ITEMS
     report = _cli("report", str(run), "--format", "md", "--out", str(tmp_path / "report"))
     assert report.returncode == 0, report.stderr
     text = next((tmp_path / "report").glob("*.md")).read_text()
     assert "Client code the consultant accepted by name" in text
-    assert "`env:LD_PRELOAD`" in text
+    assert "`env:LD_PRELOAD`" in text and "`pre_exec:1`" in text
 
 
 def test_own_deployments_need_no_acceptance(tmp_path: Path) -> None:
@@ -194,14 +216,14 @@ def test_session_records_the_acceptance_and_resume_checks_again(reproduced: Path
     """Accepted: the session runs (the fake image fails its launch: exit 3), keeps the names
     and reports them; the deployment then gains a loader variable: resume refuses it."""
     dep = tmp_path / "deployment.yaml"
-    dep.write_text((reproduced / "out" / "deployment.yaml").read_text())
+    dep.write_text((reproduced / "out-pre" / "deployment.yaml").read_text())
     out = tmp_path / "s"
     done = _cli("session", "run", str(dep), "--out", str(out), "--launches", "1", "--depths", "0",
-                "--no-probe", "--format", "md", "--accept-client-code", ",".join(ITEMS))
+                "--no-probe", "--format", "md", "--accept-client-code", ",".join(PRE_ITEMS))
     assert done.returncode == 3, done.stderr[-2000:]
     record = json.loads((out / "client-code.json").read_text())
-    assert record["accepted"] == ITEMS
-    assert "`mod:mods/fix-fp4-moe`" in next((out / "report").glob("*.md")).read_text()
+    assert record["accepted"] == PRE_ITEMS
+    assert "`pre_exec:1`" in next((out / "report").glob("*.md")).read_text()
     dep.write_text(dep.read_text().replace("env:\n", "env:\n  PYTHONPATH: /opt/client\n", 1))
     again = _cli("session", "resume", str(out))
     assert again.returncode == 2

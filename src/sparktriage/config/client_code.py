@@ -44,7 +44,8 @@ LOADER_ENV: dict[str, str] = {
     "NCCL_TUNER_PLUGIN": "an NCCL tuner plugin library",
     "NCCL_PROFILER_PLUGIN": "an NCCL profiler plugin library",
 }
-Kind = Literal["image", "trust-remote-code", "entrypoint", "program", "env", "mod", "pre-launch"]
+Kind = Literal["image", "trust-remote-code", "entrypoint", "program", "env", "mod", "pre-launch",
+               "pre_exec", "post_exec", "build"]
 NAME_MAX = 300
 
 
@@ -53,10 +54,13 @@ class ClientCode(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    name: str = Field(max_length=NAME_MAX, pattern=r"^[a-z-]+:[^\s].*\z",
+    name: str = Field(max_length=NAME_MAX, pattern=r"^[a-z_-]+:[^\s].*\z",
                       description="KIND:VALUE, the name to accept it by.")
     kind: Kind
     what: str = Field(max_length=500, description="What it runs, in words.")
+    cannot_run: str = Field("", max_length=500, exclude_if=lambda why: not why, description="Why launch cannot run it on the "
+                            "lab even once accepted (a recipe step whose files the input lacks); "
+                            "empty where it can.")
 
 
 def item(kind: str, value: str, what: str) -> ClientCode:
@@ -95,5 +99,13 @@ def client_code(dep: Any) -> list[ClientCode]:
         if any(name in env for env in envs):
             items.append(item("env", name, f"{name} chooses {LOADER_ENV[name]}"))
     items += dep.client_code
+    for step in getattr(dep, "steps", ()):
+        first = next((line.strip() for text in step.run for line in text.splitlines()
+                      if line.strip()), "")
+        what = f"a {step.kind} step of the client's recipe tool ({step.when})" + (
+            f": {first[:200]}" if first else "")
+        found = item(step.kind, step.name.split(":", 1)[-1], what)
+        items.append(found.model_copy(update={"cannot_run": "" if step.runnable
+                                              else escape_controls(step.why)[:500]}))
     seen: set[str] = set()
     return [i for i in items if not (i.name in seen or seen.add(i.name))]

@@ -118,6 +118,19 @@ class CollectSettings(Strict):
     disable: list[str] = Field(default_factory=list)
 
 
+class ClientStep(Strict):
+    """A step the client's recipe tool runs besides the server (docs/reproduce.md, "Client
+    steps"): client code, which launch runs only where it can and once accepted."""
+
+    name: str = Field(description="Stable name: `mod:NAME`, `pre_exec:N`, `post_exec:N`, `build:BUILDER`.")
+    kind: Literal["mod", "pre_exec", "post_exec", "build"]
+    when: Literal["image", "before-serve", "after-serve"] = Field(description="Building the image, in each server container before the server starts, or after it is up.")
+    run: list[str] = Field(default_factory=list, description="Shell text, as the recipe writes it (a mod: its run.sh); empty where the recipe gives none.")
+    source: str = Field("", description="Where the recipe says so (file:line).")
+    runnable: bool = Field(False, description="Whether launch can run it as planned (in the server container, before the server).")
+    why: str = Field("", description="Why launch cannot run it, where it cannot.")
+
+
 class Deployment(Strict):
     schema_version: Literal[1] = 1
     name: str = "deployment"
@@ -136,6 +149,7 @@ class Deployment(Strict):
     collect: CollectSettings = CollectSettings()
     roofline: RooflineSpec | None = Field(None, description="Hardware and model profiles for the decode ceiling (docs/roofline.md).")
     client_code: list[ClientCode] = Field(default_factory=list, description="What the client's configuration runs that no other field shows (recipe mods, pre-launch scripts, the client's own program paths), as reproduce recorded it; launch and session refuse until each is accepted (docs/security.md).")
+    steps: list[ClientStep] = Field(default_factory=list, exclude_if=lambda steps: not steps, description="The client's own steps around the server (recipe mods, pre_exec, image builds), in the order its tool runs them.")
 
     @field_validator("env", mode="before")
     @classmethod

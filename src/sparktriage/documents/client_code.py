@@ -11,7 +11,7 @@ from sparktriage.store.typed import Document, Part
 class AcceptedItem(Part):
     name: str  # KIND:VALUE, the name it was accepted by
     kind: Literal["image", "trust-remote-code", "entrypoint", "program", "env", "mod",
-                  "pre-launch"]
+                  "pre-launch", "pre_exec", "post_exec", "build"]
     what: str  # what it runs, in words
 
 

@@ -83,6 +83,14 @@ def require(items: tuple[ClientCode, ...] | list[ClientCode],
                             keep_newlines=False),
             hint=f"review each (launch --dry-run lists them), then accept by name: "
                  f"{FLAG} NAME[,NAME] or {FLAG}-from FILE (docs/security.md)")
+    blocked = [i for i in items if i.cannot_run]
+    if blocked:
+        shown = "; ".join(f"{i.name} cannot run: {i.cannot_run}" for i in blocked)
+        raise ClientCodeRefused(
+            escape_controls(f"the deployment's client code cannot all run on the lab: {shown}",
+                            keep_newlines=False),
+            hint="give the files the step needs, or remove the step from the deployment "
+                 "(docs/reproduce.md, Client steps)")
     return acceptance
 
 

@@ -92,4 +92,9 @@ def render_launch_plan(plan) -> View:
     if plan.teardown:
         lines += ["", "after teardown:"]
         lines += [f"  on {node}: {_quote(argv)}" for node, argv in plan.teardown]
+    if plan.client_steps:
+        lines += ["", "client steps (client code: launch starts nothing until they are accepted):"]
+        lines += [escape_controls(f"  {s['name']} ({s['kind']}): " + (
+            "run in each server container before its program" if s["runnable"]
+            else f"cannot run: {s['why']}"), keep_newlines=False) for s in plan.client_steps]
     return View.of_lines(lines)

@@ -36,9 +36,10 @@ from sparktriage.store.typed import Document, parse
 
 SWEEP_LAUNCHES = "sweep/launches/"  # a session's sweep is a run directory of its own in DIR/sweep
 SWEEP_PREFIX = "sweep."
-TOP_FILES = ("run.json", "deployment.yaml", "sweep.json", "reproduce.json", "client-code.json")
+TOP_FILES = ("run.json", "deployment.yaml", "sweep.json", "reproduce.json", "client-code.json",
+             "preflight.json")
 LAUNCH_FILES = ("launch.json", "capabilities.json", "bench.json", "requests.jsonl", "logs.json",
-                "reconcile.json", "stalls.json", "probe.json")
+                "reconcile.json", "stalls.json", "probe.json", "selfcheck-findings.json")
 BUNDLE_FILES = ("bundle.json", "environment-diff.json")
 NODE_FILES = ("environment.json", "clock.json")
 MODELS: dict[str, type[Document]] = {m.FILE: m for m in (  # validated on reading

@@ -24,6 +24,7 @@ from sparktriage.reproduce import beside
 from sparktriage.reproduce import diff as diffing
 from sparktriage.reproduce import facts as trapfacts
 from sparktriage.reproduce import traps as trapcheck
+from sparktriage.reproduce.devices import map_devices
 from sparktriage.reproduce.envcheck import unknown_vllm_env
 from sparktriage.reproduce.kvcheck import unshipped_connectors
 from sparktriage.reproduce.readall import import_all, import_input  # noqa: F401 (API)
@@ -81,9 +82,10 @@ def reproduce(inputs: list[Path], lab: Path | None, node_map: dict[str, str] | N
     client_gpu = _client_gpu(client_facts)
     site = localize(client_dep.get("env") or {}, client_nodes, pairs, lab_model,
                     client_dep.get("serve") or {}, str(inputs[0]), client_dep.get("engine"))
+    pinned = map_devices(site, client_nodes, pairs, lab_model, str(inputs[0]))
     statements = rank_statements + _statements(client_nodes, client_gpu, lab_model, lab_names,
-                                               used) + ([site.statement()] if site.statement()
-                                                        else []) \
+                                               used) + [s for s in (site.statement(),
+                                                                    pinned.statement()) if s] \
         + ([LOCAL_STATEMENT] if lab is None else [])
     dep = _lab_deployment(client_dep, site, pairs, lab_value)
     dep["client_code"] = recorded_client_code(dep)
@@ -113,6 +115,7 @@ def reproduce(inputs: list[Path], lab: Path | None, node_map: dict[str, str] | N
                                   trapcheck.load_why())
     facts = trapfacts.build(normalized, client_facts, lab_facts,
                             _lab_nodes_info(lab_model, used, lab_facts), client_env, pairs)
+    facts.update(pinned.facts())
     unknown, unneeded = settle([u for i in imported for u in i.unknown] + site.unknown
                                + ignored_labs(imported) + loader_rows(client_dep, client_nodes,
                                                                       imported)

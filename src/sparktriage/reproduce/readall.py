@@ -10,7 +10,7 @@ from pathlib import Path
 
 from sparktriage.errors import InputError, SourceLocation
 from sparktriage.limits import LimitError
-from sparktriage.reproduce import justfile, makefile
+from sparktriage.reproduce import justfile, makefile, vllm_options
 from sparktriage.reproduce.bash import read_script
 from sparktriage.reproduce.bash.transcript import commands_of
 from sparktriage.reproduce.detect import detect
@@ -46,10 +46,12 @@ def _read_make(path: Path) -> tuple[str, list[str]]:
 
 
 def import_input(path: Path, secrets: Placeholders, given: dict[str, str] | None = None,
-                 library: dict[str, str] | None = None) -> Imported:
+                 library: dict[str, str] | None = None,
+                 release: tuple[str, str] | None = None) -> Imported:
     """One input, by its detected kind; `given`: variables the client supplied (env dumps),
     which a shell script's `${VAR:-default}` and tests read; `library`: the other shell inputs
-    by file name, read where a script runs them."""
+    by file name, read where a script runs them; `release`: the vLLM release a collect-env
+    input says the client runs (its serve argv is read with that release's option rules)."""
     text, make_notes = _read_make(path)
     try:
         kind = detect(text)
@@ -58,7 +60,7 @@ def import_input(path: Path, secrets: Placeholders, given: dict[str, str] | None
             str(path), exc.location.line if exc.location else None), hint=exc.hint) from None
     except InputError as exc:
         raise InputError(f"{path}: {exc.message}") from None
-    ctx = Ctx(InputRef(path=str(path), kind=kind), secrets)
+    ctx = Ctx(InputRef(path=str(path), kind=kind), secrets, release=release)
     for note in make_notes:
         ctx.note(note)
     if kind == "compose":
@@ -84,7 +86,7 @@ def import_input(path: Path, secrets: Placeholders, given: dict[str, str] | None
         if unit is None:
             raise
     # no server of its own, but a systemd unit it writes from a here-document and starts
-    ctx = Ctx(InputRef(path=str(path), kind=kind), secrets)
+    ctx = Ctx(InputRef(path=str(path), kind=kind), secrets, release=release)
     ctx.note(f"line {unit[2]}: the systemd unit written to {unit[1]} from a here-document is "
              "the server (read as a unit; the script's other commands are not listed)")
     return import_unit(unit[0], path, ctx, given, library)
@@ -125,6 +127,7 @@ def import_all(inputs: list[Path], secrets: Placeholders) -> list[Imported]:
     composes: set[str] = set()
     units: dict[str, str] = {}
     env_scripts: list[Path] = []  # env files in shell syntax (envdump.shell_syntax)
+    release: tuple[str, str] | None = None  # the vLLM release a collect-env names
     for path in inputs:  # the client's env dumps first: the scripts read their variables
         try:
             text = read_input(Path(path))
@@ -135,7 +138,9 @@ def import_all(inputs: list[Path], secrets: Placeholders) -> list[Imported]:
             library[Path(path).name] = text  # `source`d by a script: read there as bash
             env_scripts.append(Path(path))
         elif kind in ("env", "collect-env"):
-            given.update(_dumped(Path(path)))
+            facts = _facts(Path(path))
+            given.update({k: v for f in facts for k, v in f.env.items()})
+            release = release or _release(facts, Path(path))
         elif kind in ("serve", "docker", "slurm"):
             library[Path(path).name] = text
         elif kind == "systemd":  # a unit whose ExecStart runs an input script
@@ -152,7 +157,7 @@ def import_all(inputs: list[Path], secrets: Placeholders) -> list[Imported]:
     for path in inputs:
         if Path(path).name in called:
             continue  # read where another input script runs it (reproduce/bash)
-        part = import_input(Path(path), secrets, given, library)
+        part = import_input(Path(path), secrets, given, library, release)
         if part.input.kind == "deployment":
             part = part.model_copy(update={"deployment": _resolve_paths(
                 part.deployment, Path(os.path.abspath(path)).parent)})
@@ -162,7 +167,23 @@ def import_all(inputs: list[Path], secrets: Placeholders) -> list[Imported]:
 
 def _dumped(path: Path) -> dict[str, str]:
     """The variables of an env dump (or collect-env) input, for the scripts to read."""
-    return {k: v for f in import_input(path, Placeholders()).facts for k, v in f.env.items()}
+    return {k: v for f in _facts(path) for k, v in f.env.items()}
+
+
+def _facts(path: Path) -> list:
+    return import_input(path, Placeholders()).facts
+
+
+def _release(facts: list, path: Path) -> tuple[str, str] | None:
+    """(covered release, why) from the vLLM version a collect-env reports."""
+    for fact in facts:
+        version = ((fact.versions or {}).get("vllm") or "").split(" ")[0]  # no "(git sha..)"
+        covered = vllm_options.release_of(version)
+        if covered is not None:
+            same = "" if covered == version else f", read with {covered}'s options" + (
+                "" if vllm_options.covers(version) else " (the oldest covered)")
+            return covered, f"vLLM {version} in {path.name}{same}"
+    return None
 
 
 def _called(library: dict[str, str], given: dict[str, str],

@@ -16,6 +16,12 @@ def summary(result: ReproduceResult) -> View:
     lines.append(f"mapped {len(result.mapped)} setting(s): model {dep['model']['path']}, "
                  f"tp {par.get('tp')} pp {par.get('pp')} dp {par.get('dp')}, "
                  f"{len(result.client_nodes)} client node(s)")
+    steps = dep.get("steps") or []
+    if steps:
+        lines.append(f"client steps ({len(steps)}, client code: launch runs none until they are "
+                     "accepted):")
+        lines += [f"  {s['name']} ({s['when']}): " + ("runnable" if s["runnable"] else
+                                                      f"cannot run: {s['why']}") for s in steps]
     if result.unknown:
         lines.append(f"unknown ({len(result.unknown)}, kept and flagged):")
         lines += [f"  {u.input}: {u.text}: {u.note}" for u in result.unknown[:SHOWN]]

@@ -356,6 +356,8 @@ def _execute(session: Session, step: dict) -> None:
     if kind in ("probe", "protocol", "logs") and session.options.deployment is None:
         _attached(session, step)
         return
+    if kind == "report" and session.before_report is not None:
+        session.before_report()
     state.set_state(step, RUNNING)
     _record_outcome(session, step, lambda: ACTIONS[kind](session, step))
 
@@ -375,7 +377,8 @@ def _attached(session: Session, step: dict) -> None:
             bench_step(options.endpoint, launch, _workloads(options, inputs["workloads"]),
                        log=inputs.get("logs") or (), metrics=inputs.get("metrics", ""),
                        model=extra.get("model"), api_key=session.api_key, tz=tz, observe=observe,
-                       warn=lambda m: observe("warning", {"text": m}))
+                       warn=lambda m: observe("warning", {"text": m}),
+                       scrape_every=extra.get("scrape_every"))
         elif step["kind"] == "probe":
             baseline = inputs.get("baseline")
             probe_step(options.endpoint, launch, Path(baseline) if baseline else None,

@@ -113,6 +113,9 @@ def _progress_marks(timeline: NodeTimeline, markers: MarkerSet) -> list[Mark]:
     """Marks that show the startup moving, up to the moment it settled."""
     out: list[Mark] = []
     last_bar: dict[str, tuple[int, int]] = {}
+    bar_at: dict[float, tuple[int, int]] = {}
+    for t, n, total in timeline.bar:
+        bar_at.setdefault(t, (n, total))
     limit = timeline.settled
     for mark in timeline.marks:
         if mark.t > limit or (timeline.stopped_at is not None and mark.t >= timeline.stopped_at):
@@ -123,7 +126,7 @@ def _progress_marks(timeline: NodeTimeline, markers: MarkerSet) -> list[Mark]:
             continue
         bar_names = [n for n in mark.markers if n in _BAR_MARKERS]
         if bar_names:
-            counts = next((b[1:] for b in timeline.bar if b[0] == mark.t), None)
+            counts = bar_at.get(mark.t)
             key = bar_names[0] + (mark.event.process or "")
             if counts is not None and last_bar.get(key) == counts:
                 continue
@@ -167,6 +170,16 @@ def _allowed_gap(following: list[Mark], seen_processes: set, markers: MarkerSet,
     return params.silence_s
 
 
+def _lines_after(marks: list[Mark], i: int, n: int) -> list[Mark]:
+    """The n lines after marks[i], a mark counted as many lines as it stands for."""
+    out: list[Mark] = []
+    for mark in marks[i + 1:i + 1 + n]:
+        out += [mark] * min(mark.count, n - len(out))
+        if len(out) >= n:
+            break
+    return out
+
+
 def _observe(observations: list[dict], timeline: NodeTimeline, prev: Mark, nxt_t: float,
              phase: str, text: str, cause: str | None = None) -> None:
     """An expected silence; `cause`: the id of the rule whose cause it shows, if any."""
@@ -204,8 +217,8 @@ def _silences(timeline: NodeTimeline, progress: list[Mark], markers: MarkerSet,
         if gap < max(params.min_stall_s, params.silence_s):
             continue
         phase = timeline.phase_at(prev.t)
-        base = _allowed_gap(progress[i + 1:i + 40], seen, markers, params)
-        work = stated.work_ending(progress[i + 1:i + 20], gap, markers) or \
+        base = _allowed_gap(_lines_after(progress, i, 40), seen, markers, params)
+        work = stated.work_ending(_lines_after(progress, i, 20), gap, markers) or \
             stated.work_during(work_spans, prev.t, nxt.t)
         if work is not None:  # the silence was that line's work: its phase, its budget
             phase = stated.work_phase(timeline, work[1])
@@ -333,7 +346,7 @@ def detect(evidence: Evidence, markers: MarkerSet, params: DetectParams | None =
         span = node.span()
         end_hint = max(s for s in (span[1] if span else None, evidence.ended) if s is not None) \
             if (span or evidence.ended) else None
-        timeline = build_timeline(name, node.events, markers, end_hint,
+        timeline = build_timeline(name, node.runs, markers, end_hint,
                                   evidence.attempts.get(name))
         if timeline is not None:
             timeline.torn_down_at = evidence.stops.get(name)

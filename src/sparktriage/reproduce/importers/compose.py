@@ -385,5 +385,8 @@ def _service(name: str, service: dict, marks: dict, base: Path, interp: Interpol
     if serve is not None:
         serve.line = cmd_line
     env.update(eng.pop("_env", {}))
+    pin = eng.pop("_gpu_pin", None)  # a GPU reservation's device list (compose_keys._devices)
+    if pin is not None:
+        env.setdefault("NVIDIA_VISIBLE_DEVICES", pin)
     env = env_block(env, ctx, f"services.{name}.environment")
     return Member(serve, ray, env, cmd_line, replicas, name), eng
