@@ -35,9 +35,9 @@ def demo_run(demo_session):
 
 
 def _folder(run, label: str):
-    """A launch folder of the demo: `L001` (the session's) or `sweep/L001` (the sweep's)."""
-    if label.startswith("sweep/"):
-        return run / "sweep" / "launches" / label.split("/", 1)[1]
+    """A launch folder of the demo: `L001` (the session's) or `S001` (the sweep's, in DIR/sweep)."""
+    if label.startswith("S"):
+        return run / "sweep" / "launches" / label
     return run / "launches" / label
 
 
@@ -50,7 +50,7 @@ def test_demo_session_succeeds_and_summarises(demo_run):
     assert all(s["status"] == "ok" for s in doc["steps"]), doc["steps"]
     # the session's protocol launch, then the sweep's own launches (one per depth, DIR/sweep)
     assert [(l["label"], l["depth"], l["outcome"]) for l in doc["launches"]] == [
-        ("L001", 0, "completed"), ("sweep/L001", 0, "completed"), ("sweep/L002", 2, "completed")]
+        ("L001", 0, "completed"), ("S001", 0, "completed"), ("S002", 2, "completed")]
     assert all(l["stall_findings"] == 0 for l in doc["launches"])
     assert doc["probe"]["verdict"] == "healthy" and doc["probe"]["baseline"] is True
     assert "Delivered tokens: tiny" in result.stderr or "Delivered tokens: tiny" in result.stdout
@@ -75,9 +75,10 @@ def test_every_document_the_demo_wrote_validates_against_its_model(demo_run):
     run, _ = demo_run
     seen = validate_run_dir(run)  # run dir and report/data/ (itself a run directory)
     # the session's launch L001 and the sweep's two launches (DIR/sweep/launches: each with the
-    # gate's probe), the sweep's own sweep.json beside the top one, and report/data/ copies
-    assert seen == {"demo": 1, "sweep": 3, "report": 1, "launch": 4, "bench": 4, "logs": 4,
-                    "reconcile": 4, "stalls": 2, "probe": 4}, seen
+    # gate's probe), the sweep's own sweep.json beside the top one, and report/data/ copies of
+    # all three launches (the report reads the sweep's launches in DIR/sweep/launches too)
+    assert seen == {"demo": 1, "sweep": 3, "report": 1, "launch": 6, "bench": 6, "logs": 6,
+                    "reconcile": 6, "stalls": 2, "probe": 6}, seen
 
 
 def test_demo_measures_exact_tokens_and_reconciles(demo_run):
@@ -90,10 +91,10 @@ def test_demo_measures_exact_tokens_and_reconciles(demo_run):
         assert w["summary"]["counts"]["ok"] == 3
     reconcile = json.loads((run / "launches" / "L001" / "reconcile.json").read_text())
     assert reconcile["metrics"]["difference_tokens"] == 0  # /metrics rose by what was delivered
-    second = json.loads((_folder(run, "sweep/L002") / "bench.json").read_text())
+    second = json.loads((_folder(run, "S002") / "bench.json").read_text())
     assert [w["name"] for w in second["workloads"]] == ["code"]
     assert "speculative_config=SpeculativeConfig(method='ngram'" in (
-        _folder(run, "sweep/L002") / "server.log").read_text()
+        _folder(run, "S002") / "server.log").read_text()
 
 
 def test_demo_sweep_document_matches_its_launches(demo_run):
@@ -103,7 +104,7 @@ def test_demo_sweep_document_matches_its_launches(demo_run):
     assert [d["depth"] for d in sweep["depths"]] == [0, 2]
     for entry in sweep["depths"]:
         (launch,) = entry["launches"]
-        bench = json.loads((_folder(run, "sweep/" + launch["label"]) / "bench.json").read_text())
+        bench = json.loads((_folder(run, launch["label"]) / "bench.json").read_text())
         assert launch["delivered_tok_s"] == workload_rate(bench, "code")
         assert launch["e2e_tok_s"] == workload_rate(bench, "code", "e2e_tok_s") > 0
     spec = sweep["depths"][1]["launches"][0]["acceptance_length"]

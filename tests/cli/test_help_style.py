@@ -93,3 +93,32 @@ def test_help_loads_no_core_machinery(argv):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120)
     assert done.stderr.strip().splitlines()[-1] == "[] 0", done.stderr
+
+
+@pytest.mark.parametrize("argv", [["bench", "--help"], ["probe", "--help"], ["selfcheck", "--help"],
+                                  ["bench"]])
+def test_help_is_printed_as_written_never_redacted(argv):
+    """The console scrubs every line for secrets; help text is the tool's own and passes as
+    written ("Bearer token." would otherwise print as a redacted bearer token)."""
+    done = subprocess.run([sys.executable, "-m", "sparktriage", *argv], capture_output=True,
+                          text=True, timeout=120)
+    out = done.stdout + done.stderr
+    assert "REDACTED" not in out
+    if "--help" in argv:
+        assert done.returncode == 0 and "Bearer token." in out
+
+
+def test_a_secret_printed_outside_help_is_still_scrubbed(capsys):
+    """The help exemption is for the help text itself: any other line is scrubbed."""
+    import io
+
+    from sparktriage.redact.stream import RedactingStream, written_verbatim
+
+    inner = io.StringIO()
+    stream = RedactingStream(inner)
+    written_verbatim("Usage: x\n  --api-key  Bearer token.")
+    stream.write("Usage: x\n  --api-key  Bearer token.\n")
+    stream.write("Authorization: Bearer eyQ9fake-bearer-token-123456\n")
+    stream.flush()
+    assert "Bearer token." in inner.getvalue()
+    assert "eyQ9fake-bearer-token-123456" not in inner.getvalue()

@@ -46,3 +46,21 @@ def test_from_documents_can_drop_the_baseline():
     docs = [{"name": "sanity", "status": "ok"}, {"name": "differential", "status": "suspect"}]
     assert from_documents(docs) == "suspect"
     assert from_documents(docs, with_baseline=False) == "healthy-uncalibrated"
+
+
+def test_advice_is_printed_as_lines_each_once():
+    """The probe's advice: one line per item, never a Python list, no item twice (an uncalibrated
+    F5 verdict advised saving a baseline twice)."""
+    from sparktriage.cli.selfcheck import render_summary
+    from sparktriage.probe.verdict import CALIBRATE, advice
+
+    items = advice("suspect", "F5", calibrated=False)
+    assert items.count(CALIBRATE) == 1 and len(items) == len(set(items)) == 2
+    doc = {"run": "/tmp/run", "launch": "L001", "bench": None, "startup": None, "stalls": None,
+           "report": None, "steps": [],
+           "probe": {"verdict": "suspect", "baseline": False, "tokens_spent": 100,
+                     "advice": items + [items[0]]}}
+    lines = render_summary(doc)
+    said = [l for l in lines if l.startswith("  advice: ")]
+    assert said == [f"  advice: {item}" for item in items]
+    assert not any("['" in l or "']" in l for l in lines)

@@ -90,7 +90,7 @@ def test_launches_that_differ_are_not_pooled(tmp_path):
     doc = _doc(_run(tmp_path, {"L001": [10.0, 11.0], "L002": [10.0, 11.0]}, {"L002": "0.33.0"}))
     pools = doc["sections"]["protocol"]["across"]
     assert [p["launches"] for p in pools] == [["L001"], ["L002"]]
-    assert all("not pooled (launches differ in server_version: '0.32.0', '0.33.0')" in " ".join(p["notes"])
+    assert all("not pooled (launches differ in server version: 0.32.0, 0.33.0)" in " ".join(p["notes"])
                for p in pools)
 
 

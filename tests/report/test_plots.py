@@ -92,3 +92,33 @@ def test_a_launch_that_measured_nothing_draws_no_empty_legend(sections, recwarn)
     assert not [w for w in recwarn if "legend" in str(w.message)]
     full = plots.per_launch_figure(sections["protocol"]).axes[0].get_legend()
     assert full is not None and len(full.get_texts()) == 3  # 2 workloads and the launch band
+
+
+def _visible(handle) -> bool:
+    """A legend handle draws something: a marker, or a line through at least two points."""
+    if hasattr(handle, "get_marker") and handle.get_marker() not in (None, "", "None", " "):
+        return True
+    data = handle.get_xydata() if hasattr(handle, "get_xydata") else None
+    return data is None or len(data) >= 2
+
+
+def test_every_legend_entry_has_a_visible_mark_and_axes_are_whole_numbers(sections):
+    """A model predicting one depth, one depth with one draft position: every legend entry still
+    draws a mark, and the depth and draft-position axes tick whole numbers only."""
+    sweep = json.loads(json.dumps(sections["sweep"]))
+    sweep["points"] = [p for p in sweep["points"] if p["depth"] in (0, 1)]
+    sweep["points"][1]["per_position"] = [0.8]
+    sweep["decision"]["depth"] = 1
+    sweep["model"] = {"rows": [{"depth": 1, "predicted": 30.0, "ci95_low": None, "ci95_high": None}]}
+    figure = plots.sweep_figure(sweep, sections["roofline"])
+    figure.canvas.draw()
+    for axes in figure.axes:
+        handles, labels = axes.get_legend_handles_labels()
+        for handle, label in zip(handles, labels):
+            target = handle.lines[0] if hasattr(handle, "lines") else handle
+            assert _visible(target), label
+    rate, accept = figure.axes
+    for axes in (rate, accept):
+        ticks = [t for t in axes.get_xticks() if axes.get_xlim()[0] <= t <= axes.get_xlim()[1]]
+        assert ticks and all(float(t).is_integer() for t in ticks), ticks
+    assert [float(t) for t in accept.get_xticks()] == [1.0]

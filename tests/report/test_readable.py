@@ -73,13 +73,14 @@ def test_provisional_sweep_decision_says_so(report_run: Path, report_build, tmp_
     run = tmp_path / "run"
     shutil.copytree(report_run, run)
     sweep = json.loads((run / "sweep.json").read_text())
-    sweep["decision"]["provisional"] = True
+    sweep["decision"].update(state="insufficient", provisional=True)  # the sweep's own pair
     (run / "sweep.json").write_text(json.dumps(sweep))
     out = tmp_path / "report"
     report_build(run, out, formats="md")
     depth = sweep["decision"]["depth"]
     md = (out / "report.md").read_text(encoding="utf-8")
-    assert f"**Decision: depth {depth}, provisional" in md
+    assert f"**Decision: depth {depth} (provisional)" in md
+    assert "insufficient)" not in md  # one word for the state, everywhere
     report = json.loads((out / "report.json").read_text())
     row = next(v for v in report["summary"]["verdicts"] if v["topic"] == "Speculative depth")
     assert row["verdict"] == f"depth {depth} (provisional)"

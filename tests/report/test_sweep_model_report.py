@@ -84,11 +84,15 @@ def test_the_report_shows_the_predicted_curve_beside_the_launches_and_the_models
     out = tmp_path / "report"
     report_build(model_run, out, anonymize=False)
     md = (out / "report.md").read_text()
-    assert "Depth model: used (it decided)" in md
+    decided = json.loads((model_run / "sweep.json").read_text())["decision"]["depth"]
+    assert f"Depth model: used (it made the decision: depth {decided})" in md
     assert "| depth | predicted tok/s | 95% interval | launches' mean tok/s |" in md
     model = json.loads((model_run / "sweep.json").read_text())["model"]
-    for p in model["predicted"]:  # every depth's prediction is in the table, to 2 decimals
-        assert f"| {p['depth']} | {p['tok_s']:.2f} |" in md
+    from sparktriage.report.readable import fitted
+    for p in model["predicted"]:  # every depth's prediction is in the table, digits fitted to its interval
+        value, interval = fitted(p["tok_s"], p["ci95_low"], p["ci95_high"])
+        assert f"| {p['depth']} | {value} | {interval} |" in md
+        assert abs(float(value) - p["tok_s"]) <= 0.05 + 1e-9 * p["tok_s"]
     assert model["summary"] in md and "expert weights of a plain step" in model["summary"]
     pdf = subprocess.run(["pdftotext", "-layout", str(out / "report.pdf"), "-"], capture_output=True,
                          text=True, check=True).stdout

@@ -41,5 +41,5 @@ def test_single_launch_sides_are_never_significant():
 def test_check_poolable_names_the_differing_metadata():
     reasons = check_poolable([{"model": "m", "server_version": "0.32.0"},
                               {"model": "m", "server_version": "0.33.0"}])
-    assert reasons == ["launches differ in server_version: '0.32.0', '0.33.0'"]
+    assert reasons == ["launches differ in server version: 0.32.0, 0.33.0"]
     assert check_poolable([{"model": "m"}, {"model": "m"}]) == []

@@ -62,7 +62,7 @@ def test_launches_with_differing_metadata_are_not_pooled():
     stats = depth_stats(0, launches, {"model": "m", "deployment_hash": "h"})
     assert stats.labels == ("L000", "L001", "L002")
     assert stats.excluded[0]["label"] == "L009"
-    assert "deployment_hash" in stats.excluded[0]["reasons"][0]
+    assert "deployment hash" in stats.excluded[0]["reasons"][0]
 
 
 def test_disagreeing_launches_raise_the_stability_warning():

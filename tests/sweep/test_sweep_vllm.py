@@ -99,7 +99,8 @@ def test_sweep_runs_four_launches_and_prints_the_decision_with_intervals(sweep_r
             measured = [d for d in doc["depths"] if d["mean_tok_s"] is not None]
             assert decision["depth"] == max(measured, key=lambda d: d["mean_tok_s"])["depth"]
     text = result.stderr  # --json -: the human lines go to stderr
-    assert f"decision: {decision['state']}, depth {decision['depth']}" in text
+    from sparktriage.sweep.allocate import decision_word
+    assert f"decision: depth {decision['depth']} ({decision_word(decision['state'], decision['depth'])})" in text
     with_ci = [d for d in doc["depths"] if d["n"] >= 2]
     assert with_ci, "two of the four launches share a depth"
     for d in with_ci:

@@ -1,4 +1,4 @@
-"""The bench document of one launch, derived from raw request records (JSON contract, issue 2).
+"""The bench document of one launch, derived from raw request records (the bench JSON contract).
 
 Top level: schema_version, endpoint, model, workloads. Per workload: name, requests (each with
 warmup, status, output_tokens, ttft_s, decode_tok_s, e2e_tok_s, chunks and more), summary with

@@ -63,6 +63,7 @@ class LazyGroup(typer.core.TyperGroup):
             command = typer.main.get_command(single)
         command.name = name
         restyle(command)
+        _help_verbatim(command)
         return command
 
     def get_help_option(self, ctx: click.Context):
@@ -155,6 +156,25 @@ def _clear_interpreter_interrupt_mark() -> None:
     eval("None")  # noqa: S307 - a constant, never input
 
 
+class _HelpContext(click.Context):
+    """A command's context whose help is printed as written: help text is the tool's own words,
+    never an input, and the console's scrubber would take an example such as "Bearer token"
+    for a secret."""
+
+    def get_help(self) -> str:
+        from sparktriage.redact import stream as redacting_stream
+
+        with redacting_stream.verbatim():  # a help formatter that prints itself
+            return redacting_stream.written_verbatim(super().get_help())  # or click echoes it
+
+
+def _help_verbatim(command: click.Command) -> None:
+    """Every command of the tree prints its help verbatim (_HelpContext)."""
+    command.context_class = _HelpContext
+    for sub in getattr(command, "commands", {}).values():
+        _help_verbatim(sub)
+
+
 def _main(argv: list[str] | None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     _state["debug"] = "--debug" in args
@@ -164,6 +184,7 @@ def _main(argv: list[str] | None) -> None:
     redacting_stream.install()  # every line printed from here on is scrubbed (redact/stream.py)
     _interrupt_on_termination()
     command = typer.main.get_command(app)
+    _help_verbatim(command)
     try:
         try:
             result = command.main(args=args, prog_name="sparktriage", standalone_mode=False)
@@ -181,7 +202,8 @@ def _main(argv: list[str] | None) -> None:
         sys.exit(exc.exit_code)
     except typer.TyperException as exc:  # usage errors of the command-line parser
         if type(exc).__name__ == "NoArgsIsHelpError":  # bare `sparktriage`: show the help
-            console.stderr.print(exc.format_message(), markup=False)
+            with redacting_stream.verbatim():
+                console.stderr.print(exc.format_message(), markup=False)
             sys.exit(ExitCode.USAGE)
         message = plain_text(" ".join(exc.format_message().split()))
         ctx = getattr(exc, "ctx", None)

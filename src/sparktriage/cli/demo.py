@@ -15,6 +15,7 @@ from sparktriage.cli.progress import protocol_lines
 from sparktriage.cli.session_view import plain
 from sparktriage.bench.render import delivered_table
 from sparktriage.errors import LaunchError, UsageError
+from sparktriage.sweep.allocate import decision_word
 
 
 
@@ -40,8 +41,8 @@ def render_summary(doc: dict) -> list[str]:
     lines += protocol_lines(doc["bench"])
     if doc["sweep"]:
         decision = doc["sweep"]
-        lines.append(f"sweep decision: depth {decision['depth']}"
-                     + (" (provisional)" if decision.get("provisional") else "")
+        word = decision_word(decision.get("state"), decision["depth"])
+        lines.append(f"sweep decision: depth {decision['depth']}" + (f" ({word})" if word else "")
                      + f": {decision['reason']}")
     report = doc["report"]
     if report:

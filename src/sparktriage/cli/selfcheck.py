@@ -37,8 +37,8 @@ def render_summary(doc: dict) -> list[str]:
         lines.append(f"output quality: {probe['verdict'].upper()}"
                      + (" (against the baseline)" if probe["baseline"] else " (no baseline given)")
                      + f", {probe['tokens_spent']} tokens")
-        if probe["verdict"] != "healthy" and probe.get("advice"):
-            lines.append(f"  advice: {probe['advice']}")
+        if probe["verdict"] != "healthy":
+            lines += [f"  advice: {item}" for item in dict.fromkeys(probe.get("advice") or [])]
     lines += protocol_lines(doc["bench"])
     startup = doc["startup"]
     if startup:

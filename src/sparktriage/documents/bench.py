@@ -1,4 +1,4 @@
-"""The typed `bench` document (`launches/<label>/bench.json`, the JSON contract of issue 2), and
+"""The typed `bench` document (`launches/<label>/bench.json`, the bench stage's JSON contract), and
 `launch.json` (the server the protocol measured, written before its first request).
 
 The contract, checked by this model (it replaces the hand check tests once did): `endpoint` an

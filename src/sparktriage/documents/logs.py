@@ -88,7 +88,7 @@ class LogsDocument(Document):
     versions: dict[str, Any] | None = None
     model: str | None = None
     startup: dict[str, Any] | None = None
-    excerpt: bool | None = None  # issue 36: the log starts mid-run, mid-record, or has cuts
+    excerpt: bool | None = None  # the log starts mid-run, mid-record, or has cuts
     excerpt_detail: ExcerptDetail | None = None
     phases: list[Phase]
     reported: dict[str, Any] = {}

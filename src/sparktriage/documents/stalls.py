@@ -91,7 +91,7 @@ class StallsDocument(Document):
     findings: list[Finding]
     observations: list[Observation] | None = None
     summary: StallsSummary | None = None
-    # issue 36: the log is an excerpt, as the logs document says (`excerpt_detail` is its
+    # the log is an excerpt, as the logs document says (`excerpt_detail` is its
     # `excerpt_detail`: reasons, cannot_tell, cuts; docs/logs.md "Excerpts")
     excerpt: bool | None = None
     excerpt_detail: dict[str, Any] | None = None

@@ -128,7 +128,7 @@ class SweepDocument(Document):
     comparisons: list[SweepComparison] | None = None  # the chosen depth against depth 0, runner-up
 
 
-# ---- the issue's JSON contract: what the sweep itself writes (issue 11) ----------------------
+# ---- the JSON contract: what the sweep itself writes ---------------------------------------
 class ContractGate(SweepGate):
     source: Literal["greedy requests", "protocol streams"] | None
 

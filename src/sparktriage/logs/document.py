@@ -192,7 +192,7 @@ class LogAnalyzer:
         return doc
 
     def _fail_on_errors(self, timelines: dict[str, list[Timeline]]) -> None:
-        """One failure model (issue 36): a startup attempt that never became ready and holds an
+        """One failure model: a startup attempt that never became ready and holds an
         error `logs` counts (an ERROR record, a traceback, an exception line, a fatal signature)
         ended in that error: it failed, with its first engine death, else its first error."""
         by_node: dict[str, list[dict]] = {}

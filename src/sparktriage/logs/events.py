@@ -27,9 +27,9 @@ class LogEvent:
     raw: str  # the original line as read (decoded, without newline)
     line_no: int  # 1-based line number in its input
     origin: str  # file path, "<stdin>", or the bundle-relative path
-    # Added by the log parser (issue 3); defaults keep older constructors valid.
+    # Set by the log parser; the defaults let an event be built without them.
     kind: str = "text"  # line shape: vllm, uvicorn, tqdm, glog, pylog, json, nccl, pywarn, traceback, text
     truncated: bool = False  # a physical line was longer than the reader keeps (sources.MAX_LINE)
-    # Added for issue 36: untimed lines belong to a timed one; collector prefixes.
+    # Untimed lines belong to the timed one before them; collector prefixes.
     timed_by: int | None = None  # line_no of the timed line whose time an inferred event took
     collector: str | None = None  # the collector prefix the line carried (lineformat/collectors)

@@ -3,7 +3,7 @@
 `sparktriage logs` counts errors (facts.py: ERROR/CRITICAL records, unprefixed tracebacks,
 bare exception lines, fatal signatures such as ``died unexpectedly``, OOM, ``NCCL error`` or
 vLLM's "Free memory on device ... less than desired GPU memory utilization"). `stalls` must call
-the same events failures (issue 36), in the phase where they happened, serving included. The
+the same events failures, in the phase where they happened, serving included. The
 `LogAnalyzer` (document.py) keeps one `LogFailure` per counted error; its phase is the phase of
 its node's startup whose window holds its time, read from the finished timelines (so an
 excerpt's first lines, timed by the line after them, get the phase that line shows), or

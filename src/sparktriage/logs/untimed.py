@@ -1,4 +1,4 @@
-"""Untimed excerpts (issue 36): a log with no timed line is read as far as it goes.
+"""Untimed excerpts: a log with no timed line is read as far as it goes.
 
 People paste log excerpts without stamps: a bare traceback of an engine that died at start,
 `hf download` output waiting on a lock, NCCL error lines. Such a paste is still a log of the

@@ -23,6 +23,7 @@ PATTERNS = {
     "F8": "chat template or tokenizer mismatch (the model itself looks fine)",
 }
 PRIORITY = ("F3", "F2", "F7", "F6", "F8", "F1", "F4")  # F3 first: finite, uniform logits also end at token 0
+CALIBRATE = "save a baseline on a known-good launch (`sparktriage probe --save-baseline FILE`) and compare with `--baseline FILE`"
 ADVICE = {
     "F1": ["relaunch with a reference MoE backend (`--moe-backend marlin`) and compare; a wrong expert "
            "output loops like this", "rule out a chat template or tokenizer mismatch: probe the completions path"],
@@ -32,8 +33,7 @@ ADVICE = {
            "`--load-format`", "relaunch with `--moe-backend marlin` and compare"],
     "F4": ["relaunch with `--moe-backend marlin` (or `emulation`) and `--enforce-eager`; if that is clean, "
            "the native FP4 kernel is at fault"],
-    "F5": ["save a baseline from a known-good launch (`--moe-backend marlin` or `--enforce-eager`) and "
-           "rerun with `--baseline`", "relaunch with `--moe-backend marlin` and compare"],
+    "F5": [CALIBRATE, "relaunch with `--moe-backend marlin` (or `--enforce-eager`) and compare"],
     "F6": ["relaunch with `--enforce-eager` (no CUDA graphs / torch.compile) and without speculative decoding",
            "try an FP8 or BF16 KV cache instead of FP4, and a lower --max-num-seqs"],
     "F7": ["check the reasoning parser / Harmony format (`--reasoning-parser`) and the first generated "
@@ -41,7 +41,6 @@ ADVICE = {
     "F8": ["the completions path is healthy: check the chat template (`--chat-template`), the tokenizer "
            "files and the reasoning parser"],
 }
-CALIBRATE = "save a baseline on a known-good launch (`sparktriage probe --save-baseline FILE`) and compare with `--baseline FILE`"
 
 
 def decide(families: list[FamilyResult]) -> tuple[str, list[str]]:
@@ -89,10 +88,11 @@ def pattern(verdict: str, families: list[FamilyResult]) -> str | None:
 
 
 def advice(verdict: str, pat: str | None, calibrated: bool) -> list[str]:
+    """What to try next, each item once (a pattern's advice may already be the calibration)."""
     out = list(ADVICE.get(pat, [])) if pat else []
     if not calibrated and verdict != "garbage":
         out.append(CALIBRATE)
-    return out
+    return list(dict.fromkeys(out))
 
 
 def from_documents(families: list[dict], with_baseline: bool = True) -> str:

@@ -4,13 +4,16 @@
 first thing), so every line a command prints (rich, typer, print, warnings) goes through this
 run's stand-ins (run.py). Whole lines are scrubbed as they complete, with a key-block state of
 their own per stream, so a private key printed over several lines is replaced from BEGIN to END;
-a partial line is scrubbed when the stream is flushed.
+a partial line is scrubbed when the stream is flushed. Text written inside `verbatim()`, or
+registered with `written_verbatim` and written whole, is the tool's own (its help): it passes
+unscrubbed, so an example such as "Bearer token" is never replaced.
 """
 
 from __future__ import annotations
 
 import io
 import sys
+from contextlib import contextmanager
 
 from sparktriage.redact import run
 from sparktriage.redact.detect import SecretScrubber
@@ -48,6 +51,10 @@ class RedactingStream(io.TextIOBase):
         return True
 
     def write(self, text: str) -> int:
+        if _verbatim_depth or (text.rstrip("\n") in _verbatim_texts and text.strip()):
+            self.flush()
+            self.inner.write(text)
+            return len(text)
         self._pending += text
         if "\n" in self._pending:
             head, _, self._pending = self._pending.rpartition("\n")
@@ -68,6 +75,31 @@ def unscrubbed(stream):
     return stream.inner if isinstance(stream, RedactingStream) else stream
 
 
+_verbatim_depth = 0
+_verbatim_texts: set[str] = set()
+
+
+def written_verbatim(text: str) -> str:
+    """Let `text` (the tool's own, such as a command's help) pass unscrubbed when it is written
+    whole later; return it."""
+    _verbatim_texts.add(text.rstrip("\n"))
+    return text
+
+
+@contextmanager
+def verbatim():
+    """Inside: what is written passes unscrubbed (the tool's own text, never an input's)."""
+    global _verbatim_depth
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, RedactingStream):
+            stream.flush()
+    _verbatim_depth += 1
+    try:
+        yield
+    finally:
+        _verbatim_depth -= 1
+
+
 def install() -> None:
     """Route sys.stdout and sys.stderr through the scrubber (once)."""
     for name in ("stdout", "stderr"):
@@ -76,4 +108,4 @@ def install() -> None:
             setattr(sys, name, RedactingStream(current))
 
 
-__all__ = ["RedactingStream", "install", "unscrubbed"]
+__all__ = ["RedactingStream", "install", "unscrubbed", "verbatim", "written_verbatim"]

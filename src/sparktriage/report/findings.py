@@ -1,4 +1,4 @@
-"""Findings ranked by impact (issue 14, item 1): what stands between the client and good numbers.
+"""Findings ranked by impact: what stands between the client and good numbers.
 
 Each finding is derived from a section of the report document (never from text a renderer
 made) and carries what was observed, the evidence that decided it, its cause as a stable id
@@ -20,6 +20,7 @@ from statistics import median
 
 from sparktriage.config import speculative_flag
 from sparktriage.report.roofline import ceiling_at
+from sparktriage.report.sweep import decision_text
 from sparktriage.report.readable import count, duration, p_value, percent, rate, signed_rate
 from sparktriage.report.values import as_dict, as_list, integer, text
 
@@ -148,7 +149,7 @@ def sweep(sections: dict, configured: int | None) -> tuple[list[Finding], list[s
         gain = Gain("estimated", f"the configured depth ({configured if configured is not None else 'unknown'}) "
                                  f"was not measured; depth {chosen} delivered {rate(best['mean'])}")
         return [Finding("throughput", f"Speculative depth {chosen} is the sweep's best",
-                        f"the sweep chose depth {chosen}" + (" (provisional)" if provisional else ""),
+                        f"the sweep chose {decision_text(sw['decision'])}",
                         evidence, "sweep/decision", fix, gain, "low", 0.0)], []
     diff = best["mean"] - base["mean"]
     relative = diff / base["mean"] if base["mean"] else 0.0
@@ -176,7 +177,8 @@ def sweep(sections: dict, configured: int | None) -> tuple[list[Finding], list[s
                 f"{share(base['mean'], configured)} over "
                 f"{count(base['n'], 'launch', 'launches')}; depth {chosen}: {rate(best['mean'])}"
                 f"{share(best['mean'], chosen)} over {count(best['n'], 'launch', 'launches')}"
-                + ("; the decision is provisional" if provisional else ""))
+                + (f"; the sweep chose {decision_text(sw['decision'])}"
+                   if sw["decision"].get("word") else ""))
     if p is not None and not significant:
         return [], [f"speculative depth: depth {chosen} is not significantly faster than the configured "
                     f"depth {configured} ({signed_rate(diff)}, Welch {p_value(p)})"]

@@ -95,22 +95,8 @@ def delivered_label(row: dict) -> str:
     return f"{number(row['delivered_mean'])} tok/s" + (f" ({workload})" if workload else "")
 
 
-def decision_words(decision: dict) -> str:
-    """A sweep decision as 'depth 2' or 'depth 2 (provisional)'."""
-    return f"depth {decision.get('depth')}" + (" (provisional)" if decision.get("provisional") else "")
-
-
 def readable_key(key: str) -> str:
     """A flattened document key as words: "model.active_params" -> "model / active_params",
     "nodes[0].host" -> "nodes 1 / host" (the JSON in data/ keeps the original)."""
     key = re.sub(r"\[(\d+)\]", lambda m: f" {int(m.group(1)) + 1}", key)
     return " / ".join(part for part in key.split("."))
-
-
-def with_provisional(line: str, decision: dict) -> str:
-    """The sweep section's decision sentence, keeping "provisional" when the decision is."""
-    if not decision.get("provisional") or "provisional" in line:
-        return line
-    head = f"Decision: depth {decision.get('depth')}"
-    return line.replace(head, head + ", provisional", 1) if line.startswith(head) else \
-        f"{line} (provisional)"

@@ -15,6 +15,7 @@ extra fields are ignored there. Files are read in a fixed, sorted order so that 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,8 @@ from sparktriage.store.documents import read_document_bounded, read_records
 from sparktriage.store.rundir import SCHEMA_VERSION
 from sparktriage.store.typed import Document, parse
 
+SWEEP_LAUNCHES = "sweep/launches/"  # a session's sweep is a run directory of its own in DIR/sweep
+SWEEP_PREFIX = "sweep."
 TOP_FILES = ("run.json", "deployment.yaml", "sweep.json", "reproduce.json", "client-code.json",
              "preflight.json")
 LAUNCH_FILES = ("launch.json", "capabilities.json", "bench.json", "requests.jsonl", "logs.json",
@@ -68,16 +71,42 @@ class RunInputs:
         source = self.files.get(rel)
         return source.content if source is not None and source.kind == "jsonl" else None
 
+    @cached_property  # the files never change after reading (with_files makes a new RunInputs)
+    def folders(self) -> dict[str, str]:
+        """Every launch of the run directory, its id and its folder: the session's own launches
+        (`launches/L001`) and its sweep's (`sweep/launches/S001`). An id names one launch in the
+        whole report; where a sweep label is also a session launch's (a run directory written
+        before the sweep numbered its launches apart), every sweep launch is `sweep.L001`, ...."""
+        top = sorted({rel.split("/")[1] for rel in self.files if rel.startswith("launches/")})
+        swept = sorted({rel.split("/")[2] for rel in self.files if rel.startswith(SWEEP_LAUNCHES)})
+        prefix = SWEEP_PREFIX if set(top) & set(swept) else ""
+        ids = {label: f"launches/{label}" for label in top}
+        ids.update({f"{prefix}{label}": f"{SWEEP_LAUNCHES}{label}" for label in swept})
+        return dict(sorted(ids.items()))
+
     @property
     def launches(self) -> list[str]:
-        labels = {rel.split("/")[1] for rel in self.files if rel.startswith("launches/")}
-        return sorted(labels)
+        return list(self.folders)
+
+    def folder(self, label: str) -> str:
+        """The folder of launch `label` relative to the run directory."""
+        return self.folders.get(label, f"launches/{label}")
+
+    def sweep_launch(self, label: str) -> str:
+        """The launch id of a label as `sweep.json` gives it: a session's sweep runs in `sweep/`,
+        so its labels name folders under `sweep/launches/`."""
+        folders = self.folders
+        inside = f"{SWEEP_LAUNCHES}{label}"
+        return next((i for i, f in folders.items() if f == inside), label)
 
     def launch_doc(self, label: str, name: str) -> dict | None:
-        return self.doc(f"launches/{label}/{name}")
+        return self.doc(f"{self.folder(label)}/{name}")
+
+    def launch_records(self, label: str, name: str = "requests.jsonl") -> list[dict] | None:
+        return self.records(f"{self.folder(label)}/{name}")
 
     def bundle_nodes(self, label: str) -> list[str]:
-        prefix = f"launches/{label}/bundle/nodes/"
+        prefix = f"{self.folder(label)}/bundle/nodes/"
         return sorted({rel[len(prefix):].split("/")[0] for rel in self.files if rel.startswith(prefix)})
 
     def with_files(self, files: dict[str, SourceFile]) -> "RunInputs":
@@ -137,10 +166,17 @@ def _load(path: Path, rel: str) -> SourceFile:
 
 def _candidates(root: Path) -> list[str]:
     rels = [name for name in TOP_FILES]
-    launches = root / "launches"
-    if launches.is_dir():
+    for where in ("launches", SWEEP_LAUNCHES.rstrip("/")):
+        rels += _launch_candidates(root, where)
+    return rels
+
+
+def _launch_candidates(root: Path, where: str) -> list[str]:
+    rels: list[str] = []
+    launches = root / where
+    if _real_dir(root / where.split("/")[0]) and launches.is_dir() and not launches.is_symlink():
         for launch in sorted(p for p in launches.iterdir() if _real_dir(p)):
-            base = f"launches/{launch.name}"
+            base = f"{where}/{launch.name}"
             rels += [f"{base}/{name}" for name in LAUNCH_FILES]
             rels += [f"{base}/bundle/{name}" for name in BUNDLE_FILES]
             nodes = launch / "bundle" / "nodes"

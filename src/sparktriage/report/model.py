@@ -101,16 +101,6 @@ def _warnings(sections: dict) -> list[str]:
     return out
 
 
-def _keep_provisional(sweep: dict, doc: dict | None) -> None:
-    """The sweep's decision keeps its `provisional` flag (sweep/decide.py), so that every line
-    that restates the decision can say so."""
-    decision = sweep.get("decision")
-    if sweep.get("status") == "missing" or not isinstance(decision, dict) or "provisional" in decision:
-        return
-    flag = ((doc or {}).get("decision") or {}).get("provisional") if isinstance(doc, dict) else None
-    decision["provisional"] = flag is True
-
-
 def build_document(inputs: RunInputs, context: Context) -> dict:
     """The report document for a redacted run directory."""
     run = inputs.doc("run.json") or {}
@@ -126,7 +116,6 @@ def build_document(inputs: RunInputs, context: Context) -> dict:
     }
     sections["roofline"] = roofline.compute(inputs.doc("deployment.yaml"), sections["protocol"],
                                             sections["sweep"])
-    _keep_provisional(sections["sweep"], inputs.doc("sweep.json"))
     series = _series(inputs)
     if sections["reconciliation"]["status"] != "missing" or series:
         sections["reconciliation"]["series"] = series

@@ -1,4 +1,4 @@
-"""Page one of the report: the diagnosis (issue 14, item 1), as data; renderers only print it.
+"""Page one of the report: the diagnosis, as data; renderers only print it.
 
 `build(inputs, sections)` returns the `page_one` record of report.json:
 
@@ -190,7 +190,7 @@ def results(inputs: RunInputs, sections: dict) -> list[dict]:
     pause = _longest_pause(inputs)
     if pause is not None:
         rows.append(pause)
-    rejected = (sections["sweep"].get("model") or {}).get("rejection")  # issue 38: why it failed
+    rejected = (sections["sweep"].get("model") or {}).get("rejection")  # why the model failed, in words
     if sections["sweep"]["status"] == "present" and rejected:
         rows.append({"metric": "Depth model", "result": "rejected: the black-box rule decided",
                      "notes": rejected})
@@ -200,7 +200,7 @@ def results(inputs: RunInputs, sections: dict) -> list[dict]:
 def _context(inputs: RunInputs, sections: dict) -> dict:
     prompt = None
     for label in inputs.launches:
-        for record in inputs.records(f"launches/{label}/requests.jsonl") or []:
+        for record in inputs.launch_records(label) or []:
             prompt = integer(as_dict(record.get("final_usage")).get("prompt_tokens"))
             if prompt is not None:
                 break

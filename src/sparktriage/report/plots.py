@@ -354,8 +354,9 @@ def sweep_figure(sweep: dict, roofline: dict | None = None):
         axes.plot([depth] * len(rates), rates, ".", color=_COLORS[0], alpha=0.4)
     if v["predicted"]:
         xs = [p[0] for p in v["predicted"]]
-        axes.plot(xs, [p[1] for p in v["predicted"]], "-", color="#ff7f0e", linewidth=1.2,
-                  gid="model", label="depth model, predicted")
+        # with a marker: a prediction at one depth is a point, which a bare line would not draw
+        axes.plot(xs, [p[1] for p in v["predicted"]], "-D", markersize=3, color="#ff7f0e",
+                  linewidth=1.2, gid="model", label="depth model, predicted")
         banded = [p for p in v["predicted"] if p[2] is not None]
         if banded:
             axes.fill_between([p[0] for p in banded], [p[2] for p in banded], [p[3] for p in banded],
@@ -368,7 +369,7 @@ def sweep_figure(sweep: dict, roofline: dict | None = None):
         axes.axvline(v["chosen"], color="#2ca02c", linestyle="--", linewidth=1, label=f"chosen: {v['chosen']}")
     axes.set_xlabel("speculative tokens (depth)")
     axes.set_ylabel("delivered decode tok/s")
-    axes.set_xticks(depths)
+    axes.set_xticks(sorted(set(depths) | {p[0] for p in v["predicted"]}))  # whole depths only
     _legend(axes, loc="lower right", frameon=False, fontsize=6.5)
     axes.set_title("Rate per depth", fontsize=8.5)
     for k, (depth, rates) in enumerate(sorted(v["per_position"].items())):
@@ -376,6 +377,9 @@ def sweep_figure(sweep: dict, roofline: dict | None = None):
                    color=_COLORS[(k + 1) % len(_COLORS)], label=f"depth {depth}")
     if v["per_position"]:
         right.set_xlabel("draft position")
+        longest = max(len(rates) for rates in v["per_position"].values())
+        right.set_xticks(range(1, longest + 1))  # positions are whole numbers
+        right.set_xlim(0.5, longest + 0.5)
         right.set_ylim(0, 1.05)
         _legend(right, loc="upper right", frameon=False, fontsize=6.5)
     else:

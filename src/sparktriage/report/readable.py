@@ -1,4 +1,4 @@
-"""Numbers people can read (issue 14, item 2): units on every number, digits that match the
+"""Numbers people can read: units on every number, digits that match the
 interval, durations in minutes and seconds, never scientific notation.
 
 Pure functions from numbers to text, used by page one (page_one.py, findings.py) so that the
@@ -42,6 +42,17 @@ def with_interval(mean: float | None, low: float | None, high: float | None, uni
         return f"{significant(mean)} {unit} (no interval)"
     decimals = _decimals_for((high - low) / 2)
     return f"{plain(mean, decimals)} {unit} (95% CI {plain(low, decimals)}–{plain(high, decimals)})"
+
+
+def fitted(mean: float | None, low: float | None, high: float | None) -> tuple[str, str]:
+    """A mean and its interval in table cells, with the digits `with_interval` gives them:
+    ('34.0', '32.8–35.2'); without an interval ('34.0', '–'); unmeasured ('–', '–')."""
+    if mean is None:
+        return "–", "–"
+    if low is None or high is None:
+        return significant(mean), "–"
+    decimals = _decimals_for((high - low) / 2)
+    return plain(mean, decimals), f"{plain(low, decimals)}–{plain(high, decimals)}"
 
 
 def rate(value: float | None, unit: str = "tok/s") -> str:

@@ -32,18 +32,18 @@ def _stat(doc: dict) -> dict:
 
 
 def _bench(inputs: RunInputs, label: str) -> tuple[dict | None, str | None]:
-    rel = f"launches/{label}/bench.json"
+    rel = f"{inputs.folder(label)}/bench.json"
     doc = inputs.doc(rel)
     if doc is not None:
         require(doc, "workloads", list, rel)
         return doc, rel
-    records = inputs.records(f"launches/{label}/requests.jsonl")
+    records = inputs.launch_records(label)
     if records is None:
         return None, None
     meta = inputs.launch_doc(label, "launch.json") or {}
     caps = dict(inputs.launch_doc(label, "capabilities.json") or {})
     caps.pop("schema_version", None)
-    return build_bench_document(meta, records, caps), f"launches/{label}/requests.jsonl"
+    return build_bench_document(meta, records, caps), f"{inputs.folder(label)}/requests.jsonl"
 
 
 def _workload_shape(meta: dict, name: str) -> str:
@@ -139,7 +139,7 @@ def delivered_series(inputs: RunInputs, label: str) -> list[dict]:
     tokens whose chunk arrived in it ÷ 10 s (the last, partial window ÷ its actual length).
     Warm-up requests are included: the server did serve them, and the log's windows count them.
     """
-    records = inputs.records(f"launches/{label}/requests.jsonl")
+    records = inputs.launch_records(label)
     if not records:
         return []
     arrivals: list[tuple[float, int]] = []
@@ -170,7 +170,7 @@ def request_spans(inputs: RunInputs, label: str, origin: float) -> list[list[flo
     """Each request's [sent, last byte] in seconds from `origin` (warm-ups included, as in
     `delivered_series`): when a request was in flight, for the delivered-vs-logged plot."""
     out = []
-    for record in inputs.records(f"launches/{label}/requests.jsonl") or []:
+    for record in inputs.launch_records(label) or []:
         sent, end = num(record.get("sent_unix")), num(record.get("t_end"))
         if record.get("type", "request") == "request" and sent is not None and end is not None:
             out.append([round(sent - origin, 3), round(sent + end - origin, 3)])

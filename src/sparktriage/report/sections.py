@@ -3,8 +3,8 @@ and the delivered-vs-logged reconciliation.
 
 Each builder returns a plain dict with a `status` (`present`, `partial` when only some
 launches have the document, `missing`) and, for what is missing, the file that would hold it
-and the command that produces it. Contract fields are read by their documented names (issues
-3, 4, 5, 6); anything else in those documents is ignored.
+and the command that produces it. Contract fields are read by their documented names
+(docs/formats.md); anything else in those documents is ignored.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def environment_section(inputs: RunInputs) -> dict:
             continue
         captures, summary, files = {}, {}, []
         for node in nodes:
-            rel = f"launches/{label}/bundle/nodes/{node}/environment.json"
+            rel = f"{inputs.folder(label)}/bundle/nodes/{node}/environment.json"
             env = inputs.doc(rel)
             if env is not None:
                 captures[node] = dict(flatten({k: v for k, v in env.items() if k != "schema_version"}))
@@ -89,7 +89,7 @@ def environment_section(inputs: RunInputs) -> dict:
         keys = sorted({k for rows in captures.values() for k in rows})
         differs = [{"key": k, "values": {n: captures[n].get(k, "(absent)") for n in captures}}
                    for k in keys if len({captures[n].get(k, "(absent)") for n in captures}) > 1]
-        diff_doc = inputs.doc(f"launches/{label}/bundle/environment-diff.json")
+        diff_doc = inputs.doc(f"{inputs.folder(label)}/bundle/environment-diff.json")
         launches.append({
             "label": label, "nodes": nodes, "summary": summary, "full_capture": files,
             "settings_captured": {n: len(rows) for n, rows in captures.items()},
@@ -99,7 +99,7 @@ def environment_section(inputs: RunInputs) -> dict:
     total = len(inputs.launches)
     if not launches:
         return missing("no evidence bundle with environment captures",
-                       [f"launches/{l}/bundle/nodes/<node>/environment.json" for l in inputs.launches[:1]]
+                       [f"{inputs.folder(l)}/bundle/nodes/<node>/environment.json" for l in inputs.launches[:1]]
                        or ["launches/<label>/bundle/"], "bundle")
     return {"status": status_of(len(launches), total), "launches": launches,
             "tables": run_table(launches)}
@@ -137,11 +137,11 @@ def _finding(item: dict, t0: float) -> dict:
 def startup_section(inputs: RunInputs) -> dict:
     launches = []
     for label in inputs.launches:
-        rel = f"launches/{label}/stalls.json"
+        rel = f"{inputs.folder(label)}/stalls.json"
         doc = inputs.doc(rel)
         source = rel
         if doc is None:
-            rel = f"launches/{label}/logs.json"
+            rel = f"{inputs.folder(label)}/logs.json"
             doc, source = inputs.doc(rel), rel
             if doc is None:
                 continue
@@ -173,7 +173,7 @@ def startup_section(inputs: RunInputs) -> dict:
 def probe_section(inputs: RunInputs) -> dict:
     launches = []
     for label in inputs.launches:
-        rel = f"launches/{label}/probe.json"
+        rel = f"{inputs.folder(label)}/probe.json"
         doc = inputs.doc(rel)
         if doc is None:
             continue
@@ -250,15 +250,20 @@ def reconciliation_section(inputs: RunInputs, launches: list[dict]) -> dict:
                  if w["decode_tok_s"]["mean"] is not None}
         workload = max(means, key=means.get) if means else None
         delivered_mean = means[workload] if workload else None
-        peak, mean_active = num(gen.get("peak")), num(gen.get("mean_active"))
+        mean, peak, mean_active = num(gen.get("mean")), num(gen.get("peak")), num(gen.get("mean_active"))
         peak_source = "logs.json (the whole log)"
-        # one ratio in the report: when the reconciliation has one, the table shows the same
-        # peak (windows overlapping the protocol), delivered mean and workload its sentences cite
+        # One set of windows per row: when the reconciliation judged the log, the table shows
+        # the mean and peak of the windows it judged (those its sentences cite, with the same
+        # delivered mean and workload); the whole log's mean beside a peak over fewer windows
+        # could exceed it.
         rec_d, rec_log = as_dict(as_dict(rec).get("delivered")), as_dict(as_dict(rec).get("log"))
         rec_ratio = num(as_dict(rec).get("ratio_log_peak_to_delivered_mean"))
         if rec_ratio is not None and num(rec_log.get("peak_tok_s")) is not None \
                 and num(rec_d.get("decode_tok_s_mean")) is not None and text(rec_d.get("decode_workload")):
             peak = num(rec_log.get("peak_tok_s"))
+            mean = num(rec_log.get("mean_tok_s_inside"))
+            mean = num(rec_log.get("mean_tok_s")) if mean is None else mean
+            mean_active = None  # the log's active windows are a whole-log figure
             workload = text(rec_d.get("decode_workload"))
             delivered_mean = num(rec_d.get("decode_tok_s_mean"))
             peak_source = "reconcile.json (log windows overlapping the protocol)"
@@ -266,7 +271,7 @@ def reconciliation_section(inputs: RunInputs, launches: list[dict]) -> dict:
             "label": label,
             "delivered_mean": delivered_mean, "delivered_workload": workload,
             "delivered_by_workload": means,
-            "logged_mean": num(gen.get("mean")), "logged_mean_active": mean_active,
+            "logged_mean": mean, "logged_mean_active": mean_active,
             "logged_peak": peak, "peak_source": peak_source,
             "peak_over_delivered": peak / delivered_mean if peak and delivered_mean else None,
             "active_over_delivered": (mean_active / delivered_mean
@@ -275,8 +280,8 @@ def reconciliation_section(inputs: RunInputs, launches: list[dict]) -> dict:
             "verdict": text(as_dict(rec).get("verdict")),
             "reasons": [s["text"] for s in _sentences(rec)],
             "explanation": _sentences(rec),
-            "sources": [s for s, d in ((f"launches/{label}/logs.json", logs),
-                                       (f"launches/{label}/reconcile.json", rec)) if d is not None],
+            "sources": [s for s, d in ((f"{inputs.folder(label)}/logs.json", logs),
+                                       (f"{inputs.folder(label)}/reconcile.json", rec)) if d is not None],
         })
     if not rows:
         return missing("no server log summary or reconciliation for any launch",

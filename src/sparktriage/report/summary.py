@@ -10,7 +10,8 @@ from __future__ import annotations
 from statistics import median
 
 from sparktriage.logs.startup_time import SHORT as STARTUP_SHORT
-from sparktriage.report.format import decision_words, delivered_label, interval, number
+from sparktriage.report.format import delivered_label, interval, number
+from sparktriage.report.sweep import decision_text
 from sparktriage.report.readable import duration, percent
 
 
@@ -73,7 +74,7 @@ def headline(sections: dict) -> list[dict]:
     if sweep["status"] == "present" and sweep["decision"]["depth"] is not None:
         point = next((p for p in sweep["points"] if p["depth"] == sweep["decision"]["depth"]), None)
         detail = "; ".join(c["statement"] for c in sweep["comparisons"]) or "no comparison possible"
-        value = decision_words(sweep["decision"])
+        value = decision_text(sweep["decision"])
         if point and point["mean"] is not None:
             value += f": {number(point['mean'])} tok/s"
         rows.append({"label": "Speculative depth chosen", "value": value, "detail": detail})
@@ -153,7 +154,7 @@ def verdicts(sections: dict, signing) -> list[dict]:
                         "detail": "reconcile.json verdicts" if given else "log summary only, no reconcile.json"})
     sweep = sections["sweep"]
     if sweep["status"] == "present":
-        out.append({"topic": "Speculative depth", "verdict": decision_words(sweep["decision"]),
+        out.append({"topic": "Speculative depth", "verdict": decision_text(sweep["decision"]),
                     "detail": sweep["decision"]["reason"] or ""})
     out.append({"topic": "Signature",
                 "verdict": "signed" if signing else "not signed",

@@ -12,12 +12,13 @@ figures are cross-checked with the launch's own bench document.
 
 from __future__ import annotations
 
-from sparktriage.errors import InputError
 from sparktriage.report.inputs import RunInputs
-from sparktriage.report.readable import p_value, plain, signed_rate
+from sparktriage.report.readable import fitted, p_value, plain, signed_rate
 from sparktriage.report.sections import missing
 from sparktriage.report.values import as_dict, as_list, integer, num, text
 from sparktriage.stats.summary import summarize
+from sparktriage.sweep.allocate import decision_word
+from sparktriage.sweep.model_entry import verify_cost
 
 
 BASIS_TEXT = {"decode": "mean delivered decode tok/s",
@@ -41,7 +42,7 @@ def depth_of_launch(inputs: RunInputs) -> dict[str, int | None]:
         if isinstance(entry, dict):
             for launch in as_list(entry.get("launches")):
                 if isinstance(launch, dict) and isinstance(launch.get("label"), str):
-                    out[launch["label"]] = integer(entry.get("depth"))
+                    out[inputs.sweep_launch(launch["label"])] = integer(entry.get("depth"))
     return out
 
 
@@ -49,21 +50,19 @@ def sweep_section(inputs: RunInputs) -> dict:
     doc = inputs.doc("sweep.json")
     if doc is None:
         return missing("no speculative-depth sweep was run", ["sweep.json"], "sweep.json")
-    if not isinstance(doc.get("depths"), list):
-        raise InputError("sweep.json: field 'depths' must be a list of {depth, launches}")
+    # sweep.json was checked against its typed model when it was read (report.inputs): its
+    # depths are a list of objects, each with an integer depth
     workload = text(doc.get("workload"))
     # basis "e2e": the sweep compared end-to-end rates (no decode interval in bursty delivery)
     basis = "e2e" if as_dict(doc.get("decision")).get("basis") == "e2e" else "decode"
     field, metric = ("e2e_tok_s", "e2e_tok_s") if basis == "e2e" else ("delivered_tok_s", "decode_tok_s")
     points, warnings = [], []
-    for index, entry in enumerate(doc["depths"]):
-        if not isinstance(entry, dict) or integer(entry.get("depth")) is None:
-            raise InputError(f"sweep.json: depths[{index}] needs an integer 'depth'")
+    for entry in doc["depths"]:
         launches = []
         for launch in as_list(entry.get("launches")):
             if not isinstance(launch, dict):
                 continue
-            label = text(launch.get("label")) or "?"
+            label = inputs.sweep_launch(text(launch.get("label")) or "?")
             rate = num(launch.get(field))
             check = _bench_mean(inputs, label, workload, metric)
             if rate is not None and check is not None and abs(check - rate) > 0.005 * abs(rate):
@@ -105,8 +104,11 @@ def sweep_section(inputs: RunInputs) -> dict:
             "workload": workload, "points": points,
             "decision": {"depth": chosen, "reason": text(decision.get("reason")),
                          "state": text(decision.get("state")),
+                         "word": decision_word(text(decision.get("state")), chosen),
+                         "provisional": decision.get("provisional") is True,
+                         # the depths the data cannot separate from the chosen one: itself aside
                          "candidates": [c for c in (integer(x) for x in as_list(decision.get("candidates")))
-                                        if c is not None]},
+                                        if c is not None and c != chosen]},
             "launches_used": integer(doc.get("launches_used")), "basis": basis,
             "rates": BASIS_TEXT[basis],
             "best_measured_depth": ranked[0]["depth"] if ranked else None,
@@ -155,7 +157,7 @@ def model_part(model, by_depth: dict[int, dict]) -> dict | None:
                      "ci95_low": num(p.get("ci95_low")), "ci95_high": num(p.get("ci95_high")),
                      "acceptance_length": num(p.get("acceptance_length")),
                      "tokens_per_step": num(p.get("tokens_per_step")),
-                     "step_ratio": num(p.get("step_ratio")),
+                     "step_ratio": num(verify_cost(p)),
                      "measured": measured.get("mean"), "measured_low": measured.get("ci95_low"),
                      "measured_high": measured.get("ci95_high"), "n": measured.get("n") or 0})
     ratios = as_list(as_dict(model.get("step_ratios")).get("ratios"))
@@ -182,6 +184,13 @@ HEADERS = ["depth", "launches", "mean tok/s", "95% CI over launches", "acceptanc
            "per position", "gate", "% of ceiling"]
 
 
+def decision_text(decision: dict) -> str:
+    """A sweep decision as 'depth 2 (settled)': its depth and the one word of its state
+    (sweep.allocate.DECISION_WORDS; none for a state this sweep does not write)."""
+    word = decision.get("word")
+    return f"depth {decision.get('depth')}" + (f" ({word})" if word else "")
+
+
 def _fmt(value: float | None, digits: int = 2) -> str:
     return "–" if value is None else plain(value, digits)
 
@@ -190,25 +199,25 @@ def sweep_rows(section: dict) -> list[list[str]]:
     """One row per depth: rate with its interval over launches, acceptance, gate, roofline %."""
     rows = []
     for p in section["points"]:
-        ci = "–" if p["ci95_low"] is None else f"{p['ci95_low']:.2f}–{p['ci95_high']:.2f}"
+        mean, ci = fitted(p["mean"], p["ci95_low"], p["ci95_high"])
         rows.append([str(p["depth"]), ", ".join(l["label"] for l in p["launches"]) or (p.get("status") or "–"),
-                     _fmt(p["mean"]), ci, _fmt(p["acceptance_length"]),
+                     mean, ci, _fmt(p["acceptance_length"]),
                      " / ".join(f"{v:.2f}" for v in p.get("per_position") or []) or "–",
                      p.get("gate") or "unchecked", _fmt(p.get("roofline_pct"), 1)])
     return rows
 
 
 MODEL_HEADERS = ["depth", "predicted tok/s", "95% interval", "launches' mean tok/s",
-                 "95% CI over launches", "launches", "tokens per step", "step cost"]
+                 "95% CI over launches", "launches", "tokens per step", "verify step cost"]
 
 
 def model_rows(section: dict) -> list[list[str]]:
     """The depth model's prediction per depth beside what its launches measured."""
     out = []
     for r in (section.get("model") or {}).get("rows") or []:
-        interval = "–" if r["ci95_low"] is None else f"{r['ci95_low']:.2f}–{r['ci95_high']:.2f}"
-        measured = "–" if r["measured_low"] is None else f"{r['measured_low']:.2f}–{r['measured_high']:.2f}"
-        out.append([str(r["depth"]), _fmt(r["predicted"]), interval, _fmt(r["measured"]), measured,
+        predicted, interval = fitted(r["predicted"], r["ci95_low"], r["ci95_high"])
+        mean, measured = fitted(r["measured"], r["measured_low"], r["measured_high"])
+        out.append([str(r["depth"]), predicted, interval, mean, measured,
                     str(r["n"]), _fmt(r["tokens_per_step"]),
                     "–" if r["step_ratio"] is None else f"{r['step_ratio']:.2f}×"])
     return out
@@ -219,7 +228,7 @@ def model_lines(section: dict) -> list[str]:
     model = section.get("model")
     if not model:
         return []
-    how = ("it decided" if model["decided"] else
+    how = (f"it made the decision: {decision_text(section['decision'])}" if model["decided"] else
            "the black-box rule decided, over every launch" if model["state"] == "rejected" else
            "it did not decide")
     lines = [f"Depth model: {model['state']} ({how}): {model['reason']}", model["summary"]]
@@ -239,12 +248,12 @@ def model_lines(section: dict) -> list[str]:
 def sweep_lines(section: dict) -> list[str]:
     """The decision and why, gate failures, stability warnings, comparisons, as sentences."""
     d = section["decision"]
-    state = f" ({d['state']})" if d.get("state") else ""
     cands = d.get("candidates") or []
-    lines = [f"Decision: depth {d['depth']}{state}. {d['reason'] or ''}".rstrip()]
+    head = "Decision: no depth" if d["depth"] is None else f"Decision: {decision_text(d)}"
+    lines = [f"{head}. {d['reason'] or ''}".rstrip()]
     if section.get("gate_note"):
         lines.append(f"Note: {section['gate_note']}.")
-    if len(cands) > 1:
+    if cands:
         lines.append("Depths the data cannot separate from it: " + ", ".join(map(str, cands)) + ".")
     for p in section["points"]:
         if p.get("gate") == "fail":

@@ -227,7 +227,7 @@ def demo_summary(run: RunDir, state: dict, result: dict, model: Path, baseline: 
     for entry in sweep.get("launches") or []:  # the sweep's own launches (DIR/sweep/launches)
         folder = run.path / "sweep" / "launches" / entry["label"]
         stalls = _read(folder / "stalls.json")
-        launches.append({"label": f"sweep/{entry['label']}", "depth": entry["depth"],
+        launches.append({"label": entry["label"], "depth": entry["depth"],
                          "outcome": "completed" if entry["status"] == "ok" else "failed",
                          "ready_s": entry.get("ready_s"),
                          "startup_s": startup_time.of_logs(_read(folder / "logs.json")),

@@ -5,7 +5,8 @@ session's options and its deployment, loaded once): the same plan builds the dep
 launch the session makes away from the deployment's own depth, and `run_engine` runs it with
 `run_sweep(plan, DIR/sweep, observer)`: the engine's adaptive launches (depth 0 included), its
 gate, `sweep-state.json` for resume and `sweep.json`; the session's observer records every
-server process it starts. Resumed from the engine's own state: finished launches are never
+server process it starts. The sweep's launches are S001, S002, ... so that a launch id names one
+launch in the whole run directory (the session's own are L001, ...). Resumed from the engine's own state: finished launches are never
 repeated, an interrupted one is launched again (the runner records the interruption).
 """
 
@@ -17,6 +18,9 @@ from sparktriage.progress import Observer
 from sparktriage.session.plan import SessionOptions
 from sparktriage.store.documents import write_document
 from sparktriage.sweep.plan import SweepPlan, plan_sweep
+
+
+SWEEP_LABEL_PREFIX = "S"  # the sweep's launches S001, ... beside the session's own L001, ...
 
 
 def sweep_plan(options: SessionOptions, deployment) -> SweepPlan:
@@ -42,6 +46,6 @@ def run_engine(run_dir: Path, plan: SweepPlan, deployment, observe: Observer) ->
     out = run_dir / "sweep"
     fresh = not (out / "sweep-state.json").is_file()
     result = run_sweep(plan if fresh else None, out, observe, command=["sparktriage", "session"],
-                       deployment=deployment)
+                       deployment=deployment, label_prefix=SWEEP_LABEL_PREFIX)
     write_document(run_dir / "sweep.json", result.document)
     return result.document

@@ -20,7 +20,7 @@ second per-token term). Switches that make the sweep's depth model wrong on purp
 * `acceptance_by_depth: {k: [...]}` in `decode:`: the per-position acceptance at depth k differs
   from the deepest depth's (the drafter's guesses depend on k).
 
-Routing reuse (issue 38): `routing_reuse` (the older name `correlation`) is the share of a
+Routing reuse: `routing_reuse` (the older name `correlation`) is the share of a
 token's routed experts that the previous token of the same sequence already picked: a draft of
 l tokens reads U(1 + l(1 − reuse)) experts, sequences routing independently of each other.
 `batched: true` makes the server one engine loop: a step taken while other streams are open
@@ -71,7 +71,7 @@ class StepCost(_Strict):
     correlation: float = Field(0.0, ge=0, lt=1, description="routing correlation between adjacent tokens")
     routing_reuse: float | None = Field(
         None, ge=0, lt=1, description="share of a token's routed experts that the previous token of "
-                                      "the same sequence already picked (issue 38; the name for "
+                                      "the same sequence already picked (the name for "
                                       "correlation: give one of the two)")
     batched: bool = Field(False, description="one engine step verifies every open stream's tokens, "
                                              "each at its own draft length (sim/server.py)")

@@ -82,11 +82,16 @@ def welch(a: list[float], b: list[float], alpha: float = 0.05) -> Comparison:
 POOL_KEYS = ("model", "server_version", "deployment_hash", "parallelism", "nodes", "driver")
 
 
+def _shown(value) -> str:
+    """A metadata value as a reader sees it (never a Python repr)."""
+    return "none" if value is None else str(value)
+
+
 def check_poolable(metadata: list[dict], keys: tuple[str, ...] = POOL_KEYS) -> list[str]:
     """Reasons why launches with these metadata cannot be pooled (empty when they can)."""
     reasons = []
     for key in keys:
-        values = {repr(m.get(key)) for m in metadata if key in m}
+        values = {_shown(m.get(key)) for m in metadata if key in m}
         if len(values) > 1:
-            reasons.append(f"launches differ in {key}: {', '.join(sorted(values))}")
+            reasons.append(f"launches differ in {key.replace('_', ' ')}: {', '.join(sorted(values))}")
     return reasons

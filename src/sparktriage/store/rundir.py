@@ -156,14 +156,15 @@ class RunDir:
         launch.path.mkdir(parents=True, exist_ok=True)
         return launch
 
-    def next_launch(self) -> LaunchDir:
-        """A new launch folder, numbered after the existing ones (L001, L002, ...)."""
+    def next_launch(self, prefix: str = "L") -> LaunchDir:
+        """A new launch folder, numbered after the existing ones (L001, L002, ...; `prefix`
+        replaces the L)."""
         root = self.path / "launches"
         existing = sorted(p.name for p in root.iterdir()) if root.is_dir() else []
         number = 1
-        while f"L{number:03d}" in existing:
+        while f"{prefix}{number:03d}" in existing:
             number += 1
-        return self.launch(f"L{number:03d}")
+        return self.launch(f"{prefix}{number:03d}")
 
     def existing_launch(self, label: str) -> LaunchDir:
         """A launch folder an earlier command made (`--launch L001`); an input error otherwise."""

@@ -175,6 +175,21 @@ def decide(means: dict[int, list[float]], margin: float = MARGIN, alpha: float =
                     True, cv, df, p)
 
 
+# The one word each decision state is called by, in every rendering (report, console, JSON):
+# "best" and "tied" are settled decisions (tied: within the margin of the best), "insufficient"
+# names a depth only as the highest mean so far.
+DECISION_WORDS = {"best": "settled", "tied": "tied", "insufficient": "provisional"}
+UNDECIDED = "undecided"  # insufficient, with no depth to name
+
+
+def decision_word(state: str | None, depth: int | None = 0) -> str | None:
+    """The word a decision of `state` naming `depth` is called by (DECISION_WORDS); None for a
+    state this sweep does not write (another producer's sweep.json)."""
+    if depth is None:
+        return UNDECIDED
+    return DECISION_WORDS.get(state or "")
+
+
 def settled(decision: Decision) -> bool:
     return decision.state in ("best", "tied")
 

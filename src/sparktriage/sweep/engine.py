@@ -73,8 +73,9 @@ class _Sweep:
     """One run of the engine over a state (fresh or resumed)."""
 
     def __init__(self, plan: SweepPlan, run: RunDir, state: SweepState, observe: Observer,
-                 while_ready: WhileReady | None, deployment=None) -> None:
+                 while_ready: WhileReady | None, deployment=None, label_prefix: str = "L") -> None:
         self.plan, self.run, self.state, self.observe = plan, run, state, observe
+        self.label_prefix = label_prefix
         self.while_ready = while_ready
         self.deployment = deployment if deployment is not None else plan.load_deployment()
         self.decide_name = plan.deciding_workload
@@ -111,7 +112,7 @@ class _Sweep:
         return None
 
     def launch(self, depth: int, why: str) -> dict:
-        launch = self.run.next_launch()
+        launch = self.run.next_launch(self.label_prefix)
         deployment = self.plan.deployment_at(self.deployment, depth)
         write_yaml_document(launch.path / "deployment.yaml", deployment.model_dump(mode="json"))
         if not (self.run.path / "deployment.yaml").exists():
@@ -214,11 +215,14 @@ def write_sweep_json(run_path: Path, assessment: Assessment, stop_reason: str,
 
 def run_sweep(plan: SweepPlan | None, out_dir: Path, observer: Observer | None = None, *,
               while_ready: WhileReady | None = None,
-              command: list[str] | None = None, deployment=None) -> SweepResult:
+              command: list[str] | None = None, deployment=None,
+              label_prefix: str = "L") -> SweepResult:
     """Run (or, when `out_dir` holds a sweep, continue) the sweep; return its result.
 
     `plan` None: resume the plan stored in `out_dir`. `deployment`: the plan's deployment already
-    loaded (a session's), else loaded from the plan. KeyboardInterrupt propagates after the
+    loaded (a session's), else loaded from the plan. `label_prefix`: the first letter of its
+    launch labels (a session's sweep numbers its launches S001, ... so that no launch id of the
+    session's run directory names two launches). KeyboardInterrupt propagates after the
     running launch is torn down and recorded (the directory stays resumable)."""
     observe = observer or quiet
     run = RunDir.create(out_dir, command or ["sparktriage", "sweep"])
@@ -229,7 +233,7 @@ def run_sweep(plan: SweepPlan | None, out_dir: Path, observer: Observer | None =
         observe("sweep-resume", {"finished": len(state.launches) - len(interrupted),
                                  "interrupted": interrupted})
     state.save()
-    sweep = _Sweep(state.plan, run, state, observe, while_ready, deployment)
+    sweep = _Sweep(state.plan, run, state, observe, while_ready, deployment, label_prefix)
     try:
         stop = sweep.loop()
     except KeyboardInterrupt:

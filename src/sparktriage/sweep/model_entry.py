@@ -6,13 +6,19 @@ from __future__ import annotations
 from sparktriage.sweep.model import DepthModel
 
 
+def verify_cost(p: dict) -> float | None:
+    """A predicted depth's verify step time over a plain step's: the step cost every sentence and
+    table states (`step_ratio` is the mean step's, plain steps of no-match drafts included)."""
+    return p.get("verify_step_ratio") or p.get("step_ratio")
+
+
 def _terms(p: dict, moe: bool) -> str:
-    ratio = p.get("verify_step_ratio") or p["step_ratio"]
+    ratio = verify_cost(p)
     where = (" (measured inside the launches)" if p.get("step_source") == "measured inside launches"
              else "")
     if moe and p.get("expert_ratio") is not None:
         return (f"reads about {p['expert_ratio']:.1f}x the expert weights of a plain step and takes "
-                f"{ratio:.1f}x its time{where}")
+                f"{ratio:.2f}x its time{where}")
     return f"takes {ratio:.2f}x the time of a plain step{where}"
 
 

@@ -17,7 +17,7 @@ A launch whose drafter drafts at every step has no plain step; its two-stream ph
 "pair"; at depth 0 too, where π = 1 + s·g₂(0)). The model reads pair points only where no launch
 measured a verify ratio (sweep.model).
 
-Routing reuse ρ (issue 38; sweep.stepfit): on an expert-union shape the slope and
+Routing reuse ρ (sweep.stepfit): on an expert-union shape the slope and
 ρ ∈ [0, REUSE_MAX] are fitted together on a grid of ρ (0.025 apart; s on a fine grid at each ρ,
 then refined at the best ρ). A verify ratio sees 1 + s·g(k), and for 8 of 384 experts
 g(k) ≈ (1 − ρ)·k: verify ratios alone cannot tell ρ from s. A pair ratio at depth 0,

@@ -1,4 +1,4 @@
-"""One sentence a client can follow on why the depth model was rejected (issue 38).
+"""One sentence a client can follow on why the depth model was rejected.
 
 It names the term of the model that did not fit (the step-cost curve, the acceptance counts,
 the drafts' length) and what the launches measured against what the model allowed, e.g. "the

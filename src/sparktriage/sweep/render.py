@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sparktriage.view import View
+from sparktriage.sweep.allocate import decision_word
 
 
 def _rate(value: float | None) -> str:
@@ -53,9 +54,10 @@ def render_lines(doc: dict) -> View:
             lines.append(f"  vs depth {versus['depth']}: {versus['difference']:+.2f} tok/s, "
                          f"{versus['verdict']}")
     decision = doc["decision"]
-    lines.append(f"decision: {decision['state']}, depth {decision['depth']}"
-                 + (f" (candidates {', '.join(map(str, decision['candidates']))})"
-                    if len(decision["candidates"]) > 1 else "")
+    others = [d for d in decision["candidates"] if d != decision["depth"]]
+    lines.append(f"decision: depth {decision['depth']} "
+                 f"({decision_word(decision['state'], decision['depth'])})"
+                 + (f", not separated from depth {', '.join(map(str, others))}" if others else "")
                  + f": {decision['reason']}")
     if decision.get("gate_note"):
         lines.append(f"  note: {decision['gate_note']}")

@@ -17,7 +17,7 @@ Fit: least squares over s ∈ [0, S_MAX] (log t0 profiled out); σ² = RSS / (n 
 confidence set of s is {s : RSS(s) ≤ RSS_min · (1 + t²_{n−2} / (n − 2))} (the profile
 likelihood's F form), found by bisection on each side of the minimum.
 
-Routing reuse ρ (issue 38): the share of a token's routed experts that the previous token of the
+Routing reuse ρ: the share of a token's routed experts that the previous token of the
 same sequence already picked, the expert union's correlation (roofline.experts), bounded to
 [0, REUSE_MAX]. It is fitted from the step-time ratios measured inside launches
 (sweep.ratiofit), where a step of two sequences, which route independently of each other, and

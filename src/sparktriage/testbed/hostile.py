@@ -1,4 +1,4 @@
-"""Hostile inputs of issue 16, made on demand (tests, `benchmarks/bench_hostile.py`).
+"""Hostile inputs (oversized, deeply nested, malformed, adversarial), made on demand (tests, `benchmarks/bench_hostile.py`).
 
 Each maker writes one input that once crashed, hung or exhausted sparktriage: alias bombs and
 deep or huge YAML, archives with odd trees, truncated archives, deep JSON, and servers that

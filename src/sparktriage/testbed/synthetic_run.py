@@ -95,6 +95,8 @@ class SyntheticSpec:
     seed: int = 7
     plant: bool = False
     stall_every: int = 3  # every n-th launch gets a classified stall on one node
+    rates: tuple[tuple[int, float], ...] = ()  # (depth, delivered tok/s) replacing the default curve
+    spread: float = 0.03  # a launch's rate is its depth's times uniform(1 - spread, 1 + spread)
 
 
 def _host(spec: SyntheticSpec, i: int) -> str:
@@ -125,7 +127,8 @@ def _launch(root: Path, label: str, spec: SyntheticSpec, rng: random.Random, dep
             start: float, number: int) -> dict:
     launch = LaunchDir(root / "launches" / label)
     launch.path.mkdir(parents=True, exist_ok=True)
-    base = 27.8 * (1.0 + 0.12 * min(depth, 2) - 0.05 * max(depth - 2, 0)) * rng.uniform(0.97, 1.03)
+    curve = dict(spec.rates).get(depth, 27.8 * (1.0 + 0.12 * min(depth, 2) - 0.05 * max(depth - 2, 0)))
+    base = curve * rng.uniform(1.0 - spec.spread, 1.0 + spec.spread)
     endpoint = (f"http://{_host(spec, 0)}:8000" if spec.plant else "http://127.0.0.1:8000")
     workloads = [{"name": w, "api": "completions", "prompt": f"synthetic {w} prompt",
                   "max_tokens": spec.max_tokens, "temperature": 0.0, "ignore_eos": True,

@@ -16,6 +16,13 @@ from sparktriage.report.probe_text import groups as probe_groups
 MAX_PHASES_PAGED = 9  # up to this many phase names, a paged rendering shows one table of durations
 
 
+
+def _reported(key: str, value: float) -> str:
+    """One of vLLM's own startup durations in words: `loading_weights_s` 39.2 -> "loading weights
+    39.2 s" (a raw key is the log parser's name, not the reader's)."""
+    name, unit = (key[:-2], " s") if key.endswith("_s") else (key, "")
+    return f"{name.replace('_', ' ')} {value:g}{unit}"
+
 def deployment(doc: dict, section: dict) -> list[Block]:
     out: list[Block] = [Heading(2, words("Deployment"))]
     if section["status"] == "missing":
@@ -104,7 +111,7 @@ def startup(doc: dict, section: dict) -> list[Block]:
             Abridged((phases,), ()) if one_table else phases]
         if launch["reported"]:
             shown.append(Paragraph(words("vLLM's own durations: ",
-                                         data(", ".join(f"{k} {v:g}" for k, v in launch["reported"].items())))))
+                                         data(", ".join(_reported(k, v) for k, v in launch["reported"].items())))))
         if launch["classified"] and not launch["findings"]:
             shown.append(Paragraph(words("No stall found.")))
         for f in launch["findings"]:

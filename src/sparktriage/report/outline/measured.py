@@ -9,11 +9,12 @@ builder here; the renderers need no change.
 from __future__ import annotations
 
 from sparktriage.report.format import (delivered_label, interval, number, percent, pool_notes,
-                                       stability_words, with_provisional)
+                                       stability_words)
 from sparktriage.report.outline.blocks import (Block, Bullets, Heading, Paragraph, data, figure,
                                                missing, strong, table, words)
 from sparktriage.report.sweep import (HEADERS as SWEEP_HEADERS, MODEL_HEADERS, model_lines, model_rows,
                                      sweep_lines, sweep_rows)
+from sparktriage.report.summary import verdict_words
 from sparktriage.report.values import fixed
 
 
@@ -55,7 +56,8 @@ def reconciliation(doc: dict, section: dict) -> list[Block]:
                          [[r["label"], delivered_label(r), number(r["logged_mean"]),
                            number(r["logged_mean_active"]), number(r["logged_peak"]),
                            number(r["peak_over_delivered"], 2), number(r["acceptance_length"], 2),
-                           r["verdict"] or "–"] for r in section["launches"]]))
+                           verdict_words(r["verdict"]) if r["verdict"] else "–"]
+                          for r in section["launches"]]))
         reasons = [words(data(r["label"]), ": ", data(reason))
                    for r in section["launches"] for reason in r["reasons"]]
         if reasons:
@@ -71,7 +73,7 @@ def sweep(doc: dict, section: dict) -> list[Block]:
     out += [Paragraph(words("Method ", data(section["method"] or "?"), ", decided on workload ",
                             data(section["workload"] or "?"), f"; rates are {section['rates']} per launch.")),
             table(SWEEP_HEADERS, sweep_rows(section)),
-            Paragraph(words(strong(with_provisional(first, section["decision"]), False)))]
+            Paragraph(words(strong(first, False)))]
     if rest:
         out.append(Bullets(tuple(words(data(line)) for line in rest), note=True))
     said = model_lines(section)
