@@ -34,12 +34,9 @@ static int hour_base(HotState *st, long long year, int mo, int day, int hour, do
     return 0;
 }
 
-static int leap(long long y) { return y % 4 == 0 && (y % 100 != 0 || y % 400 == 0); }
 
 /* 1 and *t set, 0 when the stamp is not a real time, -1 on a Python error */
 static int unix_time(HotState *st, long long year, const Hot *h, double *t) {
-    if (h->mo == 2 && h->day == 29)
-        while (!leap(year)) year--;
     double base;
     if (hour_base(st, year, h->mo, h->day, h->hour, &base) < 0) return -1;
     if (isnan(base) || h->min > 59 || h->sec > 60) return 0;
@@ -48,9 +45,11 @@ static int unix_time(HotState *st, long long year, const Hot *h, double *t) {
 }
 
 #define HALF_YEAR (183 * 86400.0)
+#define SLACK 86400.0
 
 /* StampClock.from_stamp with a known year: (t, new year, new last); 0 = hand it to Python */
 static int stamp_time(HotState *st, const Hot *h, double *t, long long *year, double *last) {
+    if (h->mo == 2 && h->day == 29) return 0;  /* which year holds it: Python's rules */
     int r = unix_time(st, st->year, h, t);
     if (r <= 0) return r;
     *year = st->year;
@@ -61,8 +60,13 @@ static int stamp_time(HotState *st, const Hot *h, double *t, long long *year, do
         *year = st->year + 1;
         *last = *t;
     } else if (!isnan(st->clock_last) && *t > st->clock_last + HALF_YEAR) {
-        r = unix_time(st, st->year - 1, h, t);  /* a straggler from the year before */
-        if (r <= 0) return r;
+        double back;
+        r = unix_time(st, st->year - 1, h, &back);
+        if (r < 0) return r;
+        if (r == 1 && back >= st->clock_last - SLACK)
+            *t = back;  /* a straggler from just before the rollover */
+        else
+            *last = *t;  /* months later in the same year: the year never goes back */
     } else {
         *last = *t;
     }

@@ -14,6 +14,7 @@ import sys
 import pytest
 
 from documents.validate import validate_run_dir
+from sparktriage.session.selfcheck import has_findings
 
 pytestmark = pytest.mark.vllm
 
@@ -31,6 +32,7 @@ def test_selfcheck_on_a_real_server(vllm_server, tmp_path):
     result = _selfcheck("--endpoint", vllm_server.base_url, "--log", str(vllm_server.lines_path),
                         "--quick", "--sign", str(key), "--out", str(run), "--json", "-")
     assert result.returncode == 1, result.stderr[-3000:]  # a finding: the output is garbage
+    # ... and the probe is the only one: without it (--no-probe) this server exits 0
     doc = json.loads((run / "launches" / "L001" / "selfcheck.json").read_text())
     seen = validate_run_dir(run)  # every typed document, report/data/ included
     assert seen["selfcheck"] == 1 and seen["report"] == 1 and seen["bench"] == 2, seen
@@ -44,6 +46,22 @@ def test_selfcheck_on_a_real_server(vllm_server, tmp_path):
         assert w["summary"]["counts"]["ok"] == 5
         assert [r["output_tokens"] for r in w["requests"]] == [128] * 6
     assert doc["bench"]["workloads"]["code"]["failed"] == 0
+    assert doc["bench"]["workloads"]["code"]["delivered_tokens"] == [128, 128]
+    # The checks before measuring, on vLLM itself: the tiny model answers the readiness request
+    # with text, a finish reason and its served name; vLLM 0.32 accepts an invented field with
+    # 200 (it logs "present in the request but ignored"), which is a caveat, not a finding.
+    ready = doc["readiness"]
+    assert ready["outcome"] == "answered" and ready["content_chars"] > 0, ready
+    assert ready["finish_reason"] in ("length", "stop") and ready["model_answered"] == ready["model_asked"]
+    assert doc["fields"]["verdict"] == "accepted" and doc["fields"]["status"] == 200
+    assert [f["id"] for f in doc["findings"] if f["severity"] == "finding"] == [], doc["findings"]
+    assert {f["id"] for f in doc["findings"]} == {"fields-unchecked"}
+    assert has_findings(doc) and not has_findings({**doc, "probe": None})
+    assert doc["server"]["version"] == "0.32.0"
+    assert doc["server"]["models"][0]["max_model_len"] > 0
+    assert all(r["max_gap_s"] < 5.0 for w in bench["workloads"] for r in w["requests"])
+    scrapes = [json.loads(line)["when"] for line in (launch / "metrics" / "scrapes.jsonl").read_text().splitlines()]
+    assert scrapes == ["before", "during", "during", "after"] * 2  # acceptance windows of 2 requests
     reconcile = json.loads((launch / "reconcile.json").read_text())
     assert reconcile["metrics"]["difference_tokens"] == 0
     assert doc["bench"]["reconcile_verdict"] == reconcile["verdict"]

@@ -55,3 +55,40 @@ def test_schedule_file_and_scenario_options_do_not_mix(tmp_path):
     assert result.returncode == 2
     assert result.stderr.strip().endswith(
         "error: scenario options cannot be combined with --schedule (put them in the file)")
+
+
+def test_the_customer_faults_from_the_command_line(tmp_path):
+    """--fixed-tokens 0, --reasoning-only, --strict-fields (unknown fields too), --never-answer,
+    and /tokenize: the faults `selfcheck`'s matrix uses, from the command line."""
+    process, url = start(tmp_path, "--fixed-tokens", "0", "--reasoning-only", "--strict-fields")
+    try:
+        chat = {"model": "sim", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 8}
+        empty = httpx.post(url + "/v1/chat/completions", json=chat, trust_env=False, timeout=30).json()
+        refused = httpx.post(url + "/v1/chat/completions", json={**chat, "made_up": 1}, trust_env=False,
+                             timeout=30)
+        counted = httpx.post(url + "/tokenize", json={"model": "sim", "prompt": " t5 t9 t12"},
+                             trust_env=False, timeout=30).json()
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=10)
+    assert empty["choices"][0]["message"]["reasoning_content"] == ""
+    assert empty["choices"][0]["message"]["content"] is None
+    assert empty["choices"][0]["finish_reason"] == "stop" and empty["usage"]["completion_tokens"] == 0
+    assert refused.status_code == 400 and "made_up" in refused.text
+    assert counted["count"] == 3
+
+    second = tmp_path / "second"
+    second.mkdir()
+    process, url = start(second, "--never-answer")
+    try:
+        try:
+            httpx.post(url + "/v1/completions", json={"model": "sim", "prompt": "x", "max_tokens": 4},
+                       trust_env=False, timeout=0.5)
+            answered = True
+        except httpx.ReadTimeout:
+            answered = False
+        models = httpx.get(url + "/v1/models", trust_env=False, timeout=5).status_code
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=10)
+    assert not answered and models == 200 and process.returncode == 0

@@ -218,7 +218,8 @@ def test_fuzz_env_dumps(data):
 
 REPRO_INPUTS = Path(__file__).parents[1] / "reproduce" / "inputs"
 REPRO_SEEDS = {name: (REPRO_INPUTS / name).read_bytes() for name in
-               ("multinode.sh", "docker.sh", "compose.yaml", "gb10.collect-env.txt", "client.env")}
+               ("multinode.sh", "docker.sh", "compose.yaml", "gb10.collect-env.txt", "client.env",
+                "lws.yaml", "job.sbatch", "justfile")}
 
 
 @FUZZ
@@ -236,3 +237,67 @@ def test_fuzz_reproduce_client_inputs(case):
         import_input(path, Placeholders())
     except SparktriageError:
         pass
+
+
+# the readers of client scripts cost milliseconds an example: a quarter of the examples each
+FUZZ_READERS = settings(FUZZ, max_examples=max(50, FUZZ_EXAMPLES // 4))
+BASH_WALK = (b'A=xxxx\nA=${A//x/$A}\nB=(a "$A" c)\nB+=("${B[@]}")\nf() { echo "$1${B[1]}"; }\n'
+             b'for x in "${B[@]}"; do f "$x"; done\ncase "$A" in x*) M=/m;; esac\n'
+             b'cat > c.yaml <<EOF\nport: ${P:-8000}\nEOF\nvllm serve ${M:-/m} --port $((8000+1))\n')
+MAKEFILE = (b"A := xx\nB = $(A)$(A)\nexport PORT ?= 8000\nserve:\n\t@vllm serve /m --port "
+            b"$(PORT) --served-model-name $(B)\nhead: serve\n\tray start --head $$X\n")
+UNIT = (b"[Unit]\nDescription=vllm\n[Service]\nEnvironment=A=1 \"B=2 3\"\n"
+        b"ExecStart=/usr/bin/vllm serve /m \\\n  --port 8000 --served-model-name $A\n"
+        b"Restart=always\n[Install]\nWantedBy=multi-user.target\n")
+COMPOSE_INCLUDE = (b"include:\n  - other.yaml\n  - ../up.yaml\n  - path: [/etc/hosts, x.yaml]\n"
+                   b"services:\n  vllm:\n    image: vllm/vllm-openai:v0.32.0\n"
+                   b"    env_file: vllm.env\n    command: vllm serve /m --port 8000\n")
+
+
+@FUZZ_READERS
+@given(mutations(BASH_WALK))
+def test_fuzz_bash_walk(data):
+    """The static bash walk (expansions, arrays, functions, loops, here-documents) on mutated
+    scripts: a script read or an input error, never a crash or unbounded growth."""
+    from sparktriage.reproduce.bash import read_script
+    _count("bash walk")
+    _quiet(read_script, data.decode("utf-8", "replace"), "fuzz.sh")
+
+
+@FUZZ_READERS
+@given(mutations(MAKEFILE))
+def test_fuzz_makefile(data):
+    from sparktriage.reproduce.bash import read_script
+    from sparktriage.reproduce.makefile import to_shell
+    _count("Makefile")
+    shell = _quiet(to_shell, data.decode("utf-8", "replace"), "Makefile")
+    if shell is not None:
+        _quiet(read_script, shell[0], "Makefile")
+
+
+@FUZZ_READERS
+@given(mutations(UNIT))
+def test_fuzz_systemd_unit(data):
+    from sparktriage.reproduce.core import import_input
+    from sparktriage.reproduce.secrets import Placeholders
+    _count("systemd unit")
+    _quiet(import_input, _file("vllm.service", data), Placeholders())
+
+
+COMPOSE_DIR = WORK / "compose" / "in"
+COMPOSE_DIR.mkdir(parents=True)
+(COMPOSE_DIR / "other.yaml").write_bytes(b"services:\n  side:\n    image: x\n")
+(COMPOSE_DIR / "vllm.env").write_bytes(b"A=1\n")
+(COMPOSE_DIR.parent / "up.yaml").write_bytes(b"services: {up: {image: x}}\n")
+
+
+@FUZZ_READERS
+@given(mutations(COMPOSE_INCLUDE))
+def test_fuzz_compose_include(data):
+    """Compose files with `include:` entries (beside, `..`, absolute), mutated."""
+    from sparktriage.reproduce.core import import_input
+    from sparktriage.reproduce.secrets import Placeholders
+    _count("compose include")
+    path = COMPOSE_DIR / "compose.yaml"
+    path.write_bytes(data)
+    _quiet(import_input, path, Placeholders())

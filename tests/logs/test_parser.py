@@ -144,6 +144,24 @@ def test_year_rollover_and_reference():
     assert StampClock(0, UTC).from_stamp("13-45 99:00:00") is None
 
 
+def test_the_year_never_goes_back():
+    """A 02-29 after New Year of a common year has no date (it was 2024-02-29, 672 days back);
+    one in a leap year, or just after a rollover into one, is dated; a date months ahead is
+    later in the same year, not a straggler from the year before."""
+    clock = StampClock(unix("2026-01-01T00:05:00"), UTC)
+    assert clock.from_stamp("12-31 23:59:50") == unix("2025-12-31T23:59:50")
+    assert clock.from_stamp("01-01 00:00:07") == unix("2026-01-01T00:00:07")
+    assert clock.from_stamp("02-29 00:00:30") is None
+    assert clock.from_stamp("01-01 00:00:24") == unix("2026-01-01T00:00:24")
+    clock = StampClock(unix("2028-01-01T00:05:00"), UTC)
+    clock.from_stamp("12-31 23:59:50")
+    assert clock.from_stamp("02-29 08:00:00") == unix("2028-02-29T08:00:00")  # rolled over
+    clock = StampClock(unix("2024-12-01T00:00:00"), UTC)
+    clock.from_stamp("01-02 00:00:00")
+    assert clock.from_stamp("02-29 08:00:00") == unix("2024-02-29T08:00:00")
+    assert clock.from_stamp("09-15 00:00:00") == unix("2024-09-15T00:00:00")  # months later
+
+
 def test_split_lines_bounds_giant_lines_and_handles_missing_final_newline():
     data = b"a\n" + b"x" * 5000 + b"\nb\r\nc"
     out = list(split_lines(io.BytesIO(data), max_line=1000, block=64))

@@ -67,6 +67,23 @@ def test_recorder_scrapes_around_each_workload_and_survives_failures(tmp_path, m
     assert windows[1]["error"] and windows[1]["generation_tokens"] is None
 
 
+def test_scrapes_during_a_workload_leave_reconciliation_alone(tmp_path, metrics_server):
+    launch = RunDir.create(tmp_path / "run", ["t"]).next_launch()
+    recorder = MetricsRecorder(metrics_server, launch, every=2)
+    observe = recorder.observer(lambda event, details: None)
+    _Metrics.value = 100.0
+    observe("capabilities", {"workload": "code"})
+    for index in range(6):  # one warm-up, five measured
+        _Metrics.value = 100.0 + 100 * index
+        observe("request", {"workload": "code", "index": index, "total": 6,
+                            "warmup": index == 0, "warmups": 1})
+    records = list(read_records(launch.path / "metrics" / "scrapes.jsonl"))
+    assert [r["when"] for r in records] == ["before", "during", "during", "after"]
+    assert "300.0" in (launch.path / "metrics" / records[1]["file"]).read_text()  # 2 measured
+    (window,) = metric_windows(launch)
+    assert window["workload"] == "code" and window["generation_tokens"] == 500.0
+
+
 def _stamp(t: float) -> str:
     return time.strftime("%m-%d %H:%M:%S", time.gmtime(t))
 

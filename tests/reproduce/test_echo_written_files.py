@@ -10,7 +10,7 @@ from reproduce_helpers import run
 
 from sparktriage.config.deployment import load_deployment
 from sparktriage.reproduce.bash import files
-from sparktriage.reproduce.bash.walk import read_script
+from sparktriage.reproduce.bash import read_script
 from sparktriage.reproduce.bash.writes import echo_text, printf_text
 
 

@@ -35,15 +35,16 @@ def test_the_runtime_names_the_executor(tmp_path: Path, runtime: str, backend: s
     d = r.deployment
     assert d["engine"]["backend"] == backend
     assert d["parallelism"]["tp"] == 2 and d["parallelism"]["nodes"] == 2
-    assert f"runtime {runtime} -> --distributed-executor-backend {backend} on its 2 nodes" \
-        in r.mapped
+    said = "Ray" if backend == "ray" else "native multi-node"
+    assert f"runtime {runtime} -> {said} across 2 rank(s), as sparkrun chooses" in r.mapped
+    assert r.deployment["engine"]["master_port"] == (29501 if backend == "ray" else 25000)
 
 
 def test_the_command_s_own_executor_wins(tmp_path: Path) -> None:
     recipe = _recipe(tmp_path, "vllm-distributed", "--distributed-executor-backend ray")
     r = run([recipe], tmp_path, gb10_lab(tmp_path, 2))
     assert r.deployment["engine"]["backend"] == "ray"
-    assert not any("-> --distributed-executor-backend" in m for m in r.mapped)
+    assert "runtime vllm-distributed -> Ray across 2 rank(s), as sparkrun chooses" in r.mapped
 
 
 def test_a_runtime_that_is_not_vllm_is_refused_at_its_line(tmp_path: Path) -> None:

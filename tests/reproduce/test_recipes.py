@@ -8,7 +8,7 @@ import pytest
 
 from sparktriage.errors import InputError
 from sparktriage.reproduce.detect import detect
-from sparktriage.reproduce.importers.recipe import substitute
+from sparktriage.reproduce.importers.recipe_render import render as substitute
 
 from reproduce_helpers import cli, gb10_lab, run
 
@@ -88,7 +88,9 @@ frobnicate: 3
                           "size_gib": None, "quantization": None, "tokenizer": None,
                           "trust_remote_code": False}
     assert d["engine"]["image"] == "scitrera/dgx-spark-vllm:0.16.0-t5"
-    assert d["parallelism"]["tp"] == 2 and d["engine"]["backend"] == "ray"
+    # a bare `vllm` runtime without a Ray hint is sparkrun's vllm-distributed: native multi-node
+    assert d["parallelism"]["tp"] == 2 and d["engine"]["backend"] == "mp"
+    assert d["engine"]["master_port"] == 25000
     assert d["serve"]["flags"]["override-generation-config"] == '{"temperature":0.6}'
     assert d["speculative"]["method"] == "mtp"
     assert d["env"]["HF_TOKEN"] == "<supply:HF_TOKEN>"

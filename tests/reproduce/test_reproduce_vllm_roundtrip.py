@@ -44,13 +44,15 @@ def test_reproduce_launch_bench(testbed, tmp_path: Path) -> None:
     assert dep.serve.port == port and dep.model.name == "tiny" and dep.serve.enforce_eager
     assert result.plan.nodes[0].argv[:2] == [str(testbed.vllm), "serve"]
     assert result.unknown == []
-    # the lab side was read from this machine's vLLM venv
+    # the client's script names its vLLM by an absolute path: a program the client chose, to
+    # accept by name (the capture itself ran this machine's interpreter, never that path)
+    assert [c.name for c in result.plan.client_code] == [f"program:{testbed.vllm}"]
     versions = {d.key for d in result.diff}
     assert not any(k.startswith("versions.") for k in versions)  # no client capture to differ
 
     run = tmp_path / "run"
     launch = _cli("launch", str(out / "deployment.yaml"), "--hold", "180", "--out", str(run),
-                  "--startup-timeout", "420")
+                  "--startup-timeout", "420", "--accept-client-code", f"program:{testbed.vllm}")
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 430

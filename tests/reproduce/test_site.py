@@ -34,6 +34,7 @@ def test_kind_by_name_and_value() -> None:
     assert kind("NCCL_SOCKET_IFNAME", "enp1s0f0np0") == "interface"
     assert kind("NCCL_SOCKET_IFNAME", "^lo,docker0") is None  # an exclusion list travels
     assert kind("ETH_IF", "enp1s0f0np0") == "interface"
+    assert kind("NCCL_CROSS_NIC", "1") is None  # a 0/1/2 policy (corpus 45), not a NIC name
     assert kind("NCCL_IB_HCA", "rocep1s0f0") == "device"
     assert kind("UCX_NET_DEVICES", "mlx5_0:1") == "device"
     assert kind("UCX_NET_DEVICES", "enp1s0f0np0") == "interface"  # UCX's TCP transport

@@ -2,7 +2,9 @@
 
 `MetricsRecorder.observer(progress)` wraps the protocol's observer: when a workload's
 capabilities are known (its negotiation requests are done) it scrapes `/metrics` ("before"),
-and after the workload's last request it scrapes again ("after"). Each page is kept raw in
+and after the workload's last request it scrapes again ("after"); with `every`, also after every
+that many measured requests ("during": speculative acceptance read window by window,
+session/windows.py; reconciliation pairs only "before" and "after"). Each page is kept raw in
 ``launches/<L>/metrics/<n>-<when>-<workload>.prom`` and indexed in ``metrics/scrapes.jsonl``
 (time, url, file, or the error: a failed scrape never stops the measurement).
 `reconcile.launch.reconcile_launch` later derives the windows from these files.
@@ -33,8 +35,9 @@ class MetricsRecorder:
     """Scrapes `/metrics` before and after each workload's requests during `run_protocol`."""
 
     def __init__(self, url: str, launch: LaunchDir, warn: Callable[[str], None] | None = None,
-                 headers: dict | None = None) -> None:
+                 headers: dict | None = None, every: int | None = None) -> None:
         self.url = url
+        self.every = every  # also scrape ("during") after every this many measured requests
         self.folder = launch.path / "metrics"
         self.warn = warn or (lambda message: None)
         self.headers = headers
@@ -48,6 +51,9 @@ class MetricsRecorder:
                 self.take("before", details["workload"])
             elif event == "request" and details["index"] + 1 == details["total"]:
                 self.take("after", details["workload"])
+            elif (event == "request" and self.every and not details.get("warmup")
+                  and (details["index"] + 1 - details.get("warmups", 0)) % self.every == 0):
+                self.take("during", details["workload"])
         return observe
 
     def take(self, when: str, workload: str) -> None:

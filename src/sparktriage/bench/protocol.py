@@ -68,7 +68,7 @@ async def _run_workload(plan: ProtocolPlan, workload: Workload, model: str, caps
         )
         writer.append(record)
         observe("request", {"workload": workload.name, "index": index, "total": total,
-                            "warmup": warmup, **derive(record).as_dict()})
+                            "warmup": warmup, "warmups": workload.warmup, **derive(record).as_dict()})
 
 
 async def _run(plan: ProtocolPlan, launch: LaunchDir, observe: Observer) -> dict:

@@ -34,6 +34,8 @@ class RequestMetrics:
     token_totals: dict
     disagreements: tuple[str, ...]
     short: bool  # stopped before max_tokens although ignore_eos was asked
+    max_gap_s: float | None = None  # longest wait between two chunks after the first token
+    asked_tokens: int | None = None  # max_tokens when ignore_eos was asked: what must arrive
 
     def as_dict(self) -> dict:
         return {
@@ -51,6 +53,8 @@ class RequestMetrics:
             "token_totals": dict(self.token_totals),
             "disagreements": list(self.disagreements),
             "short": self.short,
+            "max_gap_s": self.max_gap_s,
+            "asked_tokens": self.asked_tokens,
         }
 
 
@@ -89,6 +93,12 @@ def derive(record: dict) -> RequestMetrics:
             decode = after / (last_t - first_t)
         if last_t > 0:
             e2e = tokens.total / last_t
+    # The longest silence a client sat through once the answer had begun: every chunk counts
+    # (a pause may end with a chunk that carries no token, such as the finish or usage chunk).
+    times = [c["t"] for c in chunks if isinstance(c.get("t"), (int, float))]
+    if carrying:
+        times = [t for t in times if t >= carrying[0][0]]
+    max_gap = max((b - a for a, b in zip(times, times[1:])), default=None) if carrying else None
     finish = next((c.get("finish") for c in reversed(chunks) if c.get("finish")), None)
     max_tokens = record.get("max_tokens")
     short = bool(
@@ -112,4 +122,6 @@ def derive(record: dict) -> RequestMetrics:
         token_totals=tokens.totals,
         disagreements=tokens.disagreements,
         short=short,
+        max_gap_s=max_gap,
+        asked_tokens=max_tokens if record.get("ignore_eos") and isinstance(max_tokens, int) else None,
     )

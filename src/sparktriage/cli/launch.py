@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import typer
 
@@ -26,11 +26,14 @@ def launch(
     launches: int = typer.Option(1, "--launches", min=1, help="Launches in a row (replicates), each torn down before the next."),
     startup_timeout: Optional[float] = typer.Option(None, "--startup-timeout", min=1.0, help="Seconds from launch to ready [the deployment's timeouts.startup_s]."),
     json_out: Optional[str] = typer.Option(None, "--json", help="Write the result (or with --dry-run the plan) to PATH, or - for stdout."),
+    accept: Optional[List[str]] = typer.Option(None, "--accept-client-code", help="Client code the plan lists that you accept, by name, comma list (repeatable; docs/security.md)."),
+    accept_from: Optional[List[Path]] = typer.Option(None, "--accept-client-code-from", help="File of accepted client-code names, one a line."),
 ) -> None:
     """Start a deployment on its nodes, watch it to readiness, collect an evidence bundle, stop it."""
     from sparktriage.config.deployment import load_deployment
     from sparktriage.documents.launch import LaunchResult
     from sparktriage.launch.plan import build_plan
+    from sparktriage.launch import acceptance as client_code
     from sparktriage.launch.render import render_launch_plan
     from sparktriage.launch.run import launch_replicates, raise_for
     import yaml
@@ -51,7 +54,10 @@ def launch(
         console.draw(render_launch_plan(plan), console.data_console(json_out))
         console.write_json({"schema_version": 1, "kind": "launch-plan", **plan.to_json()}, json_out)
         return
+    accepted = client_code.require(plan.client_code,
+                                   client_code.parse_accepted(accept, accept_from))
     run = RunDir.create(out or default_run_path(), ["sparktriage", *console.invoked_argv()])
+    client_code.record(run.path, accepted)
     # the copy keeps no secret: the YAML (already read and checked above) walked by the one
     # redaction stage (values under secret names, the element after a secret flag in a list)
     write_yaml_document(run.path / "deployment.yaml",

@@ -119,8 +119,14 @@ def protocol_lines(bench: dict | None) -> list[str]:
             ci = ("" if rate["ci95_low"] is None
                   else f" (95% CI {rate['ci95_low']:.1f}-{rate['ci95_high']:.1f})")
             line += f"{rate['mean']:.1f} tok/s decode{ci}, n={rate['n']}; "
+        elif (w.get("delivered_tokens") or [0, 0])[1] <= 1:
+            line += "no decode rate (no answer carried more than one token); "
         else:
             line += "no decode rate (responses arrived in one burst); "
+        got = w.get("delivered_tokens")
+        if got:
+            line += (f"{got[0]} tokens delivered per answer; " if got[0] == got[1]
+                     else f"{got[0]} to {got[1]} tokens delivered per answer; ")
         if w["e2e_tok_s"] is not None:
             line += f"{w['e2e_tok_s']:.1f} tok/s end to end; "
         lines.append(line + f"{w['failed']} failed")

@@ -20,7 +20,18 @@ from sparktriage.errors import UsageError
 
 def render_summary(doc: dict) -> list[str]:
     """The check's outcome as plain lines (stdout)."""
-    lines = [f"run directory: {doc['run']} (launch {doc['launch']})"]
+    lines = [f"run directory: {doc['run']}" + (f" (launch {doc['launch']})" if doc["launch"] else
+                                                " (nothing measured)")]
+    ready = doc.get("readiness")
+    if ready:
+        lines.append(f"readiness ({ready['api']}): {ready['outcome']}"
+                     + (f", {ready['content_chars']} characters of content, finish "
+                        f"{ready['finish_reason']}, model {ready['model_answered']}"
+                        if ready["outcome"] == "answered" else f" ({ready.get('reason')})"))
+    if doc.get("fields"):
+        lines.append(f"invented request field: {doc['fields']['verdict']} (HTTP {doc['fields']['status']})")
+    for finding in doc.get("findings") or []:
+        lines.append(f"{finding['severity'].upper()} {finding['id']}: {finding['text']}")
     probe = doc["probe"]
     if probe:
         lines.append(f"output quality: {probe['verdict'].upper()}"
@@ -65,6 +76,8 @@ def selfcheck(
     formats: str = typer.Option("md,pdf", "--format", help="Report formats, comma list of md, pdf, html."),
     out: Optional[Path] = typer.Option(None, "--out", help="Run directory [./runs/<timestamp>]."),
     json_out: Optional[str] = typer.Option(None, "--json", help="Write the summary to PATH, or - for stdout."),
+    answer_deadline: float = typer.Option(120.0, "--answer-deadline", min=0.1, max=3600, help="Seconds the first (readiness) request may take before the server counts as not answering."),
+    max_pause: float = typer.Option(5.0, "--max-pause", min=0.01, max=3600, help="Seconds of silence between two chunks of an answer before it is a finding."),
 ) -> None:
     """Check a running server: garbage probe, delivered tokens, log and metrics reconciliation, report."""
     from sparktriage.logs.clock import parse_tz
@@ -73,8 +86,8 @@ def selfcheck(
     from sparktriage.report.build import parse_formats
     from sparktriage.signing.signing import SignSpec
     from sparktriage.signing.signing import resolve as resolve_signer
-    from sparktriage.session.selfcheck import (SelfcheckSettings, check_endpoint, quick_budget,
-                                               run_selfcheck)
+    from sparktriage.session.selfcheck import (SelfcheckSettings, check_endpoint, has_findings,
+                                               quick_budget, run_selfcheck)
     from sparktriage.store.rundir import RunDir, default_run_path
     if baseline is not None and reference is not None:
         raise UsageError("give --baseline or --reference, not both")
@@ -92,23 +105,20 @@ def selfcheck(
         model=model, api_key=api_key or os.environ.get("OPENAI_API_KEY") or None,
         baseline=baseline, reference=reference, quick=quick, workloads=tuple(workload),
         sign=SignSpec(sign) if sign else None, formats=formats, tz=parse_tz(log_tz), probe=not no_probe,
-        tz_name=log_tz)
+        tz_name=log_tz, answer_deadline_s=answer_deadline, max_pause_s=max_pause)
     check_endpoint(settings)  # unreachable: exit 3 before a run directory exists
     run = RunDir.create(out or default_run_path(), ["sparktriage", *console.invoked_argv()])
     console.info(f"run directory: {run.path}")
     console.info(quick_budget(settings))
     doc = run_selfcheck(run, settings, plain)
     data = console.data_console(json_out)
-    bench_doc = run.path / "launches" / doc["launch"] / "bench.json"
-    if bench_doc.is_file():
+    bench_doc = run.path / "launches" / (doc["launch"] or "-") / "bench.json"
+    if doc["launch"] and bench_doc.is_file():
         console.draw(delivered_table(json.loads(bench_doc.read_text(encoding="utf-8"))), data)
     for line in render_summary(doc):
         data.print(line, markup=False, highlight=False)
     console.write_json(doc, json_out)
     if not (doc["report"] or {}).get("signed"):
         console.warn("the report is not signed (use --sign KEY)")
-    failed = any(s["status"] != "ok" for s in doc["steps"])
-    bad_output = doc["probe"] is not None and doc["probe"]["verdict"] != "healthy"
-    lost = doc["bench"] is not None and any(w["failed"] for w in doc["bench"]["workloads"].values())
-    if failed or bad_output or lost or doc["stalls"]:
+    if has_findings(doc):
         raise typer.Exit(ExitCode.FINDINGS)

@@ -111,6 +111,8 @@ def run(
     formats: str = typer.Option("md,pdf", "--format", help="Report formats, comma list of md, pdf, html."),
     json_out: Optional[str] = typer.Option(None, "--json", help="Write the session result to PATH, or - for stdout."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the plan and its estimated lab time; run nothing."),
+    accept: Optional[List[str]] = typer.Option(None, "--accept-client-code", help="Client code the deployment runs that you accept, by name, comma list (repeatable; docs/security.md)."),
+    accept_from: Optional[List[Path]] = typer.Option(None, "--accept-client-code-from", help="File of accepted client-code names, one a line."),
 ) -> None:
     """Run the whole diagnostic as a declared, resumable plan: launches with live stall watch,
     probe, protocol over launches, depth sweep, environment diff, signed report."""
@@ -122,6 +124,9 @@ def run(
     from sparktriage.session.plan import SessionOptions, parse_depths
     from sparktriage.session.runner import plan_steps
     from sparktriage.config import speculative as spec_source
+    from sparktriage.config.client_code import client_code
+    from sparktriage.launch import acceptance
+    from sparktriage.launch.render import client_code_lines
     dep = load_deployment(deployment, lab)  # a bad file fails before anything runs
     found = spec_source.find(dep)
     method = found.method_for(method)
@@ -131,6 +136,11 @@ def run(
     if sign:
         resolve_signer(SignSpec(sign))
     chosen = parse_depths(depths)
+    items = client_code(dep)
+    accepted = acceptance.parse_accepted(accept, accept_from)
+    extra = {"base_depth": found.depth}
+    if accepted:
+        extra[acceptance.OPTION] = list(accepted)
     options = SessionOptions(
         deployment=str(deployment.resolve()), lab=str(lab.resolve()) if lab else None,
         launches=launches, depths=chosen, method=method,
@@ -138,7 +148,7 @@ def run(
         workloads=tuple(workload), baseline=str(baseline.resolve()) if baseline else None,
         sign=str(Path(sign).resolve()) if sign and sign != "agent" else sign, budget_min=budget,
         formats=formats, probe=not no_probe,
-        extra={"base_depth": found.depth})
+        extra=extra)
     if dry_run:
         steps, estimate = plan_steps(options)
         worst = sum(dep.timeouts.startup_s + dep.timeouts.teardown_grace_s for s in steps
@@ -150,10 +160,14 @@ def run(
             data.print(line, markup=False, highlight=False)
         data.print(f"at most {clock(worst + estimate)} if every launch runs to its startup deadline "
                    f"({dep.timeouts.startup_s:g} s)", markup=False)
+        for line in client_code_lines(items) if items else []:
+            data.print(line, markup=False, highlight=False)
         console.write_json({"schema_version": 1, "kind": "session-plan", "options": options.to_json(),
                             "steps": steps, "estimate_s": estimate,
-                            "worst_case_s": round(worst + estimate, 1)}, json_out)
+                            "worst_case_s": round(worst + estimate, 1),
+                            "client_code": [i.model_dump() for i in items]}, json_out)
         return
+    acceptance.require(items, accepted)  # before the session folder is made
     execute(out, options, json_out, dep)
 
 

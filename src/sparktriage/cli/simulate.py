@@ -52,7 +52,10 @@ def simulate(
     no_logprobs: bool = typer.Option(False, "--no-logprobs", help="Never send logprobs."),
     no_continuous_usage: bool = typer.Option(False, "--no-continuous-usage", help="Never send per-chunk usage."),
     no_final_usage: bool = typer.Option(False, "--no-final-usage", help="Never send the final usage chunk."),
-    strict_fields: bool = typer.Option(False, "--strict-fields", help="Answer 400 to vLLM-only request fields."),
+    strict_fields: bool = typer.Option(False, "--strict-fields", help="Answer 400 to vLLM-only and unknown request fields."),
+    fixed_tokens: Optional[int] = typer.Option(None, "--fixed-tokens", min=0, help="Answer exactly N tokens whatever was asked (0: empty answers)."),
+    reasoning_only: bool = typer.Option(False, "--reasoning-only", help="Chat answers carry their text as reasoning_content only."),
+    never_answer: bool = typer.Option(False, "--never-answer", help="Accept completion requests and never answer them."),
     error_at: Optional[int] = typer.Option(None, "--error-at", min=0, help="Send an error event after N tokens."),
     stall: list[str] = typer.Option([], "--stall", help="Pause TOKENS:SECONDS (repeatable)."),
     reset_at: Optional[int] = typer.Option(None, "--reset-at", min=0, help="TCP reset after N tokens."),
@@ -71,10 +74,11 @@ def simulate(
     from sparktriage.sim.server import serve
     scenario_options = dict(
         rate=rate, gap=gap, eos_after=eos_after, error_at=error_at, reset_at=reset_at,
-        close_at=close_at, malformed_at=malformed_at,
+        close_at=close_at, malformed_at=malformed_at, fixed_tokens=fixed_tokens,
     )
     flags = (random_chunks, ignore_eos_ignored, no_token_ids, no_logprobs, no_continuous_usage,
-             no_final_usage, strict_fields, bool(stall), tokens_per_chunk != "1", ttft != 0.02)
+             no_final_usage, strict_fields, bool(stall), tokens_per_chunk != "1", ttft != 0.02,
+             reasoning_only, never_answer)
     if schedule is not None:
         if any(v is not None for v in scenario_options.values()) or any(flags):
             raise UsageError("scenario options cannot be combined with --schedule (put them in the file)")
@@ -92,9 +96,10 @@ def simulate(
                 eos_after=eos_after, honour_ignore_eos=not ignore_eos_ignored,
                 sources=dict(token_ids=not no_token_ids, logprobs=not no_logprobs,
                              continuous_usage=not no_continuous_usage, final_usage=not no_final_usage),
-                strict_fields=strict_fields,
+                strict_fields=strict_fields, fixed_tokens=fixed_tokens,
+                answer_channel="reasoning" if reasoning_only else "content",
                 faults=dict(error_at=error_at, stalls=tuple(_stall(s) for s in stall), reset_at=reset_at,
-                            close_at=close_at, malformed_at=malformed_at),
+                            close_at=close_at, malformed_at=malformed_at, never_answer=never_answer),
             )
         except ValidationError as exc:
             raise UsageError("invalid scenario option: " + plain(exc.errors()[0])) from exc

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import typer
 
@@ -31,6 +31,8 @@ def sweep(
     no_model: bool = typer.Option(False, "--no-model", help="Decide with the black-box rule alone, without the depth model (docs/sweep.md)."),
     pairs: int = typer.Option(2, "--pairs", min=0, max=64, help="Pairs of concurrent requests after each launch's protocol, for the step cost with two streams; 0: none (docs/sweep.md)."),
     json_out: Optional[str] = typer.Option(None, "--json", metavar="PATH|-", help="Write the sweep document to PATH, or - for stdout."),
+    accept: Optional[List[str]] = typer.Option(None, "--accept-client-code", help="Client code the deployment runs that you accept, by name, comma list (repeatable; docs/security.md)."),
+    accept_from: Optional[List[Path]] = typer.Option(None, "--accept-client-code-from", help="File of accepted client-code names, one a line."),
 ) -> None:
     """Relaunch a deployment per speculative depth, measure delivered tokens with intervals over
     launches, gate every depth's greedy output against depth 0, and recommend a depth."""
@@ -55,6 +57,12 @@ def sweep(
         where = resume
         if not (resume / "sweep-state.json").is_file():
             raise UsageError(f"--resume {resume}: no sweep-state.json there")
+        from sparktriage.sweep.state import open_state
+        # the deployment is read again: what it runs now must be accepted (the names given
+        # when the sweep started count)
+        stored = open_state(resume, None).plan
+        accepted = _accepted(stored.load_deployment(), accept, accept_from,
+                             _recorded_names(resume))
     else:
         if deploy is None:
             raise UsageError("missing DEPLOY.yaml (or --resume DIR)")
@@ -65,10 +73,36 @@ def sweep(
                           budget_minutes=budget, requests=requests, max_tokens=max_tokens,
                           workloads=tuple(w for w in workload.split(",") if w.strip()),
                           baseline=baseline, model=not no_model, pairs=pairs)
+        accepted = _accepted(plan.load_deployment(), accept, accept_from, ())
         where = out
+    record_acceptance(where, accepted)
     console.info(f"run directory: {where}")
     result = run_sweep(plan, where, sweep_progress, command=["sparktriage", *console.invoked_argv()])
     _finish(result.document, json_out, where)
+
+
+def _accepted(deployment, accept, accept_from, recorded: tuple[str, ...]):
+    """The acceptance of the deployment's client code (ClientCodeRefused, exit 2, when an item
+    is not named)."""
+    from sparktriage.config.client_code import client_code
+    from sparktriage.launch.acceptance import parse_accepted, require
+    return require(client_code(deployment), recorded + parse_accepted(accept, accept_from))
+
+
+def _recorded_names(folder: Path) -> tuple[str, ...]:
+    """The names accepted when the sweep in `folder` started (its client-code.json)."""
+    from sparktriage.launch.acceptance import DOCUMENT
+    from sparktriage.store.documents import read_document_bounded
+    if not (folder / DOCUMENT).is_file():
+        return ()
+    doc = read_document_bounded(folder / DOCUMENT, follow_symlinks=False)
+    names = doc.get("accepted") if isinstance(doc, dict) else None
+    return tuple(str(n) for n in names) if isinstance(names, list) else ()
+
+
+def record_acceptance(where: Path, accepted) -> None:
+    from sparktriage.launch.acceptance import record
+    record(where, accepted)
 
 
 def _finish(doc: dict, json_out: str | None, where: Path) -> None:

@@ -15,6 +15,16 @@ from sparktriage.errors import UsageError
 UNTRUSTED = "signature valid, signer not trusted: give --key or --allowed-signers"
 
 
+SHOWN = 50  # paths listed per kind on the terminal; --json lists every one
+
+
+def _listed(kind: str, paths: list[str]) -> list[str]:
+    lines = [f"  {kind}: {p}" for p in paths[:SHOWN]]
+    if len(paths) > SHOWN:
+        lines.append(f"  ... and {len(paths) - SHOWN} more {kind} (--json lists them all)")
+    return lines
+
+
 def render_lines(result: VerifyResult, anchor: TrustAnchor | None) -> list[str]:
     """The verification result as plain lines (stdout)."""
     lines = [f"report: {result.report_dir}"]
@@ -22,9 +32,9 @@ def render_lines(result: VerifyResult, anchor: TrustAnchor | None) -> list[str]:
         lines.append(f"MANIFEST: UNREADABLE: {result.manifest_problem}")
     else:
         lines.append(f"files: {result.files_checked} checked against MANIFEST")
-        lines += [f"  MODIFIED: {p}" for p in result.modified]
-        lines += [f"  REMOVED: {p}" for p in result.removed]
-        lines += [f"  ADDED: {p}" for p in result.added]
+        lines += _listed("MODIFIED", result.modified)
+        lines += _listed("REMOVED", result.removed)
+        lines += _listed("ADDED", result.added)
         if result.integrity_ok:
             lines.append("  every digest matches; nothing added or removed")
     if result.signature == "valid":
@@ -45,7 +55,7 @@ def render_lines(result: VerifyResult, anchor: TrustAnchor | None) -> list[str]:
         lines.append(f"signer: trusted: {who} ({anchor.source})")
     elif result.trust == "untrusted":
         lines.append(f"signer: NOT TRUSTED: {result.trust_problem}")
-    lines += [f"  LINK OR NOT A REGULAR FILE (not followed): {p}" for p in result.links]
+    lines += _listed("LINK OR NOT A REGULAR FILE (not followed)", result.links)
     lines.append("result: OK" if result.ok else "result: FAILED")
     return lines
 

@@ -4,7 +4,7 @@ The collecting machine starts one agent per node (over SSH, or as a local child)
 it in JSON lines: commands on the agent's stdin, records and events on its stdout.
 
     in:  {"op": "start", "node", "plan", "redact_key", "link_timeout_s", "attach", "tail"}
-         {"op": "launch", "process": {"name", "argv", "env", "cwd"}}
+         {"op": "launch", "process": {"name", "argv", "env", "cwd", "env_allow", "private_cwd"}}
          {"op": "ping", "t"}   {"op": "stacks"}   {"op": "stop", "grace_s"}
          {"op": "reap", "pgids", "pids": [[pid, starttime]], "grace_s"}   (instead of start)
     out: hello, rec {f, r}, doc {name, r}, proc {event, name, pid, ...}, pong, manifest {r},
@@ -74,6 +74,13 @@ class Channel:
         self.inbox.put(None)  # EOF: the link is gone
 
 
+def env_allowed(name: str, allow: list[str]) -> bool:
+    """A name on the allow-list: equal to an entry, or starting with an entry that ends in
+    `*` (`NCCL_*`, `LC_*`)."""
+    return any(name.startswith(entry[:-1]) if entry.endswith("*") else name == entry
+               for entry in allow)
+
+
 def _log_name(name: str) -> str:
     cleaned = _SAFE.sub("-", name).strip(".-")[:64]
     return cleaned or "proc"
@@ -92,6 +99,7 @@ class Agent:
         self.runner = Runner(self.plan, self.ctx, self._emit)
         self._attach_spec = start.get("attach") or None
         self._tail_paths = list(start.get("tail") or [])
+        self._scratch: list[str] = []  # private working folders made for processes
 
     def _roots(self) -> list[int]:
         return [p.pid for p in self.processes if p.pid and p.returncode is None] + self.attached
@@ -104,8 +112,16 @@ class Agent:
 
     def launch(self, spec: dict) -> None:
         name = _log_name(spec.get("name") or "server")
-        env = dict(os.environ) if spec.get("inherit_env", True) else {}
+        allow = spec.get("env_allow")
+        if allow is not None:  # only the node's own values of these names (and prefixes)
+            env = {k: v for k, v in os.environ.items() if env_allowed(k, allow)}
+        else:
+            env = dict(os.environ) if spec.get("inherit_env", True) else {}
         env.update({str(k): str(v) for k, v in (spec.get("env") or {}).items()})
+        cwd = spec.get("cwd")
+        if spec.get("private_cwd"):  # a fresh folder only this process's user can enter
+            cwd = tempfile.mkdtemp(prefix="sparktriage-proc-")
+            self._scratch.append(cwd)
         relpath = f"logs/{name}.lines.jsonl"
 
         def emit_line(stream: str, line: str, t: float) -> None:
@@ -116,7 +132,7 @@ class Agent:
             self.ch.send("proc", event="exited", name=proc.name, pid=proc.pid,
                          rc=proc.returncode, t=time.time())
 
-        proc = NodeProcess(name, spec["argv"], env, spec.get("cwd"), emit_line, on_exit)
+        proc = NodeProcess(name, spec["argv"], env, cwd, emit_line, on_exit)
         proc.start()
         if proc.error:
             self.ch.send("proc", event="failed", name=name, error=proc.error, t=time.time())
@@ -210,6 +226,8 @@ class Agent:
         known += [(p.pid, p.starttime) for p in self.processes if p.pid]
         pgids = [p.pid for p in self.processes if p.pid]
         survivors = kill_all(list(dict.fromkeys(known)), pgids, getattr(self, "grace", 15.0))
+        for folder in self._scratch:
+            shutil.rmtree(folder, ignore_errors=True)
         self.ch.send("teardown", reason=reason, survivors=survivors, t=time.time(),
                      killed=len(known))
 

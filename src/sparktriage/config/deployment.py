@@ -15,6 +15,7 @@ from typing import Any, Literal, Union
 
 from pydantic import Field, field_validator, model_validator
 
+from sparktriage.config.client_code import ClientCode
 from sparktriage.config.lab import Lab, Strict, env_mapping
 from sparktriage.yamldoc import load_model, load_with_lines, merge_errors, validate
 from sparktriage.errors import ConfigError, SourceLocation
@@ -117,6 +118,19 @@ class CollectSettings(Strict):
     disable: list[str] = Field(default_factory=list)
 
 
+class ClientStep(Strict):
+    """A step the client's recipe tool runs besides the server (docs/reproduce.md, "Client
+    steps"): client code, which launch runs only where it can and once accepted."""
+
+    name: str = Field(description="Stable name: `mod:NAME`, `pre_exec:N`, `post_exec:N`, `build:BUILDER`.")
+    kind: Literal["mod", "pre_exec", "post_exec", "build"]
+    when: Literal["image", "before-serve", "after-serve"] = Field(description="Building the image, in each server container before the server starts, or after it is up.")
+    run: list[str] = Field(default_factory=list, description="Shell text, as the recipe writes it (a mod: its run.sh); empty where the recipe gives none.")
+    source: str = Field("", description="Where the recipe says so (file:line).")
+    runnable: bool = Field(False, description="Whether launch can run it as planned (in the server container, before the server).")
+    why: str = Field("", description="Why launch cannot run it, where it cannot.")
+
+
 class Deployment(Strict):
     schema_version: Literal[1] = 1
     name: str = "deployment"
@@ -134,6 +148,8 @@ class Deployment(Strict):
     timeouts: Timeouts = Timeouts()
     collect: CollectSettings = CollectSettings()
     roofline: RooflineSpec | None = Field(None, description="Hardware and model profiles for the decode ceiling (docs/roofline.md).")
+    client_code: list[ClientCode] = Field(default_factory=list, description="What the client's configuration runs that no other field shows (recipe mods, pre-launch scripts, the client's own program paths), as reproduce recorded it; launch and session refuse until each is accepted (docs/security.md).")
+    steps: list[ClientStep] = Field(default_factory=list, exclude_if=lambda steps: not steps, description="The client's own steps around the server (recipe mods, pre_exec, image builds), in the order its tool runs them.")
 
     @field_validator("env", mode="before")
     @classmethod
@@ -210,6 +226,7 @@ def load_deployment(path: Path, lab_override: Path | None = None) -> Deployment:
         nodes = [n.model_copy(update={
             "identity_file": os.path.normpath(lab_base / n.identity_file) if n.identity_file else None,
             "pyspy": _resolve(n.pyspy, lab_base), "python": _resolve(n.python, lab_base) or n.python,
+            "vllm_python": _resolve(n.vllm_python, lab_base),
         }) for n in lab.nodes]
         lab = lab.model_copy(update={
             "nodes": nodes,

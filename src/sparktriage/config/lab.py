@@ -57,6 +57,10 @@ class LabNode(Strict):
         "GPUs on this node (count); default from `gpu`: 1 for gb10 / DGX Spark, 0 for none/cpu, "
         "else unknown. reproduce places tp x pp x dp ranks at this many per node."))
     python: str = Field("python3", description="Interpreter that runs the node agent on the node.")
+    vllm_python: str | None = Field(None, description=(
+        "The Python interpreter of the node's own vLLM: reproduce's live capture reads its "
+        "packages. Default: on this machine, the interpreter of the `vllm` on sparktriage's "
+        "PATH; on an SSH node, `python`."))
     pyspy: str | None = Field(None, description="py-spy executable on the node (else looked up).")
     env: dict[str, str] = Field(default_factory=dict, description="Environment for every process on this node.")
 

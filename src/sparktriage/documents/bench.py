@@ -71,6 +71,8 @@ class BenchRequest(Part):
     disagreements: list[str]
     short: bool
     first_read_tokens: int | None = None  # absent in documents written before it was recorded
+    max_gap_s: Finite | None = None  # longest wait between chunks once the answer began
+    asked_tokens: int | None = None  # max_tokens when ignore_eos was asked
 
 
 class FailedRequest(Part):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 from sparktriage.documents.bench import BenchDocument, LaunchDocument
+from sparktriage.documents.client_code import ClientCodeDocument
 from sparktriage.documents.launch import LaunchResult
 from sparktriage.documents.logs import LogsDocument
 from sparktriage.documents.probe import ProbeDocument
@@ -23,7 +24,8 @@ from sparktriage.store.typed import Document
 
 MODELS: dict[str, type[Document]] = {m.NAME: m for m in (
     BenchDocument, LaunchDocument, LaunchResult, LogsDocument, StallsDocument, ProbeDocument,
-    ReconcileDocument, SweepDocument, SelfcheckDocument, DemoDocument, ReportDocument)}
+    ReconcileDocument, SweepDocument, SelfcheckDocument, DemoDocument, ReportDocument,
+    ClientCodeDocument)}
 BY_FILE: dict[str, type[Document]] = {m.FILE: m for m in MODELS.values() if m.FILE}
 
 

@@ -20,6 +20,7 @@ class WorkloadHeadline(Part):
     e2e_tok_s: float | None
     ttft_s: float | None
     failed: int
+    delivered_tokens: list[int] | None = None  # [fewest, most] per measured answer
 
 
 class BenchHeadline(Part):
@@ -64,6 +65,12 @@ class SelfcheckReport(Part):
     secrets_replaced: int | None
 
 
+class SelfcheckFinding(Part):
+    id: str
+    severity: Literal["finding", "caveat"]
+    text: str
+
+
 class SelfcheckDocument(Document):
     """selfcheck.json: one check of a running server, written into its launch folder."""
 
@@ -71,9 +78,13 @@ class SelfcheckDocument(Document):
     FILE = "selfcheck.json"
     kind: Literal["selfcheck"]
     run: str
-    launch: str
+    launch: str | None  # None: the server never answered, nothing was measured
     endpoint: str
     quick: bool
+    server: dict[str, Any] | None = None  # what /v1/models and /version state
+    readiness: dict[str, Any] | None = None
+    fields: dict[str, Any] | None = None
+    findings: list[SelfcheckFinding] = []
     probe: SelfcheckProbe | None
     bench: BenchHeadline | None
     startup: Startup | None

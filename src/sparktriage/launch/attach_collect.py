@@ -76,6 +76,11 @@ class CollectRequest:
     grace_s: float = 20.0
     ready_tail_s: float = 2.0  # keep collecting this long after ready: the last startup lines
     plan: CollectPlan | None = None
+    # the command's environment: only these names of the node's own (None: all of them), then
+    # `env`; and whether it runs in a fresh private folder the agent makes (and removes)
+    env_allow: tuple[str, ...] | None = None
+    env: tuple[tuple[str, str], ...] = ()
+    private_cwd: bool = False
 
     def collect_plan(self) -> CollectPlan:
         return self.plan or default_plan(self.node, interval_s=self.interval_s,
@@ -125,7 +130,11 @@ def run_collect(req: CollectRequest, observe: Observer | None = None) -> dict:
     start = {"plan": plan.to_json(), "redact_key": new_redact_key(), "link_timeout_s": 60.0,
              "tail": list(req.logs)}
     if req.cmd:
-        start["processes"] = [{"name": "server", "argv": list(req.cmd)}]
+        process = {"name": "server", "argv": list(req.cmd), "env": dict(req.env),
+                   "private_cwd": req.private_cwd}
+        if req.env_allow is not None:
+            process["env_allow"] = list(req.env_allow)
+        start["processes"] = [process]
     else:
         start["attach"] = {"pid": req.pid, "match": req.match, "wait_s": req.match_wait_s}
     link.start(start)

@@ -17,6 +17,12 @@ starts processes on nodes and may wait for a log marker before the next stage st
 With `engine.image`, every process runs in a container (`docker run --rm --name ...
 --network host`), and teardown removes the containers by name. Every value is an argv element
 or an environment value: no shell ever parses them.
+
+The deployment's client steps (recipe `pre_exec` text: client code) that can run are run in
+each server or Ray container before its program, by a fixed `bash -c` driver that takes each
+step's text as an argument and runs it with `bash -c` in turn, as the recipe tool does; the
+plan lists every step (`client_steps`) and launch starts nothing while any is listed
+(docs/reproduce.md, "Client steps").
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import sys
 from dataclasses import asdict, dataclass
 
 from sparktriage.collect.plan import CollectPlan, default_plan
+from sparktriage.config.client_code import ClientCode, client_code
 from sparktriage.config.speculative import spec_dict
 from sparktriage.config.deployment import Deployment
 from sparktriage.config.lab import Lab, LabNode
@@ -79,6 +86,8 @@ class LaunchPlan:
     link_timeout_s: float
     teardown: tuple[tuple[str, tuple[str, ...]], ...]  # (node, argv) run after the processes end
     observe_failure_s: float = 0.0  # after a failure before ready: keep collecting, then stop
+    client_code: tuple[ClientCode, ...] = ()  # what runs by the client's choice: to accept
+    client_steps: tuple[dict, ...] = ()  # the deployment's steps: name, kind, runnable, why
 
     def node(self, name: str) -> NodePlan:
         return next(n for n in self.nodes if n.name == name)
@@ -90,6 +99,8 @@ class LaunchPlan:
     def to_json(self) -> dict:
         """The plan as data (what --dry-run --json prints; what golden tests pin)."""
         doc = asdict(self)
+        if not doc["client_steps"]:  # a deployment with no client steps: the plan as before
+            del doc["client_steps"]
         for node in doc["nodes"]:
             transport = next(n.transport for n in self.nodes if n.name == node["name"])
             node["transport"] = {"kind": "local" if transport.local else "ssh",
@@ -98,6 +109,7 @@ class LaunchPlan:
             stage["processes"] = [{"node": node, **proc, "argv": list(proc["argv"]),
                                    "env": dict(proc["env"])} for node, proc in stage["processes"]]
         doc["teardown"] = [{"node": n, "argv": list(a)} for n, a in self.teardown]
+        doc["client_code"] = [c.model_dump() for c in self.client_code]
         return doc
 
 
@@ -163,6 +175,14 @@ def _env(dep: Deployment, node: LabNode, extra: dict | None = None) -> dict[str,
     return env
 
 
+# Runs N step texts (its first argument, then the texts), each with `bash -c`, stopping at the
+# first failure, then execs the rest of its arguments: the step texts never become part of
+# this script, so nothing of the deployment is parsed by it.
+STEP_DRIVER = ('n=$1; shift; while [ "$n" -gt 0 ]; do bash -c "$1" || exit $?; shift; '
+               'n=$((n-1)); done; exec "$@"')
+STEPPED = ("server", "ray-head", "ray-worker")
+
+
 def _container(dep: Deployment, node: LabNode, name: str, argv: list[str],
                env: dict[str, str]) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...], str]:
     engine = dep.engine
@@ -170,10 +190,29 @@ def _container(dep: Deployment, node: LabNode, name: str, argv: list[str],
     run = [engine.runtime, "run", "--rm", "--name", cname, "--network", "host", "--ipc", "host"]
     if (node.gpu or "").lower() not in ("none", "cpu"):
         run += ["--gpus", "all"]
-    run += list(engine.container_args)
+    texts = [t for step in dep.steps if step.runnable and step.when == "before-serve"
+             for t in step.run] if name in STEPPED else []
+    args = list(engine.container_args)
+    if texts:
+        entry = [args[i + 1] for i in range(len(args) - 1) if args[i] == "--entrypoint"]
+        args = [a for i, a in enumerate(args) if a != "--entrypoint"
+                and (i == 0 or args[i - 1] != "--entrypoint")] + ["--entrypoint", "bash"]
+        argv = ["-c", STEP_DRIVER, "steps", str(len(texts))] + texts + entry[-1:] + argv
+    run += args
     for key, value in env.items():
         run += ["-e", f"{key}={value}"]
     return tuple(run + [engine.image] + argv), (), cname
+
+
+def refuse_client_steps(plan: LaunchPlan) -> None:
+    """No launch starts with a client step it cannot run (a mod whose folder the input lacks,
+    an image the client's tool builds): whatever was accepted, the launch would not be the
+    client's. Acceptance itself is checked where a command starts (launch/acceptance.py)."""
+    blocked = [s for s in plan.client_steps if not s["runnable"]]
+    if blocked:
+        from sparktriage.errors import UsageError
+        raise UsageError(f"deployment {plan.deployment}: " + "; ".join(
+            f"client step {s['name']} cannot run: {s['why']}" for s in blocked))
 
 
 def build_plan(dep: Deployment) -> LaunchPlan:
@@ -253,4 +292,7 @@ def build_plan(dep: Deployment) -> LaunchPlan:
         stages=tuple(stages), endpoint=f"http://{api_host}:{dep.serve.port}", ready=dep.ready,
         startup_timeout_s=t.startup_s, stage_timeout_s=t.stage_s, grace_s=t.teardown_grace_s,
         link_timeout_s=t.link_s, teardown=tuple(teardown), observe_failure_s=t.observe_failure_s,
+        client_code=tuple(client_code(dep)),
+        client_steps=tuple({"name": s.name, "kind": s.kind, "runnable": s.runnable,
+                            "why": s.why} for s in dep.steps),
     )

@@ -55,6 +55,15 @@ def render_collect_plan(request) -> View:
     return View.of_lines(lines)
 
 
+def client_code_lines(items) -> list[str]:
+    """The items a launch runs by the client's choice, one per line, by the name to accept."""
+    lines = [f"runs client code ({len(items)}; accept each by name: --accept-client-code "
+             "NAME[,NAME], docs/security.md):"]
+    width = min(max(len(i.name) for i in items), 60)
+    return lines + [escape_controls(f"  {i.name:<{width}}  {i.what}", keep_newlines=False)
+                    for i in items]
+
+
 def render_launch_plan(plan) -> View:
     """The `launch --dry-run` text of a LaunchPlan."""
     lines = [f"deployment {plan.deployment}: backend {plan.backend}, {len(plan.nodes)} node(s); "
@@ -62,6 +71,8 @@ def render_launch_plan(plan) -> View:
              f"deadlines: startup {plan.startup_timeout_s:g} s, each gated stage "
              f"{plan.stage_timeout_s:g} s, SIGTERM→SIGKILL {plan.grace_s:g} s, "
              f"silent link {plan.link_timeout_s:g} s", ""]
+    if plan.client_code:
+        lines += client_code_lines(plan.client_code) + [""]
     for node in plan.nodes:
         python = node.python or "<this python>"
         agent = node.transport.argv([python, "-c", "<bootstrap>"])
@@ -81,4 +92,9 @@ def render_launch_plan(plan) -> View:
     if plan.teardown:
         lines += ["", "after teardown:"]
         lines += [f"  on {node}: {_quote(argv)}" for node, argv in plan.teardown]
+    if plan.client_steps:
+        lines += ["", "client steps (client code: launch starts nothing until they are accepted):"]
+        lines += [escape_controls(f"  {s['name']} ({s['kind']}): " + (
+            "run in each server container before its program" if s["runnable"]
+            else f"cannot run: {s['why']}"), keep_newlines=False) for s in plan.client_steps]
     return View.of_lines(lines)

@@ -20,7 +20,7 @@ from sparktriage.documents.logs import LogsDocument
 from sparktriage.errors import LaunchError, SparktriageError
 from sparktriage.bundle import layout
 from sparktriage.logs.scan import analyze_inputs
-from sparktriage.launch.plan import LaunchPlan
+from sparktriage.launch.plan import LaunchPlan, refuse_client_steps
 from sparktriage.launch.supervisor import Supervisor
 from sparktriage.progress import Observer
 from sparktriage.store.documents import read_records
@@ -60,6 +60,7 @@ def launch_once(plan: LaunchPlan, launch: LaunchDir, observe: Observer | None = 
     """Launch, wait for readiness, hold (or run `while_ready`), tear down. Never raises for a
     launch that failed: the result's `outcome` and `failure` say what happened; KeyboardInterrupt
     propagates after teardown."""
+    refuse_client_steps(plan)
     supervisor = Supervisor(plan, launch.path / "bundle", observe)
     error: str | None = None
     try:

@@ -99,7 +99,7 @@ RULES: tuple[Rule, ...] = (
     _r("reported.loading_weights", "Loading weights took",
        r"Loading weights took " + _NUM + r" s(?:econds)?", "post_load"),
     _r("reported.model_loading", "Model loading took",
-       r"Model loading took (?P<gib>-?[\d.]+) Gi?B(?: memory)? and " + _NUM + r" s(?:econds)?",
+       r"Model loading took (?:(?P<gib>-?[\d.]+) Gi?B(?: memory)? and )?" + _NUM + r" s(?:econds)?",
        "post_load"),
     _r("load.done_v0", "Loading model weights took",
        r"Loading model weights took (?P<gb>[\d.]+) GB", "post_load"),
@@ -132,7 +132,7 @@ RULES: tuple[Rule, ...] = (
     _r("kv.graph_profile", "Profiling CUDA graph memory", r"Profiling CUDA graph memory",
        "kv_profiling"),
     _r("kv.graph_estimate", "Estimated CUDA graph memory",
-       r"Estimated CUDA graph memory: (?P<gib>[\d.]+) GiB", "kv_profiling"),
+       r"Estimated CUDA graph memory: (?P<gib>-?[\d.]+) GiB", "kv_profiling"),
     _r("kv.graph_profiling_note", "CUDA graph memory profiling is enabled", r"profiling is enabled",
        "kv_profiling"),
     _r("kv.memory_profile_v0", "Memory profiling results:", r"^Memory profiling results:",
@@ -154,6 +154,9 @@ RULES: tuple[Rule, ...] = (
        r"num_gpu_blocks is: (?P<blocks>\d+)", "kv_profiling"),
     # --- kernel JIT / autotune ---
     _r("jit.autotune", "[Autotuner]", r"\[Autotuner\]", "kernel_jit"),
+    # FlashInfer's tqdm progress ("[AutoTuner]: Tuning fp4_gemm: 100%|...") spells it with a
+    # capital T, its logger lines ("flashinfer.jit: [Autotuner]: ...") do not
+    _r("jit.autotune_bar", "[AutoTuner]", r"\[AutoTuner\]: Tuning (?P<what>[^:]+)", "kernel_jit"),
     _r("jit.warmup_size", "Compile and warming up model for size",
        r"warming up model for size (?P<size>\d+)", "kernel_jit"),
     _r("jit.cold", "JIT-compile", r"JIT-compile", "kernel_jit"),
@@ -282,7 +285,7 @@ MESSAGE_STARTS = (
     "Skipping CUDA graph", "init engine", "Supported", "Application startup",
     "Your GPU", "NVFP4 ", "NvFp4 ", "Mxfp4 ", "MXFP4 ", "Requested ", "Falling back",
     "Weight-only", "Worker proc", "EngineCore", "WorkerProc", "Engine core", "\\[c10d\\]",
-    "\\[shutdown\\]", "\\[Autotuner\\]", "Timed out",
+    "\\[shutdown\\]", "\\[Autotuner\\]", "\\[AutoTuner\\]", "Timed out",
     "\\[Rank [0-9]", "\\[PG ",  # torch's NCCL watchdog lines, "] [Rank 4] Watchdog caught ..."
 )
 GATE_LITERALS = (  # levels, tracebacks, the 0.20+ logo (a restart), crashes

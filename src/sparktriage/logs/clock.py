@@ -5,10 +5,14 @@ sub-second part. The year is inferred from a reference moment that the log canno
 (the receive times of our line records, the file's modification time, or now for stdin): the
 first stamp gets the latest year that does not put it after the reference (one day of slack for
 time-zone doubt). Later stamps keep that year until the date jumps back by more than half a year
-(Dec → Jan: a new year); a stamp that jumps forward by more than half a year belongs to the
-previous year (an out-of-order line from before the rollover). The zone is the analysing
-machine's local zone unless one is given (``--tz``). Feb 29 in a non-leap year moves to the
-latest leap year before it. A collector's dated stamp on the same line (a CI runner's, ``docker
+(Dec → Jan: a new year); the year never goes back: a stamp that jumps forward by more than half
+a year belongs to the previous year only when that puts it at most a day before the last stamp
+(an out-of-order line from just before the rollover), otherwise it is later in the same year.
+The zone is the analysing machine's local zone unless one is given (``--tz``). Feb 29: the first
+stamp takes the latest leap year not after the reference; a later one is in the current year
+when it is a leap year, or in the next when that is a leap year and the stamp follows within
+half a year (a rollover), and has no time otherwise (a line with no date, never one years
+back). A collector's dated stamp on the same line (a CI runner's, ``docker
 logs -t``) is better than the reference: `calibrate` takes the year from it, and the zone too when
 none was given and the collector's stamp carries an offset.
 """
@@ -73,8 +77,6 @@ class StampClock:
             h, m, s = int(hms[0:2]), int(hms[3:5]), int(hms[6:8])
         except ValueError:
             return None
-        if month == 2 and day == 29:
-            year = _leap_before(year)
         base = self.hour_base(year, month, day, h)
         if base is None or m > 59 or s > 60:
             return None
@@ -109,26 +111,34 @@ class StampClock:
         except ValueError:
             return None
         hms = stamp[6:]
+        leap_day = month == 2 and day == 29
         if self.year is None:
             year = self._reference_year()
+            year = _leap_before(year) if leap_day else year
             t = self._unix(year, month, day, hms)
             if t is not None and t > self.reference + SLACK:
-                year -= 1
+                year = _leap_before(year - 1) if leap_day else year - 1
                 t = self._unix(year, month, day, hms)
             if t is None:
                 return None
             self.year = year
         else:
             t = self._unix(self.year, month, day, hms)
+            if t is None and leap_day and self.last is not None:
+                ahead = self._unix(self.year + 1, month, day, hms)  # a leap year next
+                if ahead is not None and self.last < ahead <= self.last + HALF_YEAR:
+                    self.year += 1
+                    t = ahead
             if t is None:
                 return None
             if self.last is not None and t < self.last - HALF_YEAR:
                 self.year += 1  # Dec → Jan rollover
                 t = self._unix(self.year, month, day, hms)
             elif self.last is not None and t > self.last + HALF_YEAR:
-                t = self._unix(self.year - 1, month, day, hms)  # a straggler from last year
-                self._cache = ("", None)
-                return None if t is None else t + _frac(frac)
+                back = self._unix(self.year - 1, month, day, hms)
+                if back is not None and back >= self.last - SLACK:
+                    self._cache = ("", None)  # a straggler from just before the rollover
+                    return back + _frac(frac)
         if t is not None:
             self.last = t
         self._cache = (stamp, t)

@@ -19,7 +19,8 @@ prefix, often with a time stamp of its own (docs/logs.md, "Collector prefixes"):
   [Info] (Process) `` (a launcher's stamp, level tag and component, lemonade's; its own lines,
   e.g. a health poll, are timed by it too);
 * ``docker compose``'s ``service-1  | `` column; Buildkite's ``  | `` column;
-* a CI step's bracketed stamp ``[2026-02-24T20:21:58Z] ``.
+* a CI step's bracketed stamp ``[2026-02-24T20:21:58Z] ``, and a launcher script's
+  ``[2026-01-26 16:56:13] `` in front of its own lines and the server's.
 
 `peel` removes any number of them from the front of a line (in any order, at most
 `MAX_LAYERS`) and returns what they said: the outermost stamp with a date wins (it is the last
@@ -60,6 +61,11 @@ _DATED = re.compile(
     r"(?P<date>\d{4}-\d\d-\d\d) (?P<hms>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d{1,9}))?"
     r"(?: ?(?P<tz>Z|UTC|[+-]\d\d:?\d\d))?(?: \| | " + _LEVEL_TAG + "| " + _AFTER + ")"
 )
+# a launcher script's bracketed "[YYYY-MM-DD HH:MM:SS] " in front of its own lines and of the
+# server's (DGX Spark cluster scripts); whatever follows is the line
+_BRACKETED = re.compile(
+    r"\[(?P<date>\d{4}-\d\d-\d\d) (?P<hms>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d{1,9}))?"
+    r"(?: ?(?P<tz>Z|UTC|[+-]\d\d:?\d\d))?\] ")
 # srun --label / pdsh-like task numbers, only in front of what a vLLM worker writes
 _TASK = re.compile(r"\d{1,5}: (?=\(|\[rank|\[[IWEF]\d|Traceback|(?:DEBUG|INFO|WARNING|ERROR|"
                    r"CRITICAL) \d\d-\d\d )")
@@ -95,6 +101,12 @@ def peel(text: str) -> tuple[str, Collected | None]:
         step = None
         if first == "[" and len(text) > 21 and text[5] == "-" and text[11] == "T":
             step = _rfc3339(text)  # "[2026-02-24T20:21:58Z] " (a CI step's stamp)
+        elif first == "[" and len(text) > 21 and text[5] == "-" and text[11] == " ":
+            m = _BRACKETED.match(text)  # "[2026-01-26 16:56:13] " (a launcher's stamp)
+            if m:
+                tz = m["tz"]
+                step = (m.end(), Collected("dated", f"{m['date']} {m['hms']}", None, m["frac"],
+                                           "Z" if tz == "UTC" else tz))
         elif first == "[" and text[1:4] in ("pod", "dep", "sta", "job", "dae", "rep"):
             m = _KUBECTL.match(text)  # kubectl logs --prefix
             if m:

@@ -383,6 +383,14 @@ def _kv(f: Facts, hit: Hit, event: LogEvent) -> None:
         kv.setdefault("tokens_per_request", _i(m["len"]))
     elif hit.id == "kv.graph_estimate":
         kv.setdefault("cuda_graph_memory_gib", _f(m["gib"]))
+    elif hit.id == "kv.blocks_v0":  # "# GPU blocks: 1478, # CPU blocks: 2048" ("# cuda blocks: 0")
+        kv.setdefault("blocks", _i(m["blocks"]))
+        kv.setdefault("cpu_blocks", _i(m["cpu"]))
+        kv.setdefault("block_device", m["dev"])
+    elif hit.id == "kv.blocks":
+        kv.setdefault("blocks", _i(m["blocks"]))
+    elif hit.id == "kv.memory_profiling":
+        kv.setdefault("profiling_s", _f(m["s"]))
 
 
 _HANDLERS = {

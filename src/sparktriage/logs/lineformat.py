@@ -43,6 +43,13 @@ _VLLM = re.compile(
     r"\[?(?P<file>[^\]\s]+?):(?P<line>\d{1,9})(?:\]|\[\]) ?"  # 0.6-0.8: no "["; "[]": a
     # paste whose markdown rendering turned the "]" into "[]"
 )
+# a launcher that writes its own "[MM-DD HH:MM:SS] [file.py:N] " header (level optional, before
+# the file tag or in front of the stamp) around what vLLM's loggers say
+_LAUNCHER = re.compile(
+    r"\[(?P<stamp>\d\d-\d\d \d\d:\d\d:\d\d)(?:[.,](?P<frac>\d{1,9}))?\] "
+    r"(?:(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL|WARN|TRACE) )?"
+    r"\[(?P<file>[^\]\s]+?\.py):(?P<line>\d{1,9})\] ?"
+)
 _STAMP_HINT = re.compile(r"\d\d-\d\d \d\d:\d\d:\d\d")
 _UVICORN = re.compile(r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL|TRACE):\s+")
 _GLOG = re.compile(
@@ -238,6 +245,16 @@ def _parse_body(rest: str, process, pid, relay, cont) -> LineFields | None:
         if m:
             return LineFields(message=rest[m.end():], level=_LEVELS.get(m["level"], m["level"]),
                               process=process, pid=pid, relay=relay, cont=cont, kind="uvicorn")
+    if first == "[" and rest[3:4] == "-" and rest[6:7] == " ":
+        m = _LAUNCHER.match(rest)
+        if m:
+            level = m["level"]
+            return LineFields(
+                message=_overwrite(rest[m.end():]),
+                level=_LEVELS.get(level, level) if level else None,
+                process=process, pid=pid, relay=relay,
+                source_file=m["file"].rsplit("/", 1)[-1], source_line=int(m["line"]),
+                stamp=m["stamp"], frac=m["frac"], cont=cont, kind="vllm")
     if first == "[" and rest[2:3] == " ":
         m = _GLOG_OLD.match(rest)
         if m:

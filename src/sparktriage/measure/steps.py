@@ -47,13 +47,15 @@ def probe_step(endpoint: str, launch: LaunchDir, baseline: Path | None = None, *
 def bench_step(endpoint: str, launch: LaunchDir, workloads: Sequence[Workload], *,
                log: Sequence[str] = (), metrics: str | None = "", log_wait_s: float = 15.0,
                model: str | None = None, api_key: str | None = None, tz=None,
-               observe: Observer = quiet, warn: Callable[[str], None] = lambda m: None) -> dict:
+               observe: Observer = quiet, warn: Callable[[str], None] = lambda m: None,
+               scrape_every: int | None = None) -> dict:
     """The delivered-token protocol, with Prometheus scraped around each workload (`metrics`:
     its URL; "" for the endpoint's own /metrics; None for none) and, when `log` is given,
-    reconciled with the log; returns bench.json (+ `reconcile`)."""
+    reconciled with the log (`scrape_every`: also scrape after every that many measured
+    requests, for windowed acceptance); returns bench.json (+ `reconcile`)."""
     url = endpoint.rstrip("/") + "/metrics" if metrics == "" else metrics
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
-    recorder = MetricsRecorder(url, launch, warn, headers) if url else None
+    recorder = MetricsRecorder(url, launch, warn, headers, scrape_every) if url else None
     watch = recorder.observer(observe) if recorder else observe
     settings = ClientSettings(base_url=endpoint, api_key=api_key)
     document = run_protocol(ProtocolPlan(settings, model, tuple(workloads)), launch, watch)
@@ -102,6 +104,13 @@ class StepLog:
         return result
 
 
+def _delivered(workload: dict) -> list[int] | None:
+    """[fewest, most] output tokens that arrived in one measured answer (None: no answer)."""
+    got = [r["output_tokens"] for r in workload.get("requests") or []
+           if not r.get("warmup") and r.get("status") == "ok"]
+    return [min(got), max(got)] if got else None
+
+
 def bench_summary(doc: dict | None) -> dict | None:
     """The protocol's headline per workload, for a session summary."""
     if doc is None:
@@ -112,7 +121,8 @@ def bench_summary(doc: dict | None) -> dict | None:
                                   "e2e_tok_s": w["summary"]["e2e_tok_s"]["mean"],
                                   "ttft_s": w["summary"]["ttft_s"]["mean"],
                                   "failed": w["summary"]["counts"]["error"]
-                                  + w["summary"]["counts"]["incomplete"]}
+                                  + w["summary"]["counts"]["incomplete"],
+                                  "delivered_tokens": _delivered(w)}
                       for w in doc["workloads"]},
         "reconcile_verdict": (doc.get("reconcile") or {}).get("verdict"),
     }

@@ -37,6 +37,8 @@ def metric_windows(launch: LaunchDir) -> list[dict] | None:
         if record.get("when") == "before":
             pending[record.get("workload")] = record
             continue
+        if record.get("when") == "during":  # acceptance windows only (session/windows.py)
+            continue
         before = pending.pop(record.get("workload"), None)
         window = {"workload": record.get("workload"), "start": None, "end": None,
                   "generation_tokens": None, "error": None}

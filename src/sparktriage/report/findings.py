@@ -291,6 +291,45 @@ def traps(reproduce: dict | None) -> list[Finding]:
     return out
 
 
+# What a client of a checked server feels (session/findings.py ids, docs/selfcheck.md): answers
+# that do not arrive are wrong output; the rest cost throughput.
+_CLIENT_FIXES = {
+    "no-answer": "check the engine is alive (its log, /health) before clients are sent to it",
+    "not-ready": "make one short chat request succeed before serving clients",
+    "empty-answer": "check the chat template and the model: the answer holds no text",
+    "empty-answers": "check the chat template and stop settings: answers come back empty",
+    "reasoning-only": "enable the reasoning parser's content split or read reasoning_content in clients",
+    "empty-at-limit": "raise max_tokens or lower the reasoning budget: the limit is spent before any content",
+    "wrong-model": "check --served-model-name and any proxy that rewrites the model",
+    "short-answers": "check the proxy or gateway for dropped ignore_eos/max_tokens, and the engine's stop settings",
+    "failed-requests": "read the server log at the failed requests' times; a proxy may cut streams",
+    "mid-stream-pause": "look for preemptions, prefill of other requests or a buffering proxy at the pause",
+    "no-token-counts": "enable usage in streams (stream_options.include_usage) at the server or gateway",
+    "preemptions": "raise gpu_memory_utilization or lower max_num_seqs/max_model_len: the KV cache is too small",
+    "acceptance-collapse": "restart the drafter or turn speculation off until its acceptance is understood",
+}
+_CLIENT_THROUGHPUT = ("mid-stream-pause", "preemptions", "acceptance-collapse")
+
+
+def client(documents: dict[str, dict | None]) -> list[Finding]:
+    """The findings `selfcheck` judged for each launch (`selfcheck-findings.json`; caveats stay
+    in that file and in selfcheck.json)."""
+    out = []
+    for label, doc in documents.items():
+        for number, item in enumerate(as_list(as_dict(doc).get("findings"))):
+            item = as_dict(item)
+            cause = text(item.get("id"))
+            if item.get("severity") != "finding" or cause is None:
+                continue
+            area = "throughput" if cause in _CLIENT_THROUGHPUT else "correctness"
+            out.append(Finding(area, f"Clients feel it: {cause.replace('-', ' ')}",
+                               text(item.get("text")) or cause, [f"{label}/selfcheck-findings.json"],
+                               cause, _CLIENT_FIXES.get(cause, "see docs/selfcheck.md"),
+                               Gain("none", "answers clients can use"), "high",
+                               impact=-number, launches=[label]))
+    return out
+
+
 def ranked(findings: list[Finding]) -> list[dict]:
     """Findings in rank order, as report.json records with their rank (1 = costs the most)."""
     order = sorted(enumerate(findings), key=lambda kv: (TIERS.index(kv[1].area), -kv[1].impact, kv[0]))

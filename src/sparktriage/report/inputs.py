@@ -22,6 +22,7 @@ import yaml
 
 from sparktriage import yamlsafe
 from sparktriage.documents.bench import BenchDocument, LaunchDocument
+from sparktriage.documents.client_code import ClientCodeDocument
 from sparktriage.documents.logs import LogsDocument
 from sparktriage.documents.probe import ProbeDocument
 from sparktriage.documents.reconcile import ReconcileDocument
@@ -32,14 +33,15 @@ from sparktriage.store.documents import read_document_bounded, read_records
 from sparktriage.store.rundir import SCHEMA_VERSION
 from sparktriage.store.typed import Document, parse
 
-TOP_FILES = ("run.json", "deployment.yaml", "sweep.json", "reproduce.json")
+TOP_FILES = ("run.json", "deployment.yaml", "sweep.json", "reproduce.json", "client-code.json",
+             "preflight.json")
 LAUNCH_FILES = ("launch.json", "capabilities.json", "bench.json", "requests.jsonl", "logs.json",
-                "reconcile.json", "stalls.json", "probe.json")
+                "reconcile.json", "stalls.json", "probe.json", "selfcheck-findings.json")
 BUNDLE_FILES = ("bundle.json", "environment-diff.json")
 NODE_FILES = ("environment.json", "clock.json")
 MODELS: dict[str, type[Document]] = {m.FILE: m for m in (  # validated on reading
     LaunchDocument, BenchDocument, LogsDocument, ReconcileDocument, StallsDocument, ProbeDocument,
-    SweepDocument)}
+    SweepDocument, ClientCodeDocument)}
 
 
 @dataclass(frozen=True)

@@ -55,11 +55,14 @@ def deployment(inputs: RunInputs, sections: dict) -> dict:
         counts = [len(inputs.bundle_nodes(label)) for label in inputs.launches]
         nodes = max(counts) if counts and max(counts) else None
     par = as_dict(doc.get("parallelism"))
-    tp = integer(par.get("tp")) or integer(par.get("tensor_parallel_size"))
-    version = next((l["server_version"] for l in launches if l["server_version"]), None)
+    stated = _stated(inputs)
+    tp = (integer(par.get("tp")) or integer(par.get("tensor_parallel_size"))
+          or integer(stated["config"].get("tensor_parallel_size")))
+    version = next((l["server_version"] for l in launches if l["server_version"]), None) or stated["version"]
     image = text(as_dict(doc.get("engine")).get("image"))
     engine = (f"vLLM {version}" if version else "vLLM version not recorded") + (f" ({image})" if image else "")
-    quant = text(model_doc.get("quantization")) or NOT_RECORDED
+    quant = (text(model_doc.get("quantization")) or text(stated["config"].get("quantization"))
+             or ("none (the log's engine config)" if "quantization" in stated["config"] else NOT_RECORDED))
     spec = speculative_flag.in_document(doc)
     if isinstance(spec, dict):
         speculative = f"{text(spec.get('method')) or '?'}, {spec.get('num_speculative_tokens')} tokens"
@@ -73,10 +76,30 @@ def deployment(inputs: RunInputs, sections: dict) -> dict:
     if sections["sweep"]["status"] == "present":
         depths = [p["depth"] for p in sections["sweep"]["points"]]
         speculative += f"; swept depths {', '.join(map(str, depths))}"
-    nodes_text = (count(nodes, "node") if nodes else "node count not recorded") + (f" (TP {tp})" if tp else "")
+    if nodes is None and stated["world_size"]:
+        nodes_text = f"{count(stated['world_size'], 'GPU')} by the log (one per GB10 node)"
+    else:
+        nodes_text = count(nodes, "node") if nodes else "node count not recorded"
+    nodes_text += f" (TP {tp})" if tp else ""
     line = f"{model} on {nodes_text}; {engine}; quantization {quant}; speculative {speculative}"
     return {"line": line, "model": model, "nodes": nodes, "engine": engine, "quantization": quant,
             "speculative": speculative}
+
+
+def _stated(inputs: RunInputs) -> dict:
+    """What the server's own log states (logs.json: the `non-default args` line and the engine
+    config), for a run without a deployment file (selfcheck on a customer's server)."""
+    for label in inputs.launches:
+        logs = as_dict(inputs.launch_doc(label, "logs.json"))
+        if logs:
+            config = as_dict(logs.get("config"))
+            size = integer(as_dict(logs.get("distributed")).get("world_size"))
+            if size is None and (integer(config.get("tensor_parallel_size")) or
+                                 integer(config.get("pipeline_parallel_size"))):
+                size = ((integer(config.get("tensor_parallel_size")) or 1)
+                        * (integer(config.get("pipeline_parallel_size")) or 1))
+            return {"config": config, "version": text(logs.get("version")), "world_size": size}
+    return {"config": {}, "version": None, "world_size": None}
 
 
 def _launch_meta(inputs: RunInputs) -> dict:
@@ -95,7 +118,7 @@ def protocol_sentence(inputs: RunInputs, sections: dict) -> str:
     if workloads:
         w = workloads[0]
         shape = (f"{integer(w.get('warmup')) or 0} warm-up then {integer(w.get('requests')) or '?'} measured "
-                 f"streamed requests of {integer(w.get('max_tokens')) or '?'} output tokens, one at a time, ")
+                 f"streamed requests asking for {integer(w.get('max_tokens')) or '?'} output tokens, one at a time, ")
     names = sorted({w["name"] for l in sections["protocol"]["launches"] for w in l["workloads"]})
     return (f"Per launch and workload ({', '.join(names)}): {shape}decode rate per request = tokens "
             "after the first ÷ time from first to last token as delivered to the client; intervals are "
@@ -164,6 +187,9 @@ def results(inputs: RunInputs, sections: dict) -> list[dict]:
         rows.append({"metric": "Cold start to serving", "result": "not measured",
                      "notes": "no startup timeline: sparktriage stalls LAUNCH/bundle"})
     rows.append(_context(inputs, sections))
+    pause = _longest_pause(inputs)
+    if pause is not None:
+        rows.append(pause)
     rejected = (sections["sweep"].get("model") or {}).get("rejection")  # issue 38: why it failed
     if sections["sweep"]["status"] == "present" and rejected:
         rows.append({"metric": "Depth model", "result": "rejected: the black-box rule decided",
@@ -180,14 +206,55 @@ def _context(inputs: RunInputs, sections: dict) -> dict:
                 break
         if prompt is not None:
             break
-    w = next((w for w in as_list(_launch_meta(inputs).get("workloads")) if isinstance(w, dict)), {})
+    meta = _launch_meta(inputs)
+    w = next((w for w in as_list(meta.get("workloads")) if isinstance(w, dict)), {})
     serve = as_dict((inputs.doc("deployment.yaml") or {}).get("serve"))
-    max_len = integer(serve.get("max_model_len"))
+    max_len = (integer(serve.get("max_model_len")) or integer(_stated(inputs)["config"].get("max_model_len"))
+               or integer(meta.get("max_model_len")))
     parts = [f"prompt {prompt} tokens" if prompt is not None else "prompt length not recorded",
-             f"{integer(w.get('max_tokens'))} output tokens per request" if integer(w.get("max_tokens")) else
-             "output length not recorded", "one request at a time"]
-    return {"metric": "Context", "result": ", ".join(parts),
-            "notes": f"max model length {max_len} tokens" if max_len else "max model length not recorded"}
+             _delivered(inputs, integer(w.get("max_tokens"))), "one request at a time"]
+    notes = f"max model length {max_len} tokens" if max_len else "max model length not recorded"
+    cache = as_dict(as_dict(as_dict(as_dict(inputs.doc("preflight.json")).get("metrics"))
+                            .get("config_info")).get("vllm:cache_config_info"))
+    label = text(cache.get("kv_cache_size_tokens")) or ""  # Prometheus labels are strings
+    size = int(label) if label.isdigit() and len(label) <= 15 else None
+    if size:
+        notes += (f"; KV cache {size:,} tokens"
+                  + (f", {text(cache.get('cache_dtype'))}" if text(cache.get("cache_dtype")) else "")
+                  + " (the server's vllm:cache_config_info)")
+    return {"metric": "Context", "result": ", ".join(parts), "notes": notes}
+
+
+def _longest_pause(inputs: RunInputs) -> dict | None:
+    """The longest silence between two chunks of one answer, once it began (bench.json
+    `max_gap_s`): a client sees the answer freeze that long."""
+    gaps = [(r["max_gap_s"], label, as_dict(w).get("name"), r.get("index"))
+            for label in inputs.launches
+            for w in as_list(as_dict(inputs.launch_doc(label, "bench.json")).get("workloads"))
+            for r in as_list(as_dict(w).get("requests"))
+            if isinstance(r, dict) and isinstance(r.get("max_gap_s"), (int, float))]
+    if not gaps:
+        return None
+    gap, label, workload, index = max(gaps, key=lambda g: g[0])
+    return {"metric": "Longest pause mid-stream", "result": f"{significant(gap, 2)} s",
+            "notes": f"{label} {workload} request {index}; the longest wait between two chunks "
+                     f"of one answer once it began, over {len(gaps)} requests"}
+
+
+def _delivered(inputs: RunInputs, asked: int | None) -> str:
+    """Output tokens that arrived per measured request (what the client got), beside what was
+    asked when they differ: a server answering 1 token of 128 must not read as 128."""
+    got = [integer(r.get("output_tokens")) for label in inputs.launches
+           for w in as_list(as_dict(inputs.launch_doc(label, "bench.json")).get("workloads"))
+           for r in as_list(as_dict(w).get("requests"))
+           if isinstance(r, dict) and not r.get("warmup") and r.get("status") == "ok"]
+    got = [g for g in got if g is not None]
+    if not got:
+        return "no output delivered" + (f" ({asked} tokens asked per request)" if asked else "")
+    low, high = min(got), max(got)
+    delivered = f"{count(low, 'output token')} delivered per request" if low == high else \
+        f"{low} to {high} output tokens delivered per request"
+    return delivered + (f" ({asked} asked)" if asked and (low, high) != (asked, asked) else "")
 
 
 def _healthy_probe(sections: dict) -> list[str]:
@@ -260,7 +327,8 @@ def build(inputs: RunInputs, sections: dict) -> dict:
     unstable, stable_ok = F.instability(sections)
     found = (F.garbage(sections) + F.unchecked_gate(sections) + sweep_findings + stall_findings
              + F.compile_cache(sections)
-             + F.traps(inputs.doc("reproduce.json")) + unstable)
+             + F.traps(inputs.doc("reproduce.json")) + unstable
+             + F.client({l: inputs.launch_doc(l, "selfcheck-findings.json") for l in inputs.launches}))
     healthy = _healthy_probe(sections) + stall_ok + sweep_ok + stable_ok + _healthy_reconcile(sections)
     return {"deployment": deployment(inputs, sections), "protocol": protocol_sentence(inputs, sections),
             "results": results(inputs, sections), "findings": F.ranked(found), "healthy": healthy,

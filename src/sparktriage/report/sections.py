@@ -63,7 +63,13 @@ def deployment_section(inputs: RunInputs) -> dict:
         return missing("no deployment.yaml: this run did not launch the server itself",
                        ["deployment.yaml"], "deployment.yaml")
     rows = [(k, v) for k, v in flatten(doc) if k != "schema_version"]
-    return {"status": "present", "source": "deployment.yaml", "rows": rows}
+    section = {"status": "present", "source": "deployment.yaml", "rows": rows}
+    accepted = inputs.doc("client-code.json")
+    if isinstance(accepted, dict) and isinstance(accepted.get("items"), list):
+        # what the launch ran by the client's choice, as the consultant accepted it by name
+        section["client_code"] = [{"name": str(i.get("name")), "what": str(i.get("what"))}
+                                  for i in accepted["items"] if isinstance(i, dict)][:50]
+    return section
 
 
 def environment_section(inputs: RunInputs) -> dict:

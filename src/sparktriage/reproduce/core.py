@@ -15,17 +15,22 @@ from typing import TYPE_CHECKING, Any
 import yaml
 from pydantic import ValidationError
 
+from sparktriage.config.client_code import client_code
 from sparktriage.config.deployment import Deployment
 from sparktriage.config.lab import Lab
 from sparktriage.errors import ConfigError, SourceLocation, UsageError, InputError
-from sparktriage.yamldoc import load_model, load_with_lines, validate
+from sparktriage.yamldoc import load_model
+from sparktriage.reproduce import beside
 from sparktriage.reproduce import diff as diffing
 from sparktriage.reproduce import facts as trapfacts
 from sparktriage.reproduce import traps as trapcheck
+from sparktriage.reproduce.devices import map_devices
 from sparktriage.reproduce.envcheck import unknown_vllm_env
+from sparktriage.reproduce.kvcheck import unshipped_connectors
 from sparktriage.reproduce.readall import import_all, import_input  # noqa: F401 (API)
 from sparktriage.reproduce.labfacts import read_capture
-from sparktriage.reproduce.labplan import place_ranks, plan_for
+from sparktriage.reproduce.labplan import Shape, place_ranks, plan_for
+from sparktriage.reproduce.clientcode import ignored_labs, loader_rows, recorded_client_code
 from sparktriage.reproduce.model import ClientNode, Facts, Imported, LabPlan, ReproduceResult
 from sparktriage.reproduce.nodemap import assign
 from sparktriage.reproduce.normalize import combine, origin
@@ -38,24 +43,16 @@ if TYPE_CHECKING:
     from sparktriage.launch.plan import LaunchPlan
 
 LOCAL_LAB = {"name": "this-machine", "nodes": [{"name": "local", "host": "127.0.0.1"}]}
+LOCAL_STATEMENT = ("no --lab given: the plan and the live capture are of this machine only "
+                   "(a lab named in a client file is never used)")
 
 
-def _load_lab(lab: Path | None, imported: list[Imported]) -> tuple[Any, Lab, str]:
-    """(the deployment's `lab` value, the Lab, a name for statements)."""
+def _load_lab(lab: Path | None) -> tuple[Any, Lab, str]:
+    """(the deployment's `lab` value, the Lab, a name for statements): the `--lab` file, else
+    this machine. A lab a client file names is never read (clientcode.ignored_labs)."""
     if lab is not None:
         model = load_model(Lab, lab)
         return os.path.abspath(lab), model, model.name or str(lab)
-    for part in imported:
-        if part.input.kind == "deployment":
-            data, marks = load_with_lines(Path(part.input.path))
-            ref = data.get("lab")
-            if isinstance(ref, str):
-                path = Path(os.path.abspath(part.input.path)).parent / ref
-                model = load_model(Lab, path)
-                return os.path.normpath(path), model, model.name or ref
-            if isinstance(ref, dict):
-                model = validate(Lab, ref, marks, Path(part.input.path), prefix=("lab",))
-                return ref, model, model.name or "inline lab"
     return LOCAL_LAB, Lab.model_validate(LOCAL_LAB), "this machine (no --lab given)"
 
 
@@ -75,20 +72,25 @@ def reproduce(inputs: list[Path], lab: Path | None, node_map: dict[str, str] | N
     if "model" not in client_dep or not (client_dep.get("model") or {}).get("path"):
         raise InputError("no input names a model to serve (give the serve line, docker run, "
                          "compose file or deployment YAML besides environment captures)")
-    lab_value, lab_model, lab_name = _load_lab(lab, imported)
+    lab_value, lab_model, lab_name = _load_lab(lab)
     client_nodes, rank_statements = place_ranks(
         client_dep, client_nodes, lab_model, lab_value is not LOCAL_LAB,
-        _client_gpu(client_facts), str(inputs[0]))
+        _client_gpu(client_facts), str(inputs[0]), _shape(imported))
     lab_names = _lab_order(lab_model)
     pairs = assign([n.name for n in client_nodes], lab_names, node_map or {})
     used = [lab_node for _, lab_node in pairs]
     client_gpu = _client_gpu(client_facts)
     site = localize(client_dep.get("env") or {}, client_nodes, pairs, lab_model,
                     client_dep.get("serve") or {}, str(inputs[0]), client_dep.get("engine"))
+    pinned = map_devices(site, client_nodes, pairs, lab_model, str(inputs[0]))
     statements = rank_statements + _statements(client_nodes, client_gpu, lab_model, lab_names,
-                                               used) + ([site.statement()] if site.statement()
-                                                        else [])
+                                               used) + [s for s in (site.statement(),
+                                                                    pinned.statement()) if s] \
+        + ([LOCAL_STATEMENT] if lab is None else [])
     dep = _lab_deployment(client_dep, site, pairs, lab_value)
+    dep["client_code"] = recorded_client_code(dep)
+    if not dep["client_code"]:
+        dep.pop("client_code")
     model, normalized = _validated(dep, secrets, imported)
     out_dir.mkdir(parents=True, exist_ok=True)
     dep_path = out_dir / "deployment.yaml"
@@ -96,7 +98,15 @@ def reproduce(inputs: list[Path], lab: Path | None, node_map: dict[str, str] | N
     supply = secrets.used_in(text)  # only what the deployment holds is asked for
     _write(dep_path, header(supply) + text, secrets)
     lab_plan, launch = plan_for(dep_path, lab_name, pairs, statements)
-    lab_facts, capture_status = _lab_facts(lab_capture, capture_live, launch, model, used,
+
+    def build(part_dep: dict, part_site: Localized, part_pairs: list, value: Any,
+              parts: list[Imported]) -> dict:
+        return _validated(_lab_deployment(part_dep, part_site, part_pairs, value), secrets,
+                          parts)[1]
+    lab_plan.statements.extend(beside.place(imported, lab_model, lab_value, lab_names, used,
+                                            secrets, out_dir, build, _write))
+    lab_plan.client_code = list(launch.client_code) if launch else client_code(model)
+    lab_facts, capture_status = _lab_facts(lab_capture, capture_live, launch, lab_model, used,
                                            secrets)
     lab_plan.statements.extend(_captured_hardware(client_gpu, lab_facts))
     client_env = _client_env(client_nodes, client_facts, client_dep)
@@ -105,11 +115,15 @@ def reproduce(inputs: list[Path], lab: Path | None, node_map: dict[str, str] | N
                                   trapcheck.load_why())
     facts = trapfacts.build(normalized, client_facts, lab_facts,
                             _lab_nodes_info(lab_model, used, lab_facts), client_env, pairs)
+    facts.update(pinned.facts())
     unknown, unneeded = settle([u for i in imported for u in i.unknown] + site.unknown
+                               + ignored_labs(imported) + loader_rows(client_dep, client_nodes,
+                                                                      imported)
                                + unknown_vllm_env({n.name: {**(client_dep.get("env") or {}),
                                                             **n.env} for n in client_nodes}
                                                   or {"node0": client_dep.get("env") or {}},
-                                                  imported), secrets.supply, supply)
+                                                  imported)
+                               + unshipped_connectors(imported), secrets.supply, supply)
     result = ReproduceResult(
         inputs=[i.input for i in imported], deployment=normalized, unknown=unknown,
         diff=differences, traps=trapcheck.check(facts), placeholders=supply,
@@ -120,6 +134,20 @@ def reproduce(inputs: list[Path], lab: Path | None, node_map: dict[str, str] | N
     result = ReproduceResult.model_validate(secrets.deep(result.model_dump(mode="json")))
     _write(out_dir / "reproduce.json", json.dumps(result.to_json(), indent=2) + "\n", secrets)
     return result.model_copy(update={"out_dir": str(out_dir)})
+
+
+def _shape(imported: list[Imported]) -> Shape | None:
+    """The shape of the input whose server is reproduced (a Kubernetes workload, a SLURM job),
+    at its server command's line."""
+    for part in imported:
+        if part.shape and part.deployment.get("serve"):
+            if part.command_at:
+                path, _, line = part.command_at.rpartition(":")
+                where = SourceLocation(path, int(line) if line.isdigit() else None)
+            else:
+                where = SourceLocation(part.input.path, part.line)
+            return Shape(part.shape, part.shape_detail, where)
+    return None
 
 
 def _lab_order(lab_model: Lab) -> list[str]:
@@ -201,6 +229,8 @@ def _validated(dep: dict, secrets: Placeholders,
         raise _invalid(exc, imported) from None
     normalized = model.model_dump(mode="json")
     normalized["lab"] = dep["lab"]
+    if not normalized.get("client_code"):  # nothing recorded: the section is left out
+        normalized.pop("client_code", None)
     return model, secrets.deep(normalized)
 
 
@@ -221,7 +251,7 @@ def _invalid(exc: ValidationError, imported: list[Imported]) -> ConfigError:
 
 
 def _lab_facts(lab_capture: Path | None, capture_live: bool, launch: LaunchPlan | None,
-               model: Deployment, used: list[str],
+               lab: Lab, used: list[str],
                secrets: Placeholders) -> tuple[dict[str, Facts], dict[str, str]]:
     """The lab's side of the diff: from a saved capture, captured live, or none; and how each
     used lab node was captured."""
@@ -232,9 +262,7 @@ def _lab_facts(lab_capture: Path | None, capture_live: bool, launch: LaunchPlan 
         capture_status = {n: f"file {lab_capture}" for n in lab_facts}
     elif capture_live and launch is not None:
         from sparktriage.reproduce.capture import capture_lab
-        vllm = model.engine.vllm
-        argv0 = vllm[0] if isinstance(vllm, list) and vllm else (vllm if isinstance(vllm, str) else "vllm")
-        lab_facts, capture_status = capture_lab(launch, argv0, secrets, used)
+        lab_facts, capture_status = capture_lab(launch, lab, secrets, used)
     for node in used:
         capture_status.setdefault(node, "not captured")
     return lab_facts, capture_status

@@ -1,7 +1,11 @@
 """Which kind of input a file is, from its content (the file name is not trusted), read bounded.
 
-Order: a systemd unit (`[Service]` with `ExecStart=`) is systemd; a YAML mapping with `services` is a compose file and one with `model` (and
-`schema_version`, `lab` or `serve`) our deployment; text framed like `vllm collect-env` is
+Order: a systemd unit (`[Service]` with `ExecStart=`) is systemd; Kubernetes YAML (`apiVersion:`
+and `kind:` at the top level, one or several documents) is kubernetes, unless it holds Helm
+template actions (`{{ .Values ... }}`), which are refused naming `helm template`, as are Helm
+values files; a shell script with `#SBATCH` lines is a SLURM batch job; a YAML mapping with
+`services` is a compose file and one with `model` (and `schema_version`, `lab` or `serve`) our
+deployment; text framed like `vllm collect-env` is
 collect-env; a YAML mapping of none of these kinds is refused (never read as a shell script,
 unless most of its lines read as shell); a shell text running `docker|podman run` is docker,
 one running `vllm serve`, the api_server module or `ray start` is serve (both are read by
@@ -17,10 +21,13 @@ import yaml
 
 from sparktriage.errors import InputError
 from sparktriage import yamlsafe
-from sparktriage.reproduce.importers import collect_env, deployment, envdump, recipe, systemd
+from sparktriage.limits import check_lines
+from sparktriage.reproduce.importers import (collect_env, deployment, envdump, kube_docs, recipe,
+                                             systemd)
 from sparktriage.reproduce.shell import MAX_INPUT_BYTES
 
 _DOCKER = re.compile(r"(?m)^\s*(?:sudo\s+)?(?:\S*/)?(?:docker|podman)\s+(?:container\s+)?run\b")
+_SBATCH = re.compile(r"(?m)^#SBATCH[ \t]+-")
 _SERVE = re.compile(r"(?m)(?:^|[\s;&|'\"(])(?:\S*/)?vllm\s+serve\b"
                     r"|-m\s+vllm\.entrypoints\.(?:openai\.api_server|api_server|cli\.main)\b"
                     r"|(?:^|[\s;&|'\"])ray\s+start\b")
@@ -42,6 +49,7 @@ def read_input(path: Path) -> str:
                          "config a client sends")
     if b"\x00" in data:
         raise InputError(f"{path}: contains a NUL byte; not a text file")
+    check_lines(data, str(path))
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -73,6 +81,14 @@ def _shell_like(text: str) -> bool:
 def detect(text: str) -> str:
     if systemd.looks_like_unit(text):  # `[Service]` with `ExecStart=`: never YAML or shell
         return "systemd"
+    if kube_docs.templated(text):  # a Helm chart template is not what runs
+        raise InputError(kube_docs.helm_refusal(text, None) or "a Helm chart template: render "
+                         "it with `helm template RELEASE CHART -f values.yaml > manifests.yaml` "
+                         "and give manifests.yaml")
+    if kube_docs.looks_like(text):  # one or several documents: read by kube_docs, not here
+        return "kubernetes"
+    if _SBATCH.search(text):
+        return "slurm"
     data = _yaml(text)
     if isinstance(data, dict):
         if isinstance(data.get("services"), dict):
@@ -83,6 +99,9 @@ def detect(text: str) -> str:
             return "recipe"
     if collect_env.looks_like(text):
         return "collect-env"
+    helm = kube_docs.helm_refusal(text, data) if isinstance(data, dict) else None
+    if helm:
+        raise InputError(helm)
     if isinstance(data, dict) and len(data) >= 2 and not _shell_like(text):
         # a YAML document is never read as a shell script (a recipe once was)
         raise InputError("a YAML mapping that is not a compose file, a deployment, a vLLM "
@@ -97,5 +116,5 @@ def detect(text: str) -> str:
     if envdump.looks_like(text):
         return "env"
     raise InputError("cannot tell what kind of input this is (expected a vllm serve line or "
-                     "script, docker/podman run, a compose file, vllm collect-env output, an env "
-                     "dump or a deployment YAML)")
+                     "script, docker/podman run, a compose file, Kubernetes manifests, a SLURM "
+                     "batch script, vllm collect-env output, an env dump or a deployment YAML)")

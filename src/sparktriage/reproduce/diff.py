@@ -3,7 +3,7 @@
 Compared: engine and library versions, build arch list, CUDA runtime, driver, OS, kernel,
 architecture, GPU model, count and interconnect, node count, and every environment variable
 that changes behaviour (VLLM_*, NCCL_*, GLOO_*, TORCH*, PYTORCH_*, CUDA_*, OMP_*, UCX_*,
-TP_SOCKET_IFNAME). A fact known on one side only is listed with severity `info`. `why` and
+TP_SOCKET_IFNAME, NVIDIA_VISIBLE_DEVICES). A fact known on one side only is listed with severity `info`. `why` and
 the severity come from the curated table (rules/config/_why.yaml, shown in docs/reproduce.md).
 """
 
@@ -16,7 +16,7 @@ from sparktriage.reproduce.model import DiffItem, Facts
 from sparktriage.reproduce.traps import WhyTable
 
 ENV_PREFIXES = ("VLLM_", "NCCL_", "GLOO_", "TORCH", "PYTORCH_", "CUDA_", "OMP_", "UCX_",
-                "TP_SOCKET_IFNAME")
+                "TP_SOCKET_IFNAME", "NVIDIA_VISIBLE_DEVICES")
 SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2, "info": 3}
 
 

@@ -2,7 +2,8 @@
 
 Keys: every setting of the normalized deployment by its dotted path (`serve.max_num_seqs`,
 `serve.flags.kv-cache-memory-bytes`, `env.VLLM_HOST_IP`, `speculative.method`), plus the
-derived facts below. A fact that cannot be known is absent (a condition on it is unknown).
+derived facts below (`client.loader_env`: the variables of the deployment's env that choose
+which code runs, comma-separated, absent when none). A fact that cannot be known is absent (a condition on it is unknown).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import json
 import re
 from typing import Any
 
+from sparktriage.config.client_code import LOADER_ENV
 from sparktriage.reproduce.model import Facts
 
 UNIFIED = re.compile(r"gb10|gh200|gb200|grace|spark|thor|orin|unified", re.IGNORECASE)
@@ -139,6 +141,11 @@ def build(deployment: dict, client: dict[str, Facts], lab: dict[str, Facts],
         envs_all = [deployment.get("env") or {}] + list(client_envs.values())
         facts["container.jit_cache_persistent"] = _cache_persistent(
             args, {k: v for e in envs_all for k, v in e.items()})
+    # variables the launch keeps that choose which code runs (config/client_code.py)
+    planned = [deployment.get("env") or {}, *(deployment.get("node_env") or {}).values()]
+    loader = [n for n in LOADER_ENV if any(n in env for env in planned)]
+    if loader:
+        facts["client.loader_env"] = ", ".join(loader)
     # interface names against the lab nodes' interfaces (lab YAML or capture)
     missing = []
     have_info = False

@@ -1,15 +1,16 @@
 """What this tool knows about `vllm serve` options: typed fields, short forms, JSON values.
 
-`data/vllm_flags.txt` lists every option of `vllm serve` (generated from the vLLM 0.32 argument
-parser with `scripts/vllm_flags.py`; one `--name bool|value` a line) plus a few from newer
-releases. An option in that list that the deployment model does not name goes to
-`serve.flags`; an option not in the list is unknown (kept in `serve.extra_args`, flagged).
+Which options exist, in which releases, and how many values each takes come from vLLM's own
+parsers (`vllm_options.py`, the table `data/vllm_options.json`). An option some covered release
+has that the deployment model does not name goes to `serve.flags`; an option no covered
+release has is unknown (kept in `serve.extra_args`, flagged).
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
-from importlib import resources
+
+from sparktriage.reproduce import vllm_options as V
 
 # short forms vLLM accepts (FlexibleArgumentParser and the -O compilation shorthand)
 SHORT = {"-tp": "tensor-parallel-size", "-pp": "pipeline-parallel-size",
@@ -55,41 +56,44 @@ JSON_VALUED = {"speculative-config", "compilation-config", "model-loader-extra-c
 SECRET_OPTIONS = {"api-key", "hf-token", "ssl-keyfile-password"}
 # the executor values the deployment model has; others stay in serve.flags
 BACKENDS = {"mp", "ray"}
-EXTRA_KNOWN = {  # options of other releases the 0.32 list lacks
-    "headless": "bool", "nnodes": "value", "node-rank": "value", "master-addr": "value",
-    "master-port": "value", "safetensors-load-strategy": "value", "api-key": "value",
-    "distributed-timeout-seconds": "value", "disable-log-requests": "bool",
-    "enable-log-requests": "bool", "moe-backend": "value", "linear-backend": "value",
-    "safetensors-prefetch-num-threads": "value", "safetensors-prefetch-block-size": "value",
-    "kv-cache-memory-bytes": "value", "async-scheduling": "bool",
-    "no-async-scheduling": "bool",
-}
+# options of releases the table does not cover yet (newer than its newest)
+EXTRA_KNOWN = {"moe-backend": "value", "linear-backend": "value"}
 
 
 @lru_cache(maxsize=1)
 def known() -> dict[str, str]:
-    """{option name without dashes: "bool" | "value"}."""
+    """{long option name without dashes: "bool" | "value"} over every covered release (a
+    `--no-X` form named too)."""
     out: dict[str, str] = {}
-    text = resources.files("sparktriage.reproduce").joinpath("data/vllm_flags.txt").read_text()
-    for line in text.splitlines():
-        parts = line.split()
-        if len(parts) == 2 and parts[0].startswith("--"):
-            out[parts[0][2:]] = parts[1]
+    for name, specs in V.table().options.items():
+        newest = V.any_spec(name)
+        for spec in specs:
+            for string in spec.strings:
+                if not string.startswith("-"):
+                    out.setdefault(string, "bool" if newest.flag else "value")
     for name, kind in EXTRA_KNOWN.items():
         out.setdefault(name, kind)
     return out
 
 
 def canonical(option: str) -> str:
-    """`--max_model_len` and `--max-model-len` are one option; short forms expanded."""
+    """`--max_model_len` and `--max-model-len` are one option; short forms expanded (those of
+    any covered release, and the few the table does not hold)."""
     if option in SHORT:
         return SHORT[option]
+    if not option.startswith("--") and V.name_of(option) is not None:
+        return V.name_of(option)
     name = option.lstrip("-")
     head, dot, tail = name.partition(".")
     return head.replace("_", "-") + dot + tail
 
 
-def is_bool(name: str) -> bool:
+def is_bool(name: str, release: str | None = None) -> bool:
+    """Takes no value: in `release` when it has the option, else in the newest release that
+    does."""
+    spec = V.spec(long_name(name), release) if release else None
+    if spec is not None:
+        return spec.flag
     kind = known().get(name)
     if kind is not None:
         return kind == "bool"
@@ -98,3 +102,8 @@ def is_bool(name: str) -> bool:
 
 def is_known(name: str) -> bool:
     return name.split(".")[0] in known() or name in TYPED or name in PER_NODE
+
+
+def long_name(name: str) -> str:
+    """`no-enforce-eager` -> enforce-eager: the long name of the action an option string is."""
+    return V.name_of(name) or name

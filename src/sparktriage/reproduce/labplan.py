@@ -8,13 +8,14 @@ fewer nodes or other hardware than the client.
 
 from __future__ import annotations
 
-import math
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from sparktriage.config.deployment import load_deployment
 from sparktriage.config.lab import Lab
-from sparktriage.errors import ConfigError, InputError
+from sparktriage.errors import ConfigError, InputError, SourceLocation
+from sparktriage.limits import PLACED_MAX_NODES, LimitError
 from sparktriage.launch.plan import LaunchPlan, build_plan
 from sparktriage.reproduce.model import ClientNode, LabPlan, NodeAssignment
 
@@ -34,21 +35,28 @@ def gpus_per_node(lab: Lab, client_gpu: str | None) -> tuple[int | None, str]:
 
 
 def place_ranks(deployment: dict, nodes: list[ClientNode], lab: Lab, lab_given: bool,
-                client_gpu: str | None, source: str) -> tuple[list[ClientNode], list[str]]:
+                client_gpu: str | None, source: str,
+                shape: Shape | None = None) -> tuple[list[ClientNode], list[str]]:
     """Ranks onto nodes: tp x pp x dp ranks at the GPUs per node make the node count; client
     nodes the inputs did not describe are added (assumed, headless). InputError (exit 2) when a
-    given lab has fewer nodes than that."""
+    given lab has fewer nodes than that, naming the input's shape where it has one."""
     par = deployment.get("parallelism") or {}
     tp, pp, dp = (int(par.get(k) or 1) for k in ("tp", "pp", "dp"))
     ranks = tp * pp * dp
     per, why = gpus_per_node(lab, client_gpu)
     if not per or ranks <= per:
         return nodes, []
-    needed = math.ceil(ranks / per)
+    needed = -(-ranks // per)  # integers: a float is not exact past 2**53
+    sizes = f"tp {tp} x pp {pp} x dp {dp} = {ranks} ranks at {per} GPU(s) per node, {why}"
+    if lab_given and needed > len(lab.nodes) and shape is not None:
+        raise shape.refusal(tp, pp, dp, lab, per)
     if lab_given and needed > len(lab.nodes):
-        raise InputError(f"the deployment needs {needed} nodes (tp {tp} x pp {pp} x dp {dp} = "
-                         f"{ranks} ranks at {per} GPU(s) per node, {why}); the lab has "
+        raise InputError(f"the deployment needs {needed} nodes ({sizes}); the lab has "
                          f"{len(lab.nodes)}")
+    if needed > PLACED_MAX_NODES:
+        raise LimitError(f"{source}: the deployment needs {needed} nodes ({sizes}), more than "
+                         f"the limit of {PLACED_MAX_NODES} nodes a reproduction places",
+                         hint="see docs/limits.md")
     engine = deployment.setdefault("engine", {})
     chosen = "as the client gave it"
     if not engine.get("backend"):
@@ -75,6 +83,28 @@ def place_ranks(deployment: dict, nodes: list[ClientNode], lab: Lab, lab_given: 
         statements.append(f"this machine is one node; give --lab with {needed} nodes to launch "
                           "it as the client does")
     return nodes, statements
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What runs the client's server where the input says more than a command line (a
+    Kubernetes LeaderWorkerSet, a SLURM job), and where its server command is."""
+
+    name: str  # "a Kubernetes LeaderWorkerSet"
+    detail: str | None = None  # "2 pod(s) x 8 GPU(s)"
+    where: SourceLocation | None = None
+
+    def refusal(self, tp: int, pp: int, dp: int, lab: Lab, per: int) -> InputError:
+        """The input's shape and what it needs, against what the lab holds."""
+        ranks = tp * pp * dp
+        parallel = f"tp {tp} x pp {pp}" + (f" x dp {dp}" if dp > 1 else "")
+        kinds = sorted({n.gpu for n in lab.nodes if n.gpu})
+        kind = f"{kinds[0].upper()} " if len(kinds) == 1 and len(kinds[0]) <= 8 else ""
+        each = "one GPU" if per == 1 else f"{per} GPUs"
+        detail = f" ({self.detail})" if self.detail else ""
+        return InputError(f"{self.name} running {parallel} = {ranks} GPUs{detail}; the lab has "
+                          f"{len(lab.nodes)} {kind}nodes ({each} each): it needs "
+                          f"{-(-ranks // per)}", location=self.where)
 
 
 def plan_for(path: Path, lab_name: str, pairs: list[tuple[str | None, str]],

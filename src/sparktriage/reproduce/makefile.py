@@ -9,7 +9,8 @@ command substitution (never run), `$@` the target. The result has one line for e
 the Makefile (errors and notes keep their line numbers): recipe lines without their tab and
 `@`/`-`/`+` prefixes, `export VAR = value` as a shell export, everything else blank; each
 target line is noted. Conditionals (`ifeq` ...), `define` and other make functions are
-refused with a one-line error naming the construct and line. Nothing is run.
+refused with a one-line error naming the construct and line. Nothing is run. Every value
+expanded is measured before it is built and charged to the read's byte budget (budget.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import re
 from pathlib import Path
 
 from sparktriage.errors import InputError
+from sparktriage.reproduce.budget import Budget
 
 NAMES = ("Makefile", "makefile", "GNUmakefile")
 MAX_EXPANSION = 16  # nested variable references followed
@@ -54,6 +56,7 @@ class _Make:
     def __init__(self, where: str) -> None:
         self.vars: dict[str, str] = {}
         self.where = where
+        self.budget = Budget(where)
 
     def expand(self, value: str, line: int, target: str = "", depth: int = 0) -> str:
         """make's expansion of `value` into shell text."""
@@ -61,27 +64,37 @@ class _Make:
             raise InputError(f"{self.where}:{line}: make variables nest deeper than "
                              f"{MAX_EXPANSION} (a self-reference?)")
         out, i = [], 0
+        size = 0
+
+        def put(part: str) -> None:
+            nonlocal size
+            size += len(part)
+            self.budget.check(size, line)
+            out.append(part)
+
         while i < len(value):
             j = value.find("$", i)
             if j < 0 or j + 1 >= len(value):
-                out.append(value[i:])
+                put(value[i:])
                 break
-            out.append(value[i:j])
+            put(value[i:j])
             opener = value[j + 1]
             if opener in "({":
                 close = _closing(value, j + 1)
                 if close < 0:
                     raise InputError(f"{self.where}:{line}: an unclosed make reference "
                                      f"`{value[j:j + 40]}`")
-                out.append(self._reference(value[j + 2:close].strip(), line, target, depth))
+                put(self._reference(value[j + 2:close].strip(), line, target, depth))
                 i = close + 1
             else:
-                out.append({"$": "$", "@": target}.get(opener, "") if opener in "$@<^*?+|%"
-                           else self._reference(opener, line, target, depth))
+                put({"$": "$", "@": target}.get(opener, "") if opener in "$@<^*?+|%"
+                    else self._reference(opener, line, target, depth))
                 i = j + 2
+        self.budget.charge(size, line)
         return "".join(out)
 
     def _reference(self, name: str, line: int, target: str, depth: int) -> str:
+        self.budget.reference(line)
         if name.startswith("shell "):
             return "$(" + self.expand(name[6:], line, target, depth + 1) + ")"
         if " " in name or "," in name:
@@ -95,9 +108,12 @@ class _Make:
         if op == "?=" and name in self.vars:
             return
         if op == "+=" and name in self.vars:
+            self.budget.charge(len(self.vars[name]) + 1 + len(value), line)
             self.vars[name] = f"{self.vars[name]} {value}"
         elif op in (":=", "::=", ":::="):
-            self.vars[name] = self.expand(value, line).replace("$", "$$")
+            expanded = self.expand(value, line)
+            self.budget.charge(len(expanded) + expanded.count("$"), line)
+            self.vars[name] = expanded.replace("$", "$$")
         elif op == "!=":
             self.vars[name] = f"$(shell {value})"
         else:

@@ -11,8 +11,10 @@ from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sparktriage.config.client_code import ClientCode
+
 Kind = Literal["serve", "docker", "compose", "collect-env", "env", "deployment", "recipe",
-               "systemd"]
+               "systemd", "kubernetes", "slurm"]
 Severity = Literal["high", "medium", "low", "info"]
 
 
@@ -69,6 +71,16 @@ class Imported(_Data):
     mapped: list[str] = Field(default_factory=list)  # "--max-num-seqs -> serve.max_num_seqs"
     line: Optional[int] = Field(None, description="the line of the command whose options "
                                                   "`deployment` holds, where the input has one")
+    shape: Optional[str] = Field(None, description="what runs the server, where the input "
+                                 "says more than a command line: `a Kubernetes LeaderWorkerSet`, "
+                                 "`a SLURM job` (named in refusals)")
+    shape_detail: Optional[str] = Field(None, description="its pods or nodes and their GPUs")
+    command_at: Optional[str] = Field(None, description="FILE:LINE of the server command where "
+                                      "it is in another file than the input (a script it runs)")
+    others: list["Imported"] = Field(default_factory=list, description="independent servers "
+                                     "of the same input, each as it would be reproduced alone "
+                                     "(importers/apart.py); placed beside the first by "
+                                     "reproduce/beside.py")
 
 
 class DiffItem(_Data):
@@ -106,6 +118,9 @@ class LabPlan(_Data):
     nodes: list[NodeAssignment] = Field(default_factory=list)
     statements: list[str] = Field(default_factory=list)
     launchable: bool = True
+    client_code: list[ClientCode] = Field(default_factory=list, description=(
+        "what the launch runs by the client's choice (runs client code): launch and session "
+        "refuse until each is accepted by name"))
 
 
 class ReproduceResult(_Data):

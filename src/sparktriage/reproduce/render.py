@@ -5,6 +5,8 @@ from __future__ import annotations
 from sparktriage.reproduce.model import ReproduceResult
 from sparktriage.view import View
 
+SHOWN = 50  # unknowns rows on the terminal; reproduce.json keeps every one
+
 
 def summary(result: ReproduceResult) -> View:
     """What was read and mapped, the lab plan, the diff by severity, traps, what to supply."""
@@ -14,9 +16,18 @@ def summary(result: ReproduceResult) -> View:
     lines.append(f"mapped {len(result.mapped)} setting(s): model {dep['model']['path']}, "
                  f"tp {par.get('tp')} pp {par.get('pp')} dp {par.get('dp')}, "
                  f"{len(result.client_nodes)} client node(s)")
+    steps = dep.get("steps") or []
+    if steps:
+        lines.append(f"client steps ({len(steps)}, client code: launch runs none until they are "
+                     "accepted):")
+        lines += [f"  {s['name']} ({s['when']}): " + ("runnable" if s["runnable"] else
+                                                      f"cannot run: {s['why']}") for s in steps]
     if result.unknown:
         lines.append(f"unknown ({len(result.unknown)}, kept and flagged):")
-        lines += [f"  {u.input}: {u.text}: {u.note}" for u in result.unknown]
+        lines += [f"  {u.input}: {u.text}: {u.note}" for u in result.unknown[:SHOWN]]
+        if len(result.unknown) > SHOWN:
+            lines.append(f"  ... and {len(result.unknown) - SHOWN} more (reproduce.json lists "
+                         "them all)")
     for note in result.notes:
         lines.append(f"note: {note}")
     if result.plan is not None:
@@ -24,6 +35,10 @@ def summary(result: ReproduceResult) -> View:
         for node in result.plan.nodes:
             lines.append(f"  {node.client or '-'} -> {node.lab}: {' '.join(node.argv)}")
         lines += [f"  ! {s}" for s in result.plan.statements]
+        if result.plan.client_code:
+            lines.append(f"  runs client code ({len(result.plan.client_code)}; launch and "
+                         "session refuse until each is accepted: --accept-client-code NAME):")
+            lines += [f"    {c.name}: {c.what}" for c in result.plan.client_code]
     for severity in ("high", "medium", "low", "info"):
         items = [d for d in result.diff if d.severity == severity]
         if items:

@@ -81,6 +81,9 @@ def kind(name: str, value: str, owned: set[str] = frozenset()) -> str | None:
                                                                or DEVICE.search(name))):
         if bare.startswith("^") or bare in LOCAL or bare.lower() == "all":
             return None
+        if known is None and bare.isdigit():
+            # a number is no interface: NCCL_CROSS_NIC=1 (a 0/1/2 policy) names no NIC
+            return None
         if known == "device" or (known is None and DEVICE.search(name)):
             # UCX_NET_DEVICES takes interface names too (TCP); `mlx5_0:1` is an RDMA port
             tcp = not name.upper().endswith("HCA") and not placeholder and ":" not in bare

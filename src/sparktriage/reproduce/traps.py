@@ -164,6 +164,9 @@ def check(facts: dict[str, Any], traps: list[Trap] | None = None) -> list[TrapHi
                 setting = f"{trap.setting} = {value}"
             if trap.id == "ifname-not-on-node" and facts.get("lab.ifname_missing_list"):
                 setting = facts["lab.ifname_missing_list"]
+            if trap.id == "device-index-not-on-node" and \
+                    facts.get("lab.device_index_missing_list"):
+                setting = facts["lab.device_index_missing_list"]
             hits.append(TrapHit(id=trap.id, setting=setting, why=" ".join(trap.why.split()),
                                 fix=" ".join(trap.fix.split()), severity=trap.severity,
                                 source=trap.source, needs_lab=trap.needs_lab,

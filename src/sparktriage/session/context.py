@@ -5,6 +5,7 @@ endpoint the tool did not start."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from sparktriage.config.deployment import Deployment
 from sparktriage.progress import Observer, quiet
@@ -22,6 +23,7 @@ class Session:
     api_key: str | None = None  # never written: given again (or OPENAI_API_KEY) on resume
     deployment: Deployment | None = None  # loaded once (open_session); None: an attached endpoint
     plan: SweepPlan | None = None  # the sweep's plan: its depths, method and deployment builder
+    before_report: Callable[[], None] | None = None  # a preset's documents the report must read
 
     @property
     def options(self) -> SessionOptions:

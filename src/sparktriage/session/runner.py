@@ -33,6 +33,8 @@ from sparktriage.config import speculative as spec_source
 from sparktriage.config.deployment import Deployment, load_deployment
 from sparktriage.errors import SparktriageError, UsageError
 from sparktriage.bundle import layout
+from sparktriage.config.client_code import client_code
+from sparktriage.launch import acceptance
 from sparktriage.launch.plan import LaunchPlan, build_plan
 from sparktriage.launch.run import launch_once
 from sparktriage.session import nodestate
@@ -135,6 +137,11 @@ def _load(session: Session, deployment: Deployment | None) -> None:
         return
     lab = Path(options.lab) if options.lab else None
     session.deployment = deployment or load_deployment(Path(options.deployment), lab)
+    # what the deployment runs by the client's choice, accepted by name (checked again on
+    # resume: the file may have changed since)
+    accepted = acceptance.require(client_code(session.deployment),
+                                  tuple(options.extra.get(acceptance.OPTION) or ()))
+    acceptance.record(session.run.path, accepted)
     session.plan = sweep_plan(options, session.deployment)
     top = session.run.path / DEPLOYMENT_FILE
     if not top.exists():
@@ -349,6 +356,8 @@ def _execute(session: Session, step: dict) -> None:
     if kind in ("probe", "protocol", "logs") and session.options.deployment is None:
         _attached(session, step)
         return
+    if kind == "report" and session.before_report is not None:
+        session.before_report()
     state.set_state(step, RUNNING)
     _record_outcome(session, step, lambda: ACTIONS[kind](session, step))
 
@@ -368,7 +377,8 @@ def _attached(session: Session, step: dict) -> None:
             bench_step(options.endpoint, launch, _workloads(options, inputs["workloads"]),
                        log=inputs.get("logs") or (), metrics=inputs.get("metrics", ""),
                        model=extra.get("model"), api_key=session.api_key, tz=tz, observe=observe,
-                       warn=lambda m: observe("warning", {"text": m}))
+                       warn=lambda m: observe("warning", {"text": m}),
+                       scrape_every=extra.get("scrape_every"))
         elif step["kind"] == "probe":
             baseline = inputs.get("baseline")
             probe_step(options.endpoint, launch, Path(baseline) if baseline else None,

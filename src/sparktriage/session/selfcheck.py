@@ -26,6 +26,11 @@ from sparktriage.measure.steps import bench_summary
 from sparktriage.store.documents import write_document
 from sparktriage.store.rundir import SCHEMA_VERSION, RunDir
 from sparktriage.progress import Observer
+from sparktriage.session.findings import judge
+from sparktriage.session.preflight import (PreflightSettings, metrics_snapshot, metrics_url,
+                                           run_preflight)
+from sparktriage.session.recount import recount
+from sparktriage.session.windows import acceptance_windows
 
 QUICK = {"requests": 5, "max_tokens": 128}
 
@@ -48,6 +53,8 @@ class SelfcheckSettings:
     tz: _dt.tzinfo | None = None
     probe: bool = True
     tz_name: str | None = None  # --log-tz as given (remembered in session.json)
+    answer_deadline_s: float = 120.0  # the readiness request must be answered within this
+    max_pause_s: float = 5.0  # a longer silence between two chunks of an answer is a finding
 
 
 def check_endpoint(settings: SelfcheckSettings) -> None:
@@ -88,10 +95,37 @@ def run_selfcheck(run: RunDir, settings: SelfcheckSettings, observe: Observer) -
         sign_identity=settings.sign.identity if settings.sign else None,
         formats=settings.formats, probe=settings.probe, logs=settings.logs,
         extra={"model": settings.model, "reference": settings.reference, "metrics": settings.metrics,
-               "tz": settings.tz_name, "quick": settings.quick})
+               "tz": settings.tz_name, "quick": settings.quick,
+               # three acceptance windows per workload at least (session/windows.py)
+               "scrape_every": max(2, overrides.get("requests", 15) // 3)})
+    preflight = run_preflight(PreflightSettings(
+        settings.endpoint, settings.model, settings.api_key, settings.metrics, settings.answer_deadline_s))
+    write_document(run.path / "preflight.json", preflight)
+    ready = preflight.get("readiness") or {}
+    observe("session-note", {"text": f"readiness request ({ready.get('api', '-')}): "
+                                     f"{ready.get('outcome', 'not sent: no model listed')}"
+                                     + (f" in {ready['elapsed_s']:.2f} s" if ready.get("elapsed_s") is not None else "")})
+    if ready.get("outcome") == "no_answer":
+        # Every measured request would wait out its own timeout: say so once and stop here.
+        summary = unanswered_summary(run, preflight, settings)
+        write_document(run.path / "selfcheck.json", summary)
+        return summary
     session = open_session(run.path, options, ["sparktriage", "selfcheck"], observe, settings.api_key)
+    # The findings are judged once, before the report is built, so that the report and
+    # selfcheck.json say the same thing.
+    session.before_report = lambda: _judge_once(run, session.state.doc, settings, preflight)
     run_session(session)
-    return selfcheck_summary(run, session.state.doc, settings)
+    return selfcheck_summary(run, session.state.doc, settings, preflight)
+
+
+def has_findings(doc: dict) -> bool:
+    """Whether `selfcheck.json` holds anything that exits 1 (docs/exit-codes.md): a failed step,
+    output that is not healthy, a lost request, a stall, or a finding a client would feel."""
+    failed = any(s["status"] != "ok" for s in doc["steps"])
+    bad_output = doc["probe"] is not None and doc["probe"]["verdict"] != "healthy"
+    lost = doc["bench"] is not None and any(w["failed"] for w in doc["bench"]["workloads"].values())
+    felt = any(f["severity"] == "finding" for f in doc["findings"])
+    return failed or bad_output or lost or bool(doc["stalls"]) or felt
 
 
 def _read(path: Path) -> dict | None:
@@ -101,7 +135,54 @@ def _read(path: Path) -> dict | None:
         return None
 
 
-def selfcheck_summary(run: RunDir, state: dict, settings: SelfcheckSettings) -> dict:
+def _base(run: RunDir, label: str | None, settings: SelfcheckSettings, preflight: dict,
+          findings: list[dict]) -> dict:
+    return {"schema_version": SCHEMA_VERSION, "kind": "selfcheck", "run": str(run.path),
+            "launch": label, "endpoint": settings.endpoint, "quick": settings.quick,
+            "server": preflight.get("server"), "readiness": preflight.get("readiness"),
+            "fields": preflight.get("fields"), "findings": findings}
+
+
+def unanswered_summary(run: RunDir, preflight: dict, settings: SelfcheckSettings) -> dict:
+    """`selfcheck.json` of a server that never answered the readiness request: nothing measured."""
+    findings = judge(preflight, None, [], None, None, settings.max_pause_s)
+    return {**_base(run, None, settings, preflight, findings), "probe": None, "bench": None,
+            "startup": None, "stalls": None, "report": None, "steps": []}
+
+
+FINDINGS = "selfcheck-findings.json"  # in the protocol's launch folder (the report reads it)
+
+
+def _judge_once(run: RunDir, state: dict, settings: SelfcheckSettings, preflight: dict) -> list[dict]:
+    """The findings of the protocol's launch, judged and written there on the first call and
+    read back after (`selfcheck-findings.json`)."""
+    protocol = next((s for s in state["steps"] if s["kind"] == "protocol"), None) or {}
+    folder = run.path / "launches" / protocol["launch"] if protocol.get("launch") else None
+    if folder is not None and (kept := _read(folder / FINDINGS)) is not None:
+        return kept.get("findings") or []
+    bench = _read(folder / "bench.json") if folder is not None and protocol.get("state") == "done" else None
+    return _client_findings(folder, bench, settings, preflight)
+
+
+def _client_findings(folder: Path | None, bench: dict | None, settings: SelfcheckSettings,
+                     preflight: dict) -> list[dict]:
+    """Findings a client would feel, from the preflight, the protocol's records and /metrics."""
+    headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else None
+    after = metrics_snapshot(metrics_url(PreflightSettings(settings.endpoint, metrics=settings.metrics)),
+                             headers)
+    windows = acceptance_windows(folder / "metrics") if folder else []
+    counts = (recount(settings.endpoint, (bench or {}).get("model"), folder / "requests.jsonl",
+                      settings.api_key) if folder else [])
+    findings = judge(preflight, bench, windows, after, counts, settings.max_pause_s)
+    if folder is not None:
+        write_document(folder / FINDINGS, {"kind": "selfcheck-findings", "findings": findings,
+                                           "windows": windows, "recount": counts,
+                                           "metrics_after": after})
+    return findings
+
+
+def selfcheck_summary(run: RunDir, state: dict, settings: SelfcheckSettings,
+                      preflight: dict | None = None) -> dict:
     """`selfcheck.json` (docs/selfcheck.md) from the session's state."""
     label = state.get("attached_launch")
     folder = run.path / "launches" / (label or "L001")
@@ -128,9 +209,9 @@ def selfcheck_summary(run: RunDir, state: dict, settings: SelfcheckSettings) -> 
         "allowed_signers_line": outputs.get("allowed_signers_line"), "map": outputs.get("map"),
         "secrets_replaced": outputs.get("secrets_replaced")}
     names = {"protocol": "bench"}
+    findings = _judge_once(run, state, settings, preflight or {})
     summary = {
-        "schema_version": SCHEMA_VERSION, "kind": "selfcheck", "run": str(run.path),
-        "launch": label, "endpoint": settings.endpoint, "quick": settings.quick,
+        **_base(run, label, settings, preflight or {}, findings),
         "probe": None if probe is None else {
             "verdict": probe.get("verdict"), "pattern": probe.get("pattern"),
             "tokens_spent": probe.get("tokens_spent"), "baseline": probe.get("baseline") is not None,

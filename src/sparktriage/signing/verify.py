@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from sparktriage.errors import InputError
+from sparktriage.limits import MANIFEST_MAX_BYTES, MANIFEST_MAX_ENTRIES, limit_hit, size_text
 from sparktriage.signing import allowed_signers, manifest, sshsig
 from sparktriage.signing.keys import PublicKey
 
@@ -192,6 +193,19 @@ def _check_trust(signature: sshsig.Signature, anchor: TrustAnchor, result: Verif
                             "at this time")
 
 
+def _read_manifest(path: Path) -> bytes:
+    """MANIFEST's bytes, refused (exit 2, one line) past its size or entry cap before any
+    entry is parsed or any file read."""
+    with open(path, "rb") as fh:
+        data = fh.read(MANIFEST_MAX_BYTES + 1)
+    if len(data) > MANIFEST_MAX_BYTES:
+        raise limit_hit("MANIFEST", size_text(MANIFEST_MAX_BYTES), str(path))
+    if data.count(b"\n") + (not data.endswith(b"\n")) > MANIFEST_MAX_ENTRIES:
+        raise limit_hit("the number of MANIFEST lines", f"{MANIFEST_MAX_ENTRIES} lines",
+                        str(path))
+    return data
+
+
 def verify(folder: Path, anchor: TrustAnchor | None = None,
            allow_untrusted: bool = False) -> VerifyResult:
     """Verify a report folder; InputError only when it is not a report folder at all."""
@@ -205,7 +219,7 @@ def verify(folder: Path, anchor: TrustAnchor | None = None,
     if not manifest_path.is_file():
         raise InputError(f"{folder}: no MANIFEST, so this is not a sparktriage report folder")
     result = VerifyResult(report_dir=str(folder), untrusted_allowed=allow_untrusted)
-    data = manifest_path.read_bytes()
+    data = _read_manifest(manifest_path)
     try:
         entries = manifest.parse(data)
     except manifest.ManifestFormatError as exc:

@@ -125,7 +125,8 @@ class Renderer:
         # Hot path at high rates: the JSON is assembled from pre-encoded parts. Texts are
         # " t<digits>" (no escaping needed) unless the scenario sends garbage text.
         quoted = json.dumps(text, ensure_ascii=False) if self.scenario.garbage_text else f'"{text}"'
-        key = '"delta":{"content":%s}' if self.spec.api == "chat" else '"text":%s'
+        channel = "reasoning_content" if self.scenario.answer_channel == "reasoning" else "content"
+        key = ('"delta":{"%s":%%s}' % channel) if self.spec.api == "chat" else '"text":%s'
         parts = [self._prefix, key % quoted]
         if self.send_logprobs:
             parts.append(',"logprobs":' + json.dumps(self._logprobs(ids, texts), separators=(",", ":")))
@@ -153,7 +154,10 @@ class Renderer:
         texts = [token_text(self.scenario, i) for i in ids]
         text = "".join(texts)
         if self.spec.api == "chat":
-            choice = {"index": 0, "message": {"role": "assistant", "content": text}}
+            message = ({"role": "assistant", "content": None, "reasoning_content": text}
+                       if self.scenario.answer_channel == "reasoning"
+                       else {"role": "assistant", "content": text})
+            choice = {"index": 0, "message": message}
             obj = "chat.completion"
         else:
             choice = {"index": 0, "text": text}
@@ -167,3 +171,18 @@ class Renderer:
         if self.scenario.sources.final_usage:
             doc["usage"] = self._usage(self.plan.tokens + self.scenario.faults.final_usage_offset)
         return doc
+
+
+def tokenize_document(config: SimConfig, body: bytes | None) -> tuple[int, dict]:
+    """vLLM's `/tokenize` answer for the simulator's own text: every output token is one word
+    (` t<id>`), so a text's count is its number of words."""
+    try:
+        doc = json.loads(body or b"null")
+    except ValueError:
+        doc = None
+    prompt = doc.get("prompt") if isinstance(doc, dict) else None
+    if not isinstance(prompt, str):
+        return 400, error_document(400, "'prompt' must be a string")
+    words = prompt.split()
+    return 200, {"count": len(words), "max_model_len": config.max_model_len,
+                 "tokens": list(range(config.first_token_id, config.first_token_id + len(words)))}

@@ -16,6 +16,13 @@ from sparktriage.sim.scenario import Scenario
 
 # Fields a strict OpenAI server rejects (vLLM extensions and vLLM-only stream options).
 _VLLM_ONLY = ("return_token_ids", "ignore_eos", "min_tokens", "repetition_penalty", "top_k")
+# Fields OpenAI's own API knows; a strict server refuses every other one ("sim" is the
+# simulator's per-request override, never refused).
+_OPENAI_FIELDS = frozenset((
+    "model", "prompt", "messages", "max_tokens", "max_completion_tokens", "stream", "stream_options",
+    "temperature", "top_p", "n", "stop", "logprobs", "top_logprobs", "echo", "presence_penalty",
+    "frequency_penalty", "seed", "user", "logit_bias", "best_of", "suffix", "response_format",
+    "tools", "tool_choice", "parallel_tool_calls", "store", "metadata", "reasoning_effort", "sim"))
 
 
 class BadRequest(ValueError):
@@ -81,7 +88,7 @@ def read_request(api: str, body: Any, strict: bool) -> RequestSpec:
         if strict and "continuous_usage_stats" in options:
             raise BadRequest("Unrecognized request argument supplied: stream_options.continuous_usage_stats")
     if strict:
-        for name in _VLLM_ONLY:
+        for name in (*_VLLM_ONLY, *sorted(set(body) - _OPENAI_FIELDS)):
             if name in body:
                 raise BadRequest(f"Unrecognized request argument supplied: {name}")
     options = options or {}
@@ -148,7 +155,7 @@ def plan_stream(scenario: Scenario, spec: RequestSpec) -> StreamPlan:
     limit = spec.max_tokens if spec.max_tokens is not None else scenario.default_max_tokens
     if scenario.fixed_tokens is not None:
         limit = scenario.fixed_tokens
-    total, finish = limit, "length"
+    total, finish = limit, "length" if limit else "stop"
     if scenario.eos_after is not None and not (spec.ignore_eos and scenario.honour_ignore_eos):
         if scenario.eos_after <= limit:
             total, finish = scenario.eos_after, "stop"

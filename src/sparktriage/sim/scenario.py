@@ -54,6 +54,7 @@ class Faults(_Strict):
     final_usage_offset: int = Field(0, description="final usage reports this many tokens more")
     http_status: int | None = Field(None, ge=400, le=599, description="answer every request with this status")
     http_message: str = Field("simulated failure", description="message of the error body")
+    never_answer: bool = Field(False, description="read completion requests and never answer them")
 
 
 class Scenario(_Strict):
@@ -78,11 +79,13 @@ class Scenario(_Strict):
     chunk_order: Literal["cycle", "random"] = Field("cycle", description="walk the pattern in order or at random")
     seed: int = Field(0, description="seed of `random` chunk order and of token ids")
     default_max_tokens: int = Field(16, ge=1, description="output length when the request names none")
-    fixed_tokens: int | None = Field(None, ge=1, description="generate this many tokens whatever max_tokens says")
+    fixed_tokens: int | None = Field(None, ge=0, description="generate this many tokens whatever max_tokens says (0: an empty answer)")
     eos_after: int | None = Field(None, ge=1, description="natural length: the model emits EOS here")
     honour_ignore_eos: bool = Field(True, description="whether `ignore_eos` makes it run past eos_after")
     sources: Sources = Field(default_factory=Sources)
-    strict_fields: bool = Field(False, description="400 on request fields a strict OpenAI server rejects")
+    strict_fields: bool = Field(False, description="400 on vLLM-only and unknown request fields, as OpenAI's API")
+    answer_channel: Literal["content", "reasoning"] = Field(
+        "content", description="chat: where the answer's text goes (`reasoning`: reasoning_content only)")
     role_chunk: bool = Field(True, description="chat: a first chunk with the role and no token")
     empty_text_every: int = Field(0, ge=0, description="every n-th token chunk has empty text (held-back bytes)")
     faults: Faults = Field(default_factory=Faults)

@@ -25,7 +25,7 @@ from sparktriage.sim.plan import BadRequest, RequestSpec, StreamPlan, plan_strea
 from sparktriage.sim.scenario import SCHEMA_VERSION, SimConfig
 from sparktriage.sim.toy import Toy
 from sparktriage.sim.truth import truth
-from sparktriage.sim.encode import Renderer, error_document
+from sparktriage.sim.encode import Renderer, error_document, tokenize_document
 from sparktriage.store.documents import RecordWriter
 
 HTML_PAGE = b"<!DOCTYPE html><html><head><title>Welcome</title></head><body><h1>It works</h1></body></html>"
@@ -68,6 +68,7 @@ class SimServer:
         self._drafts: dict[int, int] = {}  # open streams of a batched engine: the draft each verifies
         self._live: list[dict] = []
         self.toy_requests: list[dict] = []
+        self._open: set[asyncio.Task] = set()  # connection handlers still running
 
     # --- lifecycle -------------------------------------------------------------------------
     async def start(self) -> str:
@@ -99,11 +100,20 @@ class SimServer:
         assert self._stopped is not None and self._server is not None
         await self._stopped.wait()
         self._server.close()
+        # Connections still open (a client held by `never_answer`, an idle keep-alive) end
+        # here, inside the loop, rather than as coroutines destroyed with it.
+        for task in list(self._open):
+            task.cancel()
+        await asyncio.gather(*self._open, return_exceptions=True)
         if self._writer:
             self._writer.close()
 
     # --- connections -----------------------------------------------------------------------
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._open.add(task)
+            task.add_done_callback(self._open.discard)
         writer.transport.set_write_buffer_limits(high=0)
         sock = writer.get_extra_info("socket")
         if sock is not None:
@@ -163,6 +173,8 @@ class SimServer:
             return await self._json(writer, request, 200, b"")
         if path == "/version":
             return await self._json(writer, request, 200, {"version": cfg.version})
+        if path == "/tokenize" and method == "POST":
+            return await self._tokenize(request, writer)
         if path.startswith("/v1/") and cfg.api_key is not None:
             if request.headers.get("authorization", "") != f"Bearer {cfg.api_key}":
                 return await self._json(writer, request, 401, {"error": "Unauthorized"})
@@ -186,6 +198,9 @@ class SimServer:
         if path in ("/v1/models", "/v1/completions", "/v1/chat/completions"):
             return await self._json(writer, request, 405, {"detail": "Method Not Allowed"})
         return await self._json(writer, request, 404, {"detail": "Not Found"})
+
+    async def _tokenize(self, request: http.Request, writer) -> bool:
+        return await self._json(writer, request, *tokenize_document(self.config, request.body))
 
     async def _control(self, request: http.Request, writer, path: str) -> bool:
         if path == "/sim/trace":
@@ -288,6 +303,8 @@ class SimServer:
             entry.update(status=faults.http_status, outcome="http_error")
             return await self._json(writer, request, faults.http_status,
                                     error_document(faults.http_status, faults.http_message, "SimulatedError"))
+        if faults.never_answer:
+            return await self._never(writer, entry)
         plan = plan_stream(scenario, spec)
         entry["planned"] = {"tokens": plan.tokens, "finish": plan.finish, "usage": plan.usage_reported,
                            "sizes": [s.count for s in plan.steps if s.kind == "tokens"]}
@@ -296,6 +313,13 @@ class SimServer:
         if spec.stream:
             return await self._stream(writer, request, received, plan, renderer, entry)
         return await self._whole(writer, request, received, plan, renderer, entry)
+
+    async def _never(self, writer, entry: dict) -> bool:
+        """Hold the request without a byte of answer until the client gives up or we stop."""
+        entry["outcome"] = "never_answered"
+        while not writer.transport.is_closing() and not (self._stopped and self._stopped.is_set()):
+            await asyncio.sleep(0.05)
+        return False
 
     async def _wait_until(self, deadline: float) -> None:
         """Sleep in the loop while the deadline is far, then block, then spin the last bit.

@@ -113,7 +113,7 @@ class Evaluator:
                   "end": (end - _END_SLACK_S, end + _END_SLACK_S),
                   "until_end": (float("-inf"), end), "anywhere": (float("-inf"), float("inf"))}
         lo, hi = bounds[c.where]
-        return [m for t in timelines for m in t.marks if lo <= m.t <= hi]
+        return [m for t in timelines for m in t.lines(lo, hi)]
 
     def _log_test(self, c: Condition, label: str, hit, rx: re.Pattern) -> Outcome:
         lines = self._lines(c)

@@ -31,6 +31,7 @@ no duration can be measured in it, so no detector of stalls runs there.
 
 from __future__ import annotations
 
+import re
 import statistics
 from dataclasses import dataclass, field
 
@@ -113,6 +114,9 @@ def _progress_marks(timeline: NodeTimeline, markers: MarkerSet) -> list[Mark]:
     """Marks that show the startup moving, up to the moment it settled."""
     out: list[Mark] = []
     last_bar: dict[str, tuple[int, int]] = {}
+    bar_at: dict[float, tuple[int, int]] = {}
+    for t, n, total in timeline.bar:
+        bar_at.setdefault(t, (n, total))
     limit = timeline.settled
     for mark in timeline.marks:
         if mark.t > limit or (timeline.stopped_at is not None and mark.t >= timeline.stopped_at):
@@ -123,7 +127,7 @@ def _progress_marks(timeline: NodeTimeline, markers: MarkerSet) -> list[Mark]:
             continue
         bar_names = [n for n in mark.markers if n in _BAR_MARKERS]
         if bar_names:
-            counts = next((b[1:] for b in timeline.bar if b[0] == mark.t), None)
+            counts = bar_at.get(mark.t)
             key = bar_names[0] + (mark.event.process or "")
             if counts is not None and last_bar.get(key) == counts:
                 continue
@@ -167,6 +171,16 @@ def _allowed_gap(following: list[Mark], seen_processes: set, markers: MarkerSet,
     return params.silence_s
 
 
+def _lines_after(marks: list[Mark], i: int, n: int) -> list[Mark]:
+    """The n lines after marks[i], a mark counted as many lines as it stands for."""
+    out: list[Mark] = []
+    for mark in marks[i + 1:i + 1 + n]:
+        out += [mark] * min(mark.count, n - len(out))
+        if len(out) >= n:
+            break
+    return out
+
+
 def _observe(observations: list[dict], timeline: NodeTimeline, prev: Mark, nxt_t: float,
              phase: str, text: str, cause: str | None = None) -> None:
     """An expected silence; `cause`: the id of the rule whose cause it shows, if any."""
@@ -174,11 +188,33 @@ def _observe(observations: list[dict], timeline: NodeTimeline, prev: Mark, nxt_t
                          "duration_s": round(nxt_t - prev.t, 3), "text": text, "cause": cause})
 
 
-def _cold_compile_text(gap: float, unusable: str | None) -> str:
+_COMPILE_TOTAL = re.compile(r"torch\.compile (?:takes|took) (\d+(?:\.\d+)?) s in total")
+
+
+def _stated_compile(lines: list[Mark], markers: MarkerSet) -> float | None:
+    """The compile time vLLM states in the lines after a silence ("torch.compile takes 192.20
+    s in total", else a graph compile's "takes N s"): what the log says beats what the gap
+    measures, since compile lines can come during the work or long after it."""
+    for mark in lines:
+        m = _COMPILE_TOTAL.search(mark.event.message)
+        if m:
+            return float(m.group(1))
+    for mark in lines:
+        for name in mark.markers:
+            if markers.markers[name].budget == "compile":
+                took = markers.stated(name, mark.event.message, "took_s")
+                if took:
+                    return took
+    return None
+
+
+def _cold_compile_text(gap: float, unusable: str | None, stated_s: float | None = None) -> str:
+    took = f"{gap:.0f} s" if stated_s is None or abs(stated_s - gap) < 1.0 else \
+        f"{stated_s:.2f} s in all, as vLLM states it (this silence {gap:.0f} s)"
     if unusable is None:
-        return (f"compile took {gap:.0f} s: cold cache, expected on a first boot; "
+        return (f"compile took {took}: cold cache, expected on a first boot; "
                 "persist the cache (VLLM_CACHE_ROOT) to skip it next time")
-    return (f"compile took {gap:.0f} s: vLLM found its compile cache but could not load it "
+    return (f"compile took {took}: vLLM found its compile cache but could not load it "
             f"({unusable}) and compiled again; persisting VLLM_CACHE_ROOT does not help until "
             "the cache loads (it must come from the same vLLM and torch build; "
             "VLLM_FORCE_AOT_LOAD=1 makes the failure an error)")
@@ -204,8 +240,8 @@ def _silences(timeline: NodeTimeline, progress: list[Mark], markers: MarkerSet,
         if gap < max(params.min_stall_s, params.silence_s):
             continue
         phase = timeline.phase_at(prev.t)
-        base = _allowed_gap(progress[i + 1:i + 40], seen, markers, params)
-        work = stated.work_ending(progress[i + 1:i + 20], gap, markers) or \
+        base = _allowed_gap(_lines_after(progress, i, 40), seen, markers, params)
+        work = stated.work_ending(_lines_after(progress, i, 20), gap, markers) or \
             stated.work_during(work_spans, prev.t, nxt.t)
         if work is not None:  # the silence was that line's work: its phase, its budget
             phase = stated.work_phase(timeline, work[1])
@@ -223,7 +259,10 @@ def _silences(timeline: NodeTimeline, progress: list[Mark], markers: MarkerSet,
             elif (phase == "compile" and budget.compile_cold) or \
                     (work is not None and work[0] == "compile"):
                 _observe(observations, timeline, prev, nxt.t, phase,
-                         _cold_compile_text(gap, budget.cache_unusable), COLD_COMPILE_CAUSE)
+                         _cold_compile_text(gap, budget.cache_unusable,
+                                            _stated_compile(_lines_after(progress, i, 20),
+                                                            markers)),
+                         COLD_COMPILE_CAUSE)
             elif gap >= base:
                 _observe(observations, timeline, prev, nxt.t, phase,
                          f"{gap:.0f} s without a line in {phase}, within the {allowed:.0f} s "
@@ -333,7 +372,7 @@ def detect(evidence: Evidence, markers: MarkerSet, params: DetectParams | None =
         span = node.span()
         end_hint = max(s for s in (span[1] if span else None, evidence.ended) if s is not None) \
             if (span or evidence.ended) else None
-        timeline = build_timeline(name, node.events, markers, end_hint,
+        timeline = build_timeline(name, node.runs, markers, end_hint,
                                   evidence.attempts.get(name))
         if timeline is not None:
             timeline.torn_down_at = evidence.stops.get(name)

@@ -178,7 +178,7 @@ def build(classification: Classification, rules_dir: str) -> dict:
         nodes[name] = {"start": timeline.start, "end": timeline.end, "ready_at": timeline.ready_at,
                        "failed_at": timeline.failed_at, "outcome": outcome,
                        "phases": phase_spans(timeline),
-                       "lines": len(timeline.marks),
+                       "lines": timeline.line_count,
                        "sources": sorted(s for s in _SOURCES if evidence.nodes[name].has(s)),
                        "skipped": dict(evidence.nodes[name].skipped)}
     findings = [finding(v, origin) for v in classification.verdicts]

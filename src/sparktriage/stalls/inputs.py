@@ -3,7 +3,10 @@
 `load(path)` accepts an evidence bundle (a folder or its `.tar.gz`, docs/formats.md, opened
 with `bundle.reader.Bundle`, which refuses unsafe archives), a launch folder, a single
 line-records file, or a plain vLLM log; log lines go through the log parser of `logs/`
-(all vLLM formats, receive times first). A plain log gives nodes with the `log` source only:
+(all vLLM formats, receive times first). A plain log or line-records file is read in one
+streamed pass that feeds the `logs` analysis and the classifier together; every node keeps its
+lines as runs of alike consecutive lines (stalls/lineruns.py, docs/stalls.md "What is kept per
+line"). A plain log gives nodes with the `log` source only:
 the classifier then says which signals were missing rather than guessing them. Every node's
 records are moved onto the collecting machine's clock with its `clock.json` offset.
 
@@ -27,6 +30,7 @@ from sparktriage.logs.document import LogAnalyzer
 from sparktriage.logs.parser import iter_events
 from sparktriage.logs.timeline import Timeline
 from sparktriage.logs.untimed import require_log
+from sparktriage.stalls.lineruns import LineRun, read_log, runs_of
 
 SAMPLE_SOURCES = ("host", "disk", "net", "procs", "gpu")
 SOURCES = ("log",) + SAMPLE_SOURCES + ("stacks", "dmesg")
@@ -51,20 +55,25 @@ class NodeEvidence:
     """Everything recorded on one node."""
 
     name: str
-    events: list[LogEvent] = field(default_factory=list)
+    runs: list[LineRun] = field(default_factory=list)  # its log lines, alike ones as runs
     series: dict[str, IndexedRecords] = field(default_factory=dict)  # host/disk/net/procs/gpu/stacks/dmesg
     skipped: dict[str, str] = field(default_factory=dict)  # source -> why it was not recorded
 
+    @property
+    def events(self) -> list[LogEvent]:
+        """The first line of each run."""
+        return [run.event for run in self.runs]
+
     def has(self, source: str) -> bool:
         if source == "log":
-            return bool(self.events)
+            return bool(self.runs)
         return len(self.series.get(source, ())) > 0
 
     def get(self, source: str) -> IndexedRecords:
         return self.series.get(source) or IndexedRecords()
 
     def span(self) -> tuple[float, float] | None:
-        times = [e.t for e in self.events if e.t is not None]
+        times = [r.event.t for r in self.runs if r.event.t is not None]
         for series in self.series.values():
             if len(series):
                 times += [series.times[0], series.times[-1]]
@@ -114,30 +123,31 @@ def load(path: Path) -> Evidence:
         evidence = _from_bundle(bundle)
         evidence.origin = str(path)
         return evidence
-    events = list(iter_events([str(path)]))
-    form = "line-records" if any(e.t_source == "receive" for e in events) else "log"
-    return _from_events(path, form, events)
+    return _from_log(path)
 
 
-def _attach_logs(evidence: Evidence, events: list[LogEvent]) -> None:
-    analyzer = LogAnalyzer().feed_all(events)
+def _attach_logs(evidence: Evidence, analyzer: LogAnalyzer) -> None:
     evidence.logs = analyzer.document()
     evidence.attempts = {node: b.finish() for node, b in analyzer.builders.items()}
 
 
-def _from_events(path: Path, form: str, events: list[LogEvent]) -> Evidence:
-    timed = any(e.t is not None for e in events)
-    evidence = Evidence(origin=str(path), form=form, nodes={}, timed=timed)
-    _attach_logs(evidence, events)  # the `logs` document reads the lines as they are
+def _from_log(path: Path) -> Evidence:
+    """A plain log or line records, read in one streamed pass (stalls/lineruns.py)."""
+    read = read_log(path)
+    evidence = Evidence(origin=str(path), form="line-records" if read.receive else "log",
+                        nodes={}, timed=read.timed)
+    _attach_logs(evidence, read.analyzer)  # the `logs` document reads the lines as they are
     require_log(str(path), evidence.logs)
-    if not timed:
-        # an untimed excerpt: its lines are read in input order on a clock that barely moves
-        # (line i at i µs), so that order tells what came first (a ready line, then an error)
-        # and every window a rule reads holds them all; no stall detector runs on it and its
-        # times are null in the document (docs/stalls.md, "Untimed excerpts")
-        events = [replace(e, t=i * UNTIMED_STEP) for i, e in enumerate(events)]
-    for event in events:
-        evidence.nodes.setdefault(event.node, NodeEvidence(event.node)).events.append(event)
+    for name, builder in read.nodes.items():
+        runs = builder.runs
+        if not read.timed:
+            # an untimed excerpt: its lines are read in input order on a clock that barely
+            # moves (line i at i µs), so that order tells what came first (a ready line, then
+            # an error) and every window a rule reads holds them all; no stall detector runs
+            # on it and its times are null in the document (docs/stalls.md, "Untimed excerpts")
+            runs = [LineRun(replace(r.event, t=r.index * UNTIMED_STEP), r.count, r.index)
+                    for r in runs]
+        evidence.nodes[name] = NodeEvidence(name, runs)
     return evidence
 
 
@@ -185,6 +195,7 @@ def _from_bundle(bundle: Bundle) -> Evidence:
         if reason and source:
             skipped.setdefault(entry.node, {})[source] = reason
     nodes: dict[str, NodeEvidence] = {}
+    by_node: dict[str, list[LogEvent]] = {}
     all_events: list[LogEvent] = []
     for name in bundle.nodes():
         clock = bundle.clock(name)
@@ -193,19 +204,25 @@ def _from_bundle(bundle: Bundle) -> Evidence:
         specs = [f"{name}={bundle.log_path(name, log)}" for log in bundle.log_names(name)]
         events = list(iter_events(specs)) if specs else []
         # records say node clock; the node minus collector offset moves them onto one clock
-        node.events = [replace(e, t=e.t - offset) if offset and e.t is not None else e
-                       for e in events]
+        events = [replace(e, t=e.t - offset) if offset and e.t is not None else e
+                  for e in events]
+        by_node[name] = events
         for source in SAMPLE_SOURCES:
             node.series[source] = bundle.indexed(name, "samples", source, offset)
         node.series["stacks"] = bundle.indexed(name, "stacks", None, offset, MAX_STACK_ROUNDS,
                                                 _compact_stack)
         node.series["dmesg"] = bundle.indexed(name, "dmesg", None, offset)
         nodes[name] = node
-        all_events += node.events
+        all_events += events
     all_events.sort(key=lambda e: e.t if e.t is not None else float("-inf"))
     info = bundle.info
     evidence = Evidence(origin=str(bundle.root), form="bundle", nodes=nodes,
                         started=_num(info.started), ended=_num(info.ended), outcome=info.outcome,
                         stops=_deliberate_stops(bundle, list(nodes)))
-    _attach_logs(evidence, all_events)
+    _attach_logs(evidence, LogAnalyzer().feed_all(all_events))
+    del all_events
+    keys = {(str(e.get("origin")), e.get("line")) for e in evidence.logs.get("errors") or []
+            if isinstance(e, dict)}  # lines matched by input and number keep runs of their own
+    for name, events in by_node.items():
+        nodes[name].runs = runs_of(events, lambda e: (str(e.origin), e.line_no) in keys)
     return evidence

@@ -21,12 +21,14 @@ from dataclasses import dataclass, field, replace
 from sparktriage.logs.catalog import PHASES, RULES, match_message
 from sparktriage.logs.events import LogEvent
 from sparktriage.logs.timeline import Timeline
+from sparktriage.stalls.lineruns import LineRun
 from sparktriage.stalls.schema import Marker, Vocabulary
 
 _BAR = re.compile(r"(\d+)%[^|]*\|\s*(\d+)/(\d+)")
 _SIZE = re.compile(r"Checkpoint size: ([\d.]+) GiB")
 _GIB = 1024 ** 3
 _STATED_TRIES = 8  # match positions tried for a stated duration
+MATCH_MEMO = 4096  # messages whose markers are remembered (cleared when full)
 SERVING = "serving"  # the phase after the start became ready (not a startup phase of logs/)
 
 
@@ -49,6 +51,7 @@ class MarkerSet:
         self.compiled = {name: re.compile(m.pattern, re.M) for name, m in self.markers.items()}
         self.any = re.compile("|".join(_scoped(m.pattern) for m in self.markers.values()), re.M)
         self.phases = list(PHASES)
+        self._memo: dict[str, tuple[str, ...]] = {}
 
     def stated(self, name: str, message: str, group: str) -> float | None:
         """What a marked line states in a named group, in seconds: `wait_s` (its `wait_ms`
@@ -73,6 +76,19 @@ class MarkerSet:
         return None
 
     def match(self, message: str) -> tuple[str, ...]:
+        """The markers a message matches (the exclusive ones alone when any matches). A log
+        repeats its messages (retries, periodic warnings): the answer for the last
+        MATCH_MEMO messages is kept, so each costs its patterns once."""
+        names = self._memo.get(message)
+        if names is not None:
+            return names
+        names = self._match(message)
+        if len(self._memo) >= MATCH_MEMO:
+            self._memo.clear()
+        self._memo[message] = names
+        return names
+
+    def _match(self, message: str) -> tuple[str, ...]:
         if not self.any.search(message):
             return ()
         names = tuple(name for name, rx in self.compiled.items() if rx.search(message))
@@ -83,11 +99,13 @@ class MarkerSet:
 
 @dataclass(frozen=True)
 class Mark:
-    """A log event and the markers it matched."""
+    """A log event and the markers it matched; `count`: how many consecutive lines alike it
+    stands for (stalls/lineruns.py), every reader counting it that many times."""
 
     t: float
     event: LogEvent
     markers: tuple[str, ...]
+    count: int = 1
 
 
 @dataclass
@@ -108,6 +126,7 @@ class NodeTimeline:
     checkpoint_bytes: float | None = None
     weight_start: float | None = None
     weight_end: float | None = None
+    _times: list[float] | None = field(default=None, repr=False, compare=False)
 
     def phase_at(self, t: float) -> str | None:
         """The phase that had started at t (the first phase before any); `serving` once ready;
@@ -121,8 +140,21 @@ class NodeTimeline:
         return self.phase_points[0][1] if self.phase_points else None
 
     def lines(self, start: float, end: float) -> list[Mark]:
-        times = [m.t for m in self.marks]
+        """The marks from start to end, both included (marks are in time order)."""
+        times = self.times
         return self.marks[bisect.bisect_left(times, start):bisect.bisect_right(times, end)]
+
+    @property
+    def times(self) -> list[float]:
+        """The marks' times, computed once: windows are found by bisection, not by a scan."""
+        if self._times is None or len(self._times) != len(self.marks):
+            self._times = [m.t for m in self.marks]
+        return self._times
+
+    @property
+    def line_count(self) -> int:
+        """The log lines the marks stand for."""
+        return sum(m.count for m in self.marks)
 
     def last_before(self, t: float, progress_only: list[Mark] | None = None) -> Mark | None:
         source = progress_only if progress_only is not None else self.marks
@@ -171,15 +203,15 @@ def _add_shown_phases(timeline: "NodeTimeline", marks: list["Mark"], markers: Ma
     timeline.phase_points = points
 
 
-def build_timeline(node: str, events: list[LogEvent], markers: MarkerSet,
+def build_timeline(node: str, runs: list[LineRun], markers: MarkerSet,
                    end_hint: float | None, attempts: list[Timeline] | None = None
                    ) -> NodeTimeline | None:
-    timed = attach_untimed(events)
+    timed = attach_untimed(runs)
     if not timed:
         return None
-    marks = [Mark(e.t, e, markers.match(e.message)) for e in timed]
-    end = max(timed[-1].t, end_hint or timed[-1].t)
-    timeline = NodeTimeline(node, marks, start=timed[0].t, end=end)
+    marks = [Mark(r.event.t, r.event, markers.match(r.event.message), r.count) for r in timed]
+    end = max(timed[-1].event.t, end_hint or timed[-1].event.t)
+    timeline = NodeTimeline(node, marks, start=timed[0].event.t, end=end)
     timeline.phase_points = [(p.start, p.name) for attempt in attempts or []
                              for p in attempt.phases if _anchored(p, attempt)]
     timeline.phase_points.sort(key=lambda p: p[0])
@@ -217,25 +249,30 @@ def build_timeline(node: str, events: list[LogEvent], markers: MarkerSet,
     return timeline
 
 
-def attach_untimed(events: list[LogEvent]) -> list[LogEvent]:
-    """Every event with a time: an untimed one takes the time of the nearest timed event
+def _attached(run: LineRun, t: float) -> LineRun:
+    return LineRun(replace(run.event, t=t, t_source="attached"), run.count, run.index)
+
+
+def attach_untimed(runs: list[LineRun]) -> list[LineRun]:
+    """Every run with a time: an untimed one takes the time of the nearest timed line
     before it in its input (after it, at the top of an input), `t_source` "attached"."""
-    out: list[LogEvent] = []
-    pending: list[LogEvent] = []
+    out: list[LineRun] = []
+    pending: list[LineRun] = []
     last: dict[str, float] = {}
-    for event in events:
+    for run in runs:
+        event = run.event
         if event.t is not None:
-            for early in pending:
-                if early.origin == event.origin:
-                    out.append(replace(early, t=event.t, t_source="attached"))
-            pending = [e for e in pending if e.origin != event.origin]
+            if pending:
+                out += [_attached(early, event.t) for early in pending
+                        if early.event.origin == event.origin]
+                pending = [r for r in pending if r.event.origin != event.origin]
             last[event.origin] = event.t
-            out.append(event)
+            out.append(run)
         elif event.origin in last:
-            out.append(replace(event, t=last[event.origin], t_source="attached"))
+            out.append(_attached(run, last[event.origin]))
         else:
-            pending.append(event)
-    out.sort(key=lambda e: e.t)  # stable: an input's own order is kept at equal times
+            pending.append(run)
+    out.sort(key=lambda r: r.event.t)  # stable: an input's own order is kept at equal times
     return out
 
 

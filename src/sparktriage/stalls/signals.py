@@ -202,9 +202,12 @@ def _world_size(w: Window) -> float | None:
     timeline = w.detection.timelines.get(w.period.node)
     if timeline is None:
         return None
-    sizes = [int(m.group(1)) for mark in timeline.marks
-             for m in [_WORLD.search(mark.event.message)] if m]
-    return float(max(sizes)) if sizes else None
+    memo = w.detection.__dict__.setdefault("_world_size", {})  # once per node, not per window
+    if w.period.node not in memo:
+        sizes = [int(m.group(1)) for mark in timeline.marks
+                 for m in [_WORLD.search(mark.event.message)] if m]
+        memo[w.period.node] = float(max(sizes)) if sizes else None
+    return memo[w.period.node]
 
 
 def _cluster(w: Window) -> tuple[int | None, bool]:

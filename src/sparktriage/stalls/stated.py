@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import bisect
 import datetime as _dt
 
 from sparktriage.stalls.inputs import Evidence
@@ -28,6 +29,7 @@ _WORK_LOOKAHEAD_S = 1.0  # "Cache the graph ..." and "Compiling a graph ... take
 # a stated weight read is a stall past the crawl budget, but never widens a silence's budget:
 # a silent read is judged by the weight_read budget (docs/stalls.md)
 _OVERRUN_ONLY = "weights"
+_LOAD_REST_S = 30.0  # "Model loading took" minus "Loading weights took": bookkeeping, not work
 WEIGHT_READ = "weight_read"
 
 
@@ -76,7 +78,13 @@ def work_spans(timeline: NodeTimeline, markers: MarkerSet) -> list[tuple[float, 
             if took:
                 out.append((mark.t - took, mark.t, kind, mark))
                 break
-    return out
+    # "Model loading took" covers the weight read and its post-processing: where "Loading
+    # weights took" ends inside it and the rest is short, the read's own figure says what was
+    # slow; a long rest (post-processing) keeps the whole stated load
+    weights = [span for span in out if span[2] == _OVERRUN_ONLY]
+    return [span for span in out if span[2] != _OVERRUN_ONLY or not any(
+        other is not span and span[0] <= other[1] < span[1]
+        and span[1] - other[1] < _LOAD_REST_S for other in weights)]
 
 
 _WORK_WHAT = {"compile": "a graph compile", "warmup": "a warmup, profiling or capture run",
@@ -156,13 +164,18 @@ def waits(timeline: NodeTimeline, markers: MarkerSet, params: DetectParams,
                 spans.append((mark.t - waited, mark.t, mark, name))
                 break
     runs: list[list[tuple[float, float, Mark, str]]] = []
+    reach = float("-inf")  # the latest end in the current run (kept, not recomputed per line)
     for span in sorted(spans, key=lambda s: s[0]):
-        if runs and span[0] <= max(s[1] for s in runs[-1]) + params.silence_s:
+        if runs and span[0] <= reach + params.silence_s:
             runs[-1].append(span)
+            reach = max(reach, span[1])
         else:
             runs.append([span])
+            reach = span[1]
     out = []
     spans_of_work = work_spans(timeline, markers)
+    moving: list[Mark] | None = None  # the lines that are progress, once a wait needs them
+    moving_t: list[float] = []
     for run in runs:
         start, end = min(s[0] for s in run), max(s[1] for s in run)
         first = min(run, key=lambda s: s[2].t)[2]
@@ -184,13 +197,16 @@ def waits(timeline: NodeTimeline, markers: MarkerSet, params: DetectParams,
             continue
         names = sorted({s[3] for s in run})
         line = first.event.message.split("\n", 1)[0].strip()
-        last = None
-        for mark in timeline.marks:
-            if mark.t < start and not any(not markers.markers[n].progress for n in mark.markers):
-                last = mark
+        if moving is None:
+            moving = [m for m in timeline.marks
+                      if not any(not markers.markers[n].progress for n in m.markers)]
+            moving_t = [m.t for m in moving]
+        before = bisect.bisect_left(moving_t, start)  # marks are in time order
+        last = moving[before - 1] if before else None
+        lines = sum(s[2].count for s in run)
         out.append(Period(timeline.node, "stall", start, end, phase, ["wait"],
-                          f"the log states {duration:.0f} s of waiting ({len(run)} line"
-                          f"{'s' if len(run) > 1 else ''}): {line[:160]}", last_line=last,
-                          facts={"stated_wait_s": round(duration, 1), "wait_lines": len(run),
+                          f"the log states {duration:.0f} s of waiting ({lines} line"
+                          f"{'s' if lines > 1 else ''}): {line[:160]}", last_line=last,
+                          facts={"stated_wait_s": round(duration, 1), "wait_lines": lines,
                                  "waits": names}))
     return out

@@ -20,7 +20,13 @@ def deployment(doc: dict, section: dict) -> list[Block]:
     out: list[Block] = [Heading(2, words("Deployment"))]
     if section["status"] == "missing":
         return out + [missing(section)]
-    return out + [table(["setting", "value"], [[readable_key(k), v] for k, v in section["rows"]], (0.4, 0.6))]
+    out.append(table(["setting", "value"], [[readable_key(k), v] for k, v in section["rows"]], (0.4, 0.6)))
+    if section.get("client_code"):
+        out.append(Paragraph(words("Client code the consultant accepted by name before launching "
+                                   "(it runs by the client's choice, docs/security.md):")))
+        out.append(Bullets(tuple(words(code(i["name"], own_words=False), ": ", data(i["what"]))
+                                 for i in section["client_code"])))
+    return out
 
 
 def environment(doc: dict, section: dict) -> list[Block]:

@@ -36,8 +36,10 @@ def trim(value: str, op: str, pattern: str) -> str | None:
 _GLOB = set("*?[")
 
 
-def edit(value: str, op: str, operand: str) -> str | None:
-    """A case change, substring or literal replacement of a known value (None: not one)."""
+def edit(value: str, op: str, operand: str,
+         check: Callable[[int], None] = lambda size: None) -> str | None:
+    """A case change, substring or literal replacement of a known value (None: not one);
+    `check` is given a replacement's length before it is built (it raises to refuse)."""
     if op in ("^^", ",,", "^", ","):
         head = value[:1].upper() if op.startswith("^") else value[:1].lower()
         return {"^^": value.upper(), ",,": value.lower()}.get(op, head + value[1:])
@@ -56,6 +58,8 @@ def edit(value: str, op: str, operand: str) -> str | None:
         pattern, replacement = (re.sub(r"\\(.)", r"\1", p) for p in (parts + [""])[:2])
         if not pattern or _GLOB & set(pattern) or pattern[0] in "#%":
             return None
+        count = value.count(pattern) if op == "//" else min(1, value.count(pattern))
+        check(len(value) + count * (len(replacement) - len(pattern)))
         return value.replace(pattern, replacement, -1 if op == "//" else 1)
     return None
 

@@ -16,9 +16,10 @@ import os
 import re
 from dataclasses import dataclass, replace
 
+from sparktriage.reproduce.bash.reading import read_script
 from sparktriage.reproduce.bash.stdin import (EXEC_VALUE, SSH_VALUE, interactive_exec,
                                               reads_stdin, typed_inside)
-from sparktriage.reproduce.bash.walk import Simple, read_script
+from sparktriage.reproduce.bash.walk import Simple
 from sparktriage.reproduce.bash.words import Hole
 
 PROGRAMS = ("vllm", "python", "python3", "docker", "podman", "ray", "uv", "env", "bash", "sh",
@@ -325,11 +326,11 @@ def servers(commands: list[Simple], source: str, ignored: list[Simple], holes: l
             text, tokens = _protect(inner[0])
             inner_env = {**(given or {}), **command.exported, **env}  # what the inner shell has
             script = read_script(text, f"{source}:{command.line} ({inner[1]})", inner_env)
-            script.commands[:] = [_restore(c, tokens) for c in script.commands]
+            commands = [_restore(c, tokens) for c in script.commands]  # the reading is shared
             holes.extend(Hole(h.name, command.line, f"{h.what} (inside {inner[1]})", h.dropped)
                          for h in script.holes)
             around: list[Simple] = []  # the inner script's other commands, at this line
-            nested = servers(script.commands, source, around, holes, inner_env, depth + 1,
+            nested = servers(commands, source, around, holes, inner_env, depth + 1,
                              inner[1])
             if not nested:
                 ignored.append(command)
@@ -368,8 +369,8 @@ def _runs_server(rest: list[str], source: str, command: Simple,
         return True
     text, tokens = _protect(rest[at])
     script = read_script(text, f"{source}:{command.line} (container script)", given)
-    script.commands[:] = [_restore(c, tokens) for c in script.commands]
-    return bool(servers(script.commands, source, [], [], given, depth + 1))
+    commands = [_restore(c, tokens) for c in script.commands]  # the reading is shared
+    return bool(servers(commands, source, [], [], given, depth + 1))
 
 
 def _serve_in_tail(words: list[str]) -> int | None:

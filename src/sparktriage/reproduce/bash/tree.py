@@ -2,12 +2,16 @@
 
 The parse stops at a deadline (the source is handed to tree-sitter through a reader that ends
 the input once PARSE_SECONDS have passed: the text is then refused as too slow to read); the
-tree is refused above MAX_NODES nodes. Helpers read a node's text and its 1-based line.
+tree is refused above MAX_NODES nodes. An input is parsed once: one command reads the same
+text several times (to find the scripts another runs, to import it, to look for a unit it
+writes), so the last few parses (trees and refusals) are kept by text. Helpers read a node's
+text and its 1-based line.
 """
 
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 
 import tree_sitter
 import tree_sitter_bash
@@ -16,7 +20,10 @@ from sparktriage.errors import InputError
 
 MAX_NODES = 400_000
 PARSE_SECONDS = 5.0
-_CHUNK = 64 * 1024
+_CHUNK = 16 * 1024  # the deadline is looked at between chunks
+_KEPT = 4  # parses kept (a command reads a handful of inputs)
+_KEPT_CHARS = 8 << 20  # and at most this much text: a tree takes tens of times its text
+_parsed: OrderedDict[str, tuple[tree_sitter.Tree, bytes] | str] = OrderedDict()
 _LANGUAGE = tree_sitter.Language(tree_sitter_bash.language())
 
 Node = tree_sitter.Node
@@ -24,6 +31,22 @@ Node = tree_sitter.Node
 
 def parse(text: str, source: str) -> tuple[tree_sitter.Tree, bytes]:
     """(the tree, the UTF-8 bytes its offsets refer to); InputError when the bounds are hit."""
+    if text in _parsed:
+        _parsed.move_to_end(text)
+        done = _parsed[text]
+    else:
+        done = _parse(text)
+        _parsed[text] = done
+        while len(_parsed) > _KEPT or (len(_parsed) > 1
+                                       and sum(map(len, _parsed)) > _KEPT_CHARS):
+            _parsed.popitem(last=False)
+    if isinstance(done, str):
+        raise InputError(f"{source}: {done}; not a launch script a client sends")
+    return done
+
+
+def _parse(text: str) -> tuple[tree_sitter.Tree, bytes] | str:
+    """The tree and its bytes, or why the text is refused."""
     data = text.encode("utf-8")
     deadline = time.monotonic() + PARSE_SECONDS
     late = [False]
@@ -36,11 +59,9 @@ def parse(text: str, source: str) -> tuple[tree_sitter.Tree, bytes]:
 
     tree = tree_sitter.Parser(_LANGUAGE).parse(read)
     if late[0] or tree is None:
-        raise InputError(f"{source}: the shell text took more than {PARSE_SECONDS:.0f} s to "
-                         "parse; not a launch script a client sends")
+        return f"the shell text took more than {PARSE_SECONDS:.0f} s to parse"
     if tree.root_node.descendant_count > MAX_NODES:
-        raise InputError(f"{source}: the shell text has more than {MAX_NODES} syntax nodes; not "
-                         "a launch script a client sends")
+        return f"the shell text has more than {MAX_NODES} syntax nodes"
     return tree, data
 
 

@@ -6,7 +6,8 @@ Functions are followed where they are called (positional parameters bound; bound
 never recursively), as are other scripts the client gave that this one runs (`bash x.sh ARGS`,
 `source x.sh`); subshells keep their own variables; command and process substitutions are
 never read as commands (they become placeholders, words.py). Bounds: tree depth, nodes
-visited, seconds.
+visited, seconds, and the byte budget of the values built (budget.py). `read_script`
+(reading.py) is the entry point.
 """
 
 from __future__ import annotations
@@ -16,18 +17,25 @@ import time
 from dataclasses import dataclass, field
 
 from sparktriage.errors import InputError
+from sparktriage.limits import SCRIPT_MAX_COMMANDS, limit_hit
 from sparktriage.reproduce.bash.branches import At as _At
 from sparktriage.reproduce.bash.branches import Branches
 from sparktriage.reproduce.bash.files import heredoc_targets, keep
-from sparktriage.reproduce.bash.tree import Node, first_error, line, parse, text
+from sparktriage.reproduce.bash.tree import Node, line, parse, text
 from sparktriage.reproduce.bash.words import Expander, Hole, Scope
 from sparktriage.reproduce.bash.writes import echo_write
+from sparktriage.reproduce.budget import Budget, size_of
 
 MAX_DEPTH = 120  # syntax-tree nesting followed
 MAX_CALL_DEPTH = 8  # nested function calls followed
 MAX_STEPS = 200_000  # statements and commands visited (function bodies count each call)
 WALK_SECONDS = 5.0
 # commands that take a script file as data, not to run it
+# programs that run the command given after their own options (job launchers, container
+# runners, privilege and process wrappers)
+_RUNS_ITS_COMMAND = {"srun", "mpirun", "mpiexec", "apptainer", "singularity", "shifter", "sudo",
+                     "nohup", "time", "nice", "timeout", "exec", "setsid", "stdbuf", "taskset",
+                     "numactl"}
 _FILE_TOOLS = {"echo", "printf", "cat", "cp", "scp", "rsync", "chmod", "chown", "ls", "vi", "vim",
                "nano", "less", "more", "grep", "sed", "awk", "wc", "head", "tail", "tee", "rm",
                "mv", "git", "diff", "touch", "stat", "file", "dos2unix", "shellcheck", "test", "["}
@@ -67,7 +75,7 @@ class Walker(Branches):
     def __init__(self, data: bytes, source: str, given: dict[str, str]) -> None:
         self.data, self.source = data, source
         self.script = Script()
-        self.scope = Scope(given=dict(given), holes=self.script.holes)
+        self.scope = Scope(given=dict(given), holes=self.script.holes, budget=Budget(source))
         self.functions: dict[str, Node] = {}
         self.library: dict[str, str] = {}  # other scripts the client gave, by file name
         self.file: str | None = None  # set while another input script is read
@@ -200,12 +208,15 @@ class Walker(Branches):
         if value_node is not None and value_node.type == "array":
             items = ex.fields([c for c in value_node.named_children if c.type != "comment"])
             old = self.scope.lookup(name) if append else None
-            value: str | list[str] = (old if isinstance(old, list) else [old] if old else []) \
-                + items
+            kept = old if isinstance(old, list) else [old] if old else []
+            self.scope.budget.charge(size_of(kept) + size_of(items), line(node),
+                                     len(kept) + len(items))
+            value: str | list[str] = kept + items
         else:
             value = ex.string(value_node) if value_node is not None else ""
             if append:
                 old = self.scope.lookup(name)
+                self.scope.budget.charge(size_of(old or "") + len(value), line(node))
                 value = (old if isinstance(old, str) else " ".join(old or [])) + value
         self.scope.values[name] = value
         self.scope.unset.discard(name)
@@ -271,6 +282,13 @@ class Walker(Branches):
             value = self.scope.lookup(var)
             if value is not None:
                 exported[var] = value if isinstance(value, str) else " ".join(value)
+        # each command keeps the environment it runs with: charged, or many exports times
+        # many commands would grow without a bound
+        self.scope.budget.charge(sum(len(k) + len(v) for k, v in exported.items()), line(node),
+                                 len(exported))
+        if len(self.script.commands) >= SCRIPT_MAX_COMMANDS:
+            raise limit_hit("the number of commands the script runs",
+                            f"{SCRIPT_MAX_COMMANDS} commands", self.source, line(node))
         self.script.commands.append(Simple(
             line(node), node.end_point[0] + 1, tuple(words), prefix, exported, at.branch,
             tuple(sorted(notes, key=_note_order)), self.short(node),
@@ -318,6 +336,12 @@ class Walker(Branches):
             target, args, sourced = words[1], words[2:], True
         elif "/" in words[0] and words[0].rsplit("/", 1)[-1] in self.library:
             target, args, sourced = words[0], words[1:], False
+        elif head in _RUNS_ITS_COMMAND and (at := next(
+                (i for i, w in enumerate(words[1:], 1) if w.rsplit("/", 1)[-1] in self.library
+                 and not words[i - 1].startswith("-")), None)):
+            # a job or container wrapper (`srun -N1 apptainer exec IMG ./x.sh ARGS`) runs the
+            # script with the words after it as its arguments
+            target, args, sourced = words[at], words[at + 1:], False
         elif head not in _FILE_TOOLS and (named := [w for w in words[1:] if
                                                   w.rsplit("/", 1)[-1] in self.library]):
             # a launcher not given that names another input script (`./launch-cluster.sh -n
@@ -348,11 +372,12 @@ class Walker(Branches):
             exported = {v: self.scope.lookup(v) for v in self.scope.exported}
             child.scope = Scope(given={**self.scope.given, **{
                 k: v if isinstance(v, str) else " ".join(v) for k, v in exported.items()
-                if v is not None}}, holes=self.script.holes, file=name)
-        saved = child.scope.positional
+                if v is not None}}, holes=self.script.holes, file=name, budget=self.scope.budget)
+        saved, origin = child.scope.positional, child.scope.budget.origin
         child.scope.positional = None if args is None else list(args)
+        child.scope.budget.origin = name  # a refusal names the file its line is in
         child.statement(tree.root_node, at.down(calls=at.calls + (name,)))
-        child.scope.positional = saved
+        child.scope.positional, child.scope.budget.origin = saved, origin
         self.steps = child.steps
         how = (f"with {len(args)} argument(s)" if args is not None else
                f"(`{self.short(node)[:60]}`: a launcher not given; its arguments unknown)")
@@ -362,25 +387,3 @@ class Walker(Branches):
 def _note_order(note: str) -> int:
     """Notes in the order a reader meets them: redirections, the pipe, the background."""
     return 0 if "redirection" in note else 1 if "piped" in note else 2
-
-
-def read_script(text_: str, source: str, given: dict[str, str] | None = None,
-                library: dict[str, str] | None = None, args_unknown: bool = False) -> Script:
-    """Every simple command of a bash script, statically (see the module doc); `library`:
-    other scripts the client gave (file name -> text), read where this one runs them;
-    `args_unknown`: the script's own `$1..` are unknown values (every branch they choose is
-    read), not absent."""
-    tree, data = parse(text_, source)
-    walker = Walker(data, source, given or {})
-    walker.scope.args_unknown = args_unknown
-    walker.library = dict(library or {})
-    try:
-        walker.statement(tree.root_node, _At())
-    except RecursionError:  # the depth bounds keep well below it; this guards the guard
-        raise InputError(f"{source}: the shell text nests too deeply to read; not a launch "
-                         "script a client sends") from None
-    if tree.root_node.has_error and not walker.script.errors:
-        bad = first_error(tree.root_node)
-        if bad is not None:
-            walker.script.errors.append((line(bad), walker.short(bad) or "missing text"))
-    return walker.script

@@ -6,72 +6,28 @@ parameters of a called function and simple integer arithmetic are evaluated from
 known at that point (the script's own assignments, then the values the client supplied).
 Unquoted expansions are split into fields on blanks. What cannot be known without running
 something (command substitution, process substitution, an unset variable with no default, a
-script argument) becomes a `<supply:NAME>` placeholder and a `Hole` with its line.
+script argument) becomes a `<supply:NAME>` placeholder and a `Hole` with its line. Every value
+is measured before it is built and charged to the read's byte budget (reproduce/budget.py).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
 from sparktriage.reproduce.bash.arith import arith, edit, trim
+from sparktriage.reproduce.bash.scope import Hole, Scope, Value
 from sparktriage.reproduce.bash.tree import Node, line, text
-from sparktriage.reproduce.secrets import placeholder
+from sparktriage.reproduce.budget import size_of
 
-Value = str | list[str]
+__all__ = ["Expander", "Hole", "Scope"]
 _BLANKS = re.compile(r"([ \t\n]+)")
 _LEAD = re.compile(rb"(?:[ \t\n]|\\\n)*")  # blanks and `\<newline>` before a `$`
-_NAME_CHARS = re.compile(r"[^A-Za-z0-9_]+")
 _ESCAPED_IN_QUOTES = re.compile(r"\\([\\$`\"])|\\\n")  # \<newline> joins lines
 _ANSI = {"n": "\n", "t": "\t", "\\": "\\", "'": "'", '"': '"', "e": "\x1b", "r": "\r", "a": "\a",
          "b": "\b", "f": "\f", "v": "\v"}
-MAX_VALUE_CHARS = 1024 * 1024
 _SPECIAL = {"?": "status", "$": "pid", "!": "last_pid", "-": "flags", "0": "script",
             "_": "last_arg"}
 MAX_WORD_DEPTH = 48  # expansions and quotes nested in one word
-
-
-@dataclass(frozen=True)
-class Hole:
-    """A value the script computes at run time: its placeholder name, line and construct."""
-
-    name: str
-    line: int
-    what: str
-    dropped: bool = False  # the words were left out (script arguments), no placeholder put
-
-
-@dataclass
-class Scope:
-    """Variables at one point of the walk: the script's own, then the client's."""
-
-    given: dict[str, str]
-    values: dict[str, Value] = field(default_factory=dict)
-    unset: set[str] = field(default_factory=set)  # unset by the script (`unset X`)
-    exported: set[str] = field(default_factory=set)
-    positional: list[str] | None = None  # None: the script's own arguments (unknown)
-    holes: list[Hole] = field(default_factory=list)
-    file: str | None = None  # another input script being read (named in holes)
-    # the script's own arguments read as unknown values rather than as none given (the
-    # second reading of a script that runs no server without arguments: serve.py)
-    args_unknown: bool = False
-
-    def lookup(self, name: str) -> Value | None:
-        if name in self.values:
-            return self.values[name]
-        if name in self.unset:
-            return None
-        return self.given.get(name)
-
-    def copy(self) -> Scope:
-        return Scope(self.given, dict(self.values), set(self.unset), set(self.exported),
-                     self.positional, self.holes, self.file, self.args_unknown)
-
-    def hole(self, name: str, node: Node, what: str, dropped: bool = False) -> str:
-        name = _NAME_CHARS.sub("_", name).strip("_")[:60] or "value"
-        self.holes.append(Hole(name, line(node), f"{what} (in {self.file})" if self.file
-                               else what, dropped))
-        return "" if dropped else placeholder(name)
 
 
 def _unquote(match: re.Match) -> str:
@@ -99,8 +55,14 @@ class Expander:
     # fields: (kind, value): "lit" text kept whole, "split" text split on blanks, "fields" list
     def fields(self, nodes: list[Node]) -> list[str]:
         out: list[str] = []
+        size = 0
         for node in nodes:
-            out.extend(_split(self._tilde(node, self.segments(node, quoted=False))))
+            fields = _split(self._tilde(node, self.segments(node, quoted=False)))
+            size += size_of(fields)
+            self.scope.budget.check(size, line(node), len(out) + len(fields))
+            out.extend(fields)
+        if nodes:
+            self.scope.budget.charge(size, line(nodes[0]), len(out))
         return out
 
     def _tilde(self, node: Node, segments: list[tuple[str, Value]]) -> list[tuple[str, Value]]:
@@ -118,10 +80,10 @@ class Expander:
         """One value, not split (the right side of an assignment, a case subject)."""
         if node is None:
             return ""
-        parts = []
-        for kind, value in self._tilde(node, self.segments(node, quoted=True)):
-            parts.append(" ".join(value) if kind == "fields" else value)
-        return "".join(parts)[:MAX_VALUE_CHARS]
+        segments = self._tilde(node, self.segments(node, quoted=True))
+        self.scope.budget.charge(_size(segments), line(node))
+        return "".join(" ".join(value) if kind == "fields" else value
+                       for kind, value in segments)
 
     def segments(self, node: Node, quoted: bool) -> list[tuple[str, Value]]:
         if self.depth >= MAX_WORD_DEPTH:
@@ -129,9 +91,12 @@ class Expander:
                                             f"than {MAX_WORD_DEPTH} levels deep (not expanded)"))]
         self.depth += 1
         try:
-            return self._segments(node, quoted)
+            segments = self._segments(node, quoted)
         finally:
             self.depth -= 1
+        # the parts are shared references until joined: measure them before anything joins
+        self.scope.budget.check(_size(segments), line(node))
+        return segments
 
     def _segments(self, node: Node, quoted: bool) -> list[tuple[str, Value]]:
         kind = node.type
@@ -171,8 +136,9 @@ class Expander:
 
     def heredoc(self, node: Node) -> str:
         """An unquoted here-document's body, expanded as in double quotes."""
-        return "".join(" ".join(v) if k == "fields" else v
-                       for k, v in self._inside(node, node.start_byte, node.end_byte))
+        segments = self._inside(node, node.start_byte, node.end_byte)
+        self.scope.budget.charge(_size(segments), line(node))
+        return "".join(" ".join(v) if k == "fields" else v for k, v in segments)
 
     def _inside(self, node: Node, pos: int | None = None,
                 end: int | None = None) -> list[tuple[str, Value]]:
@@ -338,7 +304,8 @@ class Expander:
                                             "known"))]
         if op in ("#", "##", "%", "%%") and (trimmed := trim(value, op, operand)) is not None:
             return [(kind, trimmed)]
-        if (changed := edit(value, op, operand)) is not None:
+        if (changed := edit(value, op, operand,
+                            lambda size: self.scope.budget.check(size, line(node)))) is not None:
             return [(kind, changed)]
         return [("lit", self.scope.hole(name, node, f"${{{name}{op}...}}: this expansion is "
                                         "not evaluated"))]
@@ -350,6 +317,10 @@ class Expander:
             return self.scope.hole(self.hint or "arithmetic", node,
                                    "arithmetic on values not known " + _short(node, self.data))
         return str(result)
+
+
+def _size(segments: list[tuple[str, Value]]) -> int:
+    return sum(size_of(value) for _, value in segments)
 
 
 def _split(segments: list[tuple[str, Value]]) -> list[str]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from sparktriage.reproduce.importers import apart
 from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.importers.ray_start import RayStart
 from sparktriage.reproduce.importers.nodes import assemble
@@ -35,12 +36,15 @@ class Member:
     name: str = ""
 
 
-def kept_servers(members: list[Member], ctx: Ctx) -> list[int]:
+def kept_servers(members: list[Member], ctx: Ctx,
+                 engines: list[dict] | None = None) -> list[int]:
     """Which members are nodes of the one run: all of them, unless there are several serve
     commands none of which is a node of a multi-node run (no Ray, no `--nnodes`,
     `--node-rank`, `--headless`): then they are separate servers (a compose file of
     alternative models, a chat and an embedding server side by side), the first is the
-    deployment and each other is an unknowns row naming its service and line."""
+    deployment and each other is an unknowns row naming its service and line; an independent
+    one (apart.py) is also read alone, with its container settings (`engines`), into
+    `ctx.others`."""
     serving = [i for i, m in enumerate(members) if m.serve is not None]
     multi = any(m.ray for m in members) or any(
         m.serve.headless or m.serve.node_rank is not None or m.serve.nnodes
@@ -50,6 +54,10 @@ def kept_servers(members: list[Member], ctx: Ctx) -> list[int]:
     first = members[serving[0]]
     for i in serving[1:]:
         other = members[i]
+        if apart.independent(first.serve, other.serve):
+            apart.flag_other(ctx, first.serve, first.name, other.serve, other.name)
+            ctx.others.append(alone([other], engines[i] if engines else None, ctx))
+            continue
         ctx.flag_unknown(other.name or "vllm serve", f"line {other.line}: another vLLM server "
                          "(an alternative or a second server beside it, not a node of one run: "
                          f"no Ray, --nnodes or --headless); {first.name or 'the first'} (line "
@@ -108,3 +116,15 @@ def assemble_cluster(members: list[Member], ctx: Ctx) -> Imported:
     if len(nodes) > 1 or first:
         deployment.setdefault("parallelism", {})["nodes"] = len(nodes) + first
     return ctx.result(deployment=deployment, nodes=nodes, line=line)
+
+
+def alone(members: list[Member], engine: dict | None, ctx: Ctx) -> Imported:
+    """An independent server group of the input read as if it were the input's only one (its
+    rows, notes and mappings are the input's own already)."""
+    scratch = Ctx(ctx.ref, ctx.secrets)
+    part = assemble_cluster(members, scratch)
+    deployment = dict(part.deployment)
+    if engine:
+        deployment["engine"] = {**deployment.get("engine", {}), **engine}
+    return part.model_copy(update={"deployment": deployment, "unknown": [], "notes": [],
+                                   "mapped": []})

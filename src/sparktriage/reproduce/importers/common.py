@@ -21,6 +21,13 @@ class Ctx:
     mounts: list[tuple[str, str]] = field(default_factory=list)
     # files the script writes from a here-document (`cat > F <<EOF`): path -> (line, text)
     files: dict[str, tuple[int, str]] = field(default_factory=dict)
+    # the vLLM release the client runs, with what says so (a collect-env input's version),
+    # and the one the image of the container being read names (`vllm/vllm-openai:v0.11.0`):
+    # the serve argv is read with that release's option rules (reproduce/vllm_options.py)
+    release: tuple[str, str] | None = None
+    image_release: tuple[str, str] | None = None
+    # independent servers of the input besides the one reproduced, each read alone (apart.py)
+    others: list[Imported] = field(default_factory=list)
 
     @property
     def source(self) -> str:
@@ -39,4 +46,4 @@ class Ctx:
 
     def result(self, **kw) -> Imported:
         return Imported(input=self.ref, unknown=self.unknown, notes=self.notes,
-                        mapped=self.mapped, **kw)
+                        mapped=self.mapped, others=self.others, **kw)

@@ -20,8 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sparktriage.errors import InputError
+from sparktriage.limits import check_lines
 from sparktriage.reproduce.importers.cluster import Member, assemble_cluster, kept_servers
 from sparktriage.reproduce.importers.common import Ctx
+from sparktriage.reproduce.importers.compose_include import include_rows
 from sparktriage.reproduce.importers.compose_keys import service_keys
 from sparktriage.reproduce.importers.compose_vars import Interpolator, inside, read_env_file
 from sparktriage.reproduce.importers.container import container_program
@@ -29,13 +31,13 @@ from sparktriage.reproduce.importers.nodes import env_block
 from sparktriage.reproduce.model import Imported
 from sparktriage.reproduce.shell import split_words
 from sparktriage.yamldoc import load_with_lines
+from sparktriage.yamlsafe import read_text
 
 MAX_EXTENDS = 5
 PLACEHOLDER = re.compile(r"<supply:([A-Za-z0-9_.-]+)>")
 SAFE = "SPARKTRIAGE_SUPPLY_"
 SAFE_WORD = re.compile(SAFE + r"([A-Za-z0-9_.-]+?)" + SAFE)
-TOP_LEVEL = {"services", "volumes", "networks", "version", "name", "configs", "secrets",
-             "include"}
+TOP_LEVEL = {"services", "volumes", "networks", "version", "name", "configs", "secrets"}
 
 
 def _words(value, ctx: Ctx, what: str, line: int | None) -> list[str]:
@@ -140,6 +142,7 @@ def _extends(name: str, service: dict, services: dict, base: Path, ctx: Ctx,
             ctx.flag_unknown(f"extends: {spec['file']}", f"service {name}: the file is not "
                              "in the input's folder; its settings are missing")
             return own
+        check_lines(read_text(target), str(target))
         data, _ = load_with_lines(target)
         pool = (data or {}).get("services") or {} if isinstance(data, dict) else {}
     parent = pool.get(spec["service"])
@@ -237,13 +240,19 @@ class Project:
 def load_project(path: Path, ctx: Ctx) -> Project:
     data, marks = load_with_lines(path)
     services = data.get("services") if isinstance(data, dict) else None
+    base = Path(os.path.abspath(path)).parent
+    included = include_rows(data["include"], base, marks.get(("include",)), ctx) \
+        if isinstance(data, dict) and data.get("include") is not None else 0
     if not isinstance(services, dict) or not services:
-        raise InputError(f"{path}: no services in the compose file")
+        more = (f" (its {included} include: file(s) are not merged: give them as inputs)"
+                if included else "")
+        raise InputError(f"{path}: no services in the compose file{more}")
     for key in data:
+        if key == "include":
+            continue
         if key not in TOP_LEVEL and not str(key).startswith("x-"):
             ctx.flag_unknown(str(key), f"line {marks.get((key,))}: top-level compose key not "
                              "reproduced")
-    base = Path(os.path.abspath(path)).parent
     dotenv: dict[str, str] = {}
     if (base / ".env").is_file() and inside(base, ".env"):
         dotenv = read_env_file(base / ".env", ctx, ".env") or {}
@@ -293,7 +302,7 @@ def import_compose(path: Path, ctx: Ctx) -> Imported:
             return ctx.result()
         more = f"; skipped by profile: {', '.join(skipped)}" if skipped else ""
         raise InputError(f"{ctx.source}: no service runs vLLM or Ray{more}")
-    kept = kept_servers(members, ctx)
+    kept = kept_servers(members, ctx, engines)
     members, engines = [members[i] for i in kept], [engines[i] for i in kept]
     result = assemble_cluster(members, ctx)
     deployment = dict(result.deployment)
@@ -376,5 +385,8 @@ def _service(name: str, service: dict, marks: dict, base: Path, interp: Interpol
     if serve is not None:
         serve.line = cmd_line
     env.update(eng.pop("_env", {}))
+    pin = eng.pop("_gpu_pin", None)  # a GPU reservation's device list (compose_keys._devices)
+    if pin is not None:
+        env.setdefault("NVIDIA_VISIBLE_DEVICES", pin)
     env = env_block(env, ctx, f"services.{name}.environment")
     return Member(serve, ray, env, cmd_line, replicas, name), eng

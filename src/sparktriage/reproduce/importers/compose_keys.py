@@ -95,7 +95,7 @@ def service_keys(name: str, service: dict, marks: dict, eng: dict, ctx: Ctx,
                 args += _volume(item, ctx, name, where, base)
             ctx.mapped.append(f"services.{name}.volumes -> engine.container_args")
         elif key == "deploy":
-            replicas = _deploy(name, value, marks, args, ctx)
+            replicas = _deploy(name, value, marks, args, ctx, eng)
         elif key in NOTED:
             ctx.note(f"{where}: service {name}: {key}: {NOTED[key]}")
         elif key in KEEP:
@@ -113,7 +113,8 @@ def service_keys(name: str, service: dict, marks: dict, eng: dict, ctx: Ctx,
     return replicas
 
 
-def _deploy(name: str, deploy, marks: dict, args: list[str], ctx: Ctx) -> int:
+def _deploy(name: str, deploy, marks: dict, args: list[str], ctx: Ctx,
+            eng: dict | None = None) -> int:
     where = _where(marks, "services", name, "deploy")
     if not isinstance(deploy, dict):
         ctx.flag_unknown(f"deploy: {deploy}", f"{where}: service {name}: not a mapping")
@@ -128,7 +129,7 @@ def _deploy(name: str, deploy, marks: dict, args: list[str], ctx: Ctx) -> int:
                 if part == "reservations" and isinstance(body, dict):
                     for item, spec in body.items():
                         if item == "devices":
-                            _devices(name, spec, where, ctx)
+                            _devices(name, spec, where, ctx, eng if eng is not None else {})
                         else:
                             ctx.flag_unknown(f"deploy.resources.reservations.{item}: {spec}",
                                              f"{where}: service {name}: reservation not "
@@ -154,7 +155,9 @@ def _deploy(name: str, deploy, marks: dict, args: list[str], ctx: Ctx) -> int:
     return replicas
 
 
-def _devices(name: str, devices, where: str, ctx: Ctx) -> None:
+def _devices(name: str, devices, where: str, ctx: Ctx, eng: dict) -> None:
+    """GPU reservations: the plan's --gpus all; a pinned list goes to `eng["_gpu_pin"]`, which
+    the compose importer makes the container's NVIDIA_VISIBLE_DEVICES."""
     for device in devices if isinstance(devices, list) else [devices]:
         if not isinstance(device, dict):
             ctx.flag_unknown(f"devices: {device}", f"{where}: service {name}: not a mapping")
@@ -165,13 +168,32 @@ def _devices(name: str, devices, where: str, ctx: Ctx) -> None:
                              f"service {name}: a device reservation that is not a GPU")
             continue
         count, ids = device.get("count"), device.get("device_ids")
-        if ids or count not in (None, "all", -1, 1):
+        pinned = _pinned(count, ids)
+        if pinned is not None:
+            # what the NVIDIA runtime makes of the reservation: the container's device list,
+            # mapped onto each lab node's own GPUs like any NVIDIA_VISIBLE_DEVICES
+            eng["_gpu_pin"] = pinned
+            ctx.mapped.append(f"services.{name}.deploy.resources.reservations.devices (GPU "
+                              f"count={count} device_ids={ids}) -> env.NVIDIA_VISIBLE_DEVICES="
+                              f"{pinned} (mapped onto each lab node's GPUs) and the plan's "
+                              "--gpus all")
+        elif ids or count not in (None, "all", -1, 1):
             ctx.flag_unknown(f"GPU reservation count={count} device_ids={ids}", f"{where}: "
                              f"service {name}: the plan passes --gpus all (each lab node's "
                              "GPUs; a GB10 node has one)")
         else:
             ctx.mapped.append(f"services.{name}.deploy.resources.reservations.devices (GPU) -> "
                               "the plan's --gpus all")
+
+
+def _pinned(count, ids) -> str | None:
+    """The device list a compose GPU reservation pins: its `device_ids`, or the first `count`
+    GPUs (a count above 1); None when it pins none (all, one, or a shape not read)."""
+    if isinstance(ids, list) and ids and all(isinstance(i, (str, int)) for i in ids):
+        return ",".join(str(i) for i in ids)
+    if isinstance(count, int) and not isinstance(count, bool) and 1 < count <= 64:
+        return ",".join(str(i) for i in range(count))
+    return None
 
 
 def _volume(item, ctx: Ctx, service: str, where: str, base: Path | None) -> list[str]:

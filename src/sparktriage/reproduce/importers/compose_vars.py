@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from sparktriage.limits import check_lines
 from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.secrets import placeholder
 
@@ -28,6 +29,8 @@ _LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_.-]*)\s*=\s*(.*)\Z")
 
 def inside(base: Path, ref: str) -> Path | None:
     """`ref` against `base` (a folder) when it stays inside it after symlinks, else None."""
+    if "\x00" in ref:  # no file has such a name (and the OS refuses to look it up)
+        return None
     root = Path(os.path.realpath(base))
     target = Path(os.path.realpath(root / ref))
     if target != root and root not in target.parents:
@@ -48,6 +51,7 @@ def read_env_file(path: Path, ctx: Ctx, what: str) -> dict[str, str] | None:
     if len(raw) > MAX_ENV_FILE_BYTES or b"\x00" in raw:
         ctx.flag_unknown(what, f"{path.name}: over 1 MiB or not text; not read")
         return None
+    check_lines(raw, str(path))
     out: dict[str, str] = {}
     for line in raw.decode("utf-8", errors="replace").splitlines():
         match = _LINE.match(line)

@@ -7,8 +7,10 @@ never run). Shared by the docker-run importer (docker.py) and the compose import
 from __future__ import annotations
 
 import os
+import re
 
 from sparktriage.errors import InputError
+from sparktriage.reproduce import vllm_options
 from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.importers.container_script import pick, split_script
 from sparktriage.reproduce.importers.ray_start import RayStart, is_ray_start, parse_ray_start
@@ -38,10 +40,28 @@ def container_program(command: list[str], entrypoint: str | None, engine: dict, 
     (the container's own variables) as its environment. One of them is there, else
     InputError."""
     ctx.mounts = binds(engine.get("container_args") or [])
+    ctx.image_release = image_release(engine.get("image"))
     try:
         return _program(command, entrypoint, engine, ctx, line, environment or {})
     finally:
         ctx.mounts = []
+        ctx.image_release = None
+
+
+def image_release(image) -> tuple[str, str] | None:
+    """(covered release, why) from a vLLM image's tag (`vllm/vllm-openai:v0.11.0`); None for
+    other images, whose tags are their own versions (`nvcr.io/nvidia/vllm:25.09-py3` is not
+    vLLM 25.09), and a tag outside the covered releases."""
+    if not isinstance(image, str) or ":" not in image.rsplit("/", 1)[-1]:
+        return None
+    name, _, tag = image.rpartition(":")
+    if "vllm" not in name.lower() or not re.match(r"v?0\.\d+(\.\d+)*([^\d.]|$)", tag):
+        return None
+    covered = vllm_options.release_of(tag)
+    if covered is None or not vllm_options.covers(tag):
+        return None  # a tag of the image's own numbering (`dspark:0.1.1`), not vLLM's
+    same = "" if tag.lstrip("v").startswith(covered) else f", read with {covered}'s options"
+    return covered, f"the image {image}{same}"
 
 
 def binds(args: list[str]) -> list[tuple[str, str]]:

@@ -117,6 +117,12 @@ def _option(name: str, value: str, run: _Run, ctx: Ctx, line: int) -> None:
     """One option with its value onto the run's env, container arguments or entrypoint."""
     if name in ENV_OPTS:
         _env_option(name, value, run, ctx, line)
+    elif name == "--gpus" and gpu_pin(value.strip("'\"")) is not None:
+        pinned = gpu_pin(value.strip("'\""))
+        run.env.setdefault("NVIDIA_VISIBLE_DEVICES", pinned)
+        ctx.mapped.append(f"{name} {value} -> env.NVIDIA_VISIBLE_DEVICES={pinned} (what the "
+                          "NVIDIA runtime makes of it; mapped onto each lab node's GPUs) and the "
+                          "plan's --gpus all")
     elif name in PLAN_SETS:
         _plan_sets(name, value, ctx, line)
     elif name == "--env-file":
@@ -152,6 +158,18 @@ def _env_option(name: str, value: str, run: _Run, ctx: Ctx, line: int) -> None:
     else:
         ctx.flag_unknown(f"{name} {value}", f"line {line}: takes the value of {value} from the "
                          "client's shell; not known, not in env")
+
+
+def gpu_pin(value: str) -> str | None:
+    """The device list a docker `--gpus` value pins (`device=4,5` -> "4,5"; a count `2` -> the
+    runtime's first two, "0,1"), or None (`all`, or a value that pins no list)."""
+    value = value.strip()
+    if value.startswith("device="):
+        devices = value[len("device="):].strip("'\"")
+        return devices or None
+    if value.isdigit() and 0 < int(value) <= 64:
+        return ",".join(str(i) for i in range(int(value)))
+    return None
 
 
 def _plan_sets(name: str, value: str, ctx: Ctx, line: int) -> None:

@@ -8,11 +8,13 @@
   the argv and the command line wins. Given as an input of its own without a `model`, such a
   file is read through the serve command's `--config` that names it (noted, no node).
 - Recipes in three published shapes: sparkrun / eugr (`model`, `container`, `defaults`
-  substituted into the `command` template's `{key}`, with `{{`/`}}` as literal braces; `env`;
-  `min_nodes`, `cluster_only`, `build_args`, `mods`), vllm-project/recipes model files
-  (`model.model_id`, `base_args`, `base_env`, `features` on unless listed in
-  `opt_in_features`, `variants.default`; the `guide` text is documentation), and a plain
-  `model` + `args`/`serve_args` (list or mapping) + `env`.
+  filled into the `command` template exactly as sparkrun renders it, with what sparkrun adds
+  and its choice of native multi-node or Ray: recipe_render.py; `env`; `min_nodes`,
+  `cluster_only`; `build_args`, `pre_exec`, `mods`, `post_exec` as the deployment's named
+  steps: recipe_steps.py), vllm-project/recipes model files (`model.model_id`, `base_args`,
+  `base_env`, `features` on unless listed in `opt_in_features`, `variants.default`; the
+  `guide` text is documentation), and a plain `model` + `args`/`serve_args` (list or mapping)
+  + `env`.
 
 Files are read with the bounded YAML reader; every key is mapped, noted or an unknowns row.
 """
@@ -26,10 +28,12 @@ from typing import Any
 
 from sparktriage.errors import InputError
 from sparktriage.reproduce import flags as F
+from sparktriage.reproduce.importers import recipe_render as R
 from sparktriage.reproduce.importers.cluster import Member, assemble_cluster
 from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.importers.compose_vars import Interpolator
 from sparktriage.reproduce.importers.container_script import pick, split_script
+from sparktriage.reproduce.importers.recipe_steps import recipe_steps
 from sparktriage.reproduce.importers.nodes import env_block, find_serve
 from sparktriage.reproduce.importers.serve_args import parse_serve
 from sparktriage.reproduce.importers.vllm_config import config_args, value_words
@@ -44,17 +48,15 @@ NOTED = {"metadata": "descriptive", "description": "descriptive", "name": "descr
          "max_nodes": "topology", "solo_only": "topology",
          "cluster_only": "topology (the ranks decide the nodes)",
          "runtime_config": "runtime-specific", "hardware": "descriptive", "tags": "descriptive",
-         "notes": "descriptive", "build_args": "how the recipe's image is built; the named "
-         "image is used", "mods": "patches applied to the recipe's image; the named image is "
-         "used", "meta": "descriptive", "guide": "documentation; its commands are examples, "
-         "not the recipe's settings", "compatible_strategies": "descriptive",
+         "notes": "descriptive", "meta": "descriptive",
+         "guide": "documentation; its commands are examples, not the recipe's settings",
+         "compatible_strategies": "descriptive",
          "strategy_overrides": "per-strategy options, none chosen",
          "hardware_overrides": "per-hardware options, none chosen"}
+STEP_KEYS = ("build_args", "pre_exec", "mods", "post_exec")
 SPARKRUN_DEFAULTS = {"tensor_parallel": "tensor-parallel-size",
                      "pipeline_parallel": "pipeline-parallel-size",
                      "data_parallel": "data-parallel-size"}
-MAX_PASSES = 5
-_PLACE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 def looks_like_vllm_config(data: Any) -> bool:
@@ -82,19 +84,6 @@ def looks_like_recipe(data: Any) -> bool:
             + IMAGE_KEYS):
         return True
     return looks_like_vllm_config(data)
-
-
-def substitute(template: str, values: dict[str, Any]) -> str:
-    """`{key}` filled from `values` (repeated while values hold more); `{{`/`}}` are literal
-    braces, as in the format strings recipe tools use."""
-    text = template.replace("{{", "\x00").replace("}}", "\x01")
-    for _ in range(MAX_PASSES):
-        new = _PLACE.sub(lambda m: str(values[m.group(1)]) if m.group(1) in values
-                         else m.group(0), text)
-        if new == text:
-            break
-        text = new
-    return text.replace("\x00", "{").replace("\x01", "}")
 
 
 def import_recipe(path: Path, ctx: Ctx) -> Imported:
@@ -141,7 +130,7 @@ def _template(data: dict, marks: dict, ctx: Ctx) -> Imported:
     argv: list[str] = []
     command_argv: list[str] | None = None
     nodes = 1
-    runtime_backend: str | None = None
+    command_text = ""
     cleared = False  # executor_config.entrypoint: "" (the image's entrypoint cleared)
     defaults = data.get("defaults") if isinstance(data.get("defaults"), dict) else {}
     model = data.get("model") if isinstance(data.get("model"), str) else None
@@ -163,35 +152,55 @@ def _template(data: dict, marks: dict, ctx: Ctx) -> Imported:
         elif key == "defaults" and isinstance(value, dict):
             ctx.mapped.append(f"{where}: defaults -> the command template's values")
         elif key == "command" and isinstance(value, str):
-            values = {**({"model": model} if model else {}), **defaults}
-            missing = sorted(set(_PLACE.findall(value.replace("{{", "").replace("}}", "")))
-                             - set(values))
-            for left in missing:  # given on the recipe tool's command line, not known here
+            values = R.values_of(data)
+            for left in sorted(set(R.placeholders(value)) - {k for k, v in values.items()
+                                                              if v is not None}):
+                # given on the recipe tool's command line, not known here
                 values[left] = ctx.secrets.declare(left.upper(), f"{where}: template {{{left}}}")
                 ctx.flag_unknown(f"{{{left}}}", f"{where}: template value not in defaults; "
                                  f"written as {values[left]}")
-            text = substitute(value, values)
-            serve, _ = pick(split_script(text, ctx, line), find_serve, ctx, line)
+            text = R.render(value, values, ctx.source, line)
+            # the command runs in the container, whose environment holds the recipe's env
+            given = {str(k): str(v) for k, v in (data.get("env") or {}).items()
+                     if isinstance(data.get("env"), dict)}
+            serve, _ = pick(split_script(text, ctx, line, given), find_serve, ctx, line)
             if serve is None:
                 raise InputError(f"{ctx.source}:{line}: the recipe's command runs no vllm serve "
                                  f"(runtime {data.get('runtime', '?')})")
-            command_argv = serve.words
-            env.update(serve.env)
-            ctx.mapped.append(f"{where}: command template (defaults filled) -> vllm serve")
+            command_argv = _as_sparkrun_does(list(serve.words), data, values, ctx, where)
+            command_text = text
+            kept = dict(serve.env)
+            for name in R.self_extended(text, given):
+                kept.pop(name, None)
+                ctx.flag_unknown(f"export {name}", f"{where}: the command extends the image's "
+                                 f"{name}, which the input does not show; not set (the image's "
+                                 f"{name} is kept)")
+            env.update(kept)
+            ctx.mapped.append(f"{where}: command template rendered as sparkrun renders it "
+                              "-> vllm serve")
         elif key == "runtime":
-            runtime_backend = _runtime_backend(value, ctx, line)
+            _runtime_backend(value, ctx, line)
         elif key == "executor_config" and isinstance(value, dict):
             cleared = _executor_config(value, ctx, line) or cleared
         elif key == "min_nodes" and isinstance(value, int):
             nodes = max(1, value)
             ctx.mapped.append(f"{where}: min_nodes {value} -> at least {nodes} node(s)")
         elif key == "model_revision":
-            argv += ["--revision", str(value)]
-            ctx.mapped.append(f"{where}: model_revision -> --revision")
+            # sparkrun passes the pin only on a command it builds from the defaults; a
+            # template passes it itself ({model_revision}) or not at all
+            if not isinstance(data.get("command"), str):
+                argv += ["--revision", str(value)]
+                ctx.mapped.append(f"{where}: model_revision -> --revision")
+            else:
+                ctx.note(f"{where}: model_revision: the command template decides (sparkrun adds "
+                         "no --revision to a template)")
+        elif key in STEP_KEYS:
+            continue  # read below, in the recipe tool's order
         elif key in NOTED:
             ctx.note(f"{where}: {key}: {NOTED[key]}")
         else:
             ctx.flag_unknown(str(key), f"{where}: recipe key not reproduced")
+    steps = recipe_steps(data, marks, ctx)
     if command_argv is None:
         if not model:
             raise InputError(f"{ctx.source}: the recipe names no model and has no command")
@@ -204,12 +213,57 @@ def _template(data: dict, marks: dict, ctx: Ctx) -> Imported:
             else:
                 ctx.flag_unknown(f"defaults.{key}", "not a vllm serve option; not reproduced")
     words = command_argv + argv
-    if runtime_backend and nodes > 1 and not any(
-            w.split("=")[0] == "--distributed-executor-backend" for w in words):
-        words += ["--distributed-executor-backend", runtime_backend]
-        ctx.mapped.append(f"runtime {data.get('runtime')} -> --distributed-executor-backend "
-                          f"{runtime_backend} on its {nodes} nodes")
-    return _one(words, env, engine, ctx, marks.get(("command",), 1), nodes, model, cleared)
+    backend = R.executor(data.get("runtime"), data, command_text)
+    named = R.has_flag(words, "--distributed-executor-backend")
+    result = _one(words, env, engine, ctx, marks.get(("command",), 1), nodes, model, cleared)
+    if steps:
+        result = result.model_copy(update={"deployment": {**result.deployment,
+                                                          "steps": steps}})
+    dep = result.deployment
+    p = dep.get("parallelism") or {}
+    world = int(p.get("tp") or 1) * int(p.get("pp") or 1) * int(p.get("dp") or 1)
+    if world > 1 or nodes > 1:
+        chosen = (dep.get("engine") or {}).get("backend") if named else backend
+        update = {"backend": chosen or backend}
+        if update["backend"] == "mp":
+            update["master_port"] = R.RENDEZVOUS_PORT
+        result = _with_engine(result, update)
+        result.mapped.append(f"runtime {data.get('runtime') or '(none)'} -> "
+                             f"{'Ray' if update['backend'] == 'ray' else 'native multi-node'}"
+                             f" across {world} rank(s), as sparkrun chooses")
+    return result
+
+
+def _as_sparkrun_does(words: list[str], data: dict, values: dict, ctx: Ctx,
+                      where: str) -> list[str]:
+    """What sparkrun does to a rendered command before it runs it: a `defaults` value for the
+    executor backend replaces the command's, and a command naming no served name gets one."""
+    wanted = values.get("distributed_executor_backend")
+    if wanted is not None:
+        flag = "--distributed-executor-backend"
+        for i, word in enumerate(words):
+            if word == flag and i + 1 < len(words):
+                words[i + 1] = str(wanted)
+                break
+            if word.startswith(flag + "="):
+                words[i] = f"{flag}={wanted}"
+                break
+        else:
+            words += [flag, str(wanted)]
+        ctx.mapped.append(f"{where}: defaults.distributed_executor_backend -> {flag} {wanted}")
+    if not R.has_flag(words, "--served-model-name"):
+        name = R.served_name(data, values)
+        if name:
+            words += ["--served-model-name", name]
+            ctx.mapped.append(f"{where}: --served-model-name {name} (sparkrun names the "
+                              "served model when the command does not)")
+    return words
+
+
+def _with_engine(result: Imported, update: dict) -> Imported:
+    deployment = dict(result.deployment)
+    deployment["engine"] = {**deployment.get("engine", {}), **update}
+    return result.model_copy(update={"deployment": deployment})
 
 
 def _executor_config(value: dict, ctx: Ctx, line: int | None) -> bool:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sparktriage.limits import check_lines
 from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.importers.compose_vars import inside
 from sparktriage.reproduce.importers.vllm_config import written_file
@@ -48,6 +49,7 @@ def _beside(ref: str, ctx: Ctx) -> tuple[Path, str] | None:
                 ctx.flag_unknown(ref, f"the container's script {found.name} is larger than "
                                  f"{MAX_SCRIPT_BYTES} bytes; not read")
                 return None
+            check_lines(raw, str(found))
             try:
                 return found, raw.decode("utf-8")
             except UnicodeDecodeError:

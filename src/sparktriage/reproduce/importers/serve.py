@@ -18,7 +18,8 @@ from sparktriage.errors import InputError
 from sparktriage.reproduce.bash import Hole, Simple, read_script
 from sparktriage.reproduce.bash.transcript import commands_of
 from sparktriage.reproduce.bash.servers import Server, servers
-from sparktriage.reproduce.importers.cluster import Member, assemble_cluster
+from sparktriage.reproduce.importers import apart, job_wrappers
+from sparktriage.reproduce.importers.cluster import Member, alone, assemble_cluster
 from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.importers.docker import parse_container_run
 from sparktriage.reproduce.importers.nodes import env_block, find_serve
@@ -108,8 +109,13 @@ def _import(text: str, ctx: Ctx, given: dict[str, str] | None,
         where = _where(server)
         if where:
             ctx.note(f"{_at(server.command)}: server command found {where}")
-    members = _alternatives(members, found, ctx)
+    members = _alternatives(members, found, engine, ctx)
     result = assemble_cluster(members, ctx)
+    # the server command may sit in another input script this one runs (`srun ... ./head.sh`)
+    other_file = next((f.command.file for f in found if f.kind != "ray" and f.command.file
+                       and f.command.line == result.line), None)
+    if other_file:
+        result = result.model_copy(update={"command_at": f"{other_file}:{result.line}"})
     deployment = dict(result.deployment)
     if engine:
         deployment["engine"] = {**engine, **deployment.get("engine", {}),
@@ -225,12 +231,32 @@ def _member(server: Server, engine: dict, ctx: Ctx) -> Member:
                                  f"({' '.join(server.words[:3])})")
             serve = parse_serve(*found, ctx)
             env = {**command.exported, **server.env}
+            _job_container(command, engine, ctx)
     except InputError as exc:
         raise _located(exc, command, ctx) from None
     if serve is not None:
         serve.line = command.line
     return Member(serve, ray, env_block(env, ctx, f"line {command.line}"), command.line,
                   name=command.source[:80])
+
+
+def _job_container(command: Simple, engine: dict, ctx: Ctx) -> None:
+    """The image a job wrapper (`srun --container-image`, `apptainer exec`, `shifter`) runs
+    the server in, as a `docker run` image is read."""
+    wrapped = job_wrappers.container_of(command.words)
+    if wrapped is None or engine.get("image"):
+        return
+    if wrapped.runnable:
+        engine.update(image=wrapped.image, runtime="docker")
+        engine["container_args"] = list(engine.get("container_args") or []) + list(wrapped.args)
+        ctx.mapped.append(f"line {command.line}: {wrapped.wrapper} {wrapped.image} -> "
+                          "engine.image (run with docker on the lab)"
+                          + (", its binds and variables -> engine.container_args"
+                             if wrapped.args else ""))
+    else:
+        ctx.flag_unknown(f"{wrapped.wrapper} {wrapped.image}", f"line {command.line}: a local "
+                         "container file docker cannot run; give the registry image it was "
+                         "built from as the deployment's engine.image")
 
 
 def _located(exc: InputError, command: Simple, ctx: Ctx) -> InputError:
@@ -247,7 +273,8 @@ def _located(exc: InputError, command: Simple, ctx: Ctx) -> InputError:
     return InputError(f"{ctx.source}:{command.line}: {message}")
 
 
-def _alternatives(members: list[Member], found: list[Server], ctx: Ctx) -> list[Member]:
+def _alternatives(members: list[Member], found: list[Server], engine: dict,
+                  ctx: Ctx) -> list[Member]:
     """Several serve commands none of which is a node of a multi-node run (`--headless`,
     `--node-rank`, `--nnodes`, Ray): alternatives (branches of an `if`/`case`, or commands
     run one after the other), not nodes: the first is used, the others listed. The same
@@ -264,16 +291,30 @@ def _alternatives(members: list[Member], found: list[Server], ctx: Ctx) -> list[
     first = next(m for m in unique if m.serve is not None)
     branches = {m.line: f.command.branch for m in unique for f in found
                 if f.command.line == m.line}
+    background = {f.command.line for f in found
+                  if any("background" in note for note in f.command.notes)}
     for member in unique:
         if member.serve is not None and member is not first:
-            how = ("another branch runs this server command" if branches.get(member.line) !=
-                   branches.get(first.line) else "another server command of the script "
-                   "(an alternative or a later run, not a node)")
+            same_branch = branches.get(member.line) == branches.get(first.line)
+            if same_branch and apart.independent(first.serve, member.serve, {
+                    first.line, member.line} <= background):
+                apart.flag_other(ctx, first.serve, _short(first), member.serve, _short(member))
+                ctx.others.append(alone([member], dict(engine) if engine else None, ctx))
+                continue
+            how = ("another branch runs this server command" if not same_branch
+                   else "another server command of the script (an alternative or a later "
+                   "run, not a node)")
             ctx.flag_unknown(" ".join(member.serve.comparable)[:300], f"line {member.line}: "
                              f"{how}; the one on line {first.line} is used (give the variable "
                              "that chooses the branch in an env dump input, or that command "
                              "alone)")
     return [m for m in unique if m.serve is None or m is first]
+
+
+def _short(member: Member) -> str:
+    """A server command named by what it serves (`vllm serve MODEL`)."""
+    model = (member.serve.deployment.get("model") or {}).get("path") if member.serve else None
+    return f"vllm serve {model}" if model else "vllm serve"
 
 
 def _same(a: Member, b: Member) -> bool:

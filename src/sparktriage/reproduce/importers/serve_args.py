@@ -19,6 +19,8 @@ from sparktriage.config import speculative_legacy
 from sparktriage.config.speculative_flag import ngram_read
 from sparktriage.errors import InputError
 from sparktriage.reproduce import flags as F
+from sparktriage.reproduce import vllm_options as V
+from sparktriage.reproduce.importers import serve_rules as R
 from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.importers.vllm_config import read_config
 from sparktriage.reproduce.normalize import deep_merge
@@ -51,8 +53,9 @@ def _typed(value: str, kind: type, option: str, ctx: Ctx):
     try:
         return kind(value)
     except ValueError:
+        shown = value if len(value) <= 80 else f"{value[:77]}... ({len(value)} characters)"
         raise InputError(f"{ctx.source}: {option}: expected {kind.__name__}, got "
-                         f"{ctx.secrets.text(value)!r}") from None
+                         f"{ctx.secrets.text(shown)!r}") from None
 
 
 def _json_value(option: str, value: str, ctx: Ctx) -> Any:
@@ -102,6 +105,8 @@ class _Seen:
     dotted: dict[str, dict] = field(default_factory=dict)  # --name.key=value trees, by name
     positional: list[str] = field(default_factory=list)
     legacy: dict[str, tuple[str, str | None]] = field(default_factory=dict)  # vLLM < 0.8 options
+    # the release whose option rules read the argv, and what says the client runs it
+    release: tuple[str, str] = ("", "")
 
 
 def parse_serve(prefix: list[str], form: str, args: list[str], ctx: Ctx) -> Serve:
@@ -111,7 +116,7 @@ def parse_serve(prefix: list[str], form: str, args: list[str], ctx: Ctx) -> Serv
     if form == "api_server":
         ctx.note("python -m vllm.entrypoints.openai.api_server is written as `vllm serve` "
                  "(same options)")
-    seen = _Seen()
+    seen = _Seen(release=R.release(ctx))
     args = _with_config(list(args), ctx)
     i = 0
     while i < len(args):
@@ -148,12 +153,18 @@ def _argument(args: list[str], i: int, out: Serve, seen: _Seen, ctx: Ctx) -> int
     """Account for `args[i]` (and the value it takes); return the index after them."""
     word = args[i]
     i += 1
-    if not word.startswith("-") or word == "-" or _is_number(word):
+    if not word.startswith("-") or word == "-" or R.is_number(word):
         seen.positional.append(word)
         out.comparable.append(word)
         ctx.check_variables(word, "argument")
         return i
-    option, name, eq, value, i = _option_value(word, args, i)
+    option, name, eq, value, i = _option_value(word, args, i, seen.release[0])
+    long = F.long_name(name.split(".")[0])
+    # how many values: the release's rule, else that of the newest release with the option
+    shape = V.spec(long, seen.release[0]) or V.any_spec(long)
+    if shape is not None and shape.many and not eq and "." not in name and \
+            name not in F.PER_NODE:
+        return _many(option, name, shape, value, args, i, out, seen, ctx)
     shown = option + (f"={value}" if eq else (f" {value}" if value is not None else ""))
     if value is not None:
         ctx.check_variables(value, option)
@@ -164,9 +175,12 @@ def _argument(args: list[str], i: int, out: Serve, seen: _Seen, ctx: Ctx) -> int
     return _option(option, name, value, args, i, out, seen, ctx)
 
 
-def _option_value(word: str, args: list[str], i: int) -> tuple[str, str, str, str | None, int]:
+def _option_value(word: str, args: list[str], i: int,
+                  release: str) -> tuple[str, str, str, str | None, int]:
     """(option as written, canonical name, "=" when the value was inline, value, next index);
-    `-O3`, `-O.key=value` are the compilation-config shorthand."""
+    `-O3`, `-O.key=value` are the compilation-config shorthand. Whether the option takes the
+    next word is the release's nargs: none for a flag, one for a plain option, the next word
+    unless it is an option for nargs `?` (several values: `_many`)."""
     option, eq, inline = word.partition("=")
     name = F.canonical(option)
     if option.startswith("-O") and option not in F.SHORT and not option.startswith("--"):
@@ -176,12 +190,36 @@ def _option_value(word: str, args: list[str], i: int) -> tuple[str, str, str, st
             name, eq, inline = "compilation-config", "=", _o_level(option[2:])
     if eq:
         return option, name, eq, inline, i
-    if ((F.is_bool(name.split(".")[0]) or name in speculative_legacy.BOOLS)
+    if ((F.is_bool(name.split(".")[0], release) or name in speculative_legacy.BOOLS)
             and name not in F.JSON_VALUED and "." not in name):
         return option, name, eq, None, i
-    if i < len(args) and (not args[i].startswith("-") or _is_number(args[i])):
+    if i < len(args) and R.is_value(args[i]):
         return option, name, eq, args[i], i + 1
     return option, name, eq, None, i
+
+
+def _many(option: str, name: str, spec: V.Option, first: str | None, args: list[str], i: int,
+          out: Serve, seen: _Seen, ctx: Ctx) -> int:
+    """An option of several values (`--cudagraph-capture-sizes 1 2 4 8`, nargs `+`/`*`/N):
+    every value up to the next option is its own, as argparse reads them (a negative number is
+    a value); kept together in serve.extra_args, each value checked by the release's rule."""
+    values, i = R.values_of(option, spec, first, args, i, seen.release, ctx)
+    release = seen.release[0]
+    if len(values) == 1 and (name == "served-model-name" or name in F.SECRET_OPTIONS):
+        out.comparable.append(f"{option} {values[0]}")
+        return _option(option, name, values[0], args, i, out, seen, ctx)  # its own place
+    if name in F.SECRET_OPTIONS:  # several keys: each a placeholder to supply
+        key = name.replace("-", "_").upper()
+        values = [ctx.secrets.named(key if n == 0 else f"{key}_{n + 1}", v, option)
+                  for n, v in enumerate(values)]
+    shown = " ".join([option, *values])
+    out.comparable.append(shown)
+    R.not_in_release(shown, name, V.spec(spec.name, release), seen.release, ctx)
+    out.deployment["serve"]["extra_args"] += [option, *values]
+    how = "several names" if name == "served-model-name" else \
+        f"{len(values)} values, vLLM {release} reads them all"
+    ctx.mapped.append(f"{option} ({how}) -> serve.extra_args")
+    return i
 
 
 def _per_node(option: str, name: str, value: str | None, out: Serve, ctx: Ctx) -> None:
@@ -211,6 +249,10 @@ def _option(option: str, name: str, value: str | None, args: list[str], i: int, 
     """One option onto its place: a placeholder for a secret, a dotted tree, a JSON value, a
     typed field, serve.flags, or unknown (serve.extra_args)."""
     head, dot, tail = name.partition(".")
+    spec = V.spec(F.long_name(head), seen.release[0])
+    if spec is not None and value is not None and not dot and head not in F.SECRET_OPTIONS \
+            and head not in F.JSON_VALUED and not spec.flag:
+        R.check(option, spec, value, seen.release, ctx)
     if head in F.SECRET_OPTIONS:
         stand = ctx.secrets.named(head.replace("-", "_").upper(), value or "", f"{option}")
         out.deployment["serve"]["flags"][head] = stand
@@ -234,13 +276,15 @@ def _option(option: str, name: str, value: str | None, args: list[str], i: int, 
             return i
         seen.json_opts[name] = _json_value(name, value, ctx)
     elif name in F.TYPED:
-        return _typed_option(option, name, value, args, i, out, ctx)
+        R.not_in_release(R.shown(option, value), name, spec, seen.release, ctx)
+        return _typed_option(option, name, value, args, i, out, ctx, spec)
     elif (old := speculative_legacy.name_of(option if option in speculative_legacy.SHORT
                                             else "--" + name)) is not None:
         if value is None and i < len(args) and args[i].lower() in ("true", "false"):
             value, i = args[i], i + 1  # a bool option of the old parser written with its value
         seen.legacy[old] = (option, value)
     elif F.is_known(name):
+        R.not_in_release(R.shown(option, value), name, spec, seen.release, ctx)
         out.deployment["serve"]["flags"][name] = True if value is None else value
         ctx.mapped.append(f"{option} -> serve.flags.{name}")
     else:
@@ -249,8 +293,11 @@ def _option(option: str, name: str, value: str | None, args: list[str], i: int, 
 
 
 def _typed_option(option: str, name: str, value: str | None, args: list[str], i: int,
-                  out: Serve, ctx: Ctx) -> int:
-    """An option the deployment model has a field for, converted to the field's type."""
+                  out: Serve, ctx: Ctx, spec: V.Option | None = None) -> int:
+    """An option the deployment model has a field for, converted to the field's type as the
+    release converts it (`--max-model-len 32k` is 32000); a value the field cannot hold but
+    vLLM accepts (`--max-model-len auto` or -1: the model's own length) stays in serve.flags
+    as written."""
     section, key, kind = F.TYPED[name]
     if name == "served-model-name":
         names = [value] if value is not None else []
@@ -272,6 +319,16 @@ def _typed_option(option: str, name: str, value: str | None, args: list[str], i:
         typed = True if value is None else _typed(value, bool, option, ctx)
     elif value is None:
         raise InputError(f"{ctx.source}: {option} needs a value")
+    elif spec is not None and kind in (int, float) and spec.type in R.NUMERIC:
+        typed = V.typed(spec, value)
+        if typed is None or (typed == -1 and spec.type == "human_readable_int_or_auto"):
+            out.deployment["serve"]["flags"][name] = value
+            meaning = "vLLM's default" if typed is None else "the model's own length"
+            ctx.mapped.append(f"{option} {value} -> serve.flags.{name} (vLLM reads it as "
+                              f"{meaning})")
+            return i
+        if str(typed) != value.strip():
+            ctx.mapped.append(f"{option} {value}: {typed} as vLLM reads it")
     else:
         typed = _typed(value, kind, option, ctx)
     if name == "distributed-executor-backend" and typed not in F.BACKENDS:
@@ -357,11 +414,3 @@ def _o_level(text: str) -> str:
         key, _, value = text.partition("=")
         return json.dumps({key: _scalar(value)})
     return json.dumps({"level": _scalar(text)}) if text else "{}"
-
-
-def _is_number(word: str) -> bool:
-    try:
-        float(word)
-        return True
-    except ValueError:
-        return False

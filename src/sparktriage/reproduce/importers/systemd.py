@@ -27,7 +27,9 @@ import shlex
 from pathlib import Path
 
 from sparktriage.errors import InputError
+from sparktriage.limits import TEXT_LINE_MAX_BYTES, LimitError, limit_hit, size_text
 from sparktriage.reproduce.bash import read_script
+from sparktriage.reproduce.bash.transcript import commands_of
 from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.importers.compose_vars import inside, read_env_file
 from sparktriage.reproduce.importers.serve import import_script
@@ -53,6 +55,8 @@ def looks_like_unit(text: str) -> bool:
         return False
     try:
         lines = [joined.strip() for _, joined, _ in _logical_lines(text)]
+    except LimitError:
+        raise  # a line past the limit: refused, not read as something else
     except InputError:
         return False
     lines = [ln for ln in lines if ln and not ln.startswith(("#", ";"))]
@@ -60,7 +64,7 @@ def looks_like_unit(text: str) -> bool:
         _SECTION.match(ln) or _KEY.match(ln) for ln in lines)
 
 
-def _logical_lines(text: str) -> list[tuple[int, str, int]]:
+def _logical_lines(text: str, source: str = "unit") -> list[tuple[int, str, int]]:
     """(first line, the joined text, lines it spans): `\\` at the end continues a line."""
     out: list[tuple[int, str, int]] = []
     lines = text.splitlines()
@@ -73,7 +77,11 @@ def _logical_lines(text: str) -> list[tuple[int, str, int]]:
             parts[-1] = parts[-1].rstrip()[:-1]
             i += 1
             parts.append(lines[i])
-        out.append((start + 1, " ".join(p.strip() for p in parts), i - start + 1))
+        joined = " ".join(p.strip() for p in parts)
+        if len(joined) > TEXT_LINE_MAX_BYTES:  # continued lines are one line to systemd
+            raise limit_hit("a line (continued with \\)", size_text(TEXT_LINE_MAX_BYTES),
+                            source, start + 1)
+        out.append((start + 1, joined, i - start + 1))
         i += 1
     return out
 
@@ -128,7 +136,7 @@ def unit_script(text: str, path: Path, ctx: Ctx) -> str:
     out = [""] * len(lines)
     section = ""
     starts: list[int] = []
-    for at, joined, span in _logical_lines(text):
+    for at, joined, span in _logical_lines(text, source):
         stripped = joined.strip()
         sec = _SECTION.match(stripped)
         if sec:
@@ -203,7 +211,7 @@ def written_unit(text: str, source: str, given: dict[str, str] | None = None,
     /etc/systemd/system/vllm.service <<EOF`) and starts it: (the unit's text placed at its
     lines of the script, its path, its line), the one `systemctl` names where there are
     several; None when it writes none."""
-    script = read_script(text, source, given, library)
+    script = read_script(commands_of(text)[0], source, given, library)
     units = [(p, at, body) for p, (at, body) in script.files.items()
              if p.endswith(".service") and looks_like_unit(body)]
     if not units:

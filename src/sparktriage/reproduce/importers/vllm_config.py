@@ -18,10 +18,11 @@ from typing import Any
 import yaml
 
 from sparktriage.errors import InputError
+from sparktriage.limits import check_lines
 from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.importers.compose_vars import inside
 from sparktriage.yamldoc import load_with_lines
-from sparktriage.yamlsafe import load
+from sparktriage.yamlsafe import load, read_text
 
 
 def value_words(option: str, value: Any) -> list[str]:
@@ -109,6 +110,7 @@ def read_config(ref: str, base: Path, ctx: Ctx, where: str) -> list[str] | None:
                          "beside the input); its settings are missing, written as "
                          "<supply:VLLM_CONFIG_FILE>")
         return None
+    check_lines(read_text(target), str(target))
     data, _ = load_with_lines(target)
     if not isinstance(data, dict):
         raise InputError(f"{target}: a vLLM config file is a mapping of option names")

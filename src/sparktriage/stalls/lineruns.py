@@ -1,0 +1,126 @@
+"""A node's log lines as runs: consecutive lines that say the same thing at the same time.
+
+The stall classifier keeps, per node, what every line said and when (docs/stalls.md, "What is
+kept per line"). A line that repeats the one before it on the same node (same input, same
+time, same process, level and text: a retry or a warning printed thousands of times within a
+second) adds nothing a detector or a rule reads except that it was said once more, so it is
+kept as a count on the run it extends instead of as an object of its own. Every reader of the
+runs treats a run of N exactly as N copies of its line (`Mark.count`), so the verdicts are
+those of the lines one by one.
+
+Lines `logs` lists as errors are never folded into a run: the classifier matches them by
+input and line number (stalls/failures.py), so each keeps its own.
+
+`read_log` is the one reading pass of a plain log or a line-records file: it streams the log
+parser's events once, feeds each to the `logs` analysis (whose document the classifier reads)
+and to the runs, and holds no list of all lines.
+"""
+
+from __future__ import annotations
+
+import gc
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from sparktriage.logs.document import LogAnalyzer
+from sparktriage.logs.events import LogEvent
+from sparktriage.logs.parser import iter_events
+
+
+@dataclass(slots=True)
+class LineRun:
+    """`count` consecutive lines of one node alike in all but their line number; `event` is
+    the first of them."""
+
+    event: LogEvent
+    count: int = 1
+    index: int = 0  # the first line's place among all lines of the input, every node's
+
+
+def _same(a: LogEvent, b: LogEvent) -> bool:
+    """b says what a said, at the same time, from the same place (line number and raw text
+    aside: no reader of the runs looks at either)."""
+    return (a.t == b.t and a.message == b.message and a.origin == b.origin
+            and a.t_source == b.t_source and a.process == b.process and a.pid == b.pid
+            and a.level == b.level and a.kind == b.kind and a.relay == b.relay
+            and a.stream == b.stream and a.source_file == b.source_file
+            and a.source_line == b.source_line and a.truncated == b.truncated
+            and a.timed_by == b.timed_by and a.collector == b.collector and a.node == b.node)
+
+
+@dataclass
+class RunBuilder:
+    """Runs of one node, built line by line."""
+
+    runs: list[LineRun] = field(default_factory=list)
+    lines: int = 0
+    _open: bool = False  # the last run may take the next line (it is not an error line)
+
+    def add(self, event: LogEvent, alone: bool = False, index: int = 0,
+            follows: bool = True) -> None:
+        """One more line, the `index`-th of the input; `alone`: it keeps a run of its own (a
+        listed error); `follows`: no other node's line came since this node's last one (a run
+        holds lines adjacent in the input, so that an untimed excerpt's clock, line i at
+        i µs, gives its lines one after the other)."""
+        self.lines += 1
+        if self._open and follows and not alone and _same(self.runs[-1].event, event):
+            self.runs[-1].count += 1
+            return
+        self.runs.append(LineRun(event, 1, index))
+        self._open = not alone
+
+
+def runs_of(events: Iterable[LogEvent], alone=lambda event: False) -> list[LineRun]:
+    """The runs of one node's events, in their order."""
+    builder = RunBuilder()
+    for index, event in enumerate(events):
+        builder.add(event, alone(event), index)
+    return builder.runs
+
+
+def expand(runs: Iterable[LineRun]) -> Iterator[LogEvent]:
+    """The lines of the runs one by one (the first line's event for every copy)."""
+    for run in runs:
+        for _ in range(run.count):
+            yield run.event
+
+
+@dataclass
+class LogRead:
+    """What one pass over a plain log gives the classifier."""
+
+    nodes: dict[str, RunBuilder]
+    analyzer: LogAnalyzer
+    timed: bool  # some line has a time
+    receive: bool  # some line carries a receive time (our line records)
+
+
+def read_log(path: Path) -> LogRead:
+    """Stream the log once: every event into the `logs` analysis and into its node's runs."""
+    analyzer = LogAnalyzer()
+    errors = analyzer.facts.errors
+    nodes: dict[str, RunBuilder] = {}
+    timed = receive = False
+    last = None
+    collecting = gc.isenabled()
+    gc.disable()  # the runs hold no reference cycles; a collection per thousands of
+    try:          # allocations would walk every run kept so far, again and again
+        for index, event in enumerate(iter_events([str(path)])):
+            listed = len(errors)
+            analyzer.feed(event)
+            builder = nodes.get(event.node)
+            if builder is None:
+                builder = nodes[event.node] = RunBuilder()
+            builder.add(event, len(errors) != listed, index, builder is last)
+            last = builder
+            if event.t is not None:
+                timed = True
+                receive = receive or event.t_source == "receive"
+    finally:
+        if collecting:
+            gc.enable()
+    return LogRead(nodes, analyzer, timed, receive)
+
+
+__all__ = ["LineRun", "RunBuilder", "LogRead", "read_log", "runs_of", "expand"]

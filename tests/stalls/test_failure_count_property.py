@@ -1,0 +1,83 @@
+"""`logs` and `stalls` count the same failures on random mixes of real line shapes.
+
+The lines come from the field corpus (tests/stalls/field: real pastes from public threads) and
+the real CPU server's logs in shared research; each mix draws a few runs of consecutive lines
+from several files (so tracebacks, waits and serving lines keep their shape) and joins them in
+a random order. Both cores read the mix the way the CLI does; the number of failures `logs`
+reports (startup-failed, engine-died) must equal the number of `stalls` failure findings.
+"""
+
+from __future__ import annotations
+
+import random
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+from sparktriage.errors import SparktriageError
+from sparktriage.logs.scan import analyze_inputs
+from sparktriage.logs.untimed import require_log
+from sparktriage.stalls.analyze import analyze, load_rules
+
+FIELD = Path(__file__).resolve().parent / "field"
+MIXES = 300
+SEED = 45
+
+
+@lru_cache(maxsize=1)
+def _sources() -> list[list[str]]:
+    return [p.read_text(encoding="utf-8").splitlines() for p in sorted(FIELD.glob("*.log"))]
+
+
+def _mix(rng: random.Random) -> str:
+    sources = _sources()
+    pieces = []
+    for lines in rng.sample(sources, rng.randint(1, 4)):
+        start = rng.randrange(len(lines))
+        pieces.append(lines[start:start + rng.randint(1, 25)])
+    rng.shuffle(pieces)
+    return "\n".join(line for piece in pieces for line in piece) + "\n"
+
+
+def _counts(path: Path, rules) -> tuple[int | None, int | None]:
+    try:
+        document, _ = analyze(path, rules, None)
+        stalls = sum(1 for f in document["findings"] if f["kind"] == "failure")
+    except SparktriageError:
+        stalls = None
+    try:
+        logs_doc = analyze_inputs([str(path)])
+        require_log(str(path), logs_doc)
+        logs = sum(1 for f in logs_doc["findings"]
+                   if f["code"] in ("startup-failed", "engine-died"))
+    except SparktriageError:
+        logs = None
+    return stalls, logs
+
+
+# Measured when this test was written: 35 of the 300 mixes differ, 34 of them a start that
+# logged errors (not an engine death) and went on: `stalls` makes every error episode a
+# failure, `logs` fails a start only on a failure line (catalog `fail.*`) and calls the rest
+# startup-incomplete. The shared per-node decision that would settle it is not written yet.
+_GAP = pytest.mark.xfail(strict=True, reason="logs and stalls still decide failures apart: a "
+                         "start with errors but no failure line is a failure to stalls only")
+
+
+@_GAP
+@pytest.mark.parametrize("block", range(6))
+def test_logs_and_stalls_count_the_same_failures_on_random_mixes(tmp_path, block):
+    rules = load_rules(None)
+    rng = random.Random(SEED * 1000 + block)
+    differ = {}
+    failing = 0
+    for i in range(MIXES // 6):
+        path = tmp_path / f"mix-{i}.log"
+        path.write_text(_mix(rng), encoding="utf-8")
+        stalls, logs = _counts(path, rules)
+        if stalls != logs:
+            differ[i] = (stalls, logs, path.read_text()[:400])
+        failing += bool(stalls)
+    assert not differ, f"(stalls, logs) differ on {len(differ)} mixes: " + \
+        repr(next(iter(differ.values())))
+    assert failing > 0  # the mixes do hold failures, else the test proves nothing
