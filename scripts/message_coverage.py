@@ -40,6 +40,10 @@ def main() -> None:
                       "logger_calls_per_release": logger_calls,
                       "all_kinds_per_release": cat.size_per_release},
         "startup_mapped": startup,
+        "startup_meanings_newest": messages.startup_meanings(cat.releases[-1]),
+        "unread_stated_durations_newest": sorted(
+            f"{m.module}: {m.fmt}" for m in cat.in_release(cat.releases[-1])
+            if m.startup and messages.startup_meaning(m, mapped) == "unread:stated-duration"),
         "lines": {"files": len(paths), "vllm_lines": cov.lines, "catalogued": cov.catalogued,
                   "mapped": cov.mapped,
                   "catalogued_share": round(cov.catalogued / max(cov.lines, 1), 3),

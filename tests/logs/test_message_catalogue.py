@@ -37,6 +37,9 @@ OTHER_SPEAKERS = {
     "fail.c10d": "torch's c10d C++ logging",
     "ready.complete": "uvicorn",
     "shutdown": "uvicorn and vLLM's shutdown print",
+    "jit.autotune_bar": "FlashInfer's autotuner progress",
+    "kernel.prepare_finalize": "a generic format (`Using %s`) whose hole is a class name",
+    "kernel.rejected": "quoted from a field log; no release 0.10-0.32 prints this wording",
 }
 
 
@@ -61,7 +64,8 @@ def test_formats_become_patterns_that_read_their_own_samples():
     for message in cat.messages[::7]:
         text = message.sample("model")
         assert message.matches(text.strip()), (message.id, message.fmt)
-        assert messages.catalogue().find(text) is not None, (message.id, message.fmt)
+        if len(message.anchor) >= 4:  # a format of holes alone is not looked up by text
+            assert messages.catalogue().find(text) is not None, (message.id, message.fmt)
 
 
 def test_every_mapped_message_still_matches_its_rule():

@@ -51,8 +51,13 @@ class Message:
     releases: tuple[str, ...]  # "A..B" ranges or single releases, oldest first
 
     @functools.cached_property
+    def head(self) -> str:
+        """The format's first printed line: what one physical log line can show of it."""
+        return next((line.strip() for line in self.fmt.strip().splitlines() if line.strip()), "")
+
+    @functools.cached_property
     def pattern(self) -> re.Pattern:
-        out, last, fmt = [], 0, self.fmt.rstrip()
+        out, last, fmt = [], 0, self.head
         for m in _CONVERSION.finditer(fmt):
             out.append(re.escape(fmt[last:m.start()]))
             kind = m.group("type")
@@ -71,7 +76,7 @@ class Message:
     @functools.cached_property
     def anchor(self) -> str:
         """The longest literal part of the format: the cheap test before the pattern."""
-        parts = _CONVERSION.split(self.fmt.replace("%%", "%"))
+        parts = _CONVERSION.split(self.head.replace("%%", "%"))
         literals = [p for p in parts[::3] if p]
         return max(literals, key=len, default="").strip()
 
@@ -251,3 +256,35 @@ def startup_share(release: str) -> tuple[int, int]:
     pool = [m for m in cat.in_release(release)
             if m.kind == "log" and m.level in ("INFO", "WARNING", "ERROR") and m.startup]
     return sum(m.id in mapped for m in pool), len(pool)
+
+
+_STATED = re.compile(r"\b(?:took|takes|in)\s+%[-+ #0]*\d*(?:\.\d+)?[sdf]\s*(?:s\b|sec|second|ms\b)",
+                     re.IGNORECASE)
+
+
+def startup_meaning(message: Message, mapped: dict[str, list[str]]) -> str:
+    """What one start-up message means to the start-up reading: the meaning of the reader's
+    rule where it maps the message, else what its format shows it to be (a stated duration,
+    a failure, progress) marked `unread`, else `nothing`."""
+    rules = mapped.get(message.id)
+    if rules:
+        from sparktriage.logs.catalog import RULES_BY_ID
+        return meaning(RULES_BY_ID[rules[0]]) if rules[0] in RULES_BY_ID else "other"
+    if _STATED.search(message.fmt):
+        return "unread:stated-duration"
+    if message.kind == "raise" or message.level == "ERROR":
+        return "unread:failure"
+    if message.kind == "progress":
+        return "unread:progress"
+    return "nothing"
+
+
+def startup_meanings(release: str) -> dict[str, int]:
+    """{meaning: count} over the start-up modules' messages (every kind) of one release."""
+    mapped = mapping()
+    counts: dict[str, int] = {}
+    for message in catalogue().in_release(release):
+        if message.startup:
+            key = startup_meaning(message, mapped)
+            counts[key] = counts.get(key, 0) + 1
+    return dict(sorted(counts.items()))
