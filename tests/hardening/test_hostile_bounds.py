@@ -33,7 +33,8 @@ GB10_ENV = REPO / "tests" / "reproduce" / "inputs" / "gb10.collect-env.txt"
 
 
 # the CLI in a fresh process under the cap, every socket connection refused and recorded (in
-# the file CONNECT_LOG names), its peak memory written last on stderr
+# the file CONNECT_LOG names), its peak memory written last on stderr (VmHWM, the peak of this
+# program's own memory: ru_maxrss would carry the forking test worker's size over the exec)
 _CAPPED = ("import os, resource, runpy, socket, sys\n"
            "resource.setrlimit(resource.RLIMIT_AS, (%d, %d))\n"
            "def refuse(sock, *args, **kwargs):\n"
@@ -45,7 +46,8 @@ _CAPPED = ("import os, resource, runpy, socket, sys\n"
            "try:\n"
            "    runpy.run_module('sparktriage', run_name='__main__', alter_sys=True)\n"
            "finally:\n"
-           "    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+           "    peak = next(int(line.split()[1]) for line in open('/proc/self/status')\n"
+           "                if line.startswith('VmHWM:'))\n"
            "    sys.stderr.write('\\npeak-kib=%%d\\n' %% peak)\n") % (CAP, CAP)
 
 
