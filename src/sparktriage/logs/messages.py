@@ -197,8 +197,10 @@ def rules_for(message: Message) -> list[str]:
     return found
 
 
+@functools.lru_cache(maxsize=1)
 def mapping() -> dict[str, list[str]]:
-    """{catalogue id: [rule id, ...]} for every catalogue message the reader maps."""
+    """{catalogue id: [rule id, ...]} for every catalogue message the reader maps (computed
+    once: the catalogue and the rules do not change while a process runs; read, never edit)."""
     out = {}
     for message in catalogue().messages:
         rules = rules_for(message)
