@@ -26,6 +26,7 @@ from sparktriage.bundle import archive
 from sparktriage.bundle.indexed import IndexedRecords
 from sparktriage.bundle.reader import Bundle
 from sparktriage.logs.events import LogEvent
+from sparktriage.logs.decision import Decision
 from sparktriage.logs.document import LogAnalyzer
 from sparktriage.logs.parser import iter_events
 from sparktriage.logs.timeline import Timeline
@@ -93,6 +94,7 @@ class Evidence:
     logs: dict = field(default_factory=dict)  # the `logs` document of the same lines
     attempts: dict[str, list[Timeline]] = field(default_factory=dict)  # startup timelines
     stops: dict[str, float] = field(default_factory=dict)  # node -> the collector tore it down
+    decision: Decision = field(default_factory=Decision)  # the failures `logs` reports too
     timed: bool = True  # False: an untimed excerpt (no line has a stamp; logs/untimed.py)
 
     def span(self) -> tuple[float, float] | None:
@@ -127,7 +129,9 @@ def load(path: Path) -> Evidence:
 
 
 def _attach_logs(evidence: Evidence, analyzer: LogAnalyzer) -> None:
+    analyzer.teardown = dict(evidence.stops)  # the collector's own stops: teardown, no failure
     evidence.logs = analyzer.document()
+    evidence.decision = analyzer.decision
     evidence.attempts = {node: b.finish() for node, b in analyzer.builders.items()}
 
 
