@@ -69,6 +69,7 @@ class Decision:
 
     failed: list[Failed] = field(default_factory=list)
     apart: dict[str, dict[str, int]] = field(default_factory=dict)  # node -> teardown/other
+    stopped: set[tuple[str, int]] = field(default_factory=set)  # (node, attempt) torn down
 
     def of(self, node: str) -> list[Failed]:
         return [f for f in self.failed if f.node == node]
@@ -120,6 +121,8 @@ def decide(failures: list[LogFailure], timelines: dict[str, list[Timeline]],
         apart = out.apart.setdefault(node, {"teardown": 0, "other": 0})
         if _torn_down(group, tl, stops.get(node, []), teardown.get(node)):
             apart["teardown"] += len(group)
+            if not serving:
+                out.stopped.add((node, k))
             continue
         deaths = [f for f in group if _is_death(f)]
         if serving:
@@ -140,8 +143,11 @@ def decide(failures: list[LogFailure], timelines: dict[str, list[Timeline]],
                                  tuple((f.origin, f.line) for f in group)))
     for node, attempts in timelines.items():  # a failure line without an error `logs` counts
         for k, tl in enumerate(attempts):
-            if tl.failed and (node, k) not in decided and not _stopped_before(
-                    tl, stops.get(node, []), teardown.get(node)):
+            if not tl.failed or (node, k) in decided:
+                continue
+            if _stopped_before(tl, stops.get(node, []), teardown.get(node)):
+                out.stopped.add((node, k))
+            else:
                 out.failed.append(Failed(node, k, len(attempts), STARTUP_FAILED, False,
                                          tl.failure or "", tl.failure_t,
                                          tl.current_phase, None))
@@ -161,7 +167,14 @@ def _stopped_before(tl: Timeline, stops: list[float], teardown: float | None) ->
 
 def fail_attempts(decision: Decision, timelines: dict[str, list[Timeline]]) -> None:
     """Mark the start attempts the decision failed on errors (the catalog's failure lines
-    marked theirs already), so `startup.failed` and `nodes[].failed` say what the findings say."""
+    marked theirs already) and unmark those it found stopped before their failure line, so
+    `startup.failed` and `nodes[].failed` say what the findings say."""
+    for node, k in decision.stopped:
+        attempts = timelines.get(node, [])
+        if k < len(attempts) and (node, k) not in {(f.node, f.attempt) for f in decision.failed
+                                                   if not f.serving}:
+            tl = attempts[k]
+            tl.failed, tl.failure, tl.failure_t = False, None, None
     for f in decision.failed:
         if f.code != STARTUP_FAILED or f.serving:
             continue
