@@ -133,3 +133,33 @@ def test_errors_after_a_logged_stop_are_teardown_in_both(tmp_path):
     assert logs["nodes"]["st-node2"]["failed"] is True
     assert stalls["summary"]["errors"] + stalls["summary"]["errors_teardown"] + \
         stalls["summary"]["errors_other"] == logs["errors_total"]
+
+
+def test_a_bundle_teardown_is_no_failure_in_either_command(tmp_path):
+    """A two-node evidence bundle: the collector's startup timeout tears the waiting head down
+    (its `teardown` event), and the head logs errors as it is killed, without a stop line of
+    its own. Both commands read the bundle's teardown (bundle/teardown.py): the head's errors
+    are its teardown; the peer's import death is the one failure."""
+    from sparktriage.stalls.synth import write_bundle
+
+    killed = [(121, "(EngineCore_DP0 pid=40) ERROR {s} [core.py:1140] EngineCore failed to "
+                    "start."),
+              (121, "(EngineCore_DP0 pid=40) ERROR {s} [core.py:1140] RuntimeError: "
+                    "Connection closed by peer")]
+    nodes = {"st-node1": _head(ready=False) + killed, "st-node2": PEER_DIES}
+    spec = {"outcome": "timeout", "nodes": {
+        node: {"log": [[dt, line.format(s=_stamp(T0 + dt))] for dt, line in lines]}
+        for node, lines in nodes.items()}}
+    bundle = write_bundle(spec, tmp_path / "bundle", tmp_path, t0=T0)
+    (bundle / "events.jsonl").write_text(json.dumps(
+        {"t": T0 + 120, "event": "teardown", "node": "st-node1", "reason": "timeout"}) + "\n")
+    logs, stalls = _both(bundle)
+    by_logs, by_stalls = _per_node(logs, stalls)
+    assert by_logs == by_stalls == Counter({"st-node2": 1})
+    assert logs["nodes"]["st-node1"]["failed"] is False
+    assert stalls["summary"]["errors_teardown"] == 2
+    # without the teardown event the head's errors end its start: a failure in both
+    (bundle / "events.jsonl").write_text("")
+    logs, stalls = _both(bundle)
+    by_logs, by_stalls = _per_node(logs, stalls)
+    assert by_logs == by_stalls == Counter({"st-node1": 1, "st-node2": 1})

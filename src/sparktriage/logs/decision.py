@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 from sparktriage.logs.failures import LogFailure
 from sparktriage.logs.timeline import Timeline
+from sparktriage.redact.logtext import redact
 
 STARTUP_FAILED = "startup-failed"
 ENGINE_DIED = "engine-died"
@@ -188,5 +189,35 @@ def fail_attempts(decision: Decision, timelines: dict[str, list[Timeline]]) -> N
                 tl.phases[-1].open = False
 
 
+def failure_findings(errors: list[dict], primary: str, timelines: dict[str, list[Timeline]],
+                      decision: Decision, code: str) -> list[dict]:
+    """The `logs` findings of one code, one per failure of the decision, every node's: a node
+    other than `primary` (the one that got furthest) is named in the text; `errors`: the
+    document's `errors[]` (an untimed excerpt's phase is the one its lines named)."""
+    out = []
+    for f in decision.failed:
+        if f.code != code:
+            continue
+        where = "" if f.node == primary else f" on {f.node}"
+        attempts = timelines.get(f.node) or []
+        tl = attempts[f.attempt] if f.attempt < len(attempts) else None
+        if code == ENGINE_DIED:
+            when = "after startup" if f.serving else "before the server became ready"
+            text = f"engine died {when}{where}: {f.text}"
+        else:
+            # an untimed excerpt has no phases: the phase its lines named before the error
+            phase = (tl.current_phase if tl is not None else None) or f.phase or next(
+                (e["phase"] for e in errors if e["phase"] and e["node"] == f.node),
+                None)
+            failure = redact((tl.failure if tl is not None else None) or f.text)
+            if f.attempt < f.attempts - 1:
+                text = (f"startup attempt {f.attempt + 1} of {f.attempts}{where} failed "
+                        f"during {phase}: {failure}")
+            else:
+                text = f"startup{where} failed during {phase or 'an unknown phase'}: {failure}"
+        out.append({"code": code, "severity": "error", "text": text, "node": f.node})
+    return out
+
+
 __all__ = ["Decision", "ENGINE_DIED", "Failed", "STARTUP_FAILED", "STOP", "TEARDOWN_WINDOW_S",
-           "decide", "fail_attempts", "is_stop"]
+           "decide", "fail_attempts", "failure_findings", "is_stop"]

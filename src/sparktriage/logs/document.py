@@ -16,7 +16,7 @@ from typing import Iterable
 from sparktriage.logs.catalog import PHASE_INDEX, match_message
 from sparktriage.logs.clock import IsoFormatter
 from sparktriage.logs.decision import (ENGINE_DIED, STARTUP_FAILED, Decision, decide,
-                                       fail_attempts, is_stop)
+                                       fail_attempts, failure_findings, is_stop)
 from sparktriage.logs.events import LogEvent
 from sparktriage.logs.excerpt import Excerpt, ExcerptTracker
 from sparktriage.logs.facts import Facts
@@ -310,35 +310,6 @@ def _primary(timelines: dict[str, list[Timeline]]) -> str | None:
     return best
 
 
-def _failure_findings(doc: dict, primary: str, timelines: dict[str, list[Timeline]],
-                      decision: Decision, code: str) -> list[dict]:
-    """One finding per failure of the shared decision (decision.py), every node's: a node
-    other than the one that got furthest is named in the text and in `node`."""
-    out = []
-    for f in decision.failed:
-        if f.code != code:
-            continue
-        where = "" if f.node == primary else f" on {f.node}"
-        attempts = timelines.get(f.node) or []
-        tl = attempts[f.attempt] if f.attempt < len(attempts) else None
-        if code == ENGINE_DIED:
-            when = "after startup" if f.serving else "before the server became ready"
-            text = f"engine died {when}{where}: {f.text}"
-        else:
-            # an untimed excerpt has no phases: the phase its lines named before the error
-            phase = (tl.current_phase if tl is not None else None) or f.phase or next(
-                (e["phase"] for e in doc["errors"] if e["phase"] and e["node"] == f.node),
-                None)
-            failure = redact((tl.failure if tl is not None else None) or f.text)
-            if f.attempt < f.attempts - 1:
-                text = (f"startup attempt {f.attempt + 1} of {f.attempts}{where} failed "
-                        f"during {phase}: {failure}")
-            else:
-                text = f"startup{where} failed during {phase or 'an unknown phase'}: {failure}"
-        out.append({"code": code, "severity": "error", "text": text, "node": f.node})
-    return out
-
-
 def findings(doc: dict, tl: Timeline, timelines: dict[str, list[Timeline]],
              decision: Decision | None = None) -> list[dict]:
     """Plain statements about what the log shows; severity `error` makes `logs` exit 1. The
@@ -352,7 +323,7 @@ def findings(doc: dict, tl: Timeline, timelines: dict[str, list[Timeline]],
     st = doc["startup"]
     if decision is None:
         decision = Decision()
-    out += _failure_findings(doc, tl.node, timelines, decision, STARTUP_FAILED)
+    out += failure_findings(doc["errors"], tl.node, timelines, decision, STARTUP_FAILED)
     if not st["failed"] and tl.phases and not tl.complete:
         excerpt = bool(doc.get("excerpt"))  # an excerpt that ends before ready cannot tell
         add("startup-incomplete", "info" if excerpt else "error",
@@ -376,7 +347,7 @@ def findings(doc: dict, tl: Timeline, timelines: dict[str, list[Timeline]],
     for k in doc["kernel_detail"]:
         if k["fallback"]:
             add("kernel-fallback", "warning", f"kernel fallback: {k['kernel']}")
-    out += _failure_findings(doc, tl.node, timelines, decision, ENGINE_DIED)
+    out += failure_findings(doc["errors"], tl.node, timelines, decision, ENGINE_DIED)
     versions = set(doc["versions"].values())
     if len(versions) > 1:
         add("version-mismatch", "warning", f"nodes run different vLLM versions: {sorted(versions)}")

@@ -46,11 +46,21 @@ def _key(mark: Mark) -> tuple[str, int]:
     return (str(mark.event.origin), mark.event.line_no)
 
 
-def episode_of(timeline: NodeTimeline, failed: Failed) -> Episode | None:
-    """The node's lines that hold the failure's errors; for a failure line `logs` counts no
-    error of, the line a failure marker names at its time (else the node's line nearest it)."""
+def episode_of(timeline: NodeTimeline, failed: Failed, markers: MarkerSet,
+               since: float = float("-inf")) -> Episode | None:
+    """The node's lines that hold the failure's errors, with the lines a failure marker names
+    after `since` (the previous failure's last line) and up to its last error, on the same side
+    of ready: a marker names the line a failure is told by even where `logs` reads it as no
+    error (a WARNING, an INFO). For a failure line `logs` counts no error of, the line a
+    failure marker names at its time (else the node's line nearest it)."""
     keys = set(failed.errors)
     marks = [m for m in timeline.marks if _key(m) in keys]
+    if marks:
+        last = max(m.t for m in marks)
+        ready = timeline.ready_at
+        marks += [m for m in timeline.marks if since < m.t <= last and _key(m) not in keys
+                  and (ready is None or (m.t >= ready) == failed.serving)
+                  and any(markers.markers[n].failure for n in m.markers)]
     if not marks and timeline.marks:
         near = timeline.failed_mark
         if near is None or failed.t is not None and near.t != failed.t:
@@ -83,10 +93,12 @@ def failure_periods(timeline: NodeTimeline, decision: Decision, progress: list[M
     ended nothing are counted apart (`teardown`: after a stop; `other`: a start or a server
     that went on), as the decision counted them."""
     out: list[Period] = []
+    since = float("-inf")
     for failed in decision.of(timeline.node):
-        episode = episode_of(timeline, failed)
+        episode = episode_of(timeline, failed, markers, since)
         if episode is None:
             continue
+        since = max(since, episode.end)
         first = telling(episode, markers, failed)
         if timeline.failed_at is not None and episode.start <= timeline.failed_at \
                 <= episode.end and not failed.serving:

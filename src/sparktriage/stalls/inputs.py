@@ -25,6 +25,7 @@ from sparktriage.errors import InputError
 from sparktriage.bundle import archive
 from sparktriage.bundle.indexed import IndexedRecords
 from sparktriage.bundle.reader import Bundle
+from sparktriage.bundle.teardown import deliberate_stops
 from sparktriage.logs.events import LogEvent
 from sparktriage.logs.decision import Decision
 from sparktriage.logs.document import LogAnalyzer
@@ -173,24 +174,6 @@ def source_of_collector(name: str) -> str | None:
     return None
 
 
-# outcomes under which the collector stopped a server that was still running (docs/formats.md);
-# after "target-exited", "failed" or a lost link the server ended on its own
-DELIBERATE_STOPS = ("ready", "duration-elapsed", "interrupted", "completed", "timeout")
-
-
-def _deliberate_stops(bundle: Bundle, nodes: list[str]) -> dict[str, float]:
-    """When the collector tore each node down on purpose (its `teardown` event), so that
-    what the server logs as it is killed is read as its teardown, not a crash."""
-    out: dict[str, float] = {}
-    for event in bundle.events():
-        if not isinstance(event, dict) or event.get("event") != "teardown" \
-                or event.get("reason") not in DELIBERATE_STOPS or _num(event.get("t")) is None:
-            continue
-        for node in [event["node"]] if event.get("node") in nodes else nodes:
-            out[node] = min(out.get(node, float("inf")), float(event["t"]))
-    return out
-
-
 def _from_bundle(bundle: Bundle) -> Evidence:
     skipped: dict[str, dict[str, str]] = {}
     for entry in bundle.manifest():
@@ -222,7 +205,7 @@ def _from_bundle(bundle: Bundle) -> Evidence:
     info = bundle.info
     evidence = Evidence(origin=str(bundle.root), form="bundle", nodes=nodes,
                         started=_num(info.started), ended=_num(info.ended), outcome=info.outcome,
-                        stops=_deliberate_stops(bundle, list(nodes)))
+                        stops=deliberate_stops(bundle.events(), list(nodes)))
     _attach_logs(evidence, LogAnalyzer().feed_all(all_events))
     del all_events
     keys = {(str(e.get("origin")), e.get("line")) for e in evidence.logs.get("errors") or []
