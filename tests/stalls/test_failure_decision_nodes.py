@@ -163,3 +163,22 @@ def test_a_bundle_teardown_is_no_failure_in_either_command(tmp_path):
     logs, stalls = _both(bundle)
     by_logs, by_stalls = _per_node(logs, stalls)
     assert by_logs == by_stalls == Counter({"st-node1": 1, "st-node2": 1})
+
+
+def test_a_headless_node_that_dies_while_the_cluster_serves_is_an_engine_death(tmp_path):
+    """A rank that never logs ready (its node runs no API server) serves once the head does:
+    its death after that is `engine-died` on that node in both commands, not a failed start."""
+    worker = [(5, "(Worker_TP1 pid=61) INFO {s} [parallel_state.py:1208] world_size=2 rank=1 "
+                  "local_rank=0 distributed_init_method=tcp://10.200.0.1:29500 backend=gloo"),
+              (200, "(Worker_TP1 pid=61) ERROR {s} [multiproc_executor.py:671] Worker proc "
+                    "VllmWorker-1 died unexpectedly, shutting down executor.")]
+    path = _records(tmp_path / "two.lines.jsonl", {"st-node1": _head(ready=True),
+                                                    "st-node2": worker})
+    logs, stalls = _both(path)
+    by_logs, by_stalls = _per_node(logs, stalls)
+    assert by_logs == by_stalls == Counter({"st-node2": 1})
+    (finding,) = [f for f in logs["findings"] if f["code"] in FAILURE_CODES]
+    assert finding["code"] == "engine-died" and finding["node"] == "st-node2"
+    assert finding["text"].startswith("engine died after startup on st-node2")
+    (failure,) = [f for f in stalls["findings"] if f["kind"] == "failure"]
+    assert failure["phase"] == "serving"

@@ -76,11 +76,31 @@ class Decision:
         return [f for f in self.failed if f.node == node]
 
 
-def _group_of(f: LogFailure, attempts: list[Timeline]) -> tuple[int, bool]:
+def _ready_t(tl: Timeline) -> float | None:
+    if not tl.complete:
+        return None
+    return tl.phases[-1].end if tl.phases else tl.first_t
+
+
+def _cluster_ready(timelines: dict[str, list[Timeline]]) -> dict[str, float]:
+    """Per node, when another node first became ready: a node that never says it is ready
+    (a Ray worker's, a headless rank's) serves once the cluster's API server does."""
+    ready = {node: min(ts) for node, attempts in timelines.items()
+             if (ts := [t for tl in attempts if (t := _ready_t(tl)) is not None])}
+    return {node: min(t for other, t in ready.items() if other != node)
+            for node in timelines if any(other != node for other in ready)}
+
+
+def _group_of(f: LogFailure, attempts: list[Timeline], cluster: float | None
+              ) -> tuple[int, bool]:
     """The attempt an error belongs to and whether that attempt was serving by then."""
     if f.attempt is not None and 0 <= f.attempt < len(attempts):
         tl = attempts[f.attempt]
-        return f.attempt, bool(f.serving or tl.serving_only)
+        serving = f.serving or tl.serving_only
+        if not serving and not tl.complete and cluster is not None and f.t is not None \
+                and f.t >= cluster and (tl.failure_t is None or tl.failure_t >= cluster):
+            serving = True  # a headless node's error once its cluster served
+        return f.attempt, bool(serving)
     if not attempts:
         return 0, f.phase == "serving"
     # an untimed excerpt (untimed.py): its attempts are [failed start?, ready start]
@@ -111,8 +131,9 @@ def decide(failures: list[LogFailure], timelines: dict[str, list[Timeline]],
     signal; `teardown`: when the collector tore each node down on purpose (bundles)."""
     stops, teardown = stops or {}, teardown or {}
     groups: dict[tuple[str, int, bool], list[LogFailure]] = {}
+    cluster = _cluster_ready(timelines)
     for f in failures:
-        attempt, serving = _group_of(f, timelines.get(f.node, []))
+        attempt, serving = _group_of(f, timelines.get(f.node, []), cluster.get(f.node))
         groups.setdefault((f.node, attempt, serving), []).append(f)
     out = Decision()
     decided: set[tuple[str, int]] = set()
