@@ -159,13 +159,14 @@ def decide(failures: list[LogFailure], timelines: dict[str, list[Timeline]],
         telling = deaths[0] if deaths else group[0]
         if code == STARTUP_FAILED and tl is not None and tl.failed and tl.failure_t is not None:
             telling = next((f for f in group if f.t == tl.failure_t), telling)
-        decided.add((node, k))
+        if not serving:
+            decided.add((node, k))  # its start's failure: no second one for its failure line
         out.failed.append(Failed(node, k, max(len(attempts), 1), code, serving, telling.text,
                                  telling.t, telling.phase, (telling.origin, telling.line),
                                  tuple((f.origin, f.line) for f in group)))
     for node, attempts in timelines.items():  # a failure line without an error `logs` counts
         for k, tl in enumerate(attempts):
-            if not tl.failed or (node, k) in decided:
+            if not tl.failed or (node, k) in decided or _while_serving(tl, cluster.get(node)):
                 continue
             if _stopped_before(tl, stops.get(node, []), teardown.get(node)):
                 out.stopped.add((node, k))
@@ -175,6 +176,13 @@ def decide(failures: list[LogFailure], timelines: dict[str, list[Timeline]],
                                          tl.current_phase, None))
     out.failed.sort(key=lambda f: (f.node, f.attempt, f.serving))
     return out
+
+
+def _while_serving(tl: Timeline, cluster: float | None) -> bool:
+    """Did a headless node's failure line come once its cluster served (its serving
+    stretch's failure, decided with that stretch's errors)?"""
+    t = tl.failure_t
+    return t is not None and not tl.complete and cluster is not None and t >= cluster
 
 
 def _stopped_before(tl: Timeline, stops: list[float], teardown: float | None) -> bool:
