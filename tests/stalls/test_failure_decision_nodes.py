@@ -11,6 +11,7 @@ started here (tests/launch/test_netns_vllm.py runs the same shapes on a real lab
 from __future__ import annotations
 
 import json
+import tarfile
 from collections import Counter
 from pathlib import Path
 
@@ -158,6 +159,9 @@ def test_a_bundle_teardown_is_no_failure_in_either_command(tmp_path):
     assert by_logs == by_stalls == Counter({"st-node2": 1})
     assert logs["nodes"]["st-node1"]["failed"] is False
     assert stalls["summary"]["errors_teardown"] == 2
+    with tarfile.open(tmp_path / "bundle.tar.gz", "w:gz") as archive:  # the same, archived
+        archive.add(bundle, arcname="bundle")
+    assert _per_node(*_both(tmp_path / "bundle.tar.gz")) == (by_logs, by_stalls)
     # without the teardown event the head's errors end its start: a failure in both
     (bundle / "events.jsonl").write_text("")
     logs, stalls = _both(bundle)
