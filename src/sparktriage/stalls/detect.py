@@ -230,7 +230,7 @@ def _silences(timeline: NodeTimeline, progress: list[Mark], markers: MarkerSet,
     budget = budget or Budget(1.0, None, {}, 1)
     observations = observations if observations is not None else []
     spawn_first, _ = budget.allowed("resolve", params.spawn_s, params, None)
-    work_spans = stated.work_spans(timeline, markers)
+    work_index = stated.WorkIndex(stated.work_spans(timeline, markers))
     if started is not None and progress and progress[0].t - started >= spawn_first:
         out.append(Period(timeline.node, "stall", started, progress[0].t, timeline.phase_at(started), ["silence"],
                           f"no log line for {progress[0].t - started:.0f} s after the start"))
@@ -242,7 +242,7 @@ def _silences(timeline: NodeTimeline, progress: list[Mark], markers: MarkerSet,
         phase = timeline.phase_at(prev.t)
         base = _allowed_gap(_lines_after(progress, i, 40), seen, markers, params)
         work = stated.work_ending(_lines_after(progress, i, 20), gap, markers) or \
-            stated.work_during(work_spans, prev.t, nxt.t)
+            work_index.during(prev.t, nxt.t)
         if work is not None:  # the silence was that line's work: its phase, its budget
             phase = stated.work_phase(timeline, work[1])
         allowed, why = budget.allowed(phase, base, params, timeline.checkpoint_bytes,
