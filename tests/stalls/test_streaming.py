@@ -133,3 +133,32 @@ def test_a_long_log_of_one_repeated_line_is_classified_under_a_memory_cap(tmp_pa
     document = json.loads(out.read_text())
     assert list(document["nodes"]) == ["nccl"] and document["nodes"]["nccl"]["lines"] == LINES
     assert document["findings"] == []
+
+
+DISTINCT, DISTINCT_CAP = 100_000, 192 << 20
+
+
+def _distinct_capped() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (DISTINCT_CAP, DISTINCT_CAP))
+
+
+def test_a_long_log_of_distinct_lines_is_classified_under_a_memory_cap(tmp_path):
+    """100,000 distinct warnings (a counter in each, 50 a second) under a 192 MiB address-space
+    cap: each is a run of its own, kept without its raw text and with its short fields shared
+    (stalls/lineruns.py); a full copy of each event took about 211 MiB here (MemoryError)."""
+    log = tmp_path / "nccl.log"
+    with open(log, "w") as fh:
+        for n in range(DISTINCT):
+            fh.write(f"(EngineCore_DP0 pid=2345) WARNING 12-06 10:{n // 3000:02d}:"
+                     f"{n // 50 % 60:02d} [pynccl.py:153] NCCL WARN NET/IB : No device found "
+                     f"(attempt {n}). Falling back to socket transport\n")
+    out = tmp_path / "stalls.json"
+    result = subprocess.run([sys.executable, "-m", "sparktriage", "stalls", str(log), "--json",
+                             str(out)], capture_output=True, text=True, timeout=300,
+                            preexec_fn=_distinct_capped)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr and "internal error" not in result.stderr
+    document = json.loads(out.read_text())
+    (node,) = document["nodes"].values()
+    assert node["lines"] == DISTINCT and node["outcome"] == "not-ready"
+    assert document["findings"] == [] and document["summary"]["stalls"] == 0
