@@ -17,7 +17,6 @@ corpus launchable and correct). `python tests/reproduce/test_corpus.py` prints t
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import re
 import sys
@@ -45,13 +44,7 @@ GOAL = 0.90
 NEEDED = math.ceil(round(GOAL * len(CASES), 6))  # cases that must pass for the goal
 
 # case -> what the code is missing (strict xfail: the mark must go once the case passes)
-# (43: while the serve argv is read with the hand-kept flag list; vLLM's own option table,
-# reproduce/vllm_options.py, reads `auto` as vLLM does)
-KNOWN_GAPS: dict[str, str] = {} if importlib.util.find_spec(
-    "sparktriage.reproduce.vllm_options") else {
-    "43-deepseek-v4-flash-0731-sparkrun-dspark-nested-braces":
-        "`--max-model-len auto` needs vLLM's own argument types (read with a hand-kept int "
-        "type today)"}
+KNOWN_GAPS: dict[str, str] = {}
 
 
 @dataclass

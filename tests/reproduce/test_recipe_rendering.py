@@ -6,7 +6,6 @@ steps of the deployment, named as sparkrun names them."""
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import re
 import tempfile
 from pathlib import Path
@@ -23,12 +22,7 @@ LAB = Path(__file__).parent / "corpus" / "lab-8x-gb10.yaml"
 FIXTURES = sorted(p.name for p in RENDERED.glob("*.json"))
 RENDERED_OK = [name for name in FIXTURES if fixture(name)["exit_code"] == 0]
 # fixture -> what the code is missing (strict: the mark must go once the case passes)
-# (while the serve argv is read with the hand-kept flag list: vLLM's own option table,
-# reproduce/vllm_options.py, reads `auto` as vLLM does)
-GAPS = {} if importlib.util.find_spec("sparktriage.reproduce.vllm_options") else {
-    "43-deepseek-v4-flash-0731-sparkrun-dspark-nested-braces--deepseek-v4-flash-0731-b12x-"
-    "dspark-vllm.json": "`--max-model-len auto` needs vLLM's own argument types (the serve "
-    "argv is read with a hand-kept int type today)"}
+GAPS: dict[str, str] = {}
 
 
 def _plan(record: dict):
