@@ -135,7 +135,7 @@ def test_a_long_log_of_one_repeated_line_is_classified_under_a_memory_cap(tmp_pa
     assert document["findings"] == []
 
 
-DISTINCT, DISTINCT_CAP = 100_000, 192 << 20
+DISTINCT, DISTINCT_CAP = 100_000, 160 << 20
 
 
 def _distinct_capped() -> None:
@@ -143,9 +143,10 @@ def _distinct_capped() -> None:
 
 
 def test_a_long_log_of_distinct_lines_is_classified_under_a_memory_cap(tmp_path):
-    """100,000 distinct warnings (a counter in each, 50 a second) under a 192 MiB address-space
-    cap: each is a run of its own, kept without its raw text and with its short fields shared
-    (stalls/lineruns.py); a full copy of each event took about 211 MiB here (MemoryError)."""
+    """100,000 distinct warnings (a counter in each, 50 a second) under a 160 MiB address-space
+    cap: each is a run of its own, kept without its raw text, with its short fields shared and
+    its fields inline (stalls/lineruns.py): about 142 MB at the peak; a full copy of each event
+    in a dict of its own took about 211 MB (MemoryError under this cap)."""
     log = tmp_path / "nccl.log"
     with open(log, "w") as fh:
         for n in range(DISTINCT):
