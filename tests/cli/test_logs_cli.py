@@ -84,3 +84,32 @@ def test_stdin_and_binary_garbage_never_traceback():
     assert out.returncode == 2, out.stderr
     assert b"Traceback" not in out.stderr
     assert out.stderr == b"error: -: no timed log lines (is this a vLLM log?)\n"
+
+
+def test_json_into_a_device_or_a_pipe_writes_into_it_and_never_replaces_it(capsys, tmp_path):
+    """`--json /dev/null` must leave /dev/null a device: the atomic write (a temporary file
+    renamed over the target) is for regular files only. A private null device and a FIFO stand
+    in for the real ones, so a regression cannot break the machine."""
+    import os
+    import stat
+    import threading
+
+    null = tmp_path / "null"
+    try:
+        os.mknod(null, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    except PermissionError:
+        pytest.skip("making a device needs root")
+    code, _, err = run(["logs", str(NGRAM), "--json", str(null), "--tz", "UTC"], capsys)
+    assert code == 0, err
+    assert stat.S_ISCHR(null.lstat().st_mode) and not (tmp_path / "null.tmp").exists()
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    code, _, err = run(["logs", str(NGRAM), "--json", str(fifo), "--tz", "UTC"], capsys)
+    reader.join(timeout=30)
+    assert code == 0, err
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+    assert json.loads(got[0])["version"] == "0.32.0"

@@ -108,6 +108,12 @@ def write_json(document: Any, dest: str | None) -> None:
         return
     path = Path(dest)
     try:
+        if path.exists() and not path.is_file():
+            # a device or a pipe (`--json /dev/null`, a FIFO): written to, never replaced (as
+            # root, replacing /dev/null would leave a regular file in its place for everyone)
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(text)
+            return
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text(text, encoding="utf-8")
