@@ -142,6 +142,7 @@ def _distinct_capped() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (DISTINCT_CAP, DISTINCT_CAP))
 
 
+@pytest.mark.slow  # about 25 s of CPU: 100,000 lines read under the cap
 def test_a_long_log_of_distinct_lines_is_classified_under_a_memory_cap(tmp_path):
     """100,000 distinct warnings (a counter in each, 50 a second) under a 160 MiB address-space
     cap: each is a run of its own, kept without its raw text, with its short fields shared and
