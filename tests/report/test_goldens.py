@@ -38,8 +38,10 @@ SCI = re.compile(r"(?<![\w.])\d+(?:\.\d+)?[eE][+-]?\d+(?![\w.])")
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> dict[str, Path]:
     """The three reports, built once (md, pdf, html), unsigned and not anonymized."""
+    from sparktriage.redact import run as run_redaction
     out = {}
     for name, make in RUNS.items():
+        run_redaction.new_run()  # stand-ins numbered from 1, as in a command of its own
         base = tmp_path_factory.mktemp(f"golden-{name}")
         run = make(base / "run")
         execute(plan_report(run, base / "report", "md,pdf,html", None, False, base / "map.json", WHEN))

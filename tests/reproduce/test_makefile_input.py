@@ -106,3 +106,10 @@ def test_a_megabyte_target_line_is_read_in_linear_time() -> None:
     shell, notes = to_shell(f"serve{blanks}x: dep{blanks}; vllm serve m\n", "Makefile")
     assert shell == "vllm serve m\n"
     assert notes[0].startswith("line 1: make target `serve")
+
+
+@pytest.mark.parametrize("text", ["x:\n\t$ \n", "x:\n\techo $( ) a\n"])
+def test_a_reference_of_blanks_expands_to_nothing(text: str) -> None:
+    # `$ ` and `$( )` name a variable of blanks, which make expands to nothing
+    shell, _ = to_shell(text, "Makefile")
+    assert "$" not in shell.replace("${", "").replace("$(", "")

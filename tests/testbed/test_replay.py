@@ -157,3 +157,14 @@ def test_first_difference_names_the_path_and_both_values():
     assert first_difference([-0.4454679787158966], [-0.4454684257507324]) == ""  # the burst's jitter
     assert first_difference([-0.4454], [-0.4455]) == " at $[0]: -0.4454 != -0.4455"
     assert first_difference(["1"], [1]) == " at $[0]: 1 != 1" and first_difference([2], [3]) != ""
+
+
+def test_a_rank_one_apart_is_a_tie_only_where_the_logprob_agrees():
+    entry = {"logprob": -7.1234567, "rank": 622, "decoded_token": "x"}
+    assert first_difference({"1060": entry}, {"1060": {**entry, "rank": 621}}) == ""
+    assert first_difference({"1060": entry}, {"1060": {**entry, "rank": 620}}) \
+        == " at $.1060.rank: 622 != 620"
+    assert first_difference({"1060": entry}, {"1060": {**entry, "rank": 621,
+                                                      "logprob": -7.2}}) != ""
+    assert first_difference({"1060": entry}, {"1060": {**entry, "rank": 621,
+                                                      "decoded_token": "y"}}) != ""

@@ -6,7 +6,7 @@ by `scripts/vllm_messages.py` from the Python source inside each release's `vllm
 This module loads it once, turns each format into a pattern, and tells which catalogue entry a
 printed message came from and what the log reader (`catalog.RULES`) makes of it.
 
-The reader itself still matches `catalog.RULES` (fast, keyed, with named fields); the
+The reader itself matches `catalog.RULES` (fast, keyed, with named fields); the
 catalogue is what those rules are held against: `tests/logs/test_message_catalogue.py` fails
 when a message the reader maps stops matching its rule, and docs/logs.md states the coverage.
 """
@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from importlib import resources
 
-from sparktriage.logs.catalog import RULES, Rule
+from sparktriage.logs.catalog import Rule
 
 # %-conversions as vLLM's source writes them: %s %r %d %i %f %.2f %5.1f %x %e %g %(name)s
 _CONVERSION = re.compile(r"%(?:\((?P<key>[^)]{1,40})\))?[-+ #0]*(?:\d+|\*)?(?:\.\d+)?"
@@ -197,18 +197,16 @@ def rules_for(message: Message) -> list[str]:
     return found
 
 
+@functools.lru_cache(maxsize=1)
 def mapping() -> dict[str, list[str]]:
-    """{catalogue id: [rule id, ...]} for every catalogue message the reader maps."""
+    """{catalogue id: [rule id, ...]} for every catalogue message the reader maps (computed
+    once: the catalogue and the rules do not change while a process runs; read, never edit)."""
     out = {}
     for message in catalogue().messages:
         rules = rules_for(message)
         if rules:
             out[message.id] = rules
     return out
-
-
-__all__ = ["Catalogue", "Message", "RULES", "STARTUP_MODULES", "catalogue", "mapping", "meaning",
-           "printed_in", "rules_for"]
 
 
 # continuation lines, traceback frames: parts of a message, not messages

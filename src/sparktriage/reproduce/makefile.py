@@ -95,6 +95,8 @@ class _Make:
 
     def _reference(self, name: str, line: int, target: str, depth: int) -> str:
         self.budget.reference(line)
+        if not name.strip():
+            return ""  # `$ ` or `$( )`: a variable named by blanks, which no Makefile can set
         if name.startswith("shell "):
             return "$(" + self.expand(name[6:], line, target, depth + 1) + ")"
         if " " in name or "," in name:

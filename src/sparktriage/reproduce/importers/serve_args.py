@@ -53,9 +53,8 @@ def _typed(value: str, kind: type, option: str, ctx: Ctx):
     try:
         return kind(value)
     except ValueError:
-        shown = value if len(value) <= 80 else f"{value[:77]}... ({len(value)} characters)"
         raise InputError(f"{ctx.source}: {option}: expected {kind.__name__}, got "
-                         f"{ctx.secrets.text(shown)!r}") from None
+                         f"{ctx.secrets.text(R.cut(value))!r}") from None
 
 
 def _json_value(option: str, value: str, ctx: Ctx) -> Any:

@@ -54,9 +54,14 @@ def check(option: str, spec: V.Option, value: str, release: Release, ctx: Ctx) -
         release, why = release
         others = V.accepting(spec.name, value)
         elsewhere = f"; vLLM {', '.join(others)} accept it" if others else ""
-        cut = value if len(value) <= 80 else f"{value[:77]}... ({len(value)} characters)"
-        raise InputError(f"{ctx.source}: {option} {ctx.secrets.text(cut)!r}: vLLM {release} "
+        shown_value = ctx.secrets.text(cut(value))
+        raise InputError(f"{ctx.source}: {option} {shown_value!r}: vLLM {release} "
                          f"({why}) accepts {reason}{elsewhere}")
+
+
+def cut(value: str) -> str:
+    """A refused value as a message shows it: at most 80 characters, and its length."""
+    return value if len(value) <= 80 else f"{value[:77]}... ({len(value)} characters)"
 
 
 def shown(option: str, value: str | None) -> str:
