@@ -31,7 +31,6 @@ no duration can be measured in it, so no detector of stalls runs there.
 
 from __future__ import annotations
 
-import re
 import statistics
 from dataclasses import dataclass, field
 
@@ -40,6 +39,7 @@ from sparktriage.stalls.inputs import Evidence
 from sparktriage.stalls.params import DetectParams
 from sparktriage.stalls.markers import Mark, MarkerSet, NodeTimeline, build_timeline
 from sparktriage.stalls.periods import Budget, Period, later
+from sparktriage.stalls.texts import COMPILE_TOTAL
 
 __all__ = ["Budget", "Detection", "DetectParams", "Period", "detect"]
 
@@ -188,7 +188,6 @@ def _observe(observations: list[dict], timeline: NodeTimeline, prev: Mark, nxt_t
                          "duration_s": round(nxt_t - prev.t, 3), "text": text, "cause": cause})
 
 
-_COMPILE_TOTAL = re.compile(r"torch\.compile (?:takes|took) (\d+(?:\.\d+)?) s in total")
 
 
 def _stated_compile(lines: list[Mark], markers: MarkerSet) -> float | None:
@@ -196,7 +195,7 @@ def _stated_compile(lines: list[Mark], markers: MarkerSet) -> float | None:
     s in total", else a graph compile's "takes N s"): what the log says beats what the gap
     measures, since compile lines can come during the work or long after it."""
     for mark in lines:
-        m = _COMPILE_TOTAL.search(mark.event.message)
+        m = COMPILE_TOTAL.search(mark.event.message)
         if m:
             return float(m.group(1))
     for mark in lines:

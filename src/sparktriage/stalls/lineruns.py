@@ -17,6 +17,18 @@ cost per distinct line (docs/stalls.md, "What is kept per line").
 Lines `logs` lists as errors are never folded into a run: the classifier matches them by
 input and line number (stalls/failures.py), so each keeps its own.
 
+Thinning (`Thinning`, given by the classifier from its rules and thresholds): a quiet line is
+one that no marker, no rule's `log_match` and no expression the classifier reads in every line
+(stalls/texts.py) matches, and that is not blank. Consecutive quiet lines of one node, each
+within `gap_s` of the one before (far below the shortest silence a detector reports), are a
+stretch; of a stretch only the first line of each speaker (process, pid, level, shape, relay,
+...) and the latest line are kept, each line dropped counted on the kept run before it. So
+every time a detector measures (the last line before a silence, the first after, the first
+line of a new process) and every line any reader looks at is kept as it was, the line numbers
+of the runs stay what they were (a run of N stands for N lines), and a log of a million
+distinct warnings keeps two runs instead of a million: memory is bounded by the lines that say
+something and by the silences, not by the lines (docs/stalls.md, "What is kept per line").
+
 `read_log` is the one reading pass of a plain log or a line-records file: it streams the log
 parser's events once, feeds each to the `logs` analysis (whose document the classifier reads)
 and to the runs, and holds no list of all lines.
@@ -27,7 +39,7 @@ from __future__ import annotations
 import gc
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from sparktriage.logs.document import LogAnalyzer
 from sparktriage.logs.events import LogEvent
@@ -83,6 +95,23 @@ def _kept(event: LogEvent, shared: dict[str, str]) -> LogEvent:
     return kept
 
 
+@dataclass(frozen=True)
+class Thinning:
+    """Which lines a stretch may fold (module docstring, "Thinning"): `quiet(event)` says no
+    reader of the classifier looks at the line's text; `gap_s`: the longest step between two
+    lines of one stretch."""
+
+    quiet: Callable[[LogEvent], bool]
+    gap_s: float
+    speakers_max: int = 256  # speakers a stretch keeps the first line of; past it, a new stretch
+
+
+def _speaker(event: LogEvent) -> tuple:
+    """Who said a line, as the detectors tell lines apart (a new process after a silence)."""
+    return (event.process, event.pid, event.level, event.kind, event.relay, event.stream,
+            event.origin, event.t_source, event.collector)
+
+
 @dataclass
 class RunBuilder:
     """Runs of one node, built line by line."""
@@ -90,7 +119,13 @@ class RunBuilder:
     runs: list[LineRun] = field(default_factory=list)
     lines: int = 0
     shared: dict[str, str] = field(default_factory=dict)  # short values, one string each
+    thin: Thinning | None = None
     _open: bool = False  # the last run may take the next line (it is not an error line)
+    # the open stretch of quiet lines: its speakers, its last time, whether the last run is
+    # a speaker's first line in it (kept) or only the latest line (replaced by the next)
+    _speakers: set | None = None
+    _last_t: float = 0.0
+    _tail_kept: bool = True
 
     def add(self, event: LogEvent, alone: bool = False, index: int = 0,
             follows: bool = True) -> None:
@@ -102,13 +137,50 @@ class RunBuilder:
         if self._open and follows and not alone and _same(self.runs[-1].event, event):
             self.runs[-1].count += 1
             return
+        if self.thin is not None and self._thinned(event, alone):
+            return
         self.runs.append(LineRun(_kept(event, self.shared), 1, index))
         self._open = not alone
 
+    def _thinned(self, event: LogEvent, alone: bool) -> bool:
+        """Fold a quiet line into the open stretch, or open one with it. True: the line is
+        counted on a run (a blank line inside a stretch); False: the caller appends it as a
+        run, after the stretch's latest line, if it was not a speaker's first, was folded
+        into the run before it."""
+        t = event.t
+        speakers = self._speakers
+        if not event.message.strip():
+            if speakers is not None and not alone and t is not None \
+                    and 0.0 <= t - self._last_t <= self.thin.gap_s:
+                self.runs[-1].count += 1  # a blank line inside a stretch: nobody reads it
+                return True
+            self._speakers = None
+            return False
+        quiet = not alone and t is not None and self.thin.quiet(event)
+        if not quiet:
+            self._speakers = None
+            return False
+        if speakers is None or not 0.0 <= t - self._last_t <= self.thin.gap_s \
+                or len(speakers) >= self.thin.speakers_max:
+            self._speakers, self._last_t, self._tail_kept = {_speaker(event)}, t, True
+            return False  # the stretch's first line
+        speaker = _speaker(event)
+        first_of_speaker = speaker not in speakers
+        self._last_t = t
+        if first_of_speaker:
+            speakers.add(speaker)
+        if not self._tail_kept:  # the latest line so far: counted on the run before it
+            runs = self.runs
+            dropped = runs.pop()
+            runs[-1].count += dropped.count
+        self._tail_kept = first_of_speaker
+        return False
 
-def runs_of(events: Iterable[LogEvent], alone=lambda event: False) -> list[LineRun]:
+
+def runs_of(events: Iterable[LogEvent], alone=lambda event: False,
+            thin: Thinning | None = None) -> list[LineRun]:
     """The runs of one node's events, in their order."""
-    builder = RunBuilder()
+    builder = RunBuilder(thin=thin)
     for index, event in enumerate(events):
         builder.add(event, alone(event), index)
     return builder.runs
@@ -131,8 +203,9 @@ class LogRead:
     receive: bool  # some line carries a receive time (our line records)
 
 
-def read_log(path: Path) -> LogRead:
-    """Stream the log once: every event into the `logs` analysis and into its node's runs."""
+def read_log(path: Path, thin: Thinning | None = None) -> LogRead:
+    """Stream the log once: every event into the `logs` analysis and into its node's runs
+    (quiet stretches thinned when `thin` is given)."""
     analyzer = LogAnalyzer()
     errors = analyzer.facts.errors
     nodes: dict[str, RunBuilder] = {}
@@ -147,7 +220,7 @@ def read_log(path: Path) -> LogRead:
             analyzer.feed(event)
             builder = nodes.get(event.node)
             if builder is None:
-                builder = nodes[event.node] = RunBuilder(shared=shared)
+                builder = nodes[event.node] = RunBuilder(shared=shared, thin=thin)
             builder.add(event, len(errors) != listed, index, builder is last)
             last = builder
             if event.t is not None:
@@ -159,4 +232,4 @@ def read_log(path: Path) -> LogRead:
     return LogRead(nodes, analyzer, timed, receive)
 
 
-__all__ = ["LineRun", "RunBuilder", "LogRead", "read_log", "runs_of", "expand"]
+__all__ = ["LineRun", "Thinning", "RunBuilder", "LogRead", "read_log", "runs_of", "expand"]
