@@ -51,9 +51,11 @@ def test_a_stretch_keeps_each_speakers_first_line_and_its_latest_line():
     builder.add(_event(12, t + 40.2, "warn 12"), index=12)
     builder.add(_event(13, t + 40.3, "warn 13"), alone=True, index=13)  # a listed error
     builder.add(_event(14, None, "untimed"), index=14)
-    got = [(r.event.line_no, r.count) for r in builder.runs]
-    # line 1 stands for lines 1-5, line 6 (pid 8) for 6-8, line 9 is the stretch's last
-    assert got == [(1, 5), (6, 3), (9, 1), (10, 1), (11, 1), (12, 1), (13, 1), (14, 1)]
+    got = [(r.event.line_no, r.count, r.covered) for r in builder.runs]
+    # line 1 stands for lines 1-5, line 6 (pid 8) for 6-8, line 9 is the stretch's last; the
+    # stretch's later runs are covered (no silence before them), a new stretch's first is not
+    assert got == [(1, 5, False), (6, 3, True), (9, 1, True), (10, 1, False), (11, 1, False),
+                   (12, 1, False), (13, 1, False), (14, 1, False)]
     assert builder.lines == 14 == sum(1 for _ in expand(builder.runs))
     # every run still starts at its own line's place: the runs before it count its lines
     place = 1
@@ -75,6 +77,49 @@ def test_a_million_distinct_quiet_lines_keep_two_runs():
     for n in range(1, 1_000_001):
         builder.add(_event(n, 1000.0 + n * 0.02, f"NCCL WARN retry {n}"), index=n)
     assert [(r.event.line_no, r.count) for r in builder.runs] == [(1, 999_999), (1_000_000, 1)]
+
+
+def _stamp(second: int) -> str:
+    return f"12-06 {10 + second // 3600:02d}:{second // 60 % 60:02d}:{second % 60:02d}"
+
+
+def _long_stretches(path: Path, silence_s: int) -> Path:
+    """A start that writes distinct warnings every second for 20 minutes, falls silent for
+    `silence_s`, then writes them for two more minutes and is ready."""
+    lines = [f"INFO {_stamp(0)} [api_server.py:1] vLLM API server version 0.11.0\n",
+             f"INFO {_stamp(1)} [model_runner.py:1] Starting to load model /m...\n"]
+    second = 1
+    for n in range(1200):
+        second += 1
+        lines.append(f"(EngineCore_DP0 pid=7) WARNING {_stamp(second)} [x.py:1] socket retry "
+                     f"{n} to peer {n * 7919 % 1000}\n")
+    second += silence_s
+    for n in range(1200, 1320):
+        second += 1
+        lines.append(f"(EngineCore_DP0 pid=7) WARNING {_stamp(second)} [x.py:1] socket retry "
+                     f"{n} to peer {n * 7919 % 1000}\n")
+    lines.append(f"INFO {_stamp(second + 1)} [launcher.py:1] Starting vLLM API server on "
+                 f"http://0.0.0.0:8000\n")
+    path.write_text("".join(lines))
+    return path
+
+
+@pytest.mark.parametrize("silence_s", [0, 200])
+def test_a_long_stretch_is_not_a_silence_and_a_real_one_still_is(silence_s, tmp_path, rules,
+                                                                 monkeypatch):
+    path = _long_stretches(tmp_path / "server.log", silence_s)
+    (node,) = load(path, rules.thinning()).nodes.values()
+    assert len(node.runs) <= 8 and sum(r.count for r in node.runs) == 1323
+    thinned, _ = analyze(path, rules)
+    with monkeypatch.context() as m:
+        _unthinned(m)
+        plain, _ = analyze(path, rules)
+    assert thinned == plain
+    stalls = [f for f in thinned["findings"] if f["kind"] == "stall"]
+    if silence_s:
+        assert [round(f["duration_s"]) for f in stalls] == [201]
+    else:
+        assert stalls == []
 
 
 def _unthinned(monkeypatch) -> None:

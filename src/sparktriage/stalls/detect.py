@@ -235,6 +235,8 @@ def _silences(timeline: NodeTimeline, progress: list[Mark], markers: MarkerSet,
                           f"no log line for {progress[0].t - started:.0f} s after the start"))
     for i, (prev, nxt) in enumerate(zip(progress, progress[1:])):
         seen.add((prev.event.process, prev.event.pid))
+        if nxt.covered:  # thinned quiet lines filled the time between the two
+            continue
         gap = nxt.t - stated.after_cut(cuts, prev.t, nxt.t)
         if gap < max(params.min_stall_s, params.silence_s):
             continue

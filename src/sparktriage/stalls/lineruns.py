@@ -54,6 +54,9 @@ class LineRun:
     event: LogEvent
     count: int = 1
     index: int = 0  # the first line's place among all lines of the input, every node's
+    # a stretch's later run: every step from the run before it was at most the stretch's gap
+    # (the lines between were folded), so no silence lies between the two
+    covered: bool = False
 
 
 def _same(a: LogEvent, b: LogEvent) -> bool:
@@ -137,23 +140,27 @@ class RunBuilder:
         if self._open and follows and not alone and _same(self.runs[-1].event, event):
             self.runs[-1].count += 1
             return
-        if self.thin is not None and self._thinned(event, alone):
-            return
-        self.runs.append(LineRun(_kept(event, self.shared), 1, index))
+        covered = False
+        if self.thin is not None:
+            folded = self._thinned(event, alone)
+            if folded is None:
+                return
+            covered = folded
+        self.runs.append(LineRun(_kept(event, self.shared), 1, index, covered))
         self._open = not alone
 
-    def _thinned(self, event: LogEvent, alone: bool) -> bool:
-        """Fold a quiet line into the open stretch, or open one with it. True: the line is
-        counted on a run (a blank line inside a stretch); False: the caller appends it as a
-        run, after the stretch's latest line, if it was not a speaker's first, was folded
-        into the run before it."""
+    def _thinned(self, event: LogEvent, alone: bool) -> bool | None:
+        """Fold a quiet line into the open stretch, or open one with it. None: the line is
+        counted on a run (a blank line inside a stretch); else the caller appends it as a run,
+        `covered` (True) when it continues a stretch. Before that, the stretch's latest line,
+        if it was not a speaker's first, is folded into the run before it."""
         t = event.t
         speakers = self._speakers
         if not event.message.strip():
             if speakers is not None and not alone and t is not None \
                     and 0.0 <= t - self._last_t <= self.thin.gap_s:
                 self.runs[-1].count += 1  # a blank line inside a stretch: nobody reads it
-                return True
+                return None
             self._speakers = None
             return False
         quiet = not alone and t is not None and self.thin.quiet(event)
@@ -174,7 +181,7 @@ class RunBuilder:
             dropped = runs.pop()
             runs[-1].count += dropped.count
         self._tail_kept = first_of_speaker
-        return False
+        return True
 
 
 def runs_of(events: Iterable[LogEvent], alone=lambda event: False,

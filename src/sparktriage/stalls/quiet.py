@@ -15,6 +15,7 @@ from typing import Callable, Iterable
 from sparktriage.logs.events import LogEvent
 from sparktriage.stalls.loader import RuleSet
 from sparktriage.stalls.markers import MarkerSet
+from sparktriage.stalls.prefilter import Prefilter
 from sparktriage.stalls.schema import Condition
 from sparktriage.stalls.texts import ANY_LINE, line_text
 
@@ -39,7 +40,10 @@ def log_patterns(ruleset: RuleSet) -> list[str]:
 
 def quiet_lines(ruleset: RuleSet, markers: MarkerSet) -> Callable[[LogEvent], bool]:
     """The predicate: True for a line no reader looks at (module docstring)."""
-    rules = [re.compile(p, re.M) for p in log_patterns(ruleset)]  # as conditions.py reads them
+    patterns = log_patterns(ruleset)
+    rules = [re.compile(p, re.M) for p in patterns]  # as conditions.py reads them
+    # a line holding none of the literals every expression needs is quiet without trying them
+    maybe = Prefilter(patterns + [rx.pattern for rx in ANY_LINE]).maybe
     memo: dict[str, bool] = {}
 
     def quiet(event: LogEvent) -> bool:
@@ -47,8 +51,9 @@ def quiet_lines(ruleset: RuleSet, markers: MarkerSet) -> Callable[[LogEvent], bo
         text = line_text(event.relay, event.process, message)  # as the rank readers see it
         answer = memo.get(text)
         if answer is None:
-            answer = not (markers.any.search(message) or any(rx.search(message) for rx in rules)
-                          or any(rx.search(text) for rx in ANY_LINE))
+            answer = not (markers.match(message) or maybe(text) and (
+                any(rx.search(message) for rx in rules)
+                or any(rx.search(text) for rx in ANY_LINE)))
             if len(memo) >= QUIET_MEMO:
                 memo.clear()
             memo[text] = answer
