@@ -9,8 +9,8 @@ Builds (untimed) two plain logs in a temporary folder:
   bytes a line: 1,000,000 lines are 166 MB), the hostile input of a retry loop gone wild;
 - `mixed`: a real-looking log of `--mixed-mb` MiB (bench_logparse.build_log: a real CPU
   startup, serving windows with access, stats and SpecDecoding lines, warnings, shutdown);
-- `distinct` (with `--distinct N`): N NCCL warnings that differ by a counter, 50 a second,
-  each a run of its own (what `stalls` keeps grows with these: docs/stalls.md).
+- `distinct` (with `--distinct N`): N NCCL warnings that differ by a counter, 50 a second:
+  quiet lines, which `stalls` folds into a stretch's first and latest line (docs/stalls.md).
 
 Then runs the two commands on each, `sparktriage stalls LOG --json FILE` and `sparktriage
 logs LOG --json FILE`, as whole processes (start-up included), in turn (stalls, logs, stalls,
