@@ -110,7 +110,10 @@ def test_pacing_follows_the_schedule(sim, rate):
     # Typically 0.1 ms late; the bounds leave room for a machine shared with other jobs.
     assert statistics.median(late) < 0.001, statistics.median(late)
     real = truth(entry)
-    assert real.tokens == n and real.ttft_server_s == pytest.approx(0.05, abs=0.01)
+    # never early; the first send may be late by what a busy scheduler adds (13 and 23 ms were
+    # seen on the 2-core machine with other test runs on it), the pacing after it is what the
+    # median above holds to a millisecond
+    assert real.tokens == n and 0.05 - 1e-4 < real.ttft_server_s < 0.05 + 0.05
     assert real.decode_tok_s == pytest.approx(rate, rel=0.02)
 
 
