@@ -6,14 +6,19 @@ sweep.model; docs/sweep.md "The depth model")."""
 
 from __future__ import annotations
 
+import json
 import math
+import shutil
+from pathlib import Path
 
 import pytest
 
+from sparktriage.roofline import experts
 from sparktriage.store.rundir import LaunchDir
-from sparktriage.sweep import acceptance
+from sparktriage.sweep import acceptance, evidence
 from sparktriage.sweep.counts import Counts, from_acceptance, pooled
 from sparktriage.sweep.model import UNKNOWN_SHARE, ModelLaunch, build
+from sparktriage.sweep.plan import SweepPlan
 from sparktriage.sweep.stepfit import StepShape
 
 KIMI = StepShape("expert-union", 384, 8, 0.0, "kimi-k2")
@@ -143,3 +148,51 @@ def test_without_the_share_a_lookup_drafters_launches_are_not_priced_and_the_mod
     partial = build(mixed, (0, 1, 2, 3, 4), KIMI)
     assert partial.available is True and "L002" in [l.label for l in partial.launches]
     assert "L003" in [e["label"] for e in partial.excluded]
+
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "sweep" / "ngram-log-only"
+
+
+def test_a_stand_in_launch_whose_metrics_lack_the_counters_prices_its_no_match_steps(tmp_path):
+    """A launch folder of the simulator as `vllm serve` (ngram at depth 2, a match at 70% of
+    steps, `metrics_omit: [spec_decode, generation_tokens]`: its counts come from the log's
+    SpecDecoding lines): the evidence takes its steps from the stream's chunks, so q is measured
+    and the launch's verify-to-plain ratio too (the scripted verify step: 1 + 0.4·(r(3) − 1))."""
+    shutil.copytree(FIXTURE, tmp_path / "run")
+    stored = json.loads((FIXTURE / "record.json").read_text())
+    plan = SweepPlan.model_validate(stored["plan"])
+    found = evidence.derive(tmp_path / "run", stored["record"], plan)
+    acc = found.acceptance
+    assert acc["source"] == "log" and acc["generation_tokens"] is None and acc["share_known"]
+    # recomputed from the raw files: the log's windows and the measured requests' chunks
+    logs = json.loads((FIXTURE / "launches" / "L003" / "logs.json").read_text())
+    windows = [w for w in logs["spec_decode"]["windows_detail"] if w.get("drafts_estimated")]
+    drafts = sum(w["drafts_estimated"] for w in windows)
+    accepted = sum(w["accepted"] for w in windows)
+    rows = [json.loads(line) for line in
+            (FIXTURE / "launches" / "L003" / "requests.jsonl").read_text().splitlines()]
+    measured = [r for r in rows if not r["warmup"]]
+    chunks = [c for r in measured for c in r["chunks"] if c["ids"]]
+    per_chunk = round(sum(len(c["ids"]) for c in chunks) / len(chunks), 4)
+    assert acc["drafts"] == pytest.approx(drafts) and acc["accepted_tokens"] == accepted
+    assert acc["check"]["tokens_per_chunk"] == per_chunk
+    assert acc["chunk_steps"] == round(accepted / (per_chunk - 1.0), 3)
+    c = from_acceptance(2, acc)
+    # the share the chunks themselves show: chunks carrying accepted drafts are q·a₁ of steps
+    multi = sum(1 for ch in chunks if len(ch["ids"]) > 1) / len(chunks)
+    assert c.drafted_share == pytest.approx(multi / c.rate(1), abs=0.05)
+    assert 0.6 <= c.drafted_share <= 0.9  # scripted 0.7; this launch's requests drew their own
+    ratio = found.step_ratio
+    assert ratio["measured"] is True, ratio
+    scripted = 1 + 0.4 * (experts.ratio(384, 8, 3) - 1)
+    assert abs(math.log(ratio["ratio"]) - math.log(scripted)) <= 3 * ratio["log_sd"] + 0.04
+    # the same folder with no chunk counts to take the steps from: q is not measured
+    bench = tmp_path / "run" / "launches" / "L003" / "bench.json"
+    doc = json.loads(bench.read_text())
+    for w in doc["workloads"]:
+        for r in w["requests"]:
+            r["chunks"] = None
+    bench.write_text(json.dumps(doc))
+    blind = evidence.derive(tmp_path / "run", stored["record"], plan)
+    assert blind.acceptance["share_known"] is False and blind.acceptance["chunk_steps"] is None
+    assert "share of drafting steps is not known" in blind.step_ratio["reason"]
