@@ -1,14 +1,16 @@
 """Benchmark: `sparktriage stalls` against `sparktriage logs` on the same plain log, whole processes.
 
     .venv/bin/python benchmarks/bench_stalls_stream.py [--lines 1000000] [--runs 3]
-        [--warmup 1] [--mixed-mb 16] [--out benchmarks/results/stalls_stream.json]
+        [--warmup 1] [--mixed-mb 16] [--distinct 0] [--out benchmarks/results/stalls_stream.json]
 
 Builds (untimed) two plain logs in a temporary folder:
 
 - `identical`: `--lines` copies of one NCCL warning line as vLLM prints it (one stamp, 166
   bytes a line: 1,000,000 lines are 166 MB), the hostile input of a retry loop gone wild;
 - `mixed`: a real-looking log of `--mixed-mb` MiB (bench_logparse.build_log: a real CPU
-  startup, serving windows with access, stats and SpecDecoding lines, warnings, shutdown).
+  startup, serving windows with access, stats and SpecDecoding lines, warnings, shutdown);
+- `distinct` (with `--distinct N`): N NCCL warnings that differ by a counter, 50 a second:
+  quiet lines, which `stalls` folds into a stretch's first and latest line (docs/stalls.md).
 
 Then runs the two commands on each, `sparktriage stalls LOG --json FILE` and `sparktriage
 logs LOG --json FILE`, as whole processes (start-up included), in turn (stalls, logs, stalls,
@@ -51,6 +53,18 @@ def build_identical(path: Path, lines: int) -> dict:
         for done in range(0, lines, CHUNK):
             fh.write(LINE * min(CHUNK, lines - done))
     return {"lines": lines, "bytes": path.stat().st_size, "line_bytes": len(LINE)}
+
+
+def build_distinct(path: Path, lines: int) -> dict:
+    """`lines` warnings that differ by a counter (no two alike), 50 per stamped second."""
+    with open(path, "w") as fh:
+        for done in range(0, lines, CHUNK):
+            fh.write("".join(
+                f"(EngineCore_DP0 pid=2345) WARNING 12-{6 + n // 4_320_000:02d} "
+                f"{n // 180_000 % 24:02d}:{n // 3000 % 60:02d}:{n // 50 % 60:02d} [pynccl.py:153] "
+                f"NCCL WARN NET/IB : No device found (attempt {n}). Falling back to socket "
+                f"transport\n" for n in range(done, min(done + CHUNK, lines))))
+    return {"lines": lines, "bytes": path.stat().st_size}
 
 
 def _sparktriage() -> str:
@@ -122,6 +136,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lines", type=int, default=1_000_000)
     parser.add_argument("--mixed-mb", type=int, default=16, help="0: no mixed log")
+    parser.add_argument("--distinct", type=int, default=0, help="lines; 0: no distinct log")
     parser.add_argument("--runs", type=int, default=3, help="counted pairs per log")
     parser.add_argument("--warmup", type=int, default=1, help="pairs run first, not counted")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/stalls_stream.json")
@@ -135,6 +150,9 @@ def main() -> None:
         inputs = {"identical": (work / "identical.log", lambda p: build_identical(p, args.lines))}
         if args.mixed_mb:
             inputs["mixed"] = (work / "mixed.log", lambda p: build_log(p, args.mixed_mb))
+        if args.distinct:
+            inputs["distinct"] = (work / "distinct.log",
+                                  lambda p: build_distinct(p, args.distinct))
         for name, (path, build) in inputs.items():
             info = build(path)
             info = {"bytes": path.stat().st_size, **(info if isinstance(info, dict) else {})}

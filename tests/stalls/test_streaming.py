@@ -66,7 +66,7 @@ def test_what_is_kept_does_not_grow_with_repeated_lines(tmp_path, rules):
     kept, documents, lines = {}, {}, {}
     for repeats in (3, 5000):
         path = _log(tmp_path / str(repeats) / "server.log", repeats)
-        evidence = load(path)
+        evidence = load(path, rules.thinning())  # as `analyze` reads it
         (node,) = evidence.nodes.values()
         kept[repeats] = len(node.runs)
         document, classification = analyze(path, rules)
@@ -133,3 +133,34 @@ def test_a_long_log_of_one_repeated_line_is_classified_under_a_memory_cap(tmp_pa
     document = json.loads(out.read_text())
     assert list(document["nodes"]) == ["nccl"] and document["nodes"]["nccl"]["lines"] == LINES
     assert document["findings"] == []
+
+
+DISTINCT, DISTINCT_CAP = 100_000, CAP
+
+
+def _distinct_capped() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (DISTINCT_CAP, DISTINCT_CAP))
+
+
+@pytest.mark.slow  # about 25 s of CPU: 100,000 lines read under the cap
+def test_a_long_log_of_distinct_lines_is_classified_under_a_memory_cap(tmp_path):
+    """100,000 distinct warnings (a counter in each, 50 a second) under the 96 MiB
+    address-space cap of the repeated line: a stretch of quiet lines keeps its first and its
+    latest line (stalls/lineruns.py, "Thinning"); kept one by one, even without their raw text
+    and with their fields inline, they took about 142 MB at the peak (MemoryError here)."""
+    log = tmp_path / "nccl.log"
+    with open(log, "w") as fh:
+        for n in range(DISTINCT):
+            fh.write(f"(EngineCore_DP0 pid=2345) WARNING 12-06 10:{n // 3000:02d}:"
+                     f"{n // 50 % 60:02d} [pynccl.py:153] NCCL WARN NET/IB : No device found "
+                     f"(attempt {n}). Falling back to socket transport\n")
+    out = tmp_path / "stalls.json"
+    result = subprocess.run([sys.executable, "-m", "sparktriage", "stalls", str(log), "--json",
+                             str(out)], capture_output=True, text=True, timeout=300,
+                            preexec_fn=_distinct_capped)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr and "internal error" not in result.stderr
+    document = json.loads(out.read_text())
+    (node,) = document["nodes"].values()
+    assert node["lines"] == DISTINCT and node["outcome"] == "not-ready"
+    assert document["findings"] == [] and document["summary"]["stalls"] == 0

@@ -14,8 +14,10 @@ from sparktriage.stalls import document
 from sparktriage.stalls.detect import DetectParams, detect
 from sparktriage.stalls.engine import Classification, classify_all
 from sparktriage.stalls.inputs import Evidence, load
+from sparktriage.stalls.lineruns import Thinning
 from sparktriage.stalls.loader import RuleSet, load_directory, require_clean
 from sparktriage.stalls.markers import MarkerSet
+from sparktriage.stalls.quiet import quiet_lines
 from sparktriage.stalls.validators import default_rules_dir, validate
 
 
@@ -25,6 +27,13 @@ class Rules:
 
     ruleset: RuleSet
     markers: MarkerSet
+
+    def thinning(self, params: DetectParams | None = None) -> Thinning:
+        """Which lines a stretch may fold: quiet ones (stalls/quiet.py), each within a tenth
+        of the shortest silence the detectors report (at most 1 s)."""
+        params = params or DetectParams()
+        shortest = min(params.silence_s, params.min_stall_s)
+        return Thinning(quiet_lines(self.ruleset, self.markers), min(1.0, shortest / 10))
 
 
 def load_rules(rules_dir: Path | None = None) -> Rules:
@@ -47,5 +56,5 @@ def analyze(path: Path, rules: Rules | None = None,
             params: DetectParams | None = None) -> tuple[dict, Classification]:
     """Classify a bundle or log; return the `stalls` document and the classification."""
     rules = rules or load_rules()
-    classification = classify_evidence(load(path), rules, params)
+    classification = classify_evidence(load(path, rules.thinning(params)), rules, params)
     return document.build(classification, str(rules.ruleset.directory)), classification

@@ -31,7 +31,6 @@ no duration can be measured in it, so no detector of stalls runs there.
 
 from __future__ import annotations
 
-import re
 import statistics
 from dataclasses import dataclass, field
 
@@ -40,6 +39,7 @@ from sparktriage.stalls.inputs import Evidence
 from sparktriage.stalls.params import DetectParams
 from sparktriage.stalls.markers import Mark, MarkerSet, NodeTimeline, build_timeline
 from sparktriage.stalls.periods import Budget, Period, later
+from sparktriage.stalls.texts import COMPILE_TOTAL
 
 __all__ = ["Budget", "Detection", "DetectParams", "Period", "detect"]
 
@@ -188,7 +188,6 @@ def _observe(observations: list[dict], timeline: NodeTimeline, prev: Mark, nxt_t
                          "duration_s": round(nxt_t - prev.t, 3), "text": text, "cause": cause})
 
 
-_COMPILE_TOTAL = re.compile(r"torch\.compile (?:takes|took) (\d+(?:\.\d+)?) s in total")
 
 
 def _stated_compile(lines: list[Mark], markers: MarkerSet) -> float | None:
@@ -196,7 +195,7 @@ def _stated_compile(lines: list[Mark], markers: MarkerSet) -> float | None:
     s in total", else a graph compile's "takes N s"): what the log says beats what the gap
     measures, since compile lines can come during the work or long after it."""
     for mark in lines:
-        m = _COMPILE_TOTAL.search(mark.event.message)
+        m = COMPILE_TOTAL.search(mark.event.message)
         if m:
             return float(m.group(1))
     for mark in lines:
@@ -230,19 +229,21 @@ def _silences(timeline: NodeTimeline, progress: list[Mark], markers: MarkerSet,
     budget = budget or Budget(1.0, None, {}, 1)
     observations = observations if observations is not None else []
     spawn_first, _ = budget.allowed("resolve", params.spawn_s, params, None)
-    work_spans = stated.work_spans(timeline, markers)
+    work_index = stated.WorkIndex(stated.work_spans(timeline, markers))
     if started is not None and progress and progress[0].t - started >= spawn_first:
         out.append(Period(timeline.node, "stall", started, progress[0].t, timeline.phase_at(started), ["silence"],
                           f"no log line for {progress[0].t - started:.0f} s after the start"))
     for i, (prev, nxt) in enumerate(zip(progress, progress[1:])):
         seen.add((prev.event.process, prev.event.pid))
+        if nxt.covered:  # thinned quiet lines filled the time between the two
+            continue
         gap = nxt.t - stated.after_cut(cuts, prev.t, nxt.t)
         if gap < max(params.min_stall_s, params.silence_s):
             continue
         phase = timeline.phase_at(prev.t)
         base = _allowed_gap(_lines_after(progress, i, 40), seen, markers, params)
         work = stated.work_ending(_lines_after(progress, i, 20), gap, markers) or \
-            stated.work_during(work_spans, prev.t, nxt.t)
+            work_index.during(prev.t, nxt.t)
         if work is not None:  # the silence was that line's work: its phase, its budget
             phase = stated.work_phase(timeline, work[1])
         allowed, why = budget.allowed(phase, base, params, timeline.checkpoint_bytes,

@@ -30,7 +30,7 @@ from sparktriage.logs.document import LogAnalyzer
 from sparktriage.logs.parser import iter_events
 from sparktriage.logs.timeline import Timeline
 from sparktriage.logs.untimed import require_log
-from sparktriage.stalls.lineruns import LineRun, read_log, runs_of
+from sparktriage.stalls.lineruns import LineRun, Thinning, read_log, runs_of
 
 SAMPLE_SOURCES = ("host", "disk", "net", "procs", "gpu")
 SOURCES = ("log",) + SAMPLE_SOURCES + ("stacks", "dmesg")
@@ -111,8 +111,9 @@ class Evidence:
         return {s for n in self.nodes.values() for s in SOURCES if n.has(s)}
 
 
-def load(path: Path) -> Evidence:
-    """Read a bundle (folder or archive), a launch folder, line records or a plain log."""
+def load(path: Path, thin: Thinning | None = None) -> Evidence:
+    """Read a bundle (folder or archive), a launch folder, line records or a plain log; with
+    `thin`, stretches of quiet lines are folded (stalls/lineruns.py, "Thinning")."""
     if not path.exists():
         raise InputError(f"{path}: no such file or folder")
     if Bundle.is_bundle(path) and (path.is_dir() or path.name.endswith((".tar.gz", ".tgz",
@@ -120,10 +121,10 @@ def load(path: Path) -> Evidence:
         # series read their records later: the bundle stays open for the command's life
         bundle = Bundle.open(path)
         archive.hold(bundle.close)
-        evidence = _from_bundle(bundle)
+        evidence = _from_bundle(bundle, thin)
         evidence.origin = str(path)
         return evidence
-    return _from_log(path)
+    return _from_log(path, thin)
 
 
 def _attach_logs(evidence: Evidence, analyzer: LogAnalyzer) -> None:
@@ -131,9 +132,9 @@ def _attach_logs(evidence: Evidence, analyzer: LogAnalyzer) -> None:
     evidence.attempts = {node: b.finish() for node, b in analyzer.builders.items()}
 
 
-def _from_log(path: Path) -> Evidence:
+def _from_log(path: Path, thin: Thinning | None = None) -> Evidence:
     """A plain log or line records, read in one streamed pass (stalls/lineruns.py)."""
-    read = read_log(path)
+    read = read_log(path, thin)
     evidence = Evidence(origin=str(path), form="line-records" if read.receive else "log",
                         nodes={}, timed=read.timed)
     _attach_logs(evidence, read.analyzer)  # the `logs` document reads the lines as they are
@@ -187,7 +188,7 @@ def _deliberate_stops(bundle: Bundle, nodes: list[str]) -> dict[str, float]:
     return out
 
 
-def _from_bundle(bundle: Bundle) -> Evidence:
+def _from_bundle(bundle: Bundle, thin: Thinning | None = None) -> Evidence:
     skipped: dict[str, dict[str, str]] = {}
     for entry in bundle.manifest():
         reason = entry.skipped or (entry.error if not entry.records else None)
@@ -224,5 +225,5 @@ def _from_bundle(bundle: Bundle) -> Evidence:
     keys = {(str(e.get("origin")), e.get("line")) for e in evidence.logs.get("errors") or []
             if isinstance(e, dict)}  # lines matched by input and number keep runs of their own
     for name, events in by_node.items():
-        nodes[name].runs = runs_of(events, lambda e: (str(e.origin), e.line_no) in keys)
+        nodes[name].runs = runs_of(events, lambda e: (str(e.origin), e.line_no) in keys, thin)
     return evidence

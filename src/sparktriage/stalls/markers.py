@@ -22,6 +22,7 @@ from sparktriage.logs.catalog import PHASES, RULES, match_message
 from sparktriage.logs.events import LogEvent
 from sparktriage.logs.timeline import Timeline
 from sparktriage.stalls.lineruns import LineRun
+from sparktriage.stalls.prefilter import Prefilter
 from sparktriage.stalls.schema import Marker, Vocabulary
 
 _BAR = re.compile(r"(\d+)%[^|]*\|\s*(\d+)/(\d+)")
@@ -50,6 +51,8 @@ class MarkerSet:
         # multi-line events (a message with its traceback): ^ and $ anchor at every line
         self.compiled = {name: re.compile(m.pattern, re.M) for name, m in self.markers.items()}
         self.any = re.compile("|".join(_scoped(m.pattern) for m in self.markers.values()), re.M)
+        # the literals a marker's match must hold: most lines hold none and are not tried
+        self.maybe = Prefilter([m.pattern for m in self.markers.values()]).maybe
         self.phases = list(PHASES)
         self._memo: dict[str, tuple[str, ...]] = {}
 
@@ -89,7 +92,7 @@ class MarkerSet:
         return names
 
     def _match(self, message: str) -> tuple[str, ...]:
-        if not self.any.search(message):
+        if not self.maybe(message) or not self.any.search(message):
             return ()
         names = tuple(name for name, rx in self.compiled.items() if rx.search(message))
         if any(self.markers[n].exclusive for n in names):
@@ -106,6 +109,7 @@ class Mark:
     event: LogEvent
     markers: tuple[str, ...]
     count: int = 1
+    covered: bool = False  # no silence since the mark before it (lineruns.LineRun.covered)
 
 
 @dataclass
@@ -209,7 +213,8 @@ def build_timeline(node: str, runs: list[LineRun], markers: MarkerSet,
     timed = attach_untimed(runs)
     if not timed:
         return None
-    marks = [Mark(r.event.t, r.event, markers.match(r.event.message), r.count) for r in timed]
+    marks = [Mark(r.event.t, r.event, markers.match(r.event.message), r.count, r.covered)
+             for r in timed]
     end = max(timed[-1].event.t, end_hint or timed[-1].event.t)
     timeline = NodeTimeline(node, marks, start=timed[0].event.t, end=end)
     timeline.phase_points = [(p.start, p.name) for attempt in attempts or []

@@ -15,28 +15,12 @@ from __future__ import annotations
 import re
 
 from sparktriage.stalls.markers import NodeTimeline
+from sparktriage.stalls.texts import (CPU, NCCL, RANK, RAY_IP, SEVERAL_WORKERS, SIZES,
+                                       WORKER, WORLD, line_text)
 
-_WORLD = re.compile(r"world_size=(\d+)")
-_SIZES = {
-    "tp": re.compile(r"tensor_parallel_size['\"]?[=:]\s*(\d+)|--tensor-parallel-size[= ](\d+)"
-                     r"|(?:^|\s)-tp[= ](\d+)"),
-    "pp": re.compile(r"pipeline_parallel_size['\"]?[=:]\s*(\d+)|--pipeline-parallel-size[= ](\d+)"
-                     r"|(?:^|\s)-pp[= ](\d+)"),
-    "dp": re.compile(r"data_parallel_size['\"]?[=:]\s*(\d+)|--data-parallel-size[= ](\d+)"
-                     r"|(?:^|\s)-dp[= ](\d+)"),
-}
-_RANK = re.compile(r"\brank[= ](\d+)\b|\bRank (\d+)\]|\bTP rank (\d+)|\bPP rank (\d+)")
-_WORKER = re.compile(r"Worker_(?:TP|PP|DP|EP)(\d+)")
-_RAY_IP = re.compile(r"ip=(\d{1,3}(?:\.\d{1,3}){3})")
 # markers that only a start with several ranks logs: the engine's shm broadcast queue to its
 # workers, a collective's watchdog; V0's VllmWorkerProcess is a second worker
 _SEVERAL = {"shm_broadcast_wait", "nccl_watchdog"}
-_NCCL = re.compile(r"backend=nccl|NCCL INFO|vLLM is using nccl|pynccl|ProcessGroupNCCL|NCCL error"
-                   r"|Watchdog caught collective operation timeout")
-_CPU = re.compile(r"device_config=cpu\b|device=cpu\b|Automatically detected platform cpu"
-                  r"|device_type=cpu\b|backend=gloo\b")
-
-
 def _first_int(found: re.Match) -> int:
     return int(next(g for g in found.groups() if g is not None))
 
@@ -45,7 +29,7 @@ def _texts(timelines: dict[str, NodeTimeline]):
     for timeline in timelines.values():
         for mark in timeline.marks:
             event = mark.event
-            yield mark, f"{event.relay or ''} {event.process or ''} {event.message}"
+            yield mark, line_text(event.relay, event.process, event.message)
 
 
 def ranks(timelines: dict[str, NodeTimeline]) -> int | None:
@@ -57,18 +41,18 @@ def ranks(timelines: dict[str, NodeTimeline]) -> int | None:
     named: set[int] = set()
     ips: set[str] = set()
     for mark, text in _texts(timelines):
-        for found in _WORLD.finditer(text):
+        for found in WORLD.finditer(text):
             counts.append(int(found.group(1)))
-        for key, rx in _SIZES.items():
+        for key, rx in SIZES.items():
             found = rx.search(text)
             if found:
                 sizes[key] = max(sizes[key], _first_int(found))
                 seen_size = True
-        for rx in (_RANK, _WORKER):
+        for rx in (RANK, WORKER):
             for found in rx.finditer(text):
                 named.add(_first_int(found))
-        ips.update(_RAY_IP.findall(mark.event.relay or ""))
-        if _SEVERAL.intersection(mark.markers) or "VllmWorkerProcess" in text:
+        ips.update(RAY_IP.findall(mark.event.relay or ""))
+        if _SEVERAL.intersection(mark.markers) or SEVERAL_WORKERS in text:
             counts.append(2)  # only a multi-worker executor or a collective says these
     if seen_size:
         counts.append(sizes["tp"] * sizes["pp"] * sizes["dp"])
@@ -87,7 +71,7 @@ def collective(timelines: dict[str, NodeTimeline]) -> bool:
     """The ranks talk through NCCL: a line says so, or several ranks on a non-CPU device."""
     cpu = False
     for _mark, text in _texts(timelines):
-        if _NCCL.search(text):
+        if NCCL.search(text):
             return True
-        cpu = cpu or bool(_CPU.search(text))
+        cpu = cpu or bool(CPU.search(text))
     return not cpu and (ranks(timelines) or 1) > 1

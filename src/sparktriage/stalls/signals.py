@@ -10,7 +10,6 @@ sampling round (records sharing a time).
 
 from __future__ import annotations
 
-import re
 import statistics
 from dataclasses import dataclass
 from functools import cached_property
@@ -19,8 +18,8 @@ from typing import Callable
 from sparktriage.stalls import ranks as _ranks
 from sparktriage.stalls.detect import Detection, Period
 from sparktriage.stalls.inputs import Evidence, NodeEvidence
+from sparktriage.stalls.texts import WORLD
 
-_WORLD = re.compile(r"world_size=(\d+)")
 _PAD_S = 5.0
 
 
@@ -205,7 +204,7 @@ def _world_size(w: Window) -> float | None:
     memo = w.detection.__dict__.setdefault("_world_size", {})  # once per node, not per window
     if w.period.node not in memo:
         sizes = [int(m.group(1)) for mark in timeline.marks
-                 for m in [_WORLD.search(mark.event.message)] if m]
+                 for m in [WORLD.search(mark.event.message)] if m]
         memo[w.period.node] = float(max(sizes)) if sizes else None
     return memo[w.period.node]
 

@@ -113,17 +113,37 @@ def overruns(timeline: NodeTimeline, markers: MarkerSet, params: DetectParams,
     return out
 
 
-def work_during(spans: list[tuple[float, float, str, Mark]], start: float,
-                 end: float) -> tuple[str, Mark] | None:
-    """The stated work that covers most (at least half) of [start, end]."""
-    best, best_overlap = None, 0.5 * (end - start)
-    for lo, hi, kind, mark in spans:
-        if kind == _OVERRUN_ONLY:
-            continue
-        overlap = min(hi, end) - max(lo, start)
-        if overlap >= best_overlap:
-            best, best_overlap = (kind, mark), overlap
-    return best
+class WorkIndex:
+    """A node's stated work (`work_spans`, the stated weight read aside: it never widens a
+    silence's budget) indexed by end time, so that finding the work that covers a silence
+    reads only the spans that can reach it, not every work line per silence."""
+
+    def __init__(self, spans: list[tuple[float, float, str, Mark]]):
+        self.spans = [span for span in spans if span[2] != _OVERRUN_ONLY]
+        self._by_end = sorted(range(len(self.spans)), key=lambda i: self.spans[i][1])
+        self._ends = [self.spans[i][1] for i in self._by_end]
+        # a span that overlaps [start, end] ends at or after start and at most its own length
+        # after end; the second of slack absorbs the rounding of "line time minus stated time"
+        self._reach = max((hi - lo for lo, hi, _, _ in self.spans), default=0.0) + 1.0
+        self.examined = 0  # spans read by `during`, all calls together (tests read it)
+
+    def during(self, start: float, end: float) -> tuple[str, Mark] | None:
+        """The stated work that covers most (at least half) of [start, end]; of equal
+        overlaps the later line, as a scan of all spans in line order would choose."""
+        if end < start:  # no such query is made; read everything rather than guess
+            candidates = list(range(len(self.spans)))
+        else:
+            first = bisect.bisect_left(self._ends, start)
+            last = bisect.bisect_right(self._ends, end + self._reach)
+            candidates = sorted(self._by_end[first:last])
+        self.examined += len(candidates)
+        best, best_overlap = None, 0.5 * (end - start)
+        for i in candidates:
+            lo, hi, kind, mark = self.spans[i]
+            overlap = min(hi, end) - max(lo, start)
+            if overlap >= best_overlap:
+                best, best_overlap = (kind, mark), overlap
+        return best
 
 
 def after_cut(cuts: list[tuple[float, float]], start: float, end: float) -> float:
@@ -173,7 +193,7 @@ def waits(timeline: NodeTimeline, markers: MarkerSet, params: DetectParams,
             runs.append([span])
             reach = span[1]
     out = []
-    spans_of_work = work_spans(timeline, markers)
+    spans_of_work = WorkIndex(work_spans(timeline, markers))
     moving: list[Mark] | None = None  # the lines that are progress, once a wait needs them
     moving_t: list[float] = []
     for run in runs:
@@ -181,7 +201,7 @@ def waits(timeline: NodeTimeline, markers: MarkerSet, params: DetectParams,
         first = min(run, key=lambda s: s[2].t)[2]
         phase = shown_phase(timeline.phase_at(first.t), [s[2] for s in run], markers)
         # waiting while vLLM says it was compiling or warming up is that work's wait
-        work = work_during(spans_of_work, start, end)
+        work = spans_of_work.during(start, end)
         if work is not None:
             phase = work_phase(timeline, work[1])
         allowed, why = budget.allowed(phase, params.silence_s, params, timeline.checkpoint_bytes,
