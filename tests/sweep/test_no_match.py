@@ -19,6 +19,7 @@ from sparktriage.sweep import acceptance, evidence
 from sparktriage.sweep.counts import Counts, from_acceptance, pooled
 from sparktriage.sweep.model import UNKNOWN_SHARE, ModelLaunch, build
 from sparktriage.sweep.plan import SweepPlan
+from sparktriage.sweep.rebuild import rebuild
 from sparktriage.sweep.stepfit import StepShape
 
 KIMI = StepShape("expert-union", 384, 8, 0.0, "kimi-k2")
@@ -159,9 +160,10 @@ def test_a_stand_in_launch_whose_metrics_lack_the_counters_prices_its_no_match_s
     SpecDecoding lines): the evidence takes its steps from the stream's chunks, so q is measured
     and the launch's verify-to-plain ratio too (the scripted verify step: 1 + 0.4·(r(3) − 1))."""
     shutil.copytree(FIXTURE, tmp_path / "run")
-    stored = json.loads((FIXTURE / "record.json").read_text())
-    plan = SweepPlan.model_validate(stored["plan"])
-    found = evidence.derive(tmp_path / "run", stored["record"], plan)
+    state = json.loads((FIXTURE / "sweep-state.json").read_text())
+    plan = SweepPlan.model_validate(state["plan"])
+    record = next(r for r in state["launches"] if r["label"] == "L003")
+    found = evidence.derive(tmp_path / "run", record, plan)
     acc = found.acceptance
     assert acc["source"] == "log" and acc["generation_tokens"] is None and acc["share_known"]
     # recomputed from the raw files: the log's windows and the measured requests' chunks
@@ -187,12 +189,37 @@ def test_a_stand_in_launch_whose_metrics_lack_the_counters_prices_its_no_match_s
     scripted = 1 + 0.4 * (experts.ratio(384, 8, 3) - 1)
     assert abs(math.log(ratio["ratio"]) - math.log(scripted)) <= 3 * ratio["log_sd"] + 0.04
     # the same folder with no chunk counts to take the steps from: q is not measured
-    bench = tmp_path / "run" / "launches" / "L003" / "bench.json"
+    _without_chunk_counts(tmp_path / "run")
+    blind = evidence.derive(tmp_path / "run", record, plan)
+    assert blind.acceptance["share_known"] is False and blind.acceptance["chunk_steps"] is None
+    assert "share of drafting steps is not known" in blind.step_ratio["reason"]
+
+
+def _without_chunk_counts(run: Path) -> None:
+    bench = run / "launches" / "L003" / "bench.json"
     doc = json.loads(bench.read_text())
     for w in doc["workloads"]:
         for r in w["requests"]:
             r["chunks"] = None
     bench.write_text(json.dumps(doc))
-    blind = evidence.derive(tmp_path / "run", stored["record"], plan)
-    assert blind.acceptance["share_known"] is False and blind.acceptance["chunk_steps"] is None
-    assert "share of drafting steps is not known" in blind.step_ratio["reason"]
+
+
+def test_a_sweep_whose_no_match_share_is_unknown_says_so_in_its_decision(tmp_path):
+    """`sweep --rebuild` of the stand-in's depth-0 and depth-2 launches: with the chunks the
+    model takes the launch; without them the black-box rule decides, and the decision, the
+    model's entry and its summary say that the no-match share was not measured."""
+    shutil.copytree(FIXTURE, tmp_path / "run")
+    priced = rebuild(tmp_path / "run").document
+    assert UNKNOWN_SHARE not in priced["decision"]["reason"]
+    assert priced["model"]["available"] is True and priced["model"]["inputs"]["launches"] == [
+        "L001", "L003"]
+    _without_chunk_counts(tmp_path / "run")
+    doc = rebuild(tmp_path / "run").document
+    assert doc["decision"]["rule"] == "black-box"
+    assert doc["decision"]["reason"].endswith("; the depth model was not used: " + UNKNOWN_SHARE)
+    model = doc["model"]
+    assert model["state"] == "not-enough-data" and model["available"] is False
+    assert model["inputs"]["excluded"] == [{"label": "L003", "reason": UNKNOWN_SHARE}]
+    assert model["summary"] == f"The depth model was not used: {UNKNOWN_SHARE}."
+    launch = next(l for l in doc["launches"] if l["label"] == "L003")
+    assert launch["acceptance"]["share_known"] is False
