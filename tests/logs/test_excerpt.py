@@ -144,12 +144,19 @@ def test_a_crash_while_serving_is_in_the_serving_phase():
              b"(APIServer pid=1) ERROR 11-29 20:56:01 [async_llm.py:1] AsyncLLM output_handler "
              b"failed.\nTraceback (most recent call last):\n  File \"x.py\", line 1, in f\n"
              b"vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue.\n")
-    blob = STARTUP + crash
+    # the recorded start up to its stop (the fixture ends with the server's shutdown, after
+    # which what a server logs is its teardown, no failure): the crash is while serving
+    serving = STARTUP[:STARTUP.index(b"[shutdown]")]
+    blob = serving[:serving.rindex(b"\n") + 1] + crash
     doc = _doc(blob)
     late = [e for e in doc["errors"] if e["time"] >= "2026-11-29T20:56"]
     assert [e["phase"] for e in late] == [SERVING] * len(late) and len(late) == 3
     assert [e["engine_death"] for e in late] == [True, True, True]  # the output handler too
-    assert any(f["code"] == "engine-died" for f in doc["findings"])
+    assert [f["code"] for f in doc["findings"] if f["severity"] == "error"] == ["engine-died"]
+    # the same crash after the logged stop is the server's teardown: no failure
+    torn = _doc(STARTUP + crash)
+    assert [e["phase"] for e in torn["errors"] if e["time"] >= "2026-11-29T20:56"] == [SERVING] * 3
+    assert not [f for f in torn["findings"] if f["severity"] == "error"]
     _same(blob, 97)
 
 

@@ -4,12 +4,16 @@ The lines come from the field corpus (tests/stalls/field: real pastes from publi
 the real CPU server's logs in shared research; each mix draws a few runs of consecutive lines
 from several files (so tracebacks, waits and serving lines keep their shape) and joins them in
 a random order. Both cores read the mix the way the CLI does; the number of failures `logs`
-reports (startup-failed, engine-died) must equal the number of `stalls` failure findings.
+reports (startup-failed, engine-died) must equal the number of `stalls` failure findings. The
+two-node mixes deal the runs to two nodes as line records (receive times), as a two-node
+launch records them, and compare the counts node by node.
 """
 
 from __future__ import annotations
 
+import json
 import random
+from collections import Counter
 from functools import lru_cache
 from pathlib import Path
 
@@ -56,15 +60,10 @@ def _counts(path: Path, rules) -> tuple[int | None, int | None]:
     return stalls, logs
 
 
-# Measured when this test was written: 35 of the 300 mixes differ, 34 of them a start that
-# logged errors (not an engine death) and went on: `stalls` makes every error episode a
-# failure, `logs` fails a start only on a failure line (catalog `fail.*`) and calls the rest
-# startup-incomplete. The shared per-node decision that would settle it is not written yet.
-_GAP = pytest.mark.xfail(strict=True, reason="logs and stalls still decide failures apart: a "
-                         "start with errors but no failure line is a failure to stalls only")
-
-
-@_GAP
+# Both commands read one failure decision (logs/decision.py). Before it, 33 to 35 of these 300
+# mixes differed (most a start that logged errors in a paste whose stamps jump back, so the
+# errors fell outside the attempt's time window in `logs` and inside a failing episode in
+# `stalls`); with it, none.
 @pytest.mark.parametrize("block", range(6))
 def test_logs_and_stalls_count_the_same_failures_on_random_mixes(tmp_path, block):
     rules = load_rules(None)
@@ -81,3 +80,45 @@ def test_logs_and_stalls_count_the_same_failures_on_random_mixes(tmp_path, block
     assert not differ, f"(stalls, logs) differ on {len(differ)} mixes: " + \
         repr(next(iter(differ.values())))
     assert failing > 0  # the mixes do hold failures, else the test proves nothing
+
+
+def _two_nodes(rng: random.Random) -> str:
+    rows, t = [], 1_780_000_000.0
+    for lines in rng.sample(_sources(), rng.randint(2, 4)):
+        node, start = rng.choice(("st-node1", "st-node2")), rng.randrange(len(lines))
+        for line in lines[start:start + rng.randint(1, 25)]:
+            t += rng.choice((0.0, 0.5, 1.0, 30.0, 200.0))  # bursts, waits and silences
+            rows.append({"t": t, "node": node, "stream": "stdout", "line": line})
+    return "".join(json.dumps(row) + "\n" for row in rows)
+
+
+def _per_node(path: Path, rules) -> tuple[Counter | None, Counter | None]:
+    try:
+        document, _ = analyze(path, rules, None)
+        stalls = Counter(f["node"] for f in document["findings"] if f["kind"] == "failure")
+    except SparktriageError:
+        stalls = None
+    try:
+        logs_doc = analyze_inputs([str(path)])
+        require_log(str(path), logs_doc)
+        logs = Counter(f["node"] for f in logs_doc["findings"]
+                       if f["code"] in ("startup-failed", "engine-died"))
+    except SparktriageError:
+        logs = None
+    return stalls, logs
+
+
+@pytest.mark.parametrize("block", range(3))
+def test_logs_and_stalls_count_the_same_failures_per_node_on_two_node_mixes(tmp_path, block):
+    rules = load_rules(None)
+    rng = random.Random(SEED * 2000 + block)
+    differ, nodes_failing = {}, set()
+    for i in range(MIXES // 3):
+        path = tmp_path / f"mix-{i}.lines.jsonl"
+        path.write_text(_two_nodes(rng), encoding="utf-8")
+        stalls, logs = _per_node(path, rules)
+        if stalls != logs:
+            differ[i] = (stalls, logs)
+        nodes_failing |= set(stalls or ())
+    assert not differ, f"(stalls, logs) differ per node on {len(differ)} mixes: {differ}"
+    assert nodes_failing == {"st-node1", "st-node2"}  # failures on both nodes were drawn

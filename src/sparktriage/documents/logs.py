@@ -74,6 +74,7 @@ class Finding(Part):
     code: str
     severity: str
     text: str
+    node: str | None = None  # the node a failure finding (startup-failed, engine-died) is of
 
 
 class LogsDocument(Document):

@@ -15,6 +15,8 @@ from typing import Iterable
 
 from sparktriage.logs.catalog import PHASE_INDEX, match_message
 from sparktriage.logs.clock import IsoFormatter
+from sparktriage.logs.decision import (ENGINE_DIED, STARTUP_FAILED, Decision, decide,
+                                       fail_attempts, failure_findings, is_stop)
 from sparktriage.logs.events import LogEvent
 from sparktriage.logs.excerpt import Excerpt, ExcerptTracker
 from sparktriage.logs.facts import Facts
@@ -48,6 +50,9 @@ class LogAnalyzer:
         self.first_t: float | None = None
         self.last_t: float | None = None
         self.inputs: dict[str, dict] = {}
+        self.stops: dict[str, list[float]] = {}  # node -> when it logged a stop signal
+        self.teardown: dict[str, float] = {}  # node -> the collector tore it down (bundles)
+        self.decision = Decision()  # decision.py: the failures both commands report
         self._serving: dict[str, bool] = {}  # origin → startup over: read gated lines only
         self._iso = IsoFormatter(tz)
 
@@ -73,6 +78,8 @@ class LogAnalyzer:
                                                 "events": 0}
         info["events"] += 1
         if event.t is not None:
+            if is_stop(event.message) and len(self.stops.get(event.node, ())) < 64:
+                self.stops.setdefault(event.node, []).append(event.t)
             self.first_t = event.t if self.first_t is None else min(self.first_t, event.t)
             self.last_t = event.t if self.last_t is None else max(self.last_t, event.t)
         hits = match_message(event.message)
@@ -93,9 +100,11 @@ class LogAnalyzer:
         self.facts.feed(event, hits)
         counted = self.facts.errors_total != errors and self.facts.last_error is not None
         self.untimed.feed(event, hits, counted)
-        if counted:
-            record(self.facts.last_error, event, hits, self.untimed.shown_phase(event.node))
         current = builder.current
+        if counted:
+            record(self.facts.last_error, event, hits, self.untimed.shown_phase(event.node),
+                   len(builder.attempts) - 1 if current is not None else None,
+                   current is not None and current.complete)
         self.excerpts.feed(event, hits, current is not None and not current.complete)
 
     @property
@@ -129,16 +138,18 @@ class LogAnalyzer:
     def document(self) -> dict:
         timelines = {node: attempts for node, b in self.builders.items()
                      if (attempts := b.finish())}
-        self._fail_on_errors(timelines)
         if self.first_t is None:  # no timed line: what the untimed lines say (untimed.py)
             timelines = self.untimed.timelines(self.facts.errors)
+        failures = self.failures
+        # decision.py: the one failure decision, per node and attempt, that `stalls` reads too
+        self.decision = decide(failures, timelines, self.stops, self.teardown)
+        fail_attempts(self.decision, timelines)
         primary = _primary(timelines)
         tl = timelines[primary][-1] if primary else Timeline(node="local")
         self.stats.place()
         spec = self.spec.summary()
         seen: dict = {}
         excerpt = self.excerpts.result(tl.complete, tl.failed)
-        failures = self.failures
         doc = {
             "kind": "logs",
             "inputs": list(self.inputs.values()),
@@ -188,30 +199,8 @@ class LogAnalyzer:
                        "levels": dict(self.levels),
                        "kinds": dict(self.kinds), "truncated_lines": self.truncated},
         }
-        doc["findings"] = findings(doc, tl, timelines)
+        doc["findings"] = findings(doc, tl, timelines, self.decision)
         return doc
-
-    def _fail_on_errors(self, timelines: dict[str, list[Timeline]]) -> None:
-        """One failure model: a startup attempt that never became ready and holds an
-        error `logs` counts (an ERROR record, a traceback, an exception line, a fatal signature)
-        ended in that error: it failed, with its first engine death, else its first error."""
-        by_node: dict[str, list[dict]] = {}
-        for entry in self.facts.errors:
-            if entry["t"] is not None:
-                by_node.setdefault(entry["node"], []).append(entry)
-        for node, attempts in timelines.items():
-            for k, tl in enumerate(attempts):
-                if tl.complete or tl.failed or tl.first_t is None:
-                    continue
-                end = attempts[k + 1].first_t if k + 1 < len(attempts) else None
-                errors = [e for e in by_node.get(node, ()) if e["t"] >= tl.first_t
-                          and (end is None or e["t"] < end)]
-                if not errors:
-                    continue
-                first = next((e for e in errors if e.get("engine_death")), errors[0])
-                tl.failed, tl.failure, tl.failure_t = True, first["text"][:300], first["t"]
-                if tl.phases:
-                    tl.phases[-1].open = False
 
     def _time_basis(self) -> dict:
         zone = "local" if self.tz is None else str(self.tz)
@@ -321,26 +310,21 @@ def _primary(timelines: dict[str, list[Timeline]]) -> str | None:
     return best
 
 
-def findings(doc: dict, tl: Timeline, timelines: dict[str, list[Timeline]]) -> list[dict]:
-    """Plain statements about what the log shows; severity `error` makes `logs` exit 1."""
+def findings(doc: dict, tl: Timeline, timelines: dict[str, list[Timeline]],
+             decision: Decision | None = None) -> list[dict]:
+    """Plain statements about what the log shows; severity `error` makes `logs` exit 1. The
+    failures (`startup-failed`, `engine-died`) are the shared decision's (decision.py): one
+    per failed start attempt and per engine death, on every node."""
     out: list[dict] = []
 
     def add(code: str, severity: str, text: str) -> None:
         out.append({"code": code, "severity": severity, "text": text})
 
     st = doc["startup"]
-    attempts = next((atts for atts in timelines.values() if atts and atts[-1] is tl), [tl])
-    for k, earlier in enumerate(attempts[:-1]):  # one failure per attempt that ended in one
-        if earlier.failed:
-            add("startup-failed", "error",
-                f"startup attempt {k + 1} of {len(attempts)} failed during "
-                f"{earlier.current_phase}: {redact(earlier.failure or '')}")
-    if st["failed"]:
-        phase = st["current_phase"] or next((e["phase"] for e in doc["errors"] if e["phase"]),
-                                            None)  # an untimed excerpt: the phase lines name
-        add("startup-failed", "error", f"startup failed during {phase or 'an unknown phase'}: "
-            f"{st['failure']}")
-    elif tl.phases and not tl.complete:
+    if decision is None:
+        decision = Decision()
+    out += failure_findings(doc["errors"], tl.node, timelines, decision, STARTUP_FAILED)
+    if not st["failed"] and tl.phases and not tl.complete:
         excerpt = bool(doc.get("excerpt"))  # an excerpt that ends before ready cannot tell
         add("startup-incomplete", "info" if excerpt else "error",
             f"startup did not complete{' in the excerpt' if excerpt else ''}: last phase "
@@ -363,12 +347,7 @@ def findings(doc: dict, tl: Timeline, timelines: dict[str, list[Timeline]]) -> l
     for k in doc["kernel_detail"]:
         if k["fallback"]:
             add("kernel-fallback", "warning", f"kernel fallback: {k['kernel']}")
-    for e in doc["errors"]:
-        if tl.complete and (e.get("phase") == "serving" and (e.get("engine_death")
-                                                              or e.get("kind") == "fatal")
-                            or "died unexpectedly" in e["text"] or "EngineDeadError" in e["text"]):
-            add("engine-died", "error", f"engine died after startup: {e['text']}")
-            break
+    out += failure_findings(doc["errors"], tl.node, timelines, decision, ENGINE_DIED)
     versions = set(doc["versions"].values())
     if len(versions) > 1:
         add("version-mismatch", "warning", f"nodes run different vLLM versions: {sorted(versions)}")

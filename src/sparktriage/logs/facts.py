@@ -27,7 +27,11 @@ _EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception
 _FATAL = ("died unexpectedly", "NV_ERR_NO_MEMORY", "Segmentation fault", "core dumped",
           "OutOfMemoryError", "out of memory", "Killed process", "NCCL error",
           "less than desired GPU memory utilization",
-          "Watchdog caught collective operation timeout")
+          "Watchdog caught collective operation timeout",
+          # vLLM raises these when the KV cache cannot hold one sequence: the start refuses
+          # (a paste often keeps the message without its `ValueError: `)
+          "larger than the maximum number of tokens that can be stored in KV cache",
+          "KV cache is needed, which is larger than the available KV cache memory")
 _FATAL_RE = re.compile("|".join(re.escape(f) for f in _FATAL))
 _FRAME = re.compile(r'^\s*File "[^"]+", line \d+')  # a traceback frame
 _FRAME_GOES_ON = re.compile(r"^(?:\s+\S|\s*$)")  # its source line, carets

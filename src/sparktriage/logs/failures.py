@@ -25,7 +25,11 @@ ENGINE_DEATH_RULES = frozenset({"fail.engine", "fail.init", "fail.died", "fail.e
 _DEATH_TEXT = ("died unexpectedly", "EngineDeadError", "Engine core initialization failed",
                "failed to start", "died, exit code", "EngineCore encountered an issue",
                "Watchdog caught collective operation timeout", "taking the entire process down",
-               "CUDA error: ", "output_handler failed")
+               "CUDA error: ", "output_handler failed",
+               # V1's executor raises it when its workers never answer: the engine core dies
+               "TimeoutError: RPC call", "RPC call to execute_model timed out",
+               # Ray says one of the engine's workers (an actor) is gone
+               "ActorDiedError", "RayActorError")
 
 
 @dataclass(frozen=True)
@@ -41,11 +45,17 @@ class LogFailure:
     process: str | None
     origin: str
     line: int
+    # the node's start attempt the line was read in (the builder's open one, by input order,
+    # so a paste whose stamps jump back keeps its errors where they were printed) and whether
+    # that attempt had become ready by then; None/False for a line without a time
+    attempt: int | None = None
+    serving: bool = False
 
     def as_json(self) -> dict:
         return {"t": self.t, "node": self.node, "kind": self.kind, "text": self.text,
                 "engine_death": self.engine_death, "phase": self.phase,
-                "process": self.process, "origin": self.origin, "line": self.line}
+                "process": self.process, "origin": self.origin, "line": self.line,
+                "attempt": self.attempt, "serving": self.serving}
 
 
 def is_engine_death(event: LogEvent, hits: list[Hit]) -> bool:
@@ -56,14 +66,17 @@ def is_engine_death(event: LogEvent, hits: list[Hit]) -> bool:
     return any(text in message for text in _DEATH_TEXT)
 
 
-def phase_at(attempts: list, t: float | None) -> str | None:
+def phase_at(attempts: list, t: float | None, attempt: int | None = None) -> str | None:
     """The phase of a node's startup attempts (`timeline.Timeline`s, in order) at time `t`:
-    the last phase started at or before `t` in the last attempt started by then; `serving`
-    after a complete startup's end; None without a time or a timeline."""
+    the last phase started at or before `t` in attempt `attempt` (when known) or else the last
+    attempt started by then; `serving` after a complete startup's end; None without a time or
+    a timeline."""
     if t is None:
         return None
     chosen = None
-    for tl in attempts:
+    if attempt is not None and 0 <= attempt < len(attempts):
+        chosen = attempts[attempt]
+    for tl in attempts if chosen is None else ():
         if tl.first_t is not None and tl.first_t <= t or chosen is None:
             chosen = tl
     if chosen is None:
@@ -79,10 +92,13 @@ def phase_at(attempts: list, t: float | None) -> str | None:
     return name if name is not None else (chosen.phases[0].name if chosen.phases else None)
 
 
-def record(entry: dict, event: LogEvent, hits: list[Hit], shown_phase: str | None = None) -> dict:
-    """Complete one error entry of facts.py with what a failure needs (engine_death, and for
-    an untimed line the phase its log's lines named so far: logs/untimed.py)."""
+def record(entry: dict, event: LogEvent, hits: list[Hit], shown_phase: str | None = None,
+           attempt: int | None = None, serving: bool = False) -> dict:
+    """Complete one error entry of facts.py with what a failure needs (engine_death; the
+    start attempt it was read in and whether that attempt was serving by then; for an
+    untimed line the phase its log's lines named so far: logs/untimed.py)."""
     entry["engine_death"] = is_engine_death(event, hits)
+    entry["attempt"], entry["serving"] = attempt, serving
     if event.t is None:
         entry["shown_phase"] = shown_phase
     return entry
@@ -90,12 +106,17 @@ def record(entry: dict, event: LogEvent, hits: list[Hit], shown_phase: str | Non
 
 def failure_of(entry: dict, attempts: list) -> LogFailure:
     """The typed record of one error entry, its phase read from its node's attempts."""
-    phase = phase_at(attempts, entry["t"]) if entry["t"] is not None \
-        else entry.get("shown_phase")
+    attempt, serving = entry.get("attempt"), bool(entry.get("serving"))
+    if entry["t"] is None:
+        phase = entry.get("shown_phase")
+    elif serving:
+        phase = SERVING
+    else:
+        phase = phase_at(attempts, entry["t"], attempt)
     return LogFailure(t=entry["t"], node=entry["node"], kind=entry.get("kind") or "error",
                       text=entry["text"], engine_death=bool(entry.get("engine_death")),
                       phase=phase, process=entry.get("process"), origin=entry["origin"],
-                      line=entry["line"])
+                      line=entry["line"], attempt=attempt, serving=serving)
 
 
 __all__ = ["LogFailure", "SERVING", "ENGINE_DEATH_RULES", "failure_of",

@@ -21,8 +21,11 @@ import datetime as _dt
 import gc
 import re
 import sys
+from pathlib import Path
 from typing import Iterator, Sequence
 
+from sparktriage.bundle.archive import is_archive
+from sparktriage.bundle.teardown import bundle_events, deliberate_stops
 from sparktriage.errors import InputError
 from sparktriage.logs import compiled
 from sparktriage.logs.blocks import BLOCK, BlockReader
@@ -32,7 +35,8 @@ from sparktriage.logs.hotlink import HotLink
 from sparktriage.logs.lineformat import FAST_PREFIX, has_time, parse_line
 from sparktriage.logs.document import LogAnalyzer
 from sparktriage.logs.parser import ParseOptions, _Assembler, merge_events, source_events
-from sparktriage.logs.sources import MAX_LINE, LogSource, RawLine, _decode, resolve_inputs
+from sparktriage.logs.sources import (MAX_LINE, LogSource, RawLine, _decode, resolve_inputs,
+                                      split_node)
 
 _STAMPED = re.compile(FAST_PREFIX.encode())
 MAX_FOLLOW = 4000  # lines fed after a candidate while its record stays open
@@ -307,6 +311,7 @@ def analyze_inputs(specs: Sequence[str | LogSource], *, tz: _dt.tzinfo | None = 
         sources.extend([spec] if isinstance(spec, LogSource) else resolve_inputs([spec]))
     options = ParseOptions(tz=tz, year=year)
     analyzer = LogAnalyzer(tz)
+    analyzer.teardown = _teardown(specs, sources)
     alone = len(sources) == 1
     streams = [fast_events(s, options, block_size, analyzer=analyzer if alone else None,
                            compiled_path=compiled_path) if fast and not s.records
@@ -318,6 +323,23 @@ def analyze_inputs(specs: Sequence[str | LogSource], *, tz: _dt.tzinfo | None = 
     finally:
         if collecting:
             gc.enable()
+
+
+def _teardown(specs: Sequence[str | LogSource], sources: list[LogSource]) -> dict[str, float]:
+    """The collector's deliberate teardown of each node of the bundles among the inputs
+    (bundle/teardown.py): what a node logs as it is stopped is no failure, as in `stalls`."""
+    nodes = sorted({s.node for s in sources if s.records})
+    out: dict[str, float] = {}
+    for spec in specs:
+        if not isinstance(spec, str):
+            continue
+        node, target = split_node(spec)
+        path = Path(target)
+        if node is not None or target == "-" or not (path.is_dir() or is_archive(path)):
+            continue
+        for name, t in deliberate_stops(bundle_events(path), nodes).items():
+            out[name] = min(out.get(name, t), t)
+    return out
 
 
 __all__ = ["fast_events", "analyze_inputs", "BLOCK"]

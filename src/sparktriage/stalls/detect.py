@@ -24,8 +24,9 @@ A silence that ends at a line vLLM writes after work of a known kind (`budget:` 
 graph compiled, a warmup or profiling run that took N s, when N covers the silence) gets that
 work's budget (`compile_cold_s`, `warmup_s`) and belongs to that line's phase.
 
-Every error `sparktriage logs` counts is a `failure` period (failures.py), in the phase where
-it happened, `serving` included. An untimed excerpt (no line has a stamp) gives failures only:
+Every failure `sparktriage logs` reports (logs/decision.py: per node, start attempt and serving
+stretch) is one `failure` period (failures.py), in the phase where it happened, `serving`
+included. An untimed excerpt (no line has a stamp) gives failures only:
 no duration can be measured in it, so no detector of stalls runs there.
 """
 
@@ -392,18 +393,12 @@ def detect(evidence: Evidence, markers: MarkerSet, params: DetectParams | None =
         if named and not timeline.phase_points:
             timeline.phase_points = list(named)
     observations: list[dict] = []
-    keys = failures.error_keys(evidence.logs)
-    episodes: dict[str, list[failures.Episode]] = {}
+    decision = evidence.decision  # logs/decision.py: the failures `logs` reports too
     errors_apart: dict[str, dict[str, int]] = {}
-    for name, timeline in timelines.items():
-        errors = failures.error_marks(timeline, keys, markers)
-        starts = [a.first_t for a in evidence.attempts.get(name, [])[1:]
-                  if a.first_t is not None] + failures.restarts(timeline, errors, markers)
-        episodes[name] = failures.episodes(errors, starts, timeline.ready_at)
     for name, timeline in timelines.items():
         if not evidence.timed:  # an untimed excerpt: failures only (failures.py)
             failed, errors_apart[name] = failures.untimed_failure_periods(
-                timeline, episodes[name], markers, keys, evidence.logs)
+                timeline, decision, markers, evidence.logs)
             periods += failed
             continue
         progress = _anchored_at_first_line(timeline, _progress_marks(timeline, markers),
@@ -417,8 +412,7 @@ def detect(evidence: Evidence, markers: MarkerSet, params: DetectParams | None =
             found.append(crawl)
         found += stated.waits(timeline, markers, params, budget, observations)
         found += stated.overruns(timeline, markers, params, budget)
-        failed, apart = failures.failure_periods(timeline, episodes[name], progress, markers,
-                                                 keys)
+        failed, apart = failures.failure_periods(timeline, decision, progress, markers)
         for stall in found:  # a silence that ends in a failure was stuck where the error shows
             if any(abs(stall.end - f.start) <= 1.0 for f in failed):
                 stall.phase = later(stall.phase, next(f.phase for f in failed

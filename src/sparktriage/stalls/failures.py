@@ -1,33 +1,35 @@
-"""One failure model for `logs` and `stalls`: every error `logs` counts is a failure here.
+"""Failure periods: one per failure of the decision `logs` and `stalls` share.
 
-`sparktriage logs` counts as errors ERROR/CRITICAL records, tracebacks, bare exception lines
-and fatal signatures (logs/facts.py). The stall classifier takes that list as it is (the same
-lines, matched by input and line number), groups each node's errors into episodes (one per
-start attempt, and one per serving stretch: a crash logs a burst of errors, often minutes
-apart as retries give up) and makes each episode a `failure` period in the phase where it
-happened, `serving` included. So the two commands never disagree
-on whether, where and how often a start or a server failed: the errors of all failure findings
-add up to the `errors_total` of `logs`, except errors logged after the server was stopped from
-outside (its teardown), which are counted apart.
+`logs/decision.py` decides, once for both commands, which of the errors `logs` counts (ERROR
+and CRITICAL records, tracebacks, bare exception lines, fatal signatures: logs/facts.py) make a
+failure: per node, one per start attempt that failed and one per serving stretch whose engine
+died, nothing for a start that logged errors and still became ready or a request's error the
+server survived, nothing for what a server logs after it was stopped (its teardown). Here each
+of those failures becomes one `failure` period, built from the node's lines that hold its
+errors (matched by input and line number), in the phase where it happened, `serving` included.
+So the two commands never disagree on whether, where and how often a start or a server failed:
+the errors of all failure findings, of the teardowns and of the rest (`errors_other`) add up
+to the `errors_total` of `logs`.
 
-A vocabulary marker with `failure: true` names the error a start died of (EngineCore failed to
-start, a store timeout, ptxas): the start ends there. Other errors do not end it: a start that
-logs an error and then says nothing more while observation goes on is also a hang (a Ray
-worker killed mid-load leaves the others waiting), and is reported as both.
+A vocabulary marker with `failure: true` names the line a failure is told by (EngineCore failed
+to start, a store timeout, ptxas) and ends the start for the stall detectors; it never makes or
+splits a failure on its own. A start that logs an error and then says nothing more while
+observation goes on is also a hang (a Ray worker killed mid-load leaves the others waiting),
+and is reported as both.
 """
 
 from __future__ import annotations
 
-import bisect
 from dataclasses import dataclass, field
 
+from sparktriage.logs.decision import ENGINE_DIED, Decision, Failed
 from sparktriage.stalls.markers import SERVING, Mark, MarkerSet, NodeTimeline
 from sparktriage.stalls.periods import Period, shown_phase
 
 
 @dataclass
 class Episode:
-    """A burst of error lines on one node."""
+    """The lines of one failure on one node, in time order."""
 
     marks: list[Mark] = field(default_factory=list)
 
@@ -40,87 +42,41 @@ class Episode:
         return self.marks[-1].t
 
 
-def error_keys(logs_document: dict) -> dict[tuple[str, int], bool]:
-    """(input, line number) of every error the `logs` document lists, and whether `logs`
-    reads it as an engine death."""
-    return {(str(e.get("origin")), int(e["line"])): bool(e.get("engine_death"))
-            for e in logs_document.get("errors") or []
-            if isinstance(e, dict) and isinstance(e.get("line"), int)}
-
-
 def _key(mark: Mark) -> tuple[str, int]:
     return (str(mark.event.origin), mark.event.line_no)
 
 
-def error_marks(timeline: NodeTimeline, keys: dict[tuple[str, int], bool],
-                markers: MarkerSet) -> list[Mark]:
-    """The node's lines that `logs` counts as errors, plus lines a failure marker names
-    (a failure marker on a line `logs` reads as INFO still ends the start)."""
-    out = []
-    for mark in timeline.marks:
-        if _key(mark) in keys or any(markers.markers[n].failure for n in mark.markers):
-            out.append(mark)
-    return out
+def episode_of(timeline: NodeTimeline, failed: Failed, markers: MarkerSet,
+               since: float = float("-inf")) -> Episode | None:
+    """The node's lines that hold the failure's errors, with the lines a failure marker names
+    after `since` (the previous failure's last line) and up to its last error, on the same side
+    of ready: a marker names the line a failure is told by even where `logs` reads it as no
+    error (a WARNING, an INFO). For a failure line `logs` counts no error of, the line a
+    failure marker names at its time (else the node's line nearest it)."""
+    keys = set(failed.errors)
+    marks = [m for m in timeline.marks if _key(m) in keys]
+    if marks:
+        last = max(m.t for m in marks)
+        ready = timeline.ready_at
+        marks += [m for m in timeline.marks if since < m.t <= last and _key(m) not in keys
+                  and (ready is None or (m.t >= ready) == failed.serving)
+                  and any(markers.markers[n].failure for n in m.markers)]
+    if not marks and timeline.marks:
+        near = timeline.failed_mark
+        if near is None or failed.t is not None and near.t != failed.t:
+            t = failed.t if failed.t is not None else timeline.marks[-1].t
+            near = min(timeline.marks, key=lambda m: abs(m.t - t))
+        marks = [near]
+    return Episode(sorted(marks, key=lambda m: m.t)) if marks else None
 
 
-def episodes(marks: list[Mark], attempt_starts: list[float],
-             ready_at: float | None = None) -> list[Episode]:
-    """One episode per start attempt that logged errors, and one per serving stretch: `logs`
-    opens an attempt at each restart (a new banner or argument dump after the engine started),
-    and becoming ready ends the start's part of an attempt."""
-    out: dict[tuple[int, bool], Episode] = {}
-    starts = sorted(attempt_starts)
-    for mark in marks:
-        attempt = bisect.bisect_right(starts, mark.t)
-        begun = starts[attempt - 1] if attempt > 0 else float("-inf")
-        serving = ready_at is not None and ready_at >= begun and mark.t >= ready_at
-        out.setdefault((attempt, serving), Episode()).marks.append(mark)
-    return sorted(out.values(), key=lambda e: e.start)
-
-
-def restarts(timeline: NodeTimeline, errors: list[Mark], markers: MarkerSet) -> list[float]:
-    """When a process that had failed comes back (a restart policy, a supervisor): the first
-    line, after a failure-marker error, of a known process name under a new pid. The log parser
-    opens a new attempt only at a new banner, which a restarted engine does not print."""
-    failing = {id(m) for m in errors if any(markers.markers[n].failure for n in m.markers)}
-    if not failing:
-        return []
-    out: list[float] = []
-    pids: dict[str, set] = {}
-    last_failure = None
-    for mark in timeline.marks:
-        event = mark.event
-        if last_failure is not None and event.process and event.pid is not None \
-                and event.process in pids and event.pid not in pids[event.process]:
-            out.append(mark.t)
-            last_failure = None
-        if event.process and event.pid is not None:
-            pids.setdefault(event.process, set()).add(event.pid)
-        if id(mark) in failing:
-            last_failure = mark.t
-    return out
-
-
-# the collector signals the server (SIGTERM, then SIGKILL after its grace period, 15 s by
-# default) before it records its teardown event: errors this close before it are the kill's
-TEARDOWN_WINDOW_S = 30.0
-
-
-def is_teardown(timeline: NodeTimeline, episode: Episode) -> bool:
-    """Errors logged after the server was stopped from outside belong to its teardown: after a
-    stop signal it logged, or in the moments the collector was tearing it down on purpose."""
-    if timeline.stopped_at is not None and episode.start >= timeline.stopped_at:
-        return True
-    down = timeline.torn_down_at
-    return down is not None and episode.start >= down - TEARDOWN_WINDOW_S
-
-
-def telling(episode: Episode, markers: MarkerSet) -> Mark:
-    """The line of an episode that names the error: a failure marker's, else the first."""
+def telling(episode: Episode, markers: MarkerSet, failed: Failed) -> Mark:
+    """The line of a failure that names the error: a failure marker's, else the one the
+    decision names (its first engine death, else its first error)."""
     for mark in episode.marks:
         if any(markers.markers[n].failure for n in mark.markers):
             return mark
-    return episode.marks[0]
+    return next((m for m in episode.marks if _key(m) == failed.key), episode.marks[0])
 
 
 def failure_text(mark: Mark, markers: MarkerSet) -> str:
@@ -131,59 +87,41 @@ def failure_text(mark: Mark, markers: MarkerSet) -> str:
     return lines[0] if lines else mark.event.message
 
 
-def is_failure(timeline: NodeTimeline, episode: Episode, keys: dict[tuple[str, int], bool],
-               markers: MarkerSet) -> bool:
-    """An episode is a failure when it ends a start (a failure marker, or a start that never
-    became ready after it) or, while serving, when the engine died (`logs`' engine_death or
-    a failure marker). A start that logged errors and still became ready, and a server that
-    logged a request's error and went on, did not fail: their errors are counted apart."""
-    death = any(keys.get(_key(m)) or any(markers.markers[n].failure for n in m.markers)
-                for m in episode.marks)
-    if timeline.phase_at(episode.start) == SERVING:
-        return death
-    return death or timeline.ready_at is None or timeline.ready_at < episode.start
-
-
-def failure_periods(timeline: NodeTimeline, found: list[Episode], progress: list[Mark],
-                    markers: MarkerSet, keys: dict[tuple[str, int], bool]
-                    ) -> tuple[list[Period], dict[str, int]]:
-    """A failure period per failing episode; the errors of the others are counted apart
-    (`teardown`: after a stop; `other`: a start or a server that went on)."""
+def failure_periods(timeline: NodeTimeline, decision: Decision, progress: list[Mark],
+                    markers: MarkerSet) -> tuple[list[Period], dict[str, int]]:
+    """A failure period per failure the shared decision makes on this node; its errors that
+    ended nothing are counted apart (`teardown`: after a stop; `other`: a start or a server
+    that went on), as the decision counted them."""
     out: list[Period] = []
-    apart = {"teardown": 0, "other": 0}
-    for episode in found:
-        counted = sum(1 for m in episode.marks if _key(m) in keys)
-        if is_teardown(timeline, episode):
-            apart["teardown"] += counted
+    since = float("-inf")
+    for failed in decision.of(timeline.node):
+        episode = episode_of(timeline, failed, markers, since)
+        if episode is None:
             continue
-        if not is_failure(timeline, episode, keys, markers):
-            apart["other"] += counted
-            continue
-        first = episode.marks[0]
-        if timeline.failed_at is not None and first.t <= timeline.failed_at <= episode.end:
+        since = max(since, episode.end)
+        first = telling(episode, markers, failed)
+        if timeline.failed_at is not None and episode.start <= timeline.failed_at \
+                <= episode.end and not failed.serving:
             first = timeline.failed_mark or first  # the line that ended the start
-        else:
-            first = telling(episode, markers)
         start = first.t
         is_end = timeline.failed_at is not None and start <= timeline.failed_at <= episode.end
         end = max(episode.end, timeline.marks[-1].t) if is_end else episode.end
         before = [m for m in progress if m.t < start]
-        phase = shown_phase(timeline.phase_at(start),
-                             timeline.lines(episode.start, episode.end), markers)
-        what = "the server failed" if phase == SERVING else (
-            "the start failed" if is_end else "an error")
+        phase = SERVING if failed.serving else shown_phase(
+            timeline.phase_at(start), timeline.lines(episode.start, episode.end), markers)
+        what = "the server failed" if phase == SERVING or failed.code == ENGINE_DIED \
+            else "the start failed"
         # what led to the failure (a silent wait, a crawl) is evidence for its cause too
         out.append(Period(timeline.node, "failure", start, end, phase, ["failure"],
                           f"{what}: {failure_text(first, markers)[:200]}",
                           last_line=before[-1] if before else None,
                           evidence_from=before[-1].t if before else None,
-                          facts={"errors": counted}))
-    return out, apart
+                          facts={"errors": len(failed.errors)}))
+    return out, dict(decision.apart.get(timeline.node) or {"teardown": 0, "other": 0})
 
 
-def untimed_failure_periods(timeline: NodeTimeline, found: list[Episode], markers: MarkerSet,
-                            keys: dict[tuple[str, int], bool], logs: dict
-                            ) -> tuple[list[Period], dict[str, int]]:
+def untimed_failure_periods(timeline: NodeTimeline, decision: Decision, markers: MarkerSet,
+                            logs: dict) -> tuple[list[Period], dict[str, int]]:
     """The failures of an untimed excerpt, whose lines all stand at one instant (no duration
     can come out of them): its phase is the one a marker names, else the one `logs` read from
     the catalog anchors before its first error (logs/untimed.py)."""
@@ -191,4 +129,4 @@ def untimed_failure_periods(timeline: NodeTimeline, found: list[Episode], marker
                   and e.get("phase") not in (None, SERVING)), None)
     if shown is not None and not timeline.phase_points:
         timeline.phase_points = [(timeline.start, shown)]
-    return failure_periods(timeline, found, [], markers, keys)
+    return failure_periods(timeline, decision, [], markers)

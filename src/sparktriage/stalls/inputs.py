@@ -25,7 +25,9 @@ from sparktriage.errors import InputError
 from sparktriage.bundle import archive
 from sparktriage.bundle.indexed import IndexedRecords
 from sparktriage.bundle.reader import Bundle
+from sparktriage.bundle.teardown import deliberate_stops
 from sparktriage.logs.events import LogEvent
+from sparktriage.logs.decision import Decision
 from sparktriage.logs.document import LogAnalyzer
 from sparktriage.logs.parser import iter_events
 from sparktriage.logs.timeline import Timeline
@@ -93,6 +95,7 @@ class Evidence:
     logs: dict = field(default_factory=dict)  # the `logs` document of the same lines
     attempts: dict[str, list[Timeline]] = field(default_factory=dict)  # startup timelines
     stops: dict[str, float] = field(default_factory=dict)  # node -> the collector tore it down
+    decision: Decision = field(default_factory=Decision)  # the failures `logs` reports too
     timed: bool = True  # False: an untimed excerpt (no line has a stamp; logs/untimed.py)
 
     def span(self) -> tuple[float, float] | None:
@@ -128,7 +131,9 @@ def load(path: Path, thin: Thinning | None = None) -> Evidence:
 
 
 def _attach_logs(evidence: Evidence, analyzer: LogAnalyzer) -> None:
+    analyzer.teardown = dict(evidence.stops)  # the collector's own stops: teardown, no failure
     evidence.logs = analyzer.document()
+    evidence.decision = analyzer.decision
     evidence.attempts = {node: b.finish() for node, b in analyzer.builders.items()}
 
 
@@ -170,24 +175,6 @@ def source_of_collector(name: str) -> str | None:
     return None
 
 
-# outcomes under which the collector stopped a server that was still running (docs/formats.md);
-# after "target-exited", "failed" or a lost link the server ended on its own
-DELIBERATE_STOPS = ("ready", "duration-elapsed", "interrupted", "completed", "timeout")
-
-
-def _deliberate_stops(bundle: Bundle, nodes: list[str]) -> dict[str, float]:
-    """When the collector tore each node down on purpose (its `teardown` event), so that
-    what the server logs as it is killed is read as its teardown, not a crash."""
-    out: dict[str, float] = {}
-    for event in bundle.events():
-        if not isinstance(event, dict) or event.get("event") != "teardown" \
-                or event.get("reason") not in DELIBERATE_STOPS or _num(event.get("t")) is None:
-            continue
-        for node in [event["node"]] if event.get("node") in nodes else nodes:
-            out[node] = min(out.get(node, float("inf")), float(event["t"]))
-    return out
-
-
 def _from_bundle(bundle: Bundle, thin: Thinning | None = None) -> Evidence:
     skipped: dict[str, dict[str, str]] = {}
     for entry in bundle.manifest():
@@ -219,7 +206,7 @@ def _from_bundle(bundle: Bundle, thin: Thinning | None = None) -> Evidence:
     info = bundle.info
     evidence = Evidence(origin=str(bundle.root), form="bundle", nodes=nodes,
                         started=_num(info.started), ended=_num(info.ended), outcome=info.outcome,
-                        stops=_deliberate_stops(bundle, list(nodes)))
+                        stops=deliberate_stops(bundle.events(), list(nodes)))
     _attach_logs(evidence, LogAnalyzer().feed_all(all_events))
     del all_events
     keys = {(str(e.get("origin")), e.get("line")) for e in evidence.logs.get("errors") or []

@@ -293,8 +293,11 @@ def phase_spans(timeline: NodeTimeline) -> list[dict]:
     """The node's phases as {name, start, end, duration_s} (end = next phase's start)."""
     spans = []
     first = timeline.phase_points[0][1] if timeline.phase_points else PHASES[0]
+    # phases the cluster entered after this node had settled (failed, stopped) are not its own:
+    # a failed node would show a negative `ready`
+    settled = timeline.settled
     points = [(timeline.start, first)] + [p for p in timeline.phase_points
-                                           if p[0] >= timeline.start]
+                                           if timeline.start <= p[0] <= settled]
     merged: list[tuple[float, str]] = []
     for t, name in points:
         if merged and merged[-1][0] == t:
@@ -302,6 +305,6 @@ def phase_spans(timeline: NodeTimeline) -> list[dict]:
         else:
             merged.append((t, name))
     for i, (t, name) in enumerate(merged):
-        end = merged[i + 1][0] if i + 1 < len(merged) else timeline.settled
+        end = merged[i + 1][0] if i + 1 < len(merged) else settled
         spans.append({"name": name, "start": t, "end": end, "duration_s": round(end - t, 3)})
     return spans

@@ -47,17 +47,12 @@ GAPS: dict[tuple[str, str], str] = {
     ("54-untimed-max-seq-len-above-kv-capacity.log", "verdict"):
         "held out, scored at the end: the refusal 'max seq len larger than the KV cache' is "
         "named uma-memory-accounting, while the thread never settled why the profile varied",
-    ("54-untimed-max-seq-len-above-kv-capacity.log", "failures"):
-        "held out, scored at the end: stalls counts the untimed refusal as a failure, logs does "
-        "not (the message is not a line logs counts as an error)",
     ("37-healthy-tp2-start-per-rank-log-pr.log", "excerpt"):
         "a paste from the server's first line that stops 15 s into the start is not flagged as "
         "an excerpt (it could be a live log still being written)",
     ("44-healthy-h20-tp4-start-after-shell-prompt.log", "excerpt"):
         "a paste from the shell prompt and the server's first line that stops 15 s into the "
         "start is not flagged as an excerpt",
-    ("corpus", "goal-failure-counts"):
-        "case 54 (held out): stalls 1, logs 0 on an untimed KV-capacity refusal",
 }
 
 
