@@ -20,7 +20,8 @@ from sparktriage.stats.launch_bound import launch_bound  # noqa: E402
 from sparktriage.sweep import allocate, rule  # noqa: E402
 from sparktriage.sweep.allocate import MARGIN  # noqa: E402
 from sparktriage.sweep.model import ModelLaunch  # noqa: E402
-from sweep_physics import HOLDS, REUSE, SHAPE, WRONG, Physics, SweepDraw, as_ngram  # noqa: E402
+from sweep_physics import (HOLDS, REUSE, SHAPE, WRONG, Physics, SweepDraw, as_ngram,  # noqa: E402
+                           from_the_log)
 
 ARMS = ("model", "model_one_stream", "adaptive", "grid")
 
@@ -104,19 +105,36 @@ def bound(physics: Physics) -> dict:
 
 
 NGRAM = " · ngram drafts"
+FROM_LOG = " · ngram, 30% no-match, counts from the log"
+
+
+def no_match_from_log() -> list[tuple[str, Physics, bool]]:
+    """The holding scenarios whose ngram drafter finds no match at 30% of steps (q = 0.70),
+    their counts read from the log's SpecDecoding lines (no generated-token count): the
+    sweep's evidence must take the steps from the stream's chunks to price those steps."""
+    out = []
+    for name, physics in HOLDS.items():
+        ngram = as_ngram(physics)
+        if ngram.match == 0.7:
+            out.append((name + FROM_LOG, from_the_log(ngram), True))
+    return out
 
 
 def scenarios(only: str | None = None) -> list[tuple[str, Physics, bool]]:
     """Every scenario twice: with a drafter that drafts at every step (MTP, EAGLE: no plain step
     inside a launch) and with ngram drafts at 70% of steps (`as_ngram`: the same true rates,
     plain steps inside every launch, so the step-time ratios of sweep.steptimes can be measured).
-    `only`: the scenarios whose name contains it ("reuse": issue 38's; "!reuse": the others)."""
+    `only`: the scenarios whose name contains it ("reuse": issue 38's; "!reuse": the others).
+    The counts-from-the-log scenarios (`no_match_from_log`) are listed only when `only` names
+    them ("from the log"), so that every other run lists what it listed before them."""
     chain = ([(n, p, True) for n, p in HOLDS.items()] + [(n, p, False) for n, p in WRONG.items()]
              + [(n, p, True) for n, p in REUSE.items()])
     listed = chain + [(n + NGRAM + f" (q = {as_ngram(p).match:.2f})", as_ngram(p), holds)
                       for n, p, holds in chain]
     if only and only.startswith("!"):
         return [s for s in listed if only[1:] not in s[0]]
+    if only and "from the log" in only:
+        listed = listed + no_match_from_log()
     return [s for s in listed if not only or only in s[0]]
 
 

@@ -19,6 +19,13 @@ routing; the model fits reuse from the ratios measured inside launches. `batched
 step verifies every running sequence together, each at its own draft length (with ngram the two
 sequences of a pair find a match independently), its cost the dense part (1, plus `dense` per
 extra verified token) and the routed experts' union over every token of every sequence.
+
+Evidence (`evidence`): "metrics" gives the counts as /metrics does, the generated tokens G
+included, so S = G − A; "log" gives them as the log's SpecDecoding lines do (drafts from the
+mean acceptance length printed to 2 decimals, per-position rates to 3, no G), beside the
+stream's tokens per chunk: what the sweep's evidence (sweep.acceptance) makes of that is the
+launch's counts, and the step and pair ratios are measured or refused on those counts as
+sweep.steptimes and sweep.pairtimes do, while the steps themselves follow the physics.
 """
 
 from __future__ import annotations
@@ -33,8 +40,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from sparktriage.roofline import experts as expert_union  # noqa: E402
-from sparktriage.sweep import steptimes  # noqa: E402
-from sparktriage.sweep.counts import Counts  # noqa: E402
+from sparktriage.sweep import acceptance, steptimes  # noqa: E402
+from sparktriage.sweep.counts import Counts, from_acceptance  # noqa: E402
 from sparktriage.sweep.steptimes import StepRatio  # noqa: E402
 from sparktriage.sweep.stepfit import StepShape  # noqa: E402
 
@@ -65,6 +72,7 @@ class Physics:
     reuse: float = 0.0  # true routing reuse within a sequence (the model's profile says 0)
     dense: float = 0.0  # dense cost of each extra verified token, share of a plain step
     batched: bool = False  # pair steps: each sequence drafts on its own (see module doc)
+    evidence: str = "metrics"  # or "log": the counts the sweep reads (module doc)
 
     @property
     def depths(self) -> tuple[int, ...]:
@@ -158,11 +166,41 @@ class SweepDraw:
     def __init__(self, physics: Physics, seed: int) -> None:
         self.physics, self.seed = physics, seed
         self._counts: dict[int, Counts] = {}
+        self._seen: dict[int, Counts | None] = {}
 
     def counts(self, k: int) -> Counts:
+        """What the server counted at depth k (the physics)."""
         if k not in self._counts:
             self._counts[k] = self._draw(k)
         return self._counts[k]
+
+    def evidence(self, k: int) -> Counts | None:
+        """The counts the sweep reads at depth k (≥ 1): the server's with /metrics; from the
+        log, what sweep.acceptance derives from the log's printed figures and the stream's
+        tokens per chunk (None when the log line would carry no drafts)."""
+        if self.physics.evidence == "metrics":
+            return self.counts(k)
+        if k not in self._seen:
+            self._seen[k] = self._from_log(self.counts(k))
+        return self._seen[k]
+
+    @staticmethod
+    def _from_log(c: Counts) -> Counts | None:
+        length = round(1.0 + c.accepted / c.drafts, 2)
+        window = {"drafts_estimated": c.accepted / (length - 1.0) if length > 1.0 else None,
+                  "drafted": c.draft_tokens, "accepted": c.accepted,
+                  "per_position": [round(a / c.drafts, 3) for a in c.per_position]}
+        found = acceptance.from_log({"spec_decode": {"windows_detail": [window]}})
+        if found is None or not found.get("drafts"):
+            return None
+        # every request repeats one greedy prompt: the stream's tokens per chunk is G / S
+        check = acceptance.cross_check(found, round(c.tokens_per_step, 4))
+        # looked up, so that the same scenarios run against a tree without it (the benchmark's
+        # comparison with the code that took every step to draft)
+        derive = getattr(acceptance, "steps_without_g", None)
+        record = {**found, "repeats": c.repeats, "check": check,
+                  **(derive(found, check, "ngram") if derive else {})}
+        return from_acceptance(c.depth, record)
 
     def _draw(self, k: int) -> Counts:
         rng = np.random.default_rng([self.seed, k, 7919])
@@ -208,7 +246,7 @@ class SweepDraw:
         p = self.physics
         mean = p.base * self.tps(k) / self.step(k)
         rate = mean * (1.0 + rng.gauss(0.0, CV)) + rng.gauss(0.0, WITHIN_SD / math.sqrt(REQUESTS))
-        return rate, (self.counts(k) if k else None)
+        return rate, (self.evidence(k) if k else None)
 
     def pair(self, rng, k: int, pairs: int = PAIRS) -> StepRatio | None:
         """The launch's two-stream phase (`pairs` pairs of requests) over its one-stream steps,
@@ -218,8 +256,12 @@ class SweepDraw:
         both phases."""
         p = self.physics
         q = self.counts(k).drafted_share if k else 0.0
-        if k and 1.0 - q >= steptimes.MIN_PLAIN_SHARE:
-            return None
+        if k:
+            seen = self.evidence(k)
+            if seen is None or seen.steps is None:  # sweep.pairtimes: q not known
+                return StepRatio(k, None, None, reason="no step count")
+            if 1.0 - seen.drafted_share >= steptimes.MIN_PLAIN_SHARE:
+                return None
         steps = max(1, int(round(TOKENS / self.tps(k))))
         n_1, n_2 = steps * REQUESTS, steps * pairs
         one = (1.0 - q) + q * p.verify(k)
@@ -236,10 +278,14 @@ class SweepDraw:
         each step's time off by step_cv. The launch factor scales both groups and cancels."""
         if not k:
             return None
-        p, c = self.physics, self.counts(k)
-        if 1.0 - c.drafted_share < steptimes.MIN_PLAIN_SHARE:  # no plain step to compare with
-            return steptimes.from_groups(k, (p.verify(k), 0.0, 0), (1.0, 0.0, 0), c.drafted_share,
-                                         c.rate(1))
+        p, c, seen = self.physics, self.counts(k), self.evidence(k)
+        if seen is None:
+            return None
+        if seen.steps is None:  # sweep.steptimes: the share of drafting steps is not known
+            return StepRatio(k, None, None, reason="no step count")
+        if 1.0 - seen.drafted_share < steptimes.MIN_PLAIN_SHARE:  # no plain step to compare with
+            return steptimes.from_groups(k, (p.verify(k), 0.0, 0), (1.0, 0.0, 0),
+                                         seen.drafted_share, seen.rate(1))
         per_request = c.repeats
         steps = (c.generation_tokens - c.accepted) / per_request  # type: ignore[operator]
         q, a1 = c.drafted_share, c.rate(1)
@@ -248,7 +294,8 @@ class SweepDraw:
         t_v = p.verify(k)
         plain, empty = 1.0 - q, q * (1.0 - a1)
         if n_v < 2 or n_1 < 2 or plain + empty <= 0:
-            return steptimes.from_groups(k, (t_v, 0.0, n_v), (1.0, 0.0, max(0, n_1)), q, a1)
+            return steptimes.from_groups(k, (t_v, 0.0, n_v), (1.0, 0.0, max(0, n_1)),
+                                         seen.drafted_share, seen.rate(1))
         w = empty / (plain + empty)
         m_1 = (1.0 - w) + w * t_v
         var_v = (p.step_cv * t_v) ** 2
@@ -256,7 +303,8 @@ class SweepDraw:
         mean_v = t_v + rng.gauss(0.0, math.sqrt(var_v / n_v))
         within_1 = (1.0 - w) * p.step_cv ** 2 + w * (p.step_cv * t_v) ** 2  # the mix is counted
         mean_1 = m_1 + rng.gauss(0.0, math.sqrt(within_1 / n_1))
-        return steptimes.from_groups(k, (mean_v, var_v, n_v), (mean_1, var_1, n_1), q, a1)
+        return steptimes.from_groups(k, (mean_v, var_v, n_v), (mean_1, var_1, n_1),
+                                     seen.drafted_share, seen.rate(1))
 
 
 # The six scenarios of bench_sweep's black-box table, as physics: per-position acceptance and a
@@ -309,6 +357,11 @@ REUSE = {
     "routing reuse 0.3, batched step, dense part 0.03 per token (depth 2 best, 4% ahead)":
         Physics(26.4, (0.90, 0.80, 0.40, 0.20), 0.80, reuse=0.3, dense=0.03, batched=True),
 }
+
+
+def from_the_log(physics: Physics) -> Physics:
+    """The scenario with its counts read from the log's SpecDecoding lines (no G)."""
+    return replace(physics, evidence="log")
 
 
 def as_ngram(physics: Physics, match: float = 0.7) -> Physics:

@@ -134,6 +134,9 @@ class EngineScenario(_Strict):
     startup_s: dict[Phase, float] = Field(default_factory=dict, description="phase -> seconds")
     decode: Decode = Field(default_factory=Decode)
     stats_interval_s: float = Field(10.0, gt=0, le=3600, description="periodic stats log lines")
+    metrics_omit: tuple[Literal["generation_tokens", "spec_decode"], ...] = Field(
+        (), description="`/metrics` families left out, as on a server that does not export them "
+                        "(the log's stats and SpecDecoding lines stay)")
     child: Literal["none", "group", "setsid"] = Field(
         "none", description="start an engine child process (setsid: in its own session)")
     faults: EngineFaults = Field(default_factory=EngineFaults)

@@ -53,8 +53,10 @@ class Histogram:
 class EngineMetrics:
     """Counters of one simulated engine (thread-safe: the stats logger reads them)."""
 
-    def __init__(self, model_name: str, depth: int, drafts: tuple[int, ...] | None = None) -> None:
+    def __init__(self, model_name: str, depth: int, drafts: tuple[int, ...] | None = None,
+                 omit: frozenset[str] = frozenset()) -> None:
         self.model_name, self.depth = model_name, depth
+        self.omit = omit  # families `/metrics` leaves out (the scenario's metrics_omit)
         self.draft_pattern = drafts  # draft length per step (sim/speculation.py), else `depth`
         self.lock = threading.Lock()
         self.running = 0
@@ -135,12 +137,13 @@ class EngineMetrics:
                    [f"vllm:kv_cache_usage_perc{{{labels}}} {min(1.0, self.running / 256):.4f}"])
             metric("vllm:prompt_tokens_total", "counter", "Number of prefill tokens processed.",
                    [f"vllm:prompt_tokens_total{{{labels}}} {float(self.prompt_tokens)}"])
-            metric("vllm:generation_tokens_total", "counter", "Number of generation tokens processed.",
-                   [f"vllm:generation_tokens_total{{{labels}}} {float(self.generation_tokens)}"])
+            if "generation_tokens" not in self.omit:
+                metric("vllm:generation_tokens_total", "counter", "Number of generation tokens processed.",
+                       [f"vllm:generation_tokens_total{{{labels}}} {float(self.generation_tokens)}"])
             metric("vllm:request_success_total", "counter", "Count of successfully processed requests.",
                    [f'vllm:request_success_total{{engine="0",finished_reason="{r}",model_name='
                     f'"{self.model_name}"}} {float(n)}' for r, n in self.success.items()])
-            if self.depth:
+            if self.depth and "spec_decode" not in self.omit:
                 metric("vllm:spec_decode_num_drafts_total", "counter", "Number of spec decoding drafts.",
                        [f"vllm:spec_decode_num_drafts_total{{{labels}}} {float(self.drafts)}"])
                 metric("vllm:spec_decode_num_draft_tokens_total", "counter", "Number of draft tokens.",

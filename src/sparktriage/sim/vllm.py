@@ -132,7 +132,8 @@ class EngineServer(SimServer):
                  log: Log) -> None:
         super().__init__(config, args.host, args.port)
         self.args, self.draw, self.scenario, self.log = args, draw, scenario, log
-        self.metrics = EngineMetrics(args.served_name, args.depth, draw.drafts)
+        self.metrics = EngineMetrics(args.served_name, args.depth, draw.drafts,
+                                     frozenset(scenario.metrics_omit))
         self.completed = 0
 
     async def _dispatch(self, request: http.Request, writer) -> bool:

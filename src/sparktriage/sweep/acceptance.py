@@ -11,6 +11,19 @@ Cross-check: with one stream, each engine step sends one chunk, so the observed 
 chunk is the mean tokens per step; steps where ngram found no match draft nothing and yield one
 token, so tokens per chunk should not exceed the acceptance length (beyond 10%, and with at
 least one chunk per step, the check fails and says so).
+
+Engine steps without G. vLLM counts a draft only where a step proposed tokens, so a step where
+ngram found no match is in neither D nor A, and q = D / S needs the steps S: `vllm:generation_
+tokens_total` gives them (S = G − A). The log's SpecDecoding lines give A, the draft tokens and
+the mean acceptance length (D = A / (length − 1)) but no step count, and neither does a /metrics
+page without the generation counter. Then the stream gives S: at one stream every engine step
+sends one token-carrying chunk of 1 + (its accepted drafts) tokens, so tokens per chunk =
+(S + A) / S and S = A / (tokens per chunk − 1) (`chunk_steps`). It needs the cross-check
+consistent (chunks not coalesced) and something accepted; S below D (a drafting step more than
+every step) beyond the check's tolerance is not a step count. Without either, a lookup drafter
+(`ngram`, `ngram_gpu`, `suffix`: they propose nothing where no match is found) has an unknown
+no-match share (`share_known` false, sweep.counts), while every other method drafts at every
+step (q = 1).
 """
 
 from __future__ import annotations
@@ -105,6 +118,24 @@ def cross_check(acceptance: dict | None, per_chunk: float | None) -> dict:
                                           "a proxy, or counters from another window)"))}
 
 
+def chunk_steps(found: dict, check: dict) -> float | None:
+    """S from the stream when the counts have no G (module doc), None when it cannot be had."""
+    per_chunk, drafts = check.get("tokens_per_chunk"), found.get("drafts")
+    accepted = found.get("accepted_tokens")
+    if (found.get("generation_tokens") is not None or check.get("state") != "consistent"
+            or not drafts or not accepted or per_chunk is None or per_chunk <= 1.0):
+        return None
+    steps = accepted / (per_chunk - 1.0)
+    if steps < drafts * (1.0 - TOLERANCE):
+        return None
+    return round(max(steps, drafts), 3)
+
+
+def may_skip_drafts(method: str | None) -> bool:
+    """Whether the method proposes nothing at a step where its lookup finds no match."""
+    return method is None or method.startswith("ngram") or method == "suffix"
+
+
 def repeats(bench: dict | None, workload: str, greedy: bool) -> int:
     """How many identical requests the counts of `workload`'s window sum over: every request of a
     greedy workload (warm-ups included) drafts the same tokens; sampled requests are each new."""
@@ -116,15 +147,28 @@ def repeats(bench: dict | None, workload: str, greedy: bool) -> int:
     return 1
 
 
+def steps_without_g(found: dict, check: dict, method: str | None) -> dict:
+    """Without G: the steps from the stream, and whether the drafted share is known (module
+    doc); nothing when G was counted."""
+    if found.get("generation_tokens") is not None or not found.get("drafts"):
+        return {}
+    steps = chunk_steps(found, check)
+    return {"chunk_steps": steps, "share_known": steps is not None or not may_skip_drafts(method)}
+
+
 def acceptance(launch: LaunchDir, logs: dict | None, bench: dict | None, workload: str,
-               workloads: set[str] | None = None, greedy: bool = True) -> dict | None:
-    """The launch's acceptance (metrics first, then the log) with its chunk cross-check and the
-    number of identical greedy requests behind its counts (`repeats`, sweep.counts)."""
+               workloads: set[str] | None = None, greedy: bool = True,
+               method: str | None = None) -> dict | None:
+    """The launch's acceptance (metrics first, then the log) with its chunk cross-check, the
+    steps from the stream where G was not counted, and the number of identical greedy requests
+    behind its counts (`repeats`, sweep.counts). `method`: the speculative method (None: taken
+    as one that may draft nothing at a step)."""
     found = from_metrics(launch, workloads) or from_log(logs)
     if found is None:
         return None
-    return {**found, "repeats": repeats(bench, workload, greedy),
-            "check": cross_check(found, tokens_per_chunk(bench, workload))}
+    check = cross_check(found, tokens_per_chunk(bench, workload))
+    return {**found, "repeats": repeats(bench, workload, greedy), "check": check,
+            **steps_without_g(found, check, method)}
 
 
 def combine(parts: list[dict]) -> dict | None:

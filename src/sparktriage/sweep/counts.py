@@ -12,7 +12,12 @@ them:
     rate_i             = A_i / D
     mean draft length  = T / D              (< k: ngram found fewer than k tokens to propose)
 
-Without G (counts from the log's SpecDecoding lines) every step is taken to draft (q = 1).
+Without G (counts from the log's SpecDecoding lines, or a /metrics page without
+`vllm:generation_tokens_total`) the steps come from the protocol's stream instead, where one
+stream gets one chunk per engine step: S = A / (tokens per chunk − 1) (sweep.acceptance,
+`chunk_steps`). Without either, q is not measured: a drafter that drafts at every step (MTP,
+EAGLE, a draft model) has q = 1 by its method, and ngram's no-match share is unknown
+(`share_known` false; the depth model then says so and is not used: sweep.model).
 
 The protocol repeats one greedy prompt per workload (temperature 0), so its requests draft the
 same tokens every time: `repeats` (the requests the counts sum over) divides the drafts into the
@@ -36,6 +41,8 @@ class Counts:
     generation_tokens: float | None = None
     source: str = "metrics"
     repeats: float = 1.0  # identical greedy requests the counts sum over (their drafts repeat)
+    chunk_steps: float | None = None  # S from the stream's chunks when G was not counted
+    share_known: bool = True  # False: ngram without G or chunk steps (q cannot be measured)
 
     @property
     def independent_drafts(self) -> float:
@@ -46,9 +53,21 @@ class Counts:
 
     @property
     def steps(self) -> float | None:
-        if self.generation_tokens is None or self.generation_tokens - self.accepted <= 0:
+        """S: engine steps, from G when counted, else from the stream's chunks (module doc)."""
+        if self.generation_tokens is None:
+            return self.chunk_steps if self.chunk_steps and self.chunk_steps > 0 else None
+        if self.generation_tokens - self.accepted <= 0:
             return None
         return self.generation_tokens - self.accepted
+
+    @property
+    def steps_from(self) -> str:
+        """Where S (and so q) comes from, in words."""
+        if self.generation_tokens is not None:
+            return "generated tokens"
+        if self.steps is not None:
+            return "stream chunks"
+        return "every step drafts (the method)" if self.share_known else "not measured"
 
     @property
     def drafted_share(self) -> float:
@@ -62,7 +81,9 @@ class Counts:
         steps = self.steps
         if steps is None:
             return 1.0 + self.accepted / self.drafts
-        return self.generation_tokens / steps  # type: ignore[operator]
+        if self.generation_tokens is None:
+            return (steps + self.accepted) / steps
+        return self.generation_tokens / steps
 
     @property
     def mean_draft_length(self) -> float | None:
@@ -81,17 +102,22 @@ class Counts:
         pad = lambda c: tuple(c.per_position) + (0.0,) * (width - len(c.per_position))  # noqa: E731
         generated = (None if self.generation_tokens is None or other.generation_tokens is None
                      else self.generation_tokens + other.generation_tokens)
+        # a launch whose G was not counted pools by its steps (from chunks) with the other's
+        chunk = (self.steps + other.steps if generated is None and self.steps is not None
+                 and other.steps is not None else None)
         sources = "+".join(sorted({*self.source.split("+"), *other.source.split("+")}))
         return Counts(self.depth, self.drafts + other.drafts, self.draft_tokens + other.draft_tokens,
                       self.accepted + other.accepted,
                       tuple(a + b for a, b in zip(pad(self), pad(other))), generated, sources,
-                      self.repeats + other.repeats)
+                      self.repeats + other.repeats, chunk,
+                      self.share_known and other.share_known)
 
     def as_dict(self) -> dict:
         return {"depth": self.depth, "drafts": self.drafts, "draft_tokens": self.draft_tokens,
                 "accepted_tokens": self.accepted, "accepted_per_position": list(self.per_position),
                 "generation_tokens": self.generation_tokens, "source": self.source,
-                "repeats": self.repeats,
+                "repeats": self.repeats, "chunk_steps": self.chunk_steps,
+                "steps_from": self.steps_from,
                 "tokens_per_step": round(self.tokens_per_step, 4),
                 "drafted_share": round(self.drafted_share, 4),
                 "mean_draft_length": (None if self.mean_draft_length is None
@@ -110,11 +136,14 @@ def from_acceptance(depth: int, acceptance: dict | None) -> Counts | None:
         per_pos = tuple(float(x) * drafts for x in acceptance.get("per_position") or [])
     generated = acceptance.get("generation_tokens")
     repeats = acceptance.get("repeats")
+    chunk = acceptance.get("chunk_steps")
     return Counts(depth, drafts, float(acceptance.get("draft_tokens") or 0.0),
                   float(acceptance.get("accepted_tokens") or 0.0), per_pos,
                   float(generated) if isinstance(generated, (int, float)) else None,
                   str(acceptance.get("source") or "metrics"),
-                  float(repeats) if isinstance(repeats, (int, float)) and repeats >= 1 else 1.0)
+                  float(repeats) if isinstance(repeats, (int, float)) and repeats >= 1 else 1.0,
+                  float(chunk) if isinstance(chunk, (int, float)) and chunk > 0 else None,
+                  acceptance.get("share_known") is not False)
 
 
 def pooled(counts: list[Counts]) -> Counts | None:

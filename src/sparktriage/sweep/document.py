@@ -22,6 +22,7 @@ from sparktriage.store.rundir import SCHEMA_VERSION
 from sparktriage.sweep.acceptance import combine
 from sparktriage.sweep.assess import Assessment, assess
 from sparktriage.sweep.evidence import derive_all
+from sparktriage.sweep.model import UNKNOWN_SHARE
 from sparktriage.sweep.model_entry import model_entry
 from sparktriage.sweep.model_inputs import step_shape
 from sparktriage.sweep.outlook import outlook, sentence
@@ -167,6 +168,10 @@ def document(assessment: Assessment, stop_reason: str, deployment=None) -> dict:
     ceiling, roof_error = _ceiling(deployment)
     decision = _decision(plan, a.decision, stats, gates, failed, list(a.eligible),
                          a.situation.means, a.basis, stop_reason)
+    if plan.model and a.model is not None and a.model.reason == UNKNOWN_SHARE \
+            and decision["rule"] == "black-box":
+        # nothing is assumed for the no-match share: the decision says why the model stood aside
+        decision["reason"] += "; the depth model was not used: " + UNKNOWN_SHARE
     accept = {d: (combine([r.get("acceptance") for r in records if r.get("depth") == d and
                            r.get("status") == "ok" and r["label"] in stats[d].labels
                            and r.get("acceptance")]) if d else None) for d in plan.depths}

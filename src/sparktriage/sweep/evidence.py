@@ -181,7 +181,7 @@ def derive(run_path: Path, record: dict, plan: SweepPlan) -> LaunchEvidence:
     failure = _failure(facts, bench, workload, decode, e2e)
     greedy = plan.load_workloads()[0].temperature == 0
     accepted = (acceptance(LaunchDir(folder), _read(folder / "logs.json"), bench, workload,
-                           {workload}, greedy) if depth else None)
+                           {workload}, greedy, plan.method) if depth else None)
     ratio = steptimes.from_launch(folder, depth, workload, accepted) if depth is not None else None
     pair = pairtimes.from_launch(folder, depth, workload, accepted) if depth is not None else None
     if pair is None and facts.get("pair_failure"):

@@ -67,7 +67,9 @@ class ModelLaunch:
             return None
         if self.depth == 0:
             return 1.0 / self.rate
-        return None if self.counts is None else self.counts.tokens_per_step / self.rate
+        if self.counts is None or not self.counts.share_known:
+            return None  # without q a no-match step cannot be priced as the plain step it is
+        return self.counts.tokens_per_step / self.rate
 
 
 @dataclass(frozen=True)
@@ -243,11 +245,24 @@ def _inputs(launches: list[ModelLaunch]) -> tuple[list[ModelLaunch], list[dict]]
     used, excluded = [], []
     for launch in launches:
         if launch.step_s is None:
-            excluded.append({"label": launch.label, "reason": "no acceptance counts (no /metrics "
-                             "counters for this launch)" if launch.depth else "no rate"})
+            excluded.append({"label": launch.label, "reason": _unpriced(launch)})
         else:
             used.append(launch)
     return used, excluded
+
+
+UNKNOWN_SHARE = ("the share of steps where the drafter found no match is not measured (counts "
+                 "without a generated-token count, and no exact chunk counts to take the steps "
+                 "from), so a step that drafts nothing, which costs a plain step, cannot be "
+                 "priced")
+
+
+def _unpriced(launch: ModelLaunch) -> str:
+    if not launch.depth:
+        return "no rate"
+    if launch.counts is None:
+        return "no acceptance counts (no /metrics counters for this launch)"
+    return UNKNOWN_SHARE if not launch.counts.share_known else "no rate"
 
 
 def level(name: str, looks: dict, gate: bool = False) -> float:
@@ -299,6 +314,9 @@ def build(launches: list[ModelLaunch], depths: tuple[int, ...], shape: StepShape
     if spec and not any(l.counts for l in spec):
         return DepthModel("not-enough-data", "no launch has acceptance counts (the model reads "
                           "vLLM's /metrics spec-decode counters)", False, launches=tuple(used),
+                          excluded=tuple(excluded), **base)
+    if spec and not any(l.counts.share_known for l in spec if l.counts):
+        return DepthModel("not-enough-data", UNKNOWN_SHARE, False, launches=tuple(used),
                           excluded=tuple(excluded), **base)
     acc = acceptance_model.build({d: c for d in {l.depth for l in used if l.depth}
                                   if (c := pooled([l.counts for l in used

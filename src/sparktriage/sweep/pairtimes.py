@@ -137,8 +137,9 @@ def from_launch(path: Path, depth: int, workload: str, acceptance: dict | None) 
     if depth:
         counts = from_acceptance(depth, acceptance)
         if counts is None or counts.steps is None:
-            return StepRatio(depth, None, None, reason="no acceptance counts with a generated-token "
-                             "count: whether the drafter drafted at every step is not known")
+            return StepRatio(depth, None, None, reason="no acceptance counts with a step count (no "
+                             "generated-token count, no exact chunk counts): whether the drafter "
+                             "drafted at every step is not known")
         if 1.0 - counts.drafted_share >= MIN_PLAIN_SHARE:
             return StepRatio(depth, None, None, reason=f"the drafter proposed at "
                              f"{counts.drafted_share:.0%} of steps: the one-stream step mixes plain "

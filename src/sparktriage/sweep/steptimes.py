@@ -186,8 +186,9 @@ def from_launch(path: Path, depth: int, workload: str, acceptance: dict | None) 
     if counts is None:
         return None
     if counts.steps is None:
-        return StepRatio(depth, None, None, reason="no generated-token count with the acceptance "
-                         "counts: the share of drafting steps is not known")
+        return StepRatio(depth, None, None, reason="no step count with the acceptance counts (no "
+                         "generated-token count, no exact chunk counts): the share of drafting "
+                         "steps is not known")
     try:
         records = list(itertools.islice(read_records(path / "requests.jsonl"), MAX_RECORDS))
     except SparktriageError as exc:
