@@ -12,7 +12,9 @@ from pathlib import Path
 from sparktriage.stalls.analyze import analyze, load_rules
 from sparktriage.stalls.render import render
 from sparktriage.stalls.schema import Condition, is_evidence
+from sparktriage.stalls.loader import load_directory
 from sparktriage.stalls.synth import write_bundle
+from sparktriage.stalls.validators import validate
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "stalls"
@@ -133,3 +135,14 @@ def test_which_conditions_are_evidence():
     assert is_evidence(Condition(all=[line, Condition(phase=["compile"])]), shared)
     assert not is_evidence(Condition(any=[line, Condition(phase=["compile"])]), shared)
     assert is_evidence(Condition(any=[line, Condition(use="frames")]), shared)
+
+
+def test_rules_check_warns_of_a_rule_that_can_never_name_its_cause(tmp_path):
+    folder = tmp_path / "rules"
+    shutil.copytree(REPO / "rules", folder)
+    assert not [p for p in validate(load_directory(folder)[0]) if p.check == "grounded"]
+    (folder / "loader-backend.yaml").write_text(GUESS_RULE)
+    problems = [p for p in validate(load_directory(folder)[0]) if p.check == "grounded"]
+    assert len(problems) == 1 and problems[0].severity == "warning"
+    assert problems[0].location.path.endswith("loader-backend.yaml")
+    assert "never name it" in problems[0].message
