@@ -146,3 +146,16 @@ def test_rules_check_warns_of_a_rule_that_can_never_name_its_cause(tmp_path):
     assert len(problems) == 1 and problems[0].severity == "warning"
     assert problems[0].location.path.endswith("loader-backend.yaml")
     assert "never name it" in problems[0].message
+
+
+def test_the_live_watcher_reports_the_silence_as_open_with_its_candidates(tmp_path, library):
+    from sparktriage.session.live import LiveState, StallWatcher
+    bundle = write_bundle(SILENT_READ, tmp_path / "bundle", FIXTURES, library)
+    watcher = StallWatcher(bundle, tmp_path / "live-stalls.jsonl", lambda *a, **k: None)
+    records = [r for r in watcher.check() if r["kind"] == "stall" and r["phase"] == "weight_read"]
+    assert [(r["cause"], r["confidence"]) for r in records] == [("unknown", 0.0)]
+    assert "compile-jit" in records[0]["open"]
+    state = LiveState()
+    state.apply("live-stall", records[0])
+    shown = state.nodes["spark-1"].cause
+    assert shown.startswith("unknown (open: ") and "compile-jit" in shown and "weight_read" in shown
