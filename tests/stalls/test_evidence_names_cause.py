@@ -37,7 +37,8 @@ SILENT_KV = {"nodes": {"spark-1": {
             [56, "Loading safetensors checkpoint shards: 100% Completed | 20/20 "
                  "[00:15<00:00,  0.75s/it]"],
             {"segment": "load_end", "at": 56}, {"segment": "compile_warm", "at": 58},
-            [64, "Worker", "Memory profiling: profiling the KV cache"],
+            [64, "Worker", "Profiling CUDA graph memory: PIECEWISE=51 (largest=512), "
+                           "FULL=35 (largest=256)"],
             {"segment": "kv_and_graphs", "at": 174}, {"segment": "ready", "at": 185}],
     "samples": {"procs": [{"from": 40, "to": 190, "profile": "worker"}]}}}}
 

@@ -108,11 +108,14 @@ class Condition(_Strict):
         return next(k for k in TEST_KEYS if getattr(self, k) is not None)
 
 
+_EVIDENCE_DEPTH = 8  # nested all/any/use; the YAML depth cap keeps real rules far below
+
+
 def is_evidence(condition: Condition, shared: dict[str, Condition], depth: int = 0) -> bool:
     """Whether a true outcome of the condition is evidence for a cause: not a gate, not a
     silence, not the phase. `all:` is evidence when one of its parts is (the others only
     narrow it); `any:` only when every part is, since the part that held is not known."""
-    if condition.gate or condition.silence or depth > 8:
+    if condition.gate or condition.silence or depth > _EVIDENCE_DEPTH:
         return False
     test = condition.test
     if test == "phase":
