@@ -43,7 +43,8 @@ SILENT_KV = {"nodes": {"spark-1": {
     "samples": {"procs": [{"from": 40, "to": 190, "profile": "worker"}]}}}}
 
 COMPILER = {"pid": 9100, "name": "cc1plus",
-            "cmdline": "/usr/lib/gcc/aarch64-linux-gnu/13/cc1plus -O3 /tmp/torchinductor_root/k.cpp"}
+            "cmdline": "/usr/lib/gcc/aarch64-linux-gnu/13/cc1plus -O3 "
+                       "/tmp/torchinductor_root/k.cpp"}
 
 
 def _stalls(tmp_path: Path, spec: dict, library, rules) -> tuple[list[dict], str]:
