@@ -24,7 +24,7 @@ from sparktriage.reproduce import beside
 from sparktriage.reproduce import diff as diffing
 from sparktriage.reproduce import facts as trapfacts
 from sparktriage.reproduce import traps as trapcheck
-from sparktriage.reproduce.devices import map_devices
+from sparktriage.reproduce.devices import asked_gpus, map_devices
 from sparktriage.reproduce.envcheck import unknown_vllm_env
 from sparktriage.reproduce.kvcheck import unshipped_connectors
 from sparktriage.reproduce.readall import import_all, import_input  # noqa: F401 (API)
@@ -83,6 +83,7 @@ def reproduce(inputs: list[Path], lab: Path | None, node_map: dict[str, str] | N
     site = localize(client_dep.get("env") or {}, client_nodes, pairs, lab_model,
                     client_dep.get("serve") or {}, str(inputs[0]), client_dep.get("engine"))
     pinned = map_devices(site, client_nodes, pairs, lab_model, str(inputs[0]))
+    asked_gpus(pinned, site, _gpu_ask(imported), pairs, lab_model, str(inputs[0]))
     statements = rank_statements + _statements(client_nodes, client_gpu, lab_model, lab_names,
                                                used) + [s for s in (site.statement(),
                                                                     pinned.statement()) if s] \
@@ -147,6 +148,15 @@ def _shape(imported: list[Imported]) -> Shape | None:
             else:
                 where = SourceLocation(part.input.path, part.line)
             return Shape(part.shape, part.shape_detail, where)
+    return None
+
+
+def _gpu_ask(imported: list[Imported]) -> tuple[int, str, str] | None:
+    """(GPUs per node, the option that asks for them, the shape) of the input whose server is
+    reproduced, where its job launcher asks for GPUs (a SLURM job)."""
+    for part in imported:
+        if part.gpus_per_node is not None and part.deployment.get("serve"):
+            return part.gpus_per_node, part.gpus_asked or "", part.shape or "the job"
     return None
 
 

@@ -10,6 +10,11 @@ the first k of its own GPUs, k being how many the client pinned (at most what th
 count) the node does not have is an unknowns row and the fact behind the
 `device-index-not-on-node` trap; the client's value stays in the client's environment, so the
 diff shows both. A value the lab YAML's node env sets wins, as for addresses (site.py).
+
+A job launcher's GPU request is a count per node as well: a SLURM job's `--gres=gpu:4`,
+`--gpus-per-node`, `--gpus-per-task` x tasks per node or `--gpus` over its nodes (its `#SBATCH`
+header or the server's `srun` line, importers/slurm.py). More GPUs per node than a lab node has
+is a row and the same trap, naming the job and the option (`asked_gpus`).
 """
 
 from __future__ import annotations
@@ -114,3 +119,30 @@ def _portable(value: str) -> bool:
     """A value that means the same on any node (`all`, `none`), or one known only at run
     time (a placeholder to supply)."""
     return value.strip().lower() in SAME_EVERYWHERE or value.strip().startswith(PREFIX)
+
+
+def asked_gpus(pinned: Pinned, site: Localized, asked: tuple[int, str, str] | None,
+               pairs: list[tuple[str | None, str]], lab: Lab, source: str) -> None:
+    """Compare the GPUs per node a job asks for, `asked` = (count, the option as written,
+    the job's shape), with each used lab node's own; `pinned` and `site` are changed in
+    place."""
+    if asked is None:
+        return
+    count_asked, option, shape = asked
+    lab_nodes = {n.name: n for n in lab.nodes}
+    short = []
+    for _, lab_node in pairs:
+        count = lab_nodes[lab_node].gpu_count()
+        if count is None:
+            continue
+        pinned.known = True
+        if count_asked > count:
+            gpus = f"{count} GPU{'s' if count != 1 else ''}"
+            pinned.missing.append(f"{lab_node}: {shape} asks {count_asked} GPUs per node "
+                                  f"({option}; {gpus} there)")
+            short.append(f"{lab_node} has {gpus}")
+    if short:
+        site.unknown.append(Unknown(
+            input=source, text=option,
+            note=f"{shape} asks {count_asked} GPUs per node; {', '.join(short)}: the plan "
+                 "places one rank per lab GPU instead"))

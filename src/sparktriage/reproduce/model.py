@@ -75,6 +75,10 @@ class Imported(_Data):
                                  "says more than a command line: `a Kubernetes LeaderWorkerSet`, "
                                  "`a SLURM job` (named in refusals)")
     shape_detail: Optional[str] = Field(None, description="its pods or nodes and their GPUs")
+    gpus_per_node: Optional[int] = Field(None, description="the GPUs each node of the job asks "
+                                         "for (`#SBATCH --gres=gpu:4`, an `srun` line's own)")
+    gpus_asked: Optional[str] = Field(None, description="the option that asks for them, as "
+                                      "written (`--gres=gpu:4`), named in rows and traps")
     command_at: Optional[str] = Field(None, description="FILE:LINE of the server command where "
                                       "it is in another file than the input (a script it runs)")
     others: list["Imported"] = Field(default_factory=list, description="independent servers "

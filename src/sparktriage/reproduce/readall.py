@@ -101,7 +101,13 @@ def _import_job(text: str, ctx: Ctx, given: dict[str, str] | None,
     for name, value in sorted(job.variables().items()):
         ctx.mapped.append(f"#SBATCH -> {name}={value} (set by SLURM in every task)")
     part = import_script(text, ctx, values, library)
-    return part.model_copy(update={"shape": "a SLURM job", "shape_detail": job.shape_detail()})
+    if part.gpus_per_node is not None:  # the server's `srun` line asks for its own
+        job = slurm.Batch(job.nodes, part.gpus_per_node, job.tasks_per_node, part.gpus_asked)
+    update = {"shape": "a SLURM job", "shape_detail": job.shape_detail()}
+    if job.gpus_per_node is not None:
+        update.update(gpus_per_node=job.gpus_per_node, gpus_asked=f"#SBATCH {job.asked}"
+                      if part.gpus_per_node is None else job.asked)
+    return part.model_copy(update=update)
 
 
 def _resolve_paths(dep: dict, base: Path) -> dict:

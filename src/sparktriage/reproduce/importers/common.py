@@ -26,6 +26,8 @@ class Ctx:
     # the serve argv is read with that release's option rules (reproduce/vllm_options.py)
     release: tuple[str, str] | None = None
     image_release: tuple[str, str] | None = None
+    # the GPUs per node an `srun` line asks for, with the option as written (slurm.step)
+    gpu_ask: tuple[int, str] | None = None
     # independent servers of the input besides the one reproduced, each read alone (apart.py)
     others: list[Imported] = field(default_factory=list)
 
@@ -45,5 +47,7 @@ class Ctx:
                                     "expanded); put its value in the deployment")
 
     def result(self, **kw) -> Imported:
+        if self.gpu_ask is not None and "gpus_per_node" not in kw:
+            kw.update(gpus_per_node=self.gpu_ask[0], gpus_asked=self.gpu_ask[1])
         return Imported(input=self.ref, unknown=self.unknown, notes=self.notes,
                         mapped=self.mapped, others=self.others, **kw)

@@ -18,7 +18,7 @@ from sparktriage.errors import InputError
 from sparktriage.reproduce.bash import Hole, Simple, read_script
 from sparktriage.reproduce.bash.transcript import commands_of
 from sparktriage.reproduce.bash.servers import Server, servers
-from sparktriage.reproduce.importers import apart, job_wrappers
+from sparktriage.reproduce.importers import apart, job_wrappers, slurm
 from sparktriage.reproduce.importers.cluster import Member, alone, assemble_cluster
 from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.importers.docker import parse_container_run
@@ -232,6 +232,7 @@ def _member(server: Server, engine: dict, ctx: Ctx) -> Member:
             serve = parse_serve(*found, ctx)
             env = {**command.exported, **server.env}
             _job_container(command, engine, ctx)
+            _job_gpus(command, ctx)
     except InputError as exc:
         raise _located(exc, command, ctx) from None
     if serve is not None:
@@ -257,6 +258,16 @@ def _job_container(command: Simple, engine: dict, ctx: Ctx) -> None:
         ctx.flag_unknown(f"{wrapped.wrapper} {wrapped.image}", f"line {command.line}: a local "
                          "container file docker cannot run; give the registry image it was "
                          "built from as the deployment's engine.image")
+
+
+def _job_gpus(command: Simple, ctx: Ctx) -> None:
+    """The GPUs per node the server's `srun` line asks for (its own options win over the
+    job's `#SBATCH` header, as in SLURM), compared with the lab's nodes by reproduce/devices.py."""
+    asked = slurm.step(command.words)
+    if asked is not None and asked.gpus_per_node is not None:
+        ctx.gpu_ask = (asked.gpus_per_node, asked.asked or "srun")
+        ctx.mapped.append(f"line {command.line}: {asked.asked} -> {asked.gpus_per_node} GPU(s) "
+                          "per node")
 
 
 def _located(exc: InputError, command: Simple, ctx: Ctx) -> InputError:

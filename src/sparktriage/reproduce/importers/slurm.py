@@ -15,6 +15,7 @@ node to node: they stay run-time values, placeholders where a server command nee
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from dataclasses import dataclass
@@ -22,21 +23,35 @@ from dataclasses import dataclass
 MAX_NODES = 1 << 16
 _SBATCH = re.compile(r"#SBATCH[ \t]+(.*)\Z")
 _NUMBER = re.compile(r"^(\d+)")
+# srun options that take a value as the next word (`-N 2`, `--gres gpu:4`): read to find where
+# srun's own options end and the program it runs begins
+_SRUN_VALUED = {"-N", "--nodes", "-n", "--ntasks", "--ntasks-per-node", "--tasks-per-node",
+                "-G", "--gpus", "--gpus-per-node", "--gpus-per-task", "--gres", "-p",
+                "--partition", "-w", "--nodelist", "-x", "--exclude", "-J", "--job-name", "-c",
+                "--cpus-per-task", "--cpus-per-gpu", "--mem", "--mem-per-cpu", "--mem-per-gpu",
+                "-t", "--time", "-A", "--account", "-q", "--qos", "-C", "--constraint",
+                "-D", "--chdir", "-o", "--output", "-e", "--error", "-i", "--input", "--export",
+                "--jobid", "--mpi", "-m", "--distribution", "--cpu-bind", "--gpu-bind",
+                "--reservation", "--het-group", "--container-image", "--container-mounts",
+                "--container-name", "--container-workdir", "--container-env"}
 
 
 @dataclass(frozen=True)
 class Batch:
-    """What the `#SBATCH` header asks for (None where it does not say)."""
+    """What the `#SBATCH` header (or an `srun` line) asks for (None where it does not say);
+    `asked` is the option that gave the GPUs per node, as written (`--gres=gpu:a100:8`)."""
 
     nodes: int | None = None
     gpus_per_node: int | None = None
     tasks_per_node: int | None = None
+    asked: str | None = None
 
     def shape_detail(self) -> str | None:
         if self.nodes is None:
             return None
         gpus = f" x {self.gpus_per_node} GPU(s)" if self.gpus_per_node else ""
-        return f"#SBATCH {self.nodes} node(s){gpus}"
+        return f"#SBATCH {self.nodes} node(s){gpus}" + (f" from {self.asked}" if gpus and
+                                                        self.asked else "")
 
     def variables(self) -> dict[str, str]:
         """The values SLURM sets in every task of the job."""
@@ -51,10 +66,46 @@ class Batch:
 
 
 def _count(value: str) -> int | None:
-    """The number in `4`, `2-4` (its lower end), `gpu:a100:4` (its last field)."""
+    """The number in `4`, `2-4` (its lower end), `a100:4` (its last field)."""
     last = value.split(":")[-1].split(",")[0]
     found = _NUMBER.match(last)
     return min(int(found.group(1)), MAX_NODES) if found else None
+
+
+def _gres_gpus(value: str) -> int | None:
+    """GPUs per node in a `--gres` list (`gpu`, `gpu:4`, `gpu:a100:4`, `shard:2,gpu:2(S:0)`):
+    a gpu entry's count, 1 where it names none (sbatch's default); None without a gpu entry."""
+    for entry in re.sub(r"\([^)]*\)", "", value).split(","):
+        fields = entry.strip().split(":")
+        if fields[0] != "gpu":
+            continue
+        found = _NUMBER.match(fields[-1]) if len(fields) > 1 else None
+        return min(int(found.group(1)), MAX_NODES) if found else 1
+    return None
+
+
+def _parse(words: list[str], out: dict[str, str], stop: bool = False) -> None:
+    """Options `--name=value`, `--name value`, `-Xvalue`, `-X value` into `out` (long names
+    without `--`, short ones as `-X`); with `stop`, up to the first word that is no option nor
+    an option's value (the program an `srun` line runs)."""
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word.startswith("--"):
+            name, eq, value = word[2:].partition("=")
+            takes = not stop or f"--{name}" in _SRUN_VALUED
+            if not eq and takes and i + 1 < len(words) and not words[i + 1].startswith("-"):
+                value, i = words[i + 1], i + 1
+            out[name] = value
+        elif word.startswith("-") and len(word) >= 2:
+            value = word[2:]
+            takes = not stop or word[:2] in _SRUN_VALUED
+            if not value and takes and i + 1 < len(words):
+                value, i = words[i + 1], i + 1
+            out[word[:2]] = value
+        elif stop:
+            return
+        i += 1
 
 
 def options(text: str) -> dict[str, str]:
@@ -71,35 +122,55 @@ def options(text: str) -> dict[str, str]:
             words = shlex.split(match.group(1), comments=True)
         except ValueError:
             continue
-        i = 0
-        while i < len(words):
-            word = words[i]
-            if word.startswith("--"):
-                name, eq, value = word[2:].partition("=")
-                if not eq and i + 1 < len(words) and not words[i + 1].startswith("-"):
-                    value, i = words[i + 1], i + 1
-                out[name] = value
-            elif word.startswith("-") and len(word) >= 2:
-                value = word[2:]
-                if not value and i + 1 < len(words):
-                    value, i = words[i + 1], i + 1
-                out[word[:2]] = value
-            i += 1
+        _parse(words, out)
     return out
 
 
-def batch(text: str) -> Batch:
-    opts = options(text)
+def request(opts: dict[str, str]) -> Batch:
+    """Nodes, tasks and GPUs per node from sbatch/srun options, by SLURM's meaning of each:
+    `--gpus-per-node` and `--gres=gpu[:type]:N` count per node; `--gpus-per-task` counts per
+    task (times the tasks on a node: `--ntasks-per-node`, else `--ntasks` over the nodes, else
+    one); `-G/--gpus` counts for the whole job, spread over its nodes, so some node gets at
+    least the rounded-up share."""
     nodes = _count(opts.get("nodes") or opts.get("-N") or "")
     tasks = _count(opts.get("ntasks-per-node") or opts.get("tasks-per-node") or "")
-    gpus = _count(opts.get("gpus-per-node") or "")
-    gres = opts.get("gres") or ""
-    if gpus is None and "gpu" in gres:
-        gpus = _count(next((g for g in gres.split(",") if g.startswith("gpu")), ""))
+    all_tasks = _count(opts.get("ntasks") or opts.get("-n") or "")
+    candidates = [("gpus-per-node", _count(opts.get("gpus-per-node") or "")),
+                  ("gres", _gres_gpus(opts.get("gres") or ""))]
     per_task = _count(opts.get("gpus-per-task") or "")
-    if gpus is None and per_task is not None:
-        gpus = per_task * (tasks or 1)
-    total = _count(opts.get("gpus") or opts.get("-G") or "")
-    if gpus is None and total is not None:
-        gpus = max(1, total // (nodes or 1))
-    return Batch(nodes, gpus, tasks)
+    if per_task is not None:
+        on_node = tasks or (-(-all_tasks // (nodes or 1)) if all_tasks else 1)
+        candidates.append(("gpus-per-task", per_task * on_node))
+    total_key = "gpus" if "gpus" in opts else "-G"
+    total = _count(opts.get(total_key) or "")
+    if total is not None:
+        candidates.append((total_key, -(-total // (nodes or 1))))
+    for key, gpus in candidates:
+        if gpus is not None:
+            shown = f"-G {opts[key]}" if key == "-G" else f"--{key}={opts[key]}"
+            if key == "gpus-per-task" and tasks:
+                shown += f" x {tasks} task(s) per node"
+            if key in ("gpus", "-G") and nodes:
+                shown += f" over {nodes} node(s)"
+            return Batch(nodes, gpus, tasks, shown)
+    return Batch(nodes, None, tasks)
+
+
+def batch(text: str) -> Batch:
+    return request(options(text))
+
+
+def step(words: list[str] | tuple[str, ...]) -> Batch | None:
+    """What an `srun` line's own options ask for (`srun -N1 --gres=gpu:4 vllm serve ...`), up
+    to the program it runs; None for a command without srun."""
+    words = list(words)
+    at = next((i for i, w in enumerate(words) if os.path.basename(w) == "srun"), None)
+    if at is None:
+        return None
+    out: dict[str, str] = {}
+    _parse(words[at + 1:], out, stop=True)
+    found = request(out)
+    if found.gpus_per_node is not None:
+        return Batch(found.nodes, found.gpus_per_node, found.tasks_per_node,
+                     f"srun {found.asked}")
+    return found
