@@ -12,7 +12,7 @@ from rich.text import Text
 
 from sparktriage.cli import console
 from sparktriage.cli.progress import session_progress
-from sparktriage.session.live import LiveState
+from sparktriage.session.live import LiveState, cause_text
 
 
 def clock(seconds: float | None) -> str:
@@ -87,7 +87,7 @@ def plain(event: str, details: dict) -> None:
                      f"{', '.join(details.get('nodes') or [])}")
     elif event == "live-stall":
         console.warn(f"[{details['node']}] live: {details['kind']} in {details['phase']}, "
-                     f"{details['duration_s']:.0f} s, probable cause {details['cause']} "
+                     f"{details['duration_s']:.0f} s, probable cause {cause_text(details)} "
                      f"({details['confidence']:.2f})")
     elif event == "sweep-leader":
         console.info(f"sweep leader: {details['text']}")

@@ -25,6 +25,15 @@ from sparktriage.progress import Observer
 WATCH_INTERVAL_S = 5.0
 
 
+
+def cause_text(record: dict) -> str:
+    """A live verdict's cause; an unknown one names the candidates still open, since without
+    evidence for one of them the classifier names none."""
+    cause, candidates = record.get("cause"), record.get("open") or []
+    if cause == "unknown" and candidates:
+        return f"unknown (open: {', '.join(candidates)})"
+    return str(cause)
+
 @dataclass
 class NodeView:
     phase: str = "starting"
@@ -77,7 +86,7 @@ class LiveState:
                 view.phase = "ready"
         elif event == "live-stall":
             view = self.nodes.setdefault(d.get("node", "?"), NodeView())
-            view.cause = (f"{d.get('cause')} ({d.get('confidence', 0):.2f}) in {d.get('phase')}, "
+            view.cause = (f"{cause_text(d)} ({d.get('confidence', 0):.2f}) in {d.get('phase')}, "
                           f"{d.get('duration_s', 0):.0f} s")
         elif event == "request" and not d.get("warmup"):
             self.requests_done += 1
@@ -139,6 +148,7 @@ class StallWatcher:
                         "node": finding.get("node"), "kind": finding.get("kind"),
                         "phase": finding.get("phase"), "cause": verdict.get("id"),
                         "confidence": verdict.get("confidence") or 0.0,
+                        "open": list(verdict.get("open") or []),
                         "start": finding.get("start"), "duration_s": finding.get("duration_s") or 0.0})
         return new
 

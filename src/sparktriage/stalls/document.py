@@ -45,6 +45,9 @@ def why_not(score: Score, winner: Score | None) -> str:
         return "excluded: " + "; ".join(parts) if parts else "excluded"
     if score.state == OPEN:
         unknown = [n for n, _ in score.decision_literals if score.outcomes[n].value is None]
+        if not unknown:
+            return ("open: its decision holds, but only on gates, the phase or a silence; "
+                    "nothing that is evidence for it was seen")
         missing = score.missing()
         need = f"needs {', '.join(missing)}" if missing else "its evidence is not in this window"
         return (f"open: cannot be told apart without more evidence ({need}; unknown: "

@@ -19,7 +19,7 @@ from sparktriage.stalls.detect import Detection, Period
 from sparktriage.stalls.inputs import Evidence
 from sparktriage.stalls.loader import RuleSet
 from sparktriage.stalls.markers import MarkerSet
-from sparktriage.stalls.schema import Rule
+from sparktriage.stalls.schema import Rule, is_evidence
 from sparktriage.stalls.signals import Window
 
 UNKNOWN = "unknown"
@@ -31,15 +31,18 @@ class CompiledRule:
     rule: Rule
     tree: expr.Node
     literals: tuple[tuple[str, bool], ...]  # (condition name, read under `not`)
+    evidence: frozenset[str] = frozenset()  # conditions whose truth is evidence for the cause
 
 
 def compile_rules(ruleset: RuleSet) -> list[CompiledRule]:
     out = []
+    shared = ruleset.vocabulary.shared if ruleset.vocabulary else {}
     for loaded in ruleset.rules.values():
         rule = loaded.rule
         tree = expr.parse(rule.decision)
         literals = tuple(dict.fromkeys(expr.names(tree, list(rule.conditions))))
-        out.append(CompiledRule(rule, tree, literals))
+        evidence = frozenset(n for n, c in rule.conditions.items() if is_evidence(c, shared))
+        out.append(CompiledRule(rule, tree, literals, evidence))
     return sorted(out, key=lambda c: c.rule.id)
 
 
@@ -55,6 +58,7 @@ class Score:
     literals: tuple[tuple[str, bool], ...]  # decision literals, then `support` conditions
     gate: str | None = None  # why the rule did not apply at all (kind or phase)
     decision_len: int = 0  # how many of `literals` belong to the decision
+    grounded: bool = False  # a condition that is evidence for the cause holds
 
     @property
     def decision_literals(self) -> tuple[tuple[str, bool], ...]:
@@ -112,8 +116,14 @@ def score_rule(compiled: CompiledRule, period: Period, evaluator: Evaluator) -> 
     coverage = sum(weight[n] for n in needed if outcomes[n].value is not None) \
         / (sum(weight[n] for n in needed) or 1.0)
     state = {True: DECIDED, None: OPEN, False: EXCLUDED}[value]
+    # a decision that holds on gates, the phase and silences alone is no finding of the
+    # cause: a silent weight read with no compiler anywhere is not compile-jit; it stays open
+    grounded = any(outcomes[n].value is True for n, neg in backing
+                   if not neg and n in compiled.evidence)
+    if state == DECIDED and not grounded:
+        state = OPEN
     return Score(rule, state, round(support, 4), round(coverage, 4), outcomes, tuple(backing),
-                 decision_len=len(compiled.literals))
+                 decision_len=len(compiled.literals), grounded=grounded)
 
 
 def _confidence(winner: Score, standing: list[Score]) -> float:
@@ -142,9 +152,12 @@ def classify(period: Period, compiled: list[CompiledRule], window: Window,
         confidence = _confidence(winner, standing)
         verdict_id = winner.rule.id
     elif open_:
-        top = open_[0]
-        tied = [s for s in open_ if s.support == top.support]
-        winner = top if len(tied) == 1 and top.support > 0 else None
+        # only a rule with evidence of its own may be named; support from a silence alone
+        # ranks candidates but names none
+        grounded = [s for s in open_ if s.grounded]
+        top = grounded[0] if grounded else None
+        tied = [s for s in grounded if top and s.support == top.support]
+        winner = top if top and len(tied) == 1 and top.support > 0 else None
         confidence = _confidence(top, standing) if winner else 0.0
         verdict_id = winner.rule.id if winner else UNKNOWN
         open_ids = [s.rule.id for s in open_ if s is not winner]

@@ -66,6 +66,9 @@ class Condition(_Strict):
     gate: bool = Field(False, description="a precondition of the cause (several ranks, Ray in "
                        "use): it must hold for the decision but is no evidence for the cause, "
                        "so it adds no support")
+    silence: bool = Field(False, description="the test reads an absence (nothing read, idle "
+                          "processes, a flat network): it may decide and support a cause "
+                          "beside evidence for it, never name the cause alone")
     explain: str | None = Field(None, description="what a match means, shown as evidence")
 
     @model_validator(mode="after")
@@ -103,6 +106,28 @@ class Condition(_Strict):
     @property
     def test(self) -> str:
         return next(k for k in TEST_KEYS if getattr(self, k) is not None)
+
+
+_EVIDENCE_DEPTH = 8  # nested all/any/use; the YAML depth cap keeps real rules far below
+
+
+def is_evidence(condition: Condition, shared: dict[str, Condition], depth: int = 0) -> bool:
+    """Whether a true outcome of the condition is evidence for a cause: not a gate, not a
+    silence, not the phase. `all:` is evidence when one of its parts is (the others only
+    narrow it); `any:` only when every part is, since the part that held is not known."""
+    if condition.gate or condition.silence or depth > _EVIDENCE_DEPTH:
+        return False
+    test = condition.test
+    if test == "phase":
+        return False
+    if test == "use":
+        target = shared.get(condition.use)
+        return target is not None and is_evidence(target, shared, depth + 1)
+    if test == "all":
+        return any(is_evidence(c, shared, depth + 1) for c in condition.all)
+    if test == "any":
+        return all(is_evidence(c, shared, depth + 1) for c in condition.any)
+    return True
 
 
 class Lookalike(_Strict):

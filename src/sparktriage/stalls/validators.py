@@ -16,7 +16,7 @@ from sparktriage.logs.catalog import PHASES
 from sparktriage.stalls.markers import SERVING
 from sparktriage.stalls import expr
 from sparktriage.stalls.loader import LoadedRule, Problem, RuleSet
-from sparktriage.stalls.schema import Condition
+from sparktriage.stalls.schema import Condition, is_evidence
 from sparktriage.stalls.signals import SIGNALS
 
 # design.md §5: the stable root-cause ids. Ids never change meaning; new causes get new ids.
@@ -217,6 +217,26 @@ class EvidenceDeclared(Validator):
             yield loaded.location("evidence"), f"evidence lists {source} but no condition reads it"
 
 
+class Grounded(Validator):
+    name, description = "grounded", "some condition the rule tests for is evidence for its cause"
+    severity = "warning"
+
+    def check(self, loaded, ruleset):
+        rule = loaded.rule
+        shared = ruleset.vocabulary.shared if ruleset.vocabulary else {}
+        try:
+            tree = expr.parse(rule.decision)
+        except expr.ExprError:
+            return  # the decision validator reports it
+        positive = [n for n, neg in expr.names(tree, list(rule.conditions)) if not neg]
+        positive += [n for n in rule.support if n in rule.conditions]
+        if not any(is_evidence(rule.conditions[n], shared) for n in positive
+                   if n in rule.conditions):
+            yield loaded.location("decision"), (
+                "no condition the rule tests for is evidence for its cause (only gates, the "
+                "phase and silences): the engine can never name it")
+
+
 class Lookalikes(Validator):
     name, description = "lookalikes", "look-alikes exist and are told apart by defined conditions"
 
@@ -243,7 +263,8 @@ class References(Validator):
 
 
 VALIDATORS: tuple[Validator, ...] = (IdMatchesFile(), TitleFirst(), Taxonomy(), Decision(),
-                                     Vocabulary(), EvidenceDeclared(), Lookalikes(), References())
+                                     Vocabulary(), EvidenceDeclared(), Grounded(), Lookalikes(),
+                                     References())
 
 
 def validate(ruleset: RuleSet) -> list[Problem]:
