@@ -119,27 +119,29 @@ def _capped() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (CAP, CAP))
 
 
-def test_a_long_log_of_one_repeated_line_is_classified_under_a_memory_cap(tmp_path):
-    """60,000 copies of one warning under a 96 MiB address-space cap: keeping a line object
-    each took about 1.5 KB a line (exit 70, MemoryError, under this cap); runs keep one."""
-    log = tmp_path / "nccl.log"
-    log.write_text(WARNING * LINES)
-    out = tmp_path / "stalls.json"
+def _stalls_under_cap(log: Path) -> dict:
+    """`sparktriage stalls LOG --json` under the CAP address-space limit: it must exit 0 with
+    no traceback; the document it wrote."""
+    out = log.with_name("stalls.json")
     result = subprocess.run([sys.executable, "-m", "sparktriage", "stalls", str(log), "--json",
                              str(out)], capture_output=True, text=True, timeout=300,
                             preexec_fn=_capped)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "Traceback" not in result.stderr and "internal error" not in result.stderr
-    document = json.loads(out.read_text())
+    return json.loads(out.read_text())
+
+
+def test_a_long_log_of_one_repeated_line_is_classified_under_a_memory_cap(tmp_path):
+    """60,000 copies of one warning under a 96 MiB address-space cap: keeping a line object
+    each took about 1.5 KB a line (exit 70, MemoryError, under this cap); runs keep one."""
+    log = tmp_path / "nccl.log"
+    log.write_text(WARNING * LINES)
+    document = _stalls_under_cap(log)
     assert list(document["nodes"]) == ["nccl"] and document["nodes"]["nccl"]["lines"] == LINES
     assert document["findings"] == []
 
 
-DISTINCT, DISTINCT_CAP = 100_000, CAP
-
-
-def _distinct_capped() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (DISTINCT_CAP, DISTINCT_CAP))
+DISTINCT = 100_000
 
 
 @pytest.mark.slow  # about 25 s of CPU: 100,000 lines read under the cap
@@ -154,13 +156,7 @@ def test_a_long_log_of_distinct_lines_is_classified_under_a_memory_cap(tmp_path)
             fh.write(f"(EngineCore_DP0 pid=2345) WARNING 12-06 10:{n // 3000:02d}:"
                      f"{n // 50 % 60:02d} [pynccl.py:153] NCCL WARN NET/IB : No device found "
                      f"(attempt {n}). Falling back to socket transport\n")
-    out = tmp_path / "stalls.json"
-    result = subprocess.run([sys.executable, "-m", "sparktriage", "stalls", str(log), "--json",
-                             str(out)], capture_output=True, text=True, timeout=300,
-                            preexec_fn=_distinct_capped)
-    assert result.returncode == 0, result.stderr[-2000:]
-    assert "Traceback" not in result.stderr and "internal error" not in result.stderr
-    document = json.loads(out.read_text())
+    document = _stalls_under_cap(log)
     (node,) = document["nodes"].values()
     assert node["lines"] == DISTINCT and node["outcome"] == "not-ready"
     assert document["findings"] == [] and document["summary"]["stalls"] == 0

@@ -8,6 +8,7 @@ later, on another machine.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from sparktriage.stalls import document
@@ -28,12 +29,18 @@ class Rules:
     ruleset: RuleSet
     markers: MarkerSet
 
+    @cached_property
+    def quiet(self):
+        """The quiet-line test of these rules (stalls/quiet.py), built once: it compiles every
+        rule's expressions and their literal prefilter."""
+        return quiet_lines(self.ruleset, self.markers)
+
     def thinning(self, params: DetectParams | None = None) -> Thinning:
         """Which lines a stretch may fold: quiet ones (stalls/quiet.py), each within a tenth
         of the shortest silence the detectors report (at most 1 s)."""
         params = params or DetectParams()
         shortest = min(params.silence_s, params.min_stall_s)
-        return Thinning(quiet_lines(self.ruleset, self.markers), min(1.0, shortest / 10))
+        return Thinning(self.quiet, min(1.0, shortest / 10))
 
 
 def load_rules(rules_dir: Path | None = None) -> Rules:
