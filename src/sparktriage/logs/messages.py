@@ -18,8 +18,10 @@ import json
 import re
 from dataclasses import dataclass
 from importlib import resources
+from typing import TYPE_CHECKING
 
-from sparktriage.logs.catalog import Rule
+if TYPE_CHECKING:  # the catalog's rules are built from a table this module's catalogue feeds
+    from sparktriage.logs.catalog import Rule
 
 # %-conversions as vLLM's source writes them: %s %r %d %i %f %.2f %5.1f %x %e %g %(name)s
 _CONVERSION = re.compile(r"%(?:\((?P<key>[^)]{1,40})\))?[-+ #0]*(?:\d+|\*)?(?:\.\d+)?"
