@@ -1,7 +1,8 @@
 """Generate logs/data/vllm_message_meanings.json: every start-up message of the catalogue with
 its meaning, from the catalogue (data/vllm_messages.json) and the hand table
-(data/message_meanings.tsv, keyed by format string); then logs/data/vllm_message_rules.json,
-which catalogue messages the reader's rules (built from the new table) match.
+(data/message_meanings.tsv, keyed by format string), and data/vllm_rule_patterns.json, the
+patterns of the rules derived from those formats; then logs/data/vllm_message_rules.json,
+which catalogue messages the reader's rules (built from the new patterns) match.
 
     .venv/bin/python scripts/vllm_message_meanings.py [--check]
 
@@ -36,15 +37,17 @@ def main() -> int:
         for fmt in undecided:
             print(f"  {fmt!r}", file=sys.stderr)
         return 1
-    text = meanings.dump(entries)
-    target = resources.files("sparktriage.logs").joinpath(meanings.TABLE)
+    files = {meanings.TABLE: meanings.dump(entries), meanings.PATTERNS: meanings.dump_patterns(entries)}
+    data = resources.files("sparktriage.logs")
     if check:
-        current = target.read_text(encoding="utf-8") == text
+        current = all(data.joinpath(name).read_text(encoding="utf-8") == text
+                      for name, text in files.items())
         print("current" if current else "out of date: run scripts/vllm_message_meanings.py")
         return 0 if current else 1
-    with open(str(target), "w", encoding="utf-8") as out:
-        out.write(text)
-    print(f"{len(entries)} messages written to {target}")
+    for name, text in files.items():
+        with open(str(data.joinpath(name)), "w", encoding="utf-8") as out:
+            out.write(text)
+    print(f"{len(entries)} messages written to {data.joinpath(meanings.TABLE)}")
     # the rules are compiled from the table at import: map in a fresh process that reads it
     subprocess.run([sys.executable, __file__, "--rules"], check=True)
     return 1 if stale else 0

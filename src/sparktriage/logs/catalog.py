@@ -16,6 +16,7 @@ tell; each says its speaker. docs/logs.md lists them by phase.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -39,10 +40,16 @@ class Rule:
 
     id: str
     key: str
-    patterns: tuple[re.Pattern, ...]
+    sources: tuple[str, ...]  # the patterns' text, compiled on the rule's first use
     phase: str | None = None  # startup phase this message belongs to (an anchor)
     derived: int = 0  # how many of the patterns are compiled from vLLM's format strings
     speaker: str = VLLM  # whose shape the hand-written patterns read, and why they are by hand
+
+    @functools.cached_property
+    def patterns(self) -> tuple[re.Pattern, ...]:
+        # compiled when first needed: most rules' keys never occur in a given log, and compiling
+        # every pattern at import would cost each command's start
+        return tuple(re.compile(p, re.MULTILINE) for p in self.sources)
 
     def search(self, message: str) -> re.Match | None:
         for pattern in self.patterns:
@@ -54,23 +61,23 @@ class Rule:
 
 def _r(id: str, key: str, pattern: str, phase: str | None = None, speaker: str = VLLM) -> Rule:
     """A hand-written rule."""
-    return Rule(id, key, (re.compile(pattern, re.MULTILINE),), phase, 0, speaker)
+    return Rule(id, key, (pattern,), phase, 0, speaker)
 
 
 def _d(id: str, key: str, groups: tuple[str, ...], phase: str | None = None,
        extra: str | None = None, speaker: str = VLLM, first: bool = False) -> Rule:
     """A rule derived from the catalogue's formats (`groups`: the names every pattern defines),
     with `extra`, a hand-written pattern for `speaker`'s shape the catalogue does not hold.
-    `first`: the message must begin the text (another message may quote it)."""
+    `first`: the message must begin the text, after the model tag of the compile lines
+    (another message may quote it)."""
     # no format (a table regenerated without one): the rule reads nothing, and
     # tests/logs/test_message_meanings.py names it
-    derived = tuple(("^" if first else "") + p for p in rule_patterns(id, groups))
+    derived = tuple(("^" + _TAG if first else "") + p for p in rule_patterns(id, groups))
     patterns = list(derived)
     if extra is not None:
         missing = [g for g in groups if f"(?P<{g}>" not in extra]
         patterns.append(extra + "".join(f"(?P<{g}>(?!))?" for g in missing))
-    return Rule(id, key, tuple(re.compile(p, re.MULTILINE) for p in patterns), phase,
-                len(derived), speaker)
+    return Rule(id, key, tuple(patterns), phase, len(derived), speaker)
 
 
 RULES: tuple[Rule, ...] = (
