@@ -134,3 +134,29 @@ def test_a_malformed_hand_line_is_named(line, problem):
     with pytest.raises(meanings.TableError, match=problem) as err:
         meanings.parse_hand("# head\n" + line + "\n")
     assert "line 2" in str(err.value)
+
+
+STATED = """\
+INFO 05-10 10:00:00 [api_server.py:1] vLLM API server version 0.32.0
+INFO 05-10 10:00:05 [gpu_model_runner.py:1] Starting to load model /models/big-moe...
+INFO 05-10 10:03:10 [weight_utils.py:1] Time spent downloading weights for /models/big-moe: 180.250000 seconds
+INFO 05-10 10:09:00 [default_loader.py:1] Loading weights took 350.10 seconds
+INFO 05-10 10:16:00 [base_loader.py:1] Online quantization as part of model loading took 412.50 seconds
+INFO 05-10 10:16:01 [gpu_model_runner.py:1] Model loading took 40.5 GiB and 955.000000 seconds
+INFO 05-10 10:17:30 [backends.py:1] Saved compiler manager cache in 2.75 seconds.
+INFO 05-10 10:19:00 [mm_encoder_model_runner.py:1] Encoder graph capturing finished in 37 secs, took 0.52 GiB (12 graphs)
+"""
+
+
+def test_the_stated_durations_of_the_catalogue_reach_the_document(tmp_path):
+    from sparktriage.logs.scan import analyze_inputs
+    log = tmp_path / "stated.log"
+    log.write_text(STATED, encoding="utf-8")
+    for fast in (True, False):
+        doc = analyze_inputs([str(log)], fast=fast)
+        assert doc["reported"] == {
+            "weights_download_s": 180.25, "loading_weights_s": 350.1,
+            "online_quantization_s": 412.5, "model_loading_s": 955.0, "model_loading_gib": 40.5,
+            "encoder_graph_capture_s": 37.0}
+        names = [p["name"] for p in doc["phases"]]
+        assert names[:4] == ["resolve", "weight_read", "post_load", "compile"]

@@ -200,7 +200,7 @@ RULES: tuple[Rule, ...] = (
     _r("jit.cold", "JIT-compile", r"JIT-compile", "kernel_jit", "FlashInfer's JIT logger"),
     _r("jit.cutedsl", "CuTeDSL JIT", r"CuTeDSL JIT", "kernel_jit", "CUTLASS DSL's logger"),
     # --- CUDA graphs ---
-    _r("graphs.bar", "CUDA graphs", r"Capturing (?:prefill )?CUDA graphs(?: \((?P<mode>[^)]*)\))?",
+    _r("graphs.bar", "CUDA graph", r"Capturing (?:prefill )?CUDA graph(?:s| shapes)(?: \((?P<mode>[^)]*)\))?",
        "cuda_graphs", "tqdm's bar of vLLM's capture; `mode` spans two holes"),
     _d("reported.graph_capture", "Graph capturing finished", ("s", "gib"), "cuda_graphs",
        r"Graph capturing finished in " + _NUM + r" secs?",
@@ -258,13 +258,15 @@ RULES: tuple[Rule, ...] = (
     _r("kernel.emulation", "falling back to the slow and unoptimized emulation",
        r"(?P<what>\w+ linear) falling back", None),
     _r("kernel.prepare_finalize", "Using MoEPrepareAndFinalize",
-       r"^Using (?P<k>MoEPrepareAndFinalize\w*)", None),
+       r"^Using (?P<k>MoEPrepareAndFinalize\w*)", None,
+       "vLLM: a generic format (`Using %s`) whose hole is a class name"),
     _r("kernel.attention", "ttention backend",
        r"^Using (?P<k>[\w .-]+?) (?:[Aa]ttention )?backend(?: on V1 engine)?"
        r"(?: out of potential backends: \[(?P<cands>[^\]]*)\])?\.?$", None),
     _r("kernel.rejected", "does not support the deployment configuration",
        r"(?P<what>[\w ]+?MoE) backend '(?P<k>\w+)' does not support the deployment configuration "
-       r"since (?P<why>.+?)\.?$", None),
+       r"since (?P<why>.+?)\.?$", None,
+       "a field log's wording; no release 0.10-0.32 prints it"),
 )
 
 RULES_BY_ID = {rule.id: rule for rule in RULES}
