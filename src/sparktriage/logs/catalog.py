@@ -16,10 +16,9 @@ tell; each says its speaker. docs/logs.md lists them by phase.
 
 from __future__ import annotations
 
-import functools
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sparktriage.logs.meanings import rule_patterns
 
@@ -33,7 +32,7 @@ _NUM = r"(?P<s>\d+(?:\.\d+)?)"
 VLLM = "vLLM"  # the speaker of a hand rule that reads vLLM's logger
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Rule:
     """One message shape: `key` must be in the message; the first of `patterns` that matches
     extracts its fields (every pattern of a rule defines the same group names)."""
@@ -44,15 +43,21 @@ class Rule:
     phase: str | None = None  # startup phase this message belongs to (an anchor)
     derived: int = 0  # how many of the patterns are compiled from vLLM's format strings
     speaker: str = VLLM  # whose shape the hand-written patterns read, and why they are by hand
+    # compiled when first needed: most rules' keys never occur in a given log, and compiling
+    # every pattern at import would cost each command's start (a list filled in place: slots
+    # keep the attribute reads of the per-line key test fast)
+    _compiled: list = field(default_factory=list, compare=False, repr=False)
 
-    @functools.cached_property
+    @property
     def patterns(self) -> tuple[re.Pattern, ...]:
-        # compiled when first needed: most rules' keys never occur in a given log, and compiling
-        # every pattern at import would cost each command's start
-        return tuple(re.compile(p, re.MULTILINE) for p in self.sources)
+        return tuple(self._compiled or self._compile())
+
+    def _compile(self) -> list:
+        self._compiled.extend(re.compile(p, re.MULTILINE) for p in self.sources)
+        return self._compiled
 
     def search(self, message: str) -> re.Match | None:
-        for pattern in self.patterns:
+        for pattern in self._compiled or self._compile():
             found = pattern.search(message)
             if found is not None:
                 return found
