@@ -79,6 +79,7 @@ def test_a_derived_rule_reads_every_format_it_is_given(rule):
     formats = meanings.formats_for(rule.id)
     assert formats
     for fmt, holes in formats:
+        assert holes is not None, f"{rule.id} derives from {fmt!r}: name its holes in the table"
         text, values = _filled(fmt)
         hits = [h for h in catalog.match_message(text) if h.id == rule.id]
         assert hits, f"{rule.id} does not read {text!r}"
@@ -122,6 +123,26 @@ def test_a_reworded_release_is_a_regeneration():
     grown = messages.Catalogue(cat.releases, cat.size_per_release, cat.messages + (new,))
     _, undecided, _ = meanings.build(grown, meanings.parse_hand(meanings.hand_text()))
     assert undecided == [new.fmt]
+
+
+def test_a_regenerated_table_gives_a_rule_the_new_wording():
+    # the whole path of a new release: catalogue entry -> hand line -> generated patterns
+    import json
+    cat = messages.catalogue()
+    reworded = messages.Message("feedbeef01", "log", "INFO",
+                                "vllm.model_executor.model_loader.default_loader",
+                                "Weights loaded in %.2f s from %s", ("0.33.0",))
+    grown = messages.Catalogue(cat.releases, cat.size_per_release, cat.messages + (reworded,))
+    hand = meanings.hand_text() + ('duration:weights_load:s\treported.loading_weights(s,_)\t'
+                                   '"Weights loaded in %.2f s from %s"\n')
+    entries, undecided, stale = meanings.build(grown, meanings.parse_hand(hand))
+    assert not undecided and not stale
+    patterns = json.loads(meanings.dump_patterns(entries))["patterns"]["reported.loading_weights"]
+    found = [re.search(p, "Weights loaded in 731.25 s from /models/big-moe") for p, _ in patterns]
+    assert [float(m["s"]) for m in found if m] == [731.25]
+    # the committed patterns are these, less the new wording
+    assert [(p, tuple(n)) for p, n in patterns[:-1]] == \
+        meanings.derived_sources()["reported.loading_weights"]
 
 
 @pytest.mark.parametrize("line, problem", [
