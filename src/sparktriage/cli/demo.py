@@ -15,7 +15,7 @@ from sparktriage.cli.progress import protocol_lines
 from sparktriage.cli.session_view import plain
 from sparktriage.bench.render import delivered_table
 from sparktriage.errors import LaunchError, UsageError
-from sparktriage.sweep.allocate import decision_word
+from sparktriage.sweep.policy.words import decision_word
 
 
 

@@ -45,7 +45,7 @@ def run_engine(run_dir: Path, plan: SweepPlan, deployment, observe: Observer,
     """The sweep by the sweep engine into `DIR/sweep` (its own run directory: the engine owns
     every launch folder there; resumed from its `sweep-state.json` when there is one), its
     `sweep.json` copied to the top for the report; return it."""
-    from sparktriage.sweep.engine import run_sweep
+    from sparktriage.sweep.running.engine import run_sweep
     out = run_dir / "sweep"
     fresh = not (out / "sweep-state.json").is_file()
     result = run_sweep(plan if fresh else None, out, observe, command=["sparktriage", "session"],

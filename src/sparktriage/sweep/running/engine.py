@@ -33,12 +33,12 @@ from sparktriage.store.rundir import RunDir
 from sparktriage.store.typed import check
 from sparktriage.sweep.assess import Assessment, assess
 from sparktriage.sweep.document import document as sweep_document
-from sparktriage.sweep.evidence import LaunchEvidence, derive, derive_all, protocol_failure
-from sparktriage.sweep.pair_phase import FILE, run_pairs
-from sparktriage.sweep.model_inputs import step_shape
-from sparktriage.sweep.gate import greedy_outputs
+from sparktriage.sweep.evidence.launch import LaunchEvidence, derive, derive_all, protocol_failure
+from sparktriage.sweep.running.pair_phase import FILE, run_pairs
+from sparktriage.sweep.policy.situation import step_shape
+from sparktriage.sweep.evidence.gate import greedy_outputs
 from sparktriage.sweep.plan import SweepPlan, deployment_hash, plan_sweep
-from sparktriage.sweep.state import SweepState, open_state
+from sparktriage.sweep.running.state import SweepState, open_state
 
 __all__ = ["plan_sweep", "run_sweep", "SweepResult", "SweepPlan"]
 
@@ -95,7 +95,8 @@ class _Sweep:
         return not any(e.gate_collected for e in self.evidence if e.depth == depth)
 
     def pair_phase(self, endpoint: str, launch, deployment) -> str | None:
-        """Run the launch's two-stream phase (sweep.pair_phase); why it did not run, if not."""
+        """Run the launch's two-stream phase (sweep.running.pair_phase); why it did not run, if
+        not."""
         if deployment.serve.max_num_seqs == 1:
             return "the deployment serves one sequence at a time (max_num_seqs 1)"
         try:
@@ -159,7 +160,8 @@ class _Sweep:
         ended = measure_launch(self.run, deployment, measure, observe=self.observe,
                                prefix=self.label_prefix, processes=self.processes,
                                opened=opened, interrupted=interrupted)
-        # the loop's facts only: everything measured is derived from the folder (sweep.evidence)
+        # the loop's facts only: everything measured is derived from the folder
+        # (sweep.evidence.launch)
         result = ended.result
         record.update(wall_s=ended.wall_s, ready_s=result.get("ready_s"),
                       outcome=result.get("outcome"), error=ended.error, problems=problems,
