@@ -31,8 +31,8 @@ from sparktriage.session.runner import open_session, run_session
 from sparktriage.measure.steps import bench_summary
 from sparktriage.store.documents import write_document
 from sparktriage.store.rundir import SCHEMA_VERSION, RunDir
-from sparktriage.sweep.acceptance import from_log
-from sparktriage.sweep.evidence import workload_rate
+from sparktriage.sweep.evidence.acceptance import from_log
+from sparktriage.sweep.evidence.launch import workload_rate
 from sparktriage.errors import InputError
 from sparktriage.testbed import garbage as garbage_package
 from sparktriage.testbed.garbage.variants import trained_model
