@@ -34,8 +34,8 @@ POOL_KINDS = ("log", "helper", "progress")
 POOL_LEVELS = ("INFO", "WARNING", "ERROR", "CRITICAL")
 _MEANING = re.compile(r"^(?:phase:(?:resolve|engine_start|distributed_init|weight_read|post_load|"
                       r"compile|kv_profiling|kernel_jit|cuda_graphs|ready)|progress|"
-                      r"duration:[a-z_]+:(?:s|ms)|failure|serving|shutdown|nothing)$")
-_SPEC = re.compile(r"^(?P<rule>[a-z_]+(?:\.[a-z_0-9]+)*)(?:\((?P<holes>[\w,]*)\))?$")
+                      r"duration:[a-z_]+:(?:s|ms)|failure|serving|shutdown|nothing)\Z")
+_SPEC = re.compile(r"^(?P<rule>[a-z_]+(?:\.[a-z_0-9]+)*)(?:\((?P<holes>[\w,]*)\))?\Z")
 
 # %-conversions as vLLM's source writes them (the catalogue turns f-strings into %s)
 CONVERSION = re.compile(r"%(?:\((?P<key>[^)]{1,40})\))?[-+ #0]*(?:\d+|\*)?(?:\.\d+)?"
