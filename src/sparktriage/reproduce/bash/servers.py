@@ -261,7 +261,7 @@ def _quote(words: list[str]) -> str:
 _PLACEHOLDER = re.compile(r"<supply:[A-Za-z0-9_.-]+>")
 
 
-def _protect(text: str) -> tuple[str, dict[str, str]]:
+def protect(text: str) -> tuple[str, dict[str, str]]:
     """Placeholders in a command string read again as bash, as plain words (`<supply:X>`
     would read as redirections)."""
     tokens: dict[str, str] = {}
@@ -273,7 +273,7 @@ def _protect(text: str) -> tuple[str, dict[str, str]]:
     return _PLACEHOLDER.sub(swap, text), tokens
 
 
-def _restore(command: Simple, tokens: dict[str, str]) -> Simple:
+def restore(command: Simple, tokens: dict[str, str]) -> Simple:
     if not tokens:
         return command
     pattern = re.compile("|".join(map(re.escape, tokens)))
@@ -323,10 +323,10 @@ def servers(commands: list[Simple], source: str, ignored: list[Simple], holes: l
         elif is_ray_start(words):
             found.append(Server("ray", tuple(words), env, command, via))
         elif depth < MAX_NESTED and (inner := _inner(words, env, command.stdin)) is not None:
-            text, tokens = _protect(inner[0])
+            text, tokens = protect(inner[0])
             inner_env = {**(given or {}), **command.exported, **env}  # what the inner shell has
             script = read_script(text, f"{source}:{command.line} ({inner[1]})", inner_env)
-            commands = [_restore(c, tokens) for c in script.commands]  # the reading is shared
+            commands = [restore(c, tokens) for c in script.commands]  # the reading is shared
             holes.extend(Hole(h.name, command.line, f"{h.what} (inside {inner[1]})", h.dropped)
                          for h in script.holes)
             around: list[Simple] = []  # the inner script's other commands, at this line
@@ -367,9 +367,9 @@ def _runs_server(rest: list[str], source: str, command: Simple,
         else None
     if at is None:
         return True
-    text, tokens = _protect(rest[at])
+    text, tokens = protect(rest[at])
     script = read_script(text, f"{source}:{command.line} (container script)", given)
-    commands = [_restore(c, tokens) for c in script.commands]  # the reading is shared
+    commands = [restore(c, tokens) for c in script.commands]  # the reading is shared
     return bool(servers(commands, source, [], [], given, depth + 1))
 
 
