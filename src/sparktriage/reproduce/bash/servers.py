@@ -16,6 +16,7 @@ import os
 import re
 from dataclasses import dataclass, replace
 
+from sparktriage.reproduce.bash.placeholders import protect, restore
 from sparktriage.reproduce.bash.reading import read_script
 from sparktriage.reproduce.bash.stdin import (EXEC_VALUE, SSH_VALUE, interactive_exec,
                                               reads_stdin, typed_inside)
@@ -256,33 +257,6 @@ def _quote(words: list[str]) -> str:
     """Words back into one command string (for reading again), quoted as data."""
     import shlex
     return " ".join(shlex.quote(w) for w in words)
-
-
-_PLACEHOLDER = re.compile(r"<supply:[A-Za-z0-9_.-]+>")
-
-
-def protect(text: str) -> tuple[str, dict[str, str]]:
-    """Placeholders in a command string read again as bash, as plain words (`<supply:X>`
-    would read as redirections)."""
-    tokens: dict[str, str] = {}
-
-    def swap(match: re.Match) -> str:
-        token = f"SUPPLYPLACEHOLDER{len(tokens)}X"
-        tokens[token] = match.group(0)
-        return token
-    return _PLACEHOLDER.sub(swap, text), tokens
-
-
-def restore(command: Simple, tokens: dict[str, str]) -> Simple:
-    if not tokens:
-        return command
-    pattern = re.compile("|".join(map(re.escape, tokens)))
-
-    def back(value: str) -> str:
-        return pattern.sub(lambda m: tokens[m.group(0)], value)
-    return replace(command, words=tuple(back(w) for w in command.words),
-                   prefix={k: back(v) for k, v in command.prefix.items()},
-                   exported={k: back(v) for k, v in command.exported.items()})
 
 
 def servers(commands: list[Simple], source: str, ignored: list[Simple], holes: list[Hole],

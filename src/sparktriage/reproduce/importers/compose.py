@@ -18,6 +18,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sparktriage.errors import InputError
 from sparktriage.limits import check_lines
@@ -28,6 +29,7 @@ from sparktriage.reproduce.importers.compose_keys import service_keys
 from sparktriage.reproduce.importers.compose_vars import Interpolator, inside, read_env_file
 from sparktriage.reproduce.importers.container import container_program
 from sparktriage.reproduce.importers.nodes import env_block
+from sparktriage.reproduce.importers.protocol import ReadInput
 from sparktriage.reproduce.model import Imported
 from sparktriage.reproduce.shell import split_words
 from sparktriage.yamldoc import load_with_lines
@@ -237,8 +239,10 @@ class Project:
                              f"does not take ({type(exc).__name__}: {exc})") from None
 
 
-def load_project(path: Path, ctx: Ctx) -> Project:
-    data, marks = load_with_lines(path)
+def load_project(path: Path, ctx: Ctx,
+                 parsed: tuple[Any, dict] | None = None) -> Project:
+    """The compose project of `path`; `parsed`: its (data, lines) where the input was read."""
+    data, marks = parsed if parsed is not None else load_with_lines(path)
     services = data.get("services") if isinstance(data, dict) else None
     base = Path(os.path.abspath(path)).parent
     included = include_rows(data["include"], base, marks.get(("include",)), ctx) \
@@ -261,8 +265,20 @@ def load_project(path: Path, ctx: Ctx) -> Project:
     return Project(path, services, marks, base, dotenv, Interpolator(dotenv, ctx), active)
 
 
-def import_compose(path: Path, ctx: Ctx) -> Imported:
-    project = load_project(path, ctx)
+class ComposeImporter:
+    """A compose file: a YAML mapping whose `services` is a mapping."""
+
+    kind = "compose"
+    role = "compose"
+
+    def claims(self, source: ReadInput) -> bool:
+        return isinstance(source.data, dict) and isinstance(source.data.get("services"), dict)
+
+    def read(self, source: ReadInput, ctx: Ctx) -> Imported:
+        return _import(load_project(source.path, ctx, source.with_lines()), ctx)
+
+
+def _import(project: Project, ctx: Ctx) -> Imported:
     members: list[Member] = []
     engines: list[dict] = []
     skipped: list[str] = []

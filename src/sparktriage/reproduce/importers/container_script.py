@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from sparktriage.errors import InputError
 from sparktriage.reproduce.bash import Hole, read_script
-from sparktriage.reproduce.bash.servers import protect, restore
+from sparktriage.reproduce.bash.placeholders import protect, restore
 from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.importers.ray_start import is_ray_start
 from sparktriage.reproduce.secrets import placeholder
