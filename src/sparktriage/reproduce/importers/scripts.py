@@ -87,10 +87,12 @@ class SlurmImporter:
 
     def read(self, source: ReadInput, ctx: Ctx) -> Imported:
         job = slurm.batch(source.text)
-        values = {**job.variables(), **ctx.given}
+        ctx.given = {**job.variables(), **ctx.given}
         for name, value in sorted(job.variables().items()):
             ctx.mapped.append(f"#SBATCH -> {name}={value} (set by SLURM in every task)")
-        part = import_script(source.text, ctx, values, ctx.library)
+        if job.unknown:
+            ctx.flag_unknown(job.unknown.split(":")[0], f"#SBATCH {job.unknown}")
+        part = import_script(source.text, ctx, ctx.given, ctx.library)
         if part.gpus_per_node is not None:  # the server's `srun` line asks for its own
             job = slurm.Batch(job.nodes, part.gpus_per_node, job.tasks_per_node,
                               part.gpus_asked)

@@ -263,7 +263,10 @@ def _job_container(command: Simple, engine: dict, ctx: Ctx) -> None:
 def _job_gpus(command: Simple, ctx: Ctx) -> None:
     """The GPUs per node the server's `srun` line asks for (its own options win over the
     job's `#SBATCH` header, as in SLURM), compared with the lab's nodes by reproduce/devices.py."""
-    asked = slurm.step(command.words)
+    asked = slurm.step(command.words, slurm.job_nodes(ctx.given))
+    if asked is not None and asked.unknown:
+        ctx.flag_unknown(asked.unknown.split(":")[0], f"line {command.line}: srun "
+                         f"{asked.unknown}")
     if asked is not None and asked.gpus_per_node is not None:
         ctx.gpu_ask = (asked.gpus_per_node, asked.asked or "srun")
         ctx.mapped.append(f"line {command.line}: {asked.asked} -> {asked.gpus_per_node} GPU(s) "
