@@ -70,7 +70,7 @@ def test_refused_shapes_are_named(text: str, named: str) -> None:
 def test_no_other_module_switches_on_the_input_kind() -> None:
     """Only the registry and the importers' own `kind =` declare kinds; no module compares
     an input's kind (`input.kind == ...`, `kind in (...)` over input kinds); a server
-    command's own kind (bash/servers.py: serve, container, ray) is another thing."""
+    command's own kind (meaning/servers.py: serve, container, ray) is another thing."""
     kinds = "|".join(re.escape(k) for k in typing.get_args(model.Kind))
     switch = re.compile(rf"(?<!server\.)kind\s*(?:==|!=|in)\s*[\(\[{{]?\s*[\"'](?:{kinds})[\"']")
     found = [f"{path.relative_to(SRC)}:{number}" for path in SRC.rglob("*.py")

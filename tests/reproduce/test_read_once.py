@@ -15,7 +15,7 @@ from reproduce_helpers import gb10_lab, run
 from sparktriage import yamlsafe
 from sparktriage.errors import InputError
 from sparktriage.reproduce.bash import reading, tree
-from sparktriage.reproduce.readall import import_all
+from sparktriage.reproduce.read.readall import import_all
 from sparktriage.reproduce.secrets import Placeholders
 
 INPUTS = Path(__file__).parent / "inputs"

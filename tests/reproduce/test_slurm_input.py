@@ -11,8 +11,8 @@ from reproduce_helpers import gb10_lab, planned, run
 
 from sparktriage.config.deployment import load_deployment
 from sparktriage.errors import InputError
-from sparktriage.reproduce.detect import detect
-from sparktriage.reproduce.importers.job_wrappers import container_of
+from sparktriage.reproduce.read.detect import detect
+from sparktriage.reproduce.meaning.job_wrappers import container_of
 from sparktriage.reproduce.importers.slurm import Batch, batch, step
 
 PYXIS = """\

@@ -86,7 +86,7 @@ class Imported(_Data):
     others: list["Imported"] = Field(default_factory=list, description="independent servers "
                                      "of the same input, each as it would be reproduced alone "
                                      "(importers/apart.py); placed beside the first by "
-                                     "reproduce/beside.py")
+                                     "reproduce/place/beside.py")
 
 
 class DiffItem(_Data):

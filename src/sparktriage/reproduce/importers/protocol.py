@@ -1,7 +1,7 @@
 """The one seam between an input and what it means: `ReadInput` (an input read once) and the
 `Importer` protocol every kind of input implements.
 
-An input is read once, bounded (reproduce/detect.py), into a `ReadInput`: its path, its text
+An input is read once, bounded (reproduce/read/detect.py), into a `ReadInput`: its path, its text
 (a Makefile or a justfile already as the shell text of its recipes) and, where the text is
 YAML, its one parse with the line of every key. The registry (importers/registry.py) asks each
 importer in order whether it `claims` the input; the first that does decides its kind, once,

@@ -17,13 +17,14 @@ import re
 from sparktriage.errors import InputError
 from sparktriage.reproduce.bash import Hole, Simple, read_script
 from sparktriage.reproduce.bash.transcript import commands_of
-from sparktriage.reproduce.bash.servers import Server, servers
-from sparktriage.reproduce.importers import apart, job_wrappers, slurm
+from sparktriage.reproduce.meaning.servers import Server, servers
+from sparktriage.reproduce.importers import apart, slurm
 from sparktriage.reproduce.importers.cluster import Member, alone, assemble_cluster
 from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.importers.docker import parse_container_run
 from sparktriage.reproduce.importers.nodes import env_block, find_serve
 from sparktriage.reproduce.importers.ray_start import parse_ray_start
+from sparktriage.reproduce.meaning import job_wrappers
 from sparktriage.reproduce.importers.serve_args import parse_serve
 from sparktriage.reproduce.model import Imported
 from sparktriage.reproduce.secrets import PREFIX
@@ -262,7 +263,7 @@ def _job_container(command: Simple, engine: dict, ctx: Ctx) -> None:
 
 def _job_gpus(command: Simple, ctx: Ctx) -> None:
     """The GPUs per node the server's `srun` line asks for (its own options win over the
-    job's `#SBATCH` header, as in SLURM), compared with the lab's nodes by reproduce/devices.py."""
+    job's `#SBATCH` header, as in SLURM), compared with the lab's nodes by reproduce/place/devices.py."""
     asked = slurm.step(command.words, slurm.job_nodes(ctx.given))
     if asked is not None and asked.unknown:
         ctx.flag_unknown(asked.unknown.split(":")[0], f"line {command.line}: srun "

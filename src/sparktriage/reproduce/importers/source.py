@@ -1,6 +1,6 @@
 """An input as read, once: its path, its bounded text, and its one YAML parse on demand.
 
-reproduce/detect.py reads the file (bounded) into a `ReadInput`; the registry decides its kind
+reproduce/read/detect.py reads the file (bounded) into a `ReadInput`; the registry decides its kind
 from it and its importer reads it (importers/protocol.py). Where the text is YAML it is parsed
 once, with the line of every key, and the kind's decision and the importer share that parse.
 """

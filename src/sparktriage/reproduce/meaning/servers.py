@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 
 from sparktriage.reproduce.bash.placeholders import protect, restore
 from sparktriage.reproduce.bash.reading import read_script
-from sparktriage.reproduce.bash.stdin import (EXEC_VALUE, SSH_VALUE, interactive_exec,
+from sparktriage.reproduce.meaning.stdin import (EXEC_VALUE, SSH_VALUE, interactive_exec,
                                               reads_stdin, typed_inside)
 from sparktriage.reproduce.bash.walk import Simple
 from sparktriage.reproduce.bash.words import Hole

@@ -14,7 +14,7 @@ from sparktriage.limits import LimitError
 from sparktriage.reproduce import vllm_options
 from sparktriage.reproduce.bash import read_script
 from sparktriage.reproduce.bash.transcript import commands_of
-from sparktriage.reproduce.detect import read
+from sparktriage.reproduce.read.detect import read
 from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.importers.compose_run import composes_run
 from sparktriage.reproduce.importers.envdump import shell_syntax

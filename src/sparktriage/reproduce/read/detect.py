@@ -2,7 +2,7 @@
 
 `read` gives the input's `ReadInput`: its text (at most MAX_INPUT_BYTES, UTF-8, no NUL byte,
 lines bounded), a Makefile or a justfile already as the shell text of its recipes, line for
-line (makefile.py, justfile.py). `detect` names the kind the registry (importers/registry.py)
+line (read/makefile.py, read/justfile.py). `detect` names the kind the registry (importers/registry.py)
 decides for a text; the order and the refusals are documented there.
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 from sparktriage.errors import InputError
 from sparktriage.limits import check_lines
-from sparktriage.reproduce import justfile, makefile
+from sparktriage.reproduce.read import justfile, makefile
 from sparktriage.reproduce.importers.protocol import ReadInput
 from sparktriage.reproduce.importers.registry import decide
 from sparktriage.reproduce.shell import MAX_INPUT_BYTES
