@@ -24,11 +24,9 @@ from sparktriage.reproduce.bash import Hole, read_script
 from sparktriage.reproduce.bash.placeholders import protect, restore
 from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.importers.ray_start import is_ray_start
+from sparktriage.reproduce.meaning.harmless import NOTED_IN_CONTAINER
 from sparktriage.reproduce.secrets import placeholder
 
-HARMLESS = {"echo", "sleep", "cd", "set", "true", ":", "printf", "wait", "trap", "ulimit",
-            "nvidia-smi", "ray status", "ls", "cat", "date", "env", "printenv", "mkdir",
-            "ibv_devinfo", "ip", "hostname"}
 WRAPPERS = {"exec", "nohup", "time", "command"}
 MAX_COMMANDS = 200
 
@@ -90,7 +88,7 @@ def _unknowns(holes: list[Hole], ctx: Ctx, line: int | None) -> None:
 
 def is_harmless(words: list[str]) -> bool:
     base = os.path.basename(words[0])
-    return base in HARMLESS or " ".join([base] + words[1:2]) in HARMLESS
+    return base in NOTED_IN_CONTAINER or " ".join([base] + words[1:2]) in NOTED_IN_CONTAINER
 
 
 def pick(commands: list[ScriptCommand], finder, ctx: Ctx,

@@ -25,16 +25,11 @@ from sparktriage.reproduce.importers.docker import parse_container_run
 from sparktriage.reproduce.importers.nodes import env_block, find_serve
 from sparktriage.reproduce.importers.ray_start import parse_ray_start
 from sparktriage.reproduce.meaning import job_wrappers
+from sparktriage.reproduce.meaning.harmless import NOTED, QUIET
 from sparktriage.reproduce.importers.serve_args import parse_serve
 from sparktriage.reproduce.model import Imported
 from sparktriage.reproduce.secrets import PREFIX
 
-# not listed as ignored: shell bookkeeping (tee: said in the piped command's note)
-_QUIET = {"set", "true", ":", "shopt", "tee", "exit", "break", "continue", "return", "shift"}
-# output, waiting and looking: noted, not listed as unknown
-_HARMLESS = {"echo", "printf", "sleep", "wait", "cd", "pushd", "popd", "ls", "cat", "date",
-             "clear", "logger", "tput", "hostname", "whoami", "test", "[",
-             "[[", "pwd", "head", "tail", "grep", "ps", "watch"}
 _PLACEHOLDER = re.compile(re.escape(PREFIX) + r"([A-Za-z0-9_.-]+)>")
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 _JSON_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
@@ -136,10 +131,10 @@ def _ignored(ignored: list[Simple], ctx: Ctx) -> None:
     seen = set()
     for command in ignored:
         name = command.words[0].rsplit("/", 1)[-1]
-        if name in _QUIET or (command.line, command.source) in seen:
+        if name in QUIET or (command.line, command.source) in seen:
             continue
         seen.add((command.line, command.source))
-        if name in _HARMLESS:
+        if name in NOTED:
             ctx.note(f"{_at(command)}: ignored: {command.source[:120]}")
         else:
             ctx.flag_unknown(command.source[:300], f"{_at(command)}: ignored: not a server "

@@ -21,6 +21,8 @@ from sparktriage.reproduce.bash.reading import read_script
 from sparktriage.reproduce.meaning.stdin import (EXEC_VALUE, SSH_VALUE, interactive_exec,
                                               reads_stdin, typed_inside)
 from sparktriage.reproduce.bash.walk import Simple
+from sparktriage.reproduce.importers.docker import KEEP_BOOL, PLAN_BOOL
+from sparktriage.reproduce.meaning.harmless import NOT_LAUNCHERS
 from sparktriage.reproduce.bash.words import Hole
 
 PROGRAMS = ("vllm", "python", "python3", "docker", "podman", "ray", "uv", "env", "bash", "sh",
@@ -32,13 +34,8 @@ _WRAPPERS = {"sudo", "exec", "nohup", "time", "command", "builtin", "nice", "num
 _RUNNERS = {"uv", "conda", "mamba", "micromamba", "pixi", "poetry", "pipenv", "hatch"}
 _SUDO_VALUE = {"-u", "-g", "-C", "-D", "-h", "-p", "-U"}
 MAX_NESTED = 3
-# commands whose arguments name a server without running it
-_NOT_LAUNCHERS = {"echo", "printf", "logger", "log", "info", "warn", "error", "print", "cat",
-                  "tee", "grep", "pgrep", "pkill", "kill", "killall", "ps", "man", "which",
-                  "type", "alias", "read", "test", "[", "[["}
-# `docker run` options that take no value (importers/docker.py's PLAN_BOOL and KEEP_BOOL)
-RUN_FLAGS = {"--rm", "-d", "--detach", "-i", "-t", "-it", "-ti", "--interactive", "--tty",
-             "--privileged", "--init", "--read-only", "--oom-kill-disable"}
+# `docker run` options that take no value: the docker importer's own table
+RUN_FLAGS = frozenset(PLAN_BOOL) | KEEP_BOOL
 
 
 @dataclass(frozen=True)
@@ -350,7 +347,7 @@ def _runs_server(rest: list[str], source: str, command: Simple,
 def _serve_in_tail(words: list[str]) -> int | None:
     """Where a serve command starts among the arguments of a launcher this module does not
     know (`./launch-cluster.sh -n a,b exec vllm serve MODEL ...`), or None."""
-    if os.path.basename(words[0]) in _NOT_LAUNCHERS:
+    if os.path.basename(words[0]) in NOT_LAUNCHERS:
         return None
     for index in range(1, len(words)):
         if is_serve(words[index:]):
