@@ -3,8 +3,8 @@
 Simulated sweeps with the seed's spread: a launch mean of depth d is μ_d·(1 + ε), ε ~ N(0, cv²)
 with cv = 6.5% (the seed: four launches 25.9-28.4 tok/s and a relaunch at 23.4, sd about 1.7 on
 26.4), plus the mean of 15 requests with a within-launch sd of 1.5 tok/s. Both strategies use the
-engine's own functions (sweep.allocate.next_depth / decide) on the same scenarios, in the same
-run, with the same seeds. The adaptive sweep runs until its decision is settled (95%
+engine's own functions (sweep.policy.allocate.next_depth / decide) on the same scenarios, in the
+same run, with the same seeds. The adaptive sweep runs until its decision is settled (95%
 separation, or tied within 2%) or a cap of --cap launches; the fixed grid runs 3 launches per
 depth and is decided with the same rule. A decision is right when it names a depth whose true
 rate is within the 2% margin of the best (any of a true tie is right), wrong when it settles on
@@ -21,8 +21,8 @@ Per scenario, the lower bound on the launches of *any* rule that names a wrong d
 "What no rule can do").
 
 The depth-model section (benchmarks/sweep_model_arms.py, docs/benchmarks.md): the same 95% rule
-with the depth model (sweep.rule) beside the black-box rule, the grid and the bound, on the six
-scenarios given as physics (acceptance per position, a step cost with the Kimi K2 expert union)
+with the depth model (sweep.policy.rule) beside the black-box rule, the grid and the bound, on the
+six scenarios given as physics (acceptance per position, a step cost with the Kimi K2 expert union)
 and on scenarios where the model is wrong on purpose (a kernel-path jump, a graph-capture bucket,
 a slow path at one width, a drafter that depends on k, short ngram drafts).
 
@@ -58,10 +58,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import sparktriage.sweep.allocate as allocate  # noqa: E402
+import sparktriage.sweep.policy.allocate as allocate  # noqa: E402
 import sweep_model_arms as arms  # noqa: E402
 from sparktriage.stats.launch_bound import launch_bound  # noqa: E402
-from sparktriage.sweep.allocate import MARGIN, decide, next_depth  # noqa: E402
+from sparktriage.sweep.policy.allocate import MARGIN, decide, next_depth  # noqa: E402
 
 CV = 0.065
 WITHIN_SD = 1.5

@@ -1,10 +1,10 @@
 """The depth-model section of bench_sweep.py: the rule with the model, the black-box rule, the
 grid and the bound, on scenarios given as physics (sweep_physics.py). Each arm uses the engine's
-own functions (sweep.rule: next_depth, advance, decide; sweep.allocate for the black box) on the
-same simulated prompt (`SweepDraw`: one acceptance sample per depth) and, sweep i of every arm,
-the same launch-noise seed. A decision is right when it names a depth within the 2% margin of the
-best of that prompt's realized rates, wrong when it settles on another; `insufficient` decides
-nothing."""
+own functions (sweep.policy.rule: next_depth, advance, decide; sweep.policy.allocate for the black
+box) on the same simulated prompt (`SweepDraw`: one acceptance sample per depth) and, sweep i of
+every arm, the same launch-noise seed. A decision is right when it names a depth within the 2%
+margin of the best of that prompt's realized rates, wrong when it settles on another; `insufficient`
+decides nothing."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from sparktriage.stats.launch_bound import launch_bound  # noqa: E402
-from sparktriage.sweep import allocate, rule  # noqa: E402
-from sparktriage.sweep.allocate import MARGIN  # noqa: E402
-from sparktriage.sweep.model import ModelLaunch  # noqa: E402
+from sparktriage.sweep.policy import allocate, rule  # noqa: E402
+from sparktriage.sweep.policy.allocate import MARGIN  # noqa: E402
+from sparktriage.sweep.model.depth import ModelLaunch  # noqa: E402
 from sweep_physics import (HOLDS, REUSE, SHAPE, WRONG, Physics, SweepDraw, as_ngram,  # noqa: E402
                            from_the_log)
 
@@ -123,7 +123,8 @@ def no_match_from_log() -> list[tuple[str, Physics, bool]]:
 def scenarios(only: str | None = None) -> list[tuple[str, Physics, bool]]:
     """Every scenario twice: with a drafter that drafts at every step (MTP, EAGLE: no plain step
     inside a launch) and with ngram drafts at 70% of steps (`as_ngram`: the same true rates,
-    plain steps inside every launch, so the step-time ratios of sweep.steptimes can be measured).
+    plain steps inside every launch, so the step-time ratios of sweep.evidence.steptimes can be
+    measured).
     `only`: the scenarios whose name contains it ("reuse": issue 38's; "!reuse": the others).
     The counts-from-the-log scenarios (`no_match_from_log`) are listed only when `only` names
     them ("from the log"), so that every other run lists what it listed before them."""

@@ -23,9 +23,10 @@ extra verified token) and the routed experts' union over every token of every se
 Evidence (`evidence`): "metrics" gives the counts as /metrics does, the generated tokens G
 included, so S = G − A; "log" gives them as the log's SpecDecoding lines do (drafts from the
 mean acceptance length printed to 2 decimals, per-position rates to 3, no G), beside the
-stream's tokens per chunk: what the sweep's evidence (sweep.acceptance) makes of that is the
-launch's counts, and the step and pair ratios are measured or refused on those counts as
-sweep.steptimes and sweep.pairtimes do, while the steps themselves follow the physics.
+stream's tokens per chunk: what the sweep's evidence (sweep.evidence.acceptance) makes of that is
+the launch's counts, and the step and pair ratios are measured or refused on those counts as
+sweep.evidence.steptimes and sweep.evidence.pairtimes do, while the steps themselves follow the
+physics.
 """
 
 from __future__ import annotations
@@ -40,10 +41,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from sparktriage.roofline import experts as expert_union  # noqa: E402
-from sparktriage.sweep import acceptance, steptimes  # noqa: E402
-from sparktriage.sweep.counts import Counts, from_acceptance  # noqa: E402
-from sparktriage.sweep.steptimes import StepRatio  # noqa: E402
-from sparktriage.sweep.stepfit import StepShape  # noqa: E402
+from sparktriage.sweep.evidence import acceptance, steptimes  # noqa: E402
+from sparktriage.sweep.evidence.counts import Counts, from_acceptance  # noqa: E402
+from sparktriage.sweep.evidence.steptimes import StepRatio  # noqa: E402
+from sparktriage.sweep.model.stepfit import StepShape  # noqa: E402
 
 CV = 0.065
 STEP_CV = 0.15
@@ -176,7 +177,7 @@ class SweepDraw:
 
     def evidence(self, k: int) -> Counts | None:
         """The counts the sweep reads at depth k (≥ 1): the server's with /metrics; from the
-        log, what sweep.acceptance derives from the log's printed figures and the stream's
+        log, what sweep.evidence.acceptance derives from the log's printed figures and the stream's
         tokens per chunk (None when the log line would carry no drafts)."""
         if self.physics.evidence == "metrics":
             return self.counts(k)
@@ -250,15 +251,15 @@ class SweepDraw:
 
     def pair(self, rng, k: int, pairs: int = PAIRS) -> StepRatio | None:
         """The launch's two-stream phase (`pairs` pairs of requests) over its one-stream steps,
-        as sweep.pairtimes measures it: None at a depth whose drafter left 5% of plain steps or
-        more (its verify ratio measures it); each phase's mean gap over its steps, each step
-        off by step_cv, the launch's own drafted share q weighting plain and verify steps in
+        as sweep.evidence.pairtimes measures it: None at a depth whose drafter left 5% of plain
+        steps or more (its verify ratio measures it); each phase's mean gap over its steps, each
+        step off by step_cv, the launch's own drafted share q weighting plain and verify steps in
         both phases."""
         p = self.physics
         q = self.counts(k).drafted_share if k else 0.0
         if k:
             seen = self.evidence(k)
-            if seen is None or seen.steps is None:  # sweep.pairtimes: q not known
+            if seen is None or seen.steps is None:  # sweep.evidence.pairtimes: q not known
                 return StepRatio(k, None, None, reason="no step count")
             if 1.0 - seen.drafted_share >= steptimes.MIN_PLAIN_SHARE:
                 return None
@@ -272,7 +273,7 @@ class SweepDraw:
         return StepRatio(k, math.log(mean_2 / mean_1), sd, mean_2, mean_1, n_2, n_1)
 
     def ratio(self, rng, k: int) -> StepRatio | None:
-        """The launch's verify-to-plain step ratio as sweep.steptimes measures it from its
+        """The launch's verify-to-plain step ratio as sweep.evidence.steptimes measures it from its
         chunks: the two groups' mean gaps (multi-token chunks: verify steps that accepted
         something; one-token chunks: plain steps and empty verify steps) over REQUESTS requests,
         each step's time off by step_cv. The launch factor scales both groups and cancels."""
@@ -281,7 +282,7 @@ class SweepDraw:
         p, c, seen = self.physics, self.counts(k), self.evidence(k)
         if seen is None:
             return None
-        if seen.steps is None:  # sweep.steptimes: the share of drafting steps is not known
+        if seen.steps is None:  # sweep.evidence.steptimes: the share of drafting steps is not known
             return StepRatio(k, None, None, reason="no step count")
         if 1.0 - seen.drafted_share < steptimes.MIN_PLAIN_SHARE:  # no plain step to compare with
             return steptimes.from_groups(k, (p.verify(k), 0.0, 0), (1.0, 0.0, 0),

@@ -18,7 +18,7 @@ from bench_contract import check_bench_document
 from documents.validate import validate_run_dir
 from sparktriage.session.demo import scratch_folder
 from sparktriage.store.rundir import RunDir
-from sparktriage.sweep.evidence import workload_rate
+from sparktriage.sweep.evidence.launch import workload_rate
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 TOKENS = 96

@@ -124,7 +124,7 @@ def _session(root: Path, case: Case) -> Path:
 def _sweep_document(root: Path, sweep: Path, case: Case, records: list[dict]) -> dict:
     from sparktriage.sweep.document import build_document
     from sparktriage.sweep.plan import SweepPlan
-    from sparktriage.sweep.state import SweepState
+    from sparktriage.sweep.running.state import SweepState
 
     plan = SweepPlan(deployment_path=str(root / "deployment.yaml"), depths_requested=case.depths,
                      depths=case.depths, method="ngram", max_launches=len(records), pairs=0,
@@ -136,13 +136,13 @@ def _sweep_document(root: Path, sweep: Path, case: Case, records: list[dict]) ->
 
 
 def _model(case: Case, doc: dict) -> dict:
-    """A depth-model entry computed by the sweep's code (sweep.model.build, model_entry) from
+    """A depth-model entry computed by the sweep's code (sweep.model.depth.build, model_entry) from
     launches shaped like the sweep's, with step ratios measured inside them."""
-    from sparktriage.sweep.counts import Counts
-    from sparktriage.sweep.model import ModelLaunch, build
-    from sparktriage.sweep.model_entry import model_entry
-    from sparktriage.sweep.stepfit import StepShape
-    from sparktriage.sweep.steptimes import StepRatio
+    from sparktriage.sweep.evidence.counts import Counts
+    from sparktriage.sweep.model.depth import ModelLaunch, build
+    from sparktriage.sweep.model.entry import model_entry
+    from sparktriage.sweep.model.stepfit import StepShape
+    from sparktriage.sweep.evidence.steptimes import StepRatio
 
     shape = StepShape("expert-union", 384, 8, 0.0, "kimi-k2")
     slope, q, launches = 0.3, 0.7, []

@@ -25,7 +25,7 @@ from report.consistency_runs import CASES, make
 from sparktriage.reconcile.windows import VERDICTS
 from sparktriage.report.build import execute, plan_report
 from sparktriage.report.summary import UNMEASURED
-from sparktriage.sweep.allocate import decision_word
+from sparktriage.sweep.policy.words import decision_word
 
 WHEN = dt.datetime(2026, 3, 1, 12, 0, 0, tzinfo=dt.timezone.utc)
 NUMBER = r"-?\d+(?:\.\d+)?"

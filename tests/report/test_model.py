@@ -134,7 +134,7 @@ def test_sweep_statements_restate_the_sweeps_own_welch_tests(tmp_path):
     from sparktriage.report.sweep import sweep_section
     from sparktriage.sweep.document import build_document as sweep_document
     from sparktriage.sweep.plan import SweepPlan
-    from sparktriage.sweep.state import SweepState
+    from sparktriage.sweep.running.state import SweepState
 
     root = _run(tmp_path, {})
     a, b = [30.1, 31.0, 29.7], [27.2, 27.9, 26.8, 27.5]

@@ -1,7 +1,7 @@
 """The report's sweep section with the depth model (docs/report.md): the predicted curve beside
 the launches' means, the model's terms in one sentence, a rejection and its reason, and an
 unchecked gate said on page one; built from a synthetic run whose sweep.json carries a `model`
-made by the sweep's own code (sweep.model, sweep.model_entry)."""
+made by the sweep's own code (sweep.model.depth, sweep.model.entry)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ import subprocess
 
 import pytest
 
-from sparktriage.sweep.counts import Counts
-from sparktriage.sweep.model import ModelLaunch, build
-from sparktriage.sweep.model_entry import model_entry
-from sparktriage.sweep.stepfit import StepShape
-from sparktriage.sweep.steptimes import StepRatio
+from sparktriage.sweep.evidence.counts import Counts
+from sparktriage.sweep.model.depth import ModelLaunch, build
+from sparktriage.sweep.model.entry import model_entry
+from sparktriage.sweep.model.stepfit import StepShape
+from sparktriage.sweep.evidence.steptimes import StepRatio
 
 KIMI = StepShape("expert-union", 384, 8, 0.0, "kimi-k2")
 

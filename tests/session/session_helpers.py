@@ -52,17 +52,26 @@ def write_deployment(folder: Path, *, startup_s: float = 60.0, env: dict | None 
     return path
 
 
+def _is_test_runner(argv: list[str]) -> bool:
+    """pytest itself (or an xdist worker of it), whose arguments may name a test's folder."""
+    return any(Path(a).name in ("pytest", "py.test") or (a == "-m" and b == "pytest")
+               for a, b in zip(argv, argv[1:] + [""]))
+
+
 def engine_pids(marker: str) -> list[int]:
-    """Processes whose command line names `marker` (this test's model path)."""
+    """Processes whose command line names `marker` (this test's model path), the test runner
+    aside. The marker lies under pytest's own temporary folder (`pytest-of-USER`), so the word
+    "pytest" in a command line says nothing about whose process it is."""
     found = []
     for name in os.listdir("/proc"):
         if not name.isdigit() or int(name) == os.getpid():
             continue
         try:
-            raw = Path(f"/proc/{name}/cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+            raw = Path(f"/proc/{name}/cmdline").read_bytes()
         except OSError:
             continue
-        if marker in raw and "pytest" not in raw:
+        argv = [a.decode("utf-8", "replace") for a in raw.split(b"\0") if a]
+        if any(marker in a for a in argv) and not _is_test_runner(argv):
             found.append(int(name))
     return found
 

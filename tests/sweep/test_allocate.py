@@ -1,4 +1,4 @@
-"""The adaptive allocation and the decision rule (sweep.allocate), with hand-computed numbers."""
+"""The adaptive allocation and the decision rule (sweep.policy.allocate), with hand-computed numbers."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import random
 import pytest
 from scipy import stats
 
-from sparktriage.sweep.allocate import decide, next_depth, pooled_cv
+from sparktriage.sweep.policy.allocate import decide, next_depth, pooled_cv
 
 
 def test_pooled_cv_is_the_relative_spread_over_depths():

@@ -11,7 +11,7 @@ import pytest
 
 from sparktriage.sweep.document import SweepJson, build_document
 from sparktriage.sweep.plan import SweepPlan
-from sparktriage.sweep.state import SweepState
+from sparktriage.sweep.running.state import SweepState
 
 CONTRACT = {
     "top": {"schema_version", "method", "depths_requested", "launches_used", "launches", "depths",

@@ -1,5 +1,5 @@
 """The depth model on launches with known physics (no server): counts, AL(k), the step fit, the
-checks that reject it, and the rule that decides with it (sweep.counts, acceptance_model,
+checks that reject it, and the rule that decides with it (sweep.evidence.counts, acceptance_model,
 stepfit, fitchecks, model, model_rule, rule; docs/sweep.md "The depth model")."""
 
 from __future__ import annotations
@@ -11,10 +11,11 @@ import statistics
 import pytest
 
 from sparktriage.roofline import experts
-from sparktriage.sweep import acceptance_model, fitchecks, model_rule, rule, stepfit
-from sparktriage.sweep.counts import Counts, from_acceptance, pooled
-from sparktriage.sweep.model import ModelLaunch, build
-from sparktriage.sweep.stepfit import StepPoint, StepShape
+from sparktriage.sweep.model import acceptance_model, fitchecks, stepfit
+from sparktriage.sweep.policy import model_rule, rule
+from sparktriage.sweep.evidence.counts import Counts, from_acceptance, pooled
+from sparktriage.sweep.model.depth import ModelLaunch, build
+from sparktriage.sweep.model.stepfit import StepPoint, StepShape
 
 KIMI = StepShape("expert-union", 384, 8, 0.0, "kimi-k2")
 RATES = (0.8, 0.6, 0.2, 0.1)  # unconditional per-position acceptance at depth 4
@@ -153,7 +154,7 @@ def test_model_states_not_enough_data_used_and_rejected():
 
 
 def _sweep(slope: float, seed: int, jump=None, sd: float = 0.065, cap: int = 40):
-    """A simulated sweep driven by the rule itself (sweep.rule), as the engine drives it."""
+    """A simulated sweep driven by the rule itself (sweep.policy.rule), as the engine drives it."""
     rng = random.Random(seed)
     depths = [0, 1, 2, 3, 4]
     history: list[ModelLaunch] = []

@@ -1,8 +1,8 @@
-"""The correctness gate (sweep.gate): identical, near-tie divergence, a real difference."""
+"""The correctness gate (sweep.evidence.gate): identical, near-tie divergence, a real difference."""
 
 from __future__ import annotations
 
-from sparktriage.sweep.gate import GreedyOutput, compare_one, gate
+from sparktriage.sweep.evidence.gate import GreedyOutput, compare_one, gate
 
 REF = GreedyOutput("code", ("def", " f", "(", "x", "):", " return"),
                    tuple({t: -0.1, "zz": -3.0} for t in ("def", " f", "(", "x", "):", " return")))

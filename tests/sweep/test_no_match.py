@@ -1,8 +1,8 @@
 """ngram's no-match steps in the depth model: a step where the lookup found no match drafts
 nothing and costs a plain step. The share q of steps that drafted comes from the generated-token
 count, else from the stream's chunks (S = A / (tokens per chunk − 1)); without either a lookup
-drafter's launches are not priced and the model says why (sweep.counts, sweep.acceptance,
-sweep.model; docs/sweep.md "The depth model")."""
+drafter's launches are not priced and the model says why (sweep.evidence.counts,
+sweep.evidence.acceptance, sweep.model.depth; docs/sweep.md "The depth model")."""
 
 from __future__ import annotations
 
@@ -15,12 +15,12 @@ import pytest
 
 from sparktriage.roofline import experts
 from sparktriage.store.rundir import LaunchDir
-from sparktriage.sweep import acceptance, evidence
-from sparktriage.sweep.counts import Counts, from_acceptance, pooled
-from sparktriage.sweep.model import UNKNOWN_SHARE, ModelLaunch, build
+from sparktriage.sweep.evidence import acceptance, launch as evidence
+from sparktriage.sweep.evidence.counts import Counts, from_acceptance, pooled
+from sparktriage.sweep.model.depth import UNKNOWN_SHARE, ModelLaunch, build
 from sparktriage.sweep.plan import SweepPlan
-from sparktriage.sweep.rebuild import rebuild
-from sparktriage.sweep.stepfit import StepShape
+from sparktriage.sweep.running.rebuild import rebuild
+from sparktriage.sweep.model.stepfit import StepShape
 
 KIMI = StepShape("expert-union", 384, 8, 0.0, "kimi-k2")
 LOG = {"spec_decode": {"windows_detail": [

@@ -1,7 +1,7 @@
-"""The two-stream phase's measurement (sweep.pairtimes) and what the model reads from it
-(sweep.ratiofit kind "pair", sweep.model): the ratio of a step with both streams open to the
-one-stream step recovered from chunk times with an interval that covers it, only the overlap of a
-pair counted, every reason it is not measured, the slope it pins, the expert union over two
+"""The two-stream phase's measurement (sweep.evidence.pairtimes) and what the model reads from it
+(sweep.model.ratiofit kind "pair", sweep.model.depth): the ratio of a step with both streams open to
+the one-stream step recovered from chunk times with an interval that covers it, only the overlap of
+a pair counted, every reason it is not measured, the slope it pins, the expert union over two
 sequences, and verify ratios taking precedence where a launch measured one (docs/sweep.md)."""
 
 from __future__ import annotations
@@ -12,12 +12,13 @@ import random
 import pytest
 
 from sparktriage.roofline import experts
-from sparktriage.sweep import pairtimes, ratiofit
-from sparktriage.sweep.counts import Counts
-from sparktriage.sweep.model import ModelLaunch, build
-from sparktriage.sweep.ratiofit import RatioPoint
-from sparktriage.sweep.stepfit import StepShape
-from sparktriage.sweep.steptimes import FLOOR, StepRatio
+from sparktriage.sweep.evidence import pairtimes
+from sparktriage.sweep.model import ratiofit
+from sparktriage.sweep.evidence.counts import Counts
+from sparktriage.sweep.model.depth import ModelLaunch, build
+from sparktriage.sweep.model.ratiofit import RatioPoint
+from sparktriage.sweep.model.stepfit import StepShape
+from sparktriage.sweep.evidence.steptimes import FLOOR, StepRatio
 
 UNION = StepShape("expert-union", 384, 8, 0.66, "kimi-k2")
 
@@ -180,8 +181,8 @@ def test_verify_ratios_take_precedence_over_pair_ratios():
 def test_pair_ratios_stand_in_for_the_launch_guards_only_while_the_launches_fit_the_curve():
     """A cost keyed on each sequence's draft length (here 1.5x from depth 3) is not in the pair
     ratios; the launches' spread around the pinned curve then exceeds PAIR_SPREAD_MAX and the
-    launch-level guards stay (sweep.model_rule.surprises)."""
-    from sparktriage.sweep.model import PAIR_SPREAD_MAX
+    launch-level guards stay (sweep.policy.model_rule.surprises)."""
+    from sparktriage.sweep.model.depth import PAIR_SPREAD_MAX
     slope, t0 = 0.4, 0.02
 
     def launch(label, depth, factor=1.0, noise=0.0):

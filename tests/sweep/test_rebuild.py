@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from sparktriage.sweep import evidence as evidence_module
+from sparktriage.sweep.evidence import launch as evidence_module
 from sparktriage.sweep.assess import assess
-from sparktriage.sweep.engine import plan_sweep, run_sweep
-from sparktriage.sweep.evidence import derive_all
-from sparktriage.sweep.model_inputs import step_shape
-from sparktriage.sweep.rebuild import reassess, rebuild
-from sparktriage.sweep.state import open_state
+from sparktriage.sweep.running.engine import plan_sweep, run_sweep
+from sparktriage.sweep.evidence.launch import derive_all
+from sparktriage.sweep.policy.situation import step_shape
+from sparktriage.sweep.running.rebuild import reassess, rebuild
+from sparktriage.sweep.running.state import open_state
 from simkit import sim_deployment
 
 pytestmark = [pytest.mark.slow]

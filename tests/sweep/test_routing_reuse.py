@@ -1,7 +1,8 @@
 """Routing reuse in the depth model (issue 38; docs/sweep.md "Routing reuse"): fitted from the
 two-stream ratios and the launches' step times where they can tell it, its prior range kept
 where they cannot, its range in every prediction's interval, and the sentence that says which
-term did not fit when the model is rejected (sweep.rejection, `model.rejection` in sweep.json)."""
+term did not fit when the model is rejected (sweep.model.rejection, `model.rejection` in
+sweep.json)."""
 
 from __future__ import annotations
 
@@ -12,11 +13,11 @@ from dataclasses import replace
 import pytest
 
 from sparktriage.roofline import experts
-from sparktriage.sweep.counts import Counts
-from sparktriage.sweep.model import ModelLaunch, build
-from sparktriage.sweep.model_entry import model_entry
-from sparktriage.sweep.stepfit import REUSE_MAX, StepShape
-from sparktriage.sweep.steptimes import StepRatio
+from sparktriage.sweep.evidence.counts import Counts
+from sparktriage.sweep.model.depth import ModelLaunch, build
+from sparktriage.sweep.model.entry import model_entry
+from sparktriage.sweep.model.stepfit import REUSE_MAX, StepShape
+from sparktriage.sweep.evidence.steptimes import StepRatio
 
 KIMI = StepShape("expert-union", 384, 8, 0.0, "kimi-k2")  # the profile: independent routing
 DEPTHS = (0, 1, 2, 3, 4)

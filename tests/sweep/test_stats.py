@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from sparktriage.sweep.stats import LaunchObservation, depth_stats
+from sparktriage.sweep.evidence.stats import LaunchObservation, depth_stats
 
 TRUE = 26.4          # the seed: four launches 25.9-28.4 and a relaunch at 23.4 tok/s
 BETWEEN_SD = 1.7     # sd of launch means: a 5-launch range of about 5 tok/s, as in the seed

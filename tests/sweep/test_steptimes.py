@@ -1,7 +1,8 @@
-"""Step times inside one launch (sweep.steptimes) and the slope they give (sweep.ratiofit):
-the verify-to-plain ratio recovered from chunk gaps with an interval that covers it, every reason
-it is not measured, the slope's set, and the `step_ratios` check passing a smooth curve and
-rejecting a verify-step jump and launches that disagree with the slope (docs/sweep.md)."""
+"""Step times inside one launch (sweep.evidence.steptimes) and the slope they give
+(sweep.model.ratiofit): the verify-to-plain ratio recovered from chunk gaps with an interval that
+covers it, every reason it is not measured, the slope's set, and the `step_ratios` check passing a
+smooth curve and rejecting a verify-step jump and launches that disagree with the slope
+(docs/sweep.md)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ import random
 import pytest
 from scipy import stats
 
-from sparktriage.sweep import ratiofit, steptimes
-from sparktriage.sweep.ratiofit import RatioPoint
-from sparktriage.sweep.stepfit import StepPoint, StepShape, fit
+from sparktriage.sweep.model import ratiofit
+from sparktriage.sweep.evidence import steptimes
+from sparktriage.sweep.model.ratiofit import RatioPoint
+from sparktriage.sweep.model.stepfit import StepPoint, StepShape, fit
 
 UNION = StepShape("expert-union", 384, 8, 0.0, "kimi-k2")
 
@@ -164,13 +166,13 @@ def test_the_check_passes_a_smooth_curve_and_rejects_a_jump_or_disagreeing_launc
 
 
 def _sweep_with(ratios: bool, jump: float = 1.0, seed: int = 11):
-    """The sweep's rule (sweep.rule) on launches of an ngram deployment (q = 0.7, Kimi K2 union
-    slope 0.5 per verify step, per-draft rates 0.9/0.8/0.3/0.1: depth 2 best by 7%), each launch
-    5% spread, its ratio measured with a 2% error when `ratios`; `jump` multiplies the verify
+    """The sweep's rule (sweep.policy.rule) on launches of an ngram deployment (q = 0.7, Kimi K2
+    union slope 0.5 per verify step, per-draft rates 0.9/0.8/0.3/0.1: depth 2 best by 7%),
+    each launch 5% spread, its ratio measured with a 2% error when `ratios`; `jump` multiplies the verify
     step from depth 3 on."""
-    from sparktriage.sweep import rule
-    from sparktriage.sweep.counts import Counts
-    from sparktriage.sweep.model import ModelLaunch
+    from sparktriage.sweep.policy import rule
+    from sparktriage.sweep.evidence.counts import Counts
+    from sparktriage.sweep.model.depth import ModelLaunch
 
     rng = random.Random(seed)
     q, rates, depths = 0.7, (0.9, 0.8, 0.3, 0.1), [0, 1, 2, 3, 4]

@@ -1,6 +1,6 @@
-"""The gate without non-streaming requests (sweep.stream_gate, docs/sweep.md "Correctness gate"):
-the protocol's greedy streams compared depth 0 against k, on recorded request records and through
-the engine on the simulator behind a gateway that refuses non-streaming requests."""
+"""The gate without non-streaming requests (sweep.evidence.stream_gate, docs/sweep.md "Correctness
+gate"): the protocol's greedy streams compared depth 0 against k, on recorded request records and
+through the engine on the simulator behind a gateway that refuses non-streaming requests."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from sparktriage.bench.workload import load_workloads
-from sparktriage.sweep.engine import plan_sweep, run_sweep
-from sparktriage.sweep.gate import gate
-from sparktriage.sweep.stream_gate import protocol_outputs
+from sparktriage.sweep.running.engine import plan_sweep, run_sweep
+from sparktriage.sweep.evidence.gate import gate
+from sparktriage.sweep.evidence.stream_gate import protocol_outputs
 
 from simkit import sim_deployment
 

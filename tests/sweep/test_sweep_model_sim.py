@@ -16,7 +16,7 @@ import pytest
 from sparktriage.documents.sweep import SweepDocument
 from sparktriage.roofline import experts
 from sparktriage.store.typed import check
-from sparktriage.sweep.engine import plan_sweep, run_sweep
+from sparktriage.sweep.running.engine import plan_sweep, run_sweep
 
 from simkit import sim_deployment
 
@@ -121,8 +121,8 @@ def test_where_the_model_holds_it_decides_with_fewer_launches_and_matches_the_sc
 
 def test_with_plain_steps_inside_launches_the_slope_is_measured_there(tmp_path):
     """ngram that finds a match at 60% of steps: every speculative launch also runs plain steps,
-    so its verify-to-plain step time ratio is measured from its chunk gaps (sweep.steptimes) and
-    the slope comes from those ratios, free of the launch spread."""
+    so its verify-to-plain step time ratio is measured from its chunk gaps
+    (sweep.evidence.steptimes) and the slope comes from those ratios, free of the launch spread."""
     q = 0.6
     h = {k: 1 + ROUTED * (experts.ratio(384, 8, k + 1) - 1) for k in range(4)}
     truth = {k: (1 + q * sum(ACCEPT[:k])) / ((1 - q) + q * h[k]) if k else 1.0 for k in range(4)}

@@ -14,7 +14,7 @@ import pytest
 from sparktriage.documents.sweep import SweepDocument
 from sparktriage.roofline import experts
 from sparktriage.store.typed import check
-from sparktriage.sweep.engine import plan_sweep, run_sweep
+from sparktriage.sweep.running.engine import plan_sweep, run_sweep
 
 from simkit import sim_deployment
 

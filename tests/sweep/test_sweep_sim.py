@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from sparktriage.sweep.document import SweepJson
-from sparktriage.sweep.engine import plan_sweep, run_sweep
+from sparktriage.sweep.running.engine import plan_sweep, run_sweep
 from sparktriage.sim.thread import toy_server
 from sparktriage.testbed.server import free_port
 
@@ -83,7 +83,7 @@ def test_acceptance_within_5_percent_of_the_scripted_values(decided):
     drafts: its 6 measured requests and 1 warm-up count them 7 times over."""
     result, tmp = decided
     by = {d["depth"]: d for d in result.document["depths"]}
-    records = result.document["launches"]  # derived from the launch folders (sweep.evidence)
+    records = result.document["launches"]  # derived from the launch folders (sweep.evidence.launch)
     for depth in (2, 4):
         scripted = ACCEPT[:depth]
         entry = by[depth]

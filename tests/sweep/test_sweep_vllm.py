@@ -23,11 +23,11 @@ import pytest
 import yaml
 
 from sparktriage.session.demo import deployment
-from sparktriage.sweep import acceptance_model
-from sparktriage.sweep.counts import from_acceptance
-from sparktriage.sweep.counts import pooled as pooled_counts
-from sparktriage.sweep.evidence import workload_rate
-from sparktriage.sweep.model import level
+from sparktriage.sweep.model import acceptance_model
+from sparktriage.sweep.evidence.counts import from_acceptance
+from sparktriage.sweep.evidence.counts import pooled as pooled_counts
+from sparktriage.sweep.evidence.launch import workload_rate
+from sparktriage.sweep.model.depth import level
 from sparktriage.sweep.document import SweepJson
 from sparktriage.testbed.garbage.variants import trained_model
 from sparktriage.testbed.server import free_port
@@ -99,7 +99,7 @@ def test_sweep_runs_four_launches_and_prints_the_decision_with_intervals(sweep_r
             measured = [d for d in doc["depths"] if d["mean_tok_s"] is not None]
             assert decision["depth"] == max(measured, key=lambda d: d["mean_tok_s"])["depth"]
     text = result.stderr  # --json -: the human lines go to stderr
-    from sparktriage.sweep.allocate import decision_word
+    from sparktriage.sweep.policy.words import decision_word
     assert f"decision: depth {decision['depth']} ({decision_word(decision['state'], decision['depth'])})" in text
     with_ci = [d for d in doc["depths"] if d["n"] >= 2]
     assert with_ci, "two of the four launches share a depth"
@@ -306,7 +306,7 @@ def test_step_ratios_inside_launches_are_measured_from_the_chunk_gaps_or_say_why
 
 
 def test_the_two_stream_phase_measures_depth_0_and_leaves_ngram_launches_to_their_verify_ratio(sweep_run):
-    """After each launch's protocol two pairs of concurrent requests run (sweep.pair_phase).
+    """After each launch's protocol two pairs of concurrent requests run (sweep.running.pair_phase).
     At depth 0 their step over the one-stream step is measured inside the launch; at depths 2
     and 4 ngram left plain steps, so the launch's verify ratio measures it and the pair ratio
     says why it is not taken; the model reads the verify ratios where a launch measured one, else

@@ -15,13 +15,13 @@ from sparktriage.cli.progress import protocol_lines
 from sparktriage.cli.session_view import plain
 from sparktriage.bench.render import delivered_table
 from sparktriage.errors import LaunchError, UsageError
-from sparktriage.sweep.allocate import decision_word
 
 
 
 
 def render_summary(doc: dict) -> list[str]:
     """The demo's outcome as plain lines (stdout)."""
+    from sparktriage.sweep.policy.words import decision_word
     lines = [f"run directory: {doc['run']}"]
     for launch in doc["launches"]:
         rate = launch["delivered_tok_s"]

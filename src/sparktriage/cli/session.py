@@ -30,6 +30,7 @@ def plan_lines(steps: list[dict], estimate: float) -> list[str]:
 
 
 def result_lines(result: dict) -> list[str]:
+    from sparktriage.sweep.policy.words import decision_word
     lines = [f"run directory: {result['run']}"]
     for l in result["launches"]:
         bench = l.get("bench") or {}
@@ -46,7 +47,8 @@ def result_lines(result: dict) -> list[str]:
         lines.append(f"probe: {result['probe']['verdict']}, {result['probe']['tokens_spent']} tokens")
     if result.get("sweep"):
         d = result["sweep"]
-        lines.append(f"sweep decision: depth {d['depth']}" + (" (provisional)" if d.get("provisional") else "")
+        word = decision_word(d.get("state"), d["depth"])
+        lines.append(f"sweep decision: depth {d['depth']}" + (f" ({word})" if word else "")
                      + f": {d['reason']}")
     if result.get("report"):
         lines.append(f"report: {result['report']['dir']} (signed: {result['report']['signed']})")

@@ -36,13 +36,13 @@ def sweep(
 ) -> None:
     """Relaunch a deployment per speculative depth, measure delivered tokens with intervals over
     launches, gate every depth's greedy output against depth 0, and recommend a depth."""
-    from sparktriage.sweep.engine import plan_sweep, run_sweep
+    from sparktriage.sweep.running.engine import plan_sweep, run_sweep
     from sparktriage.sweep.plan import parse_depths
     if rebuild is not None:
         if deploy is not None or out is not None or resume is not None:
             raise UsageError("--rebuild DIR recomputes a finished sweep: give neither DEPLOY.yaml, "
                              "--out nor --resume")
-        from sparktriage.sweep.rebuild import rebuild as rebuild_sweep
+        from sparktriage.sweep.running.rebuild import rebuild as rebuild_sweep
         done = rebuild_sweep(rebuild)
         console.info(f"rebuilt {done.path / 'sweep.json'} from "
                      f"{done.document['launches_used']} launch folder(s): "
@@ -57,7 +57,7 @@ def sweep(
         where = resume
         if not (resume / "sweep-state.json").is_file():
             raise UsageError(f"--resume {resume}: no sweep-state.json there")
-        from sparktriage.sweep.state import open_state
+        from sparktriage.sweep.running.state import open_state
         # the deployment is read again: what it runs now must be accepted (the names given
         # when the sweep started count)
         stored = open_state(resume, None).plan

@@ -15,6 +15,10 @@ from typing import Any, Literal
 
 from sparktriage.store.typed import Document, OpenPart
 
+# The states a sweep's decision can be in (the file's contract); each has one word, given in
+# sweep.policy.words, that every rendering uses.
+DecisionState = Literal["best", "tied", "insufficient"]
+
 
 class SweepLaunch(OpenPart):
     label: str
@@ -77,7 +81,7 @@ class SweepModel(OpenPart):
 class Decision(OpenPart):
     depth: int | None
     reason: str
-    state: Literal["best", "tied", "insufficient"] | None = None
+    state: DecisionState | None = None
     rule: Literal["model", "black-box"] | None = None
     gate_note: str | None = None
     candidates: list[int] | None = None
@@ -143,7 +147,7 @@ class ContractDepth(SweepDepth):
 
 
 class ContractDecision(Decision):
-    state: Literal["best", "tied", "insufficient"]
+    state: DecisionState
     candidates: list[int]
 
 

@@ -18,8 +18,10 @@ import json
 import re
 from dataclasses import dataclass
 from importlib import resources
+from typing import TYPE_CHECKING
 
-from sparktriage.logs.catalog import Rule
+if TYPE_CHECKING:  # the catalog's rules are built from a table this module's catalogue feeds
+    from sparktriage.logs.catalog import Rule
 
 # %-conversions as vLLM's source writes them: %s %r %d %i %f %.2f %5.1f %x %e %g %(name)s
 _CONVERSION = re.compile(r"%(?:\((?P<key>[^)]{1,40})\))?[-+ #0]*(?:\d+|\*)?(?:\.\d+)?"
@@ -247,42 +249,57 @@ def line_coverage(texts, mapped: dict[str, list[str]] | None = None) -> Coverage
     return Coverage(lines, catalogued, hits, tuple(missing))
 
 
-def startup_share(release: str) -> tuple[int, int]:
-    """(mapped, all) INFO/WARNING/ERROR logger messages of the start-up modules in a release."""
-    cat = catalogue()
+@dataclass(frozen=True)
+class StartupShare:
+    """How one release's start-up messages (`meanings.in_pool`) are decided and read."""
+
+    messages: int
+    with_meaning: int  # a line of the meaning table decides it (`nothing` included)
+    meaningful: int  # of those, a meaning other than `nothing`
+    mapped: int  # a rule of the reader matches it
+    derived: int  # a rule compiled from the catalogue's formats matches it
+
+
+def startup_share(release: str) -> StartupShare:
+    """The start-up messages of a release: how many have a meaning, and how the reader reads them."""
+    from sparktriage.logs import meanings
+    from sparktriage.logs.catalog import RULES_BY_ID
     mapped = mapping()
-    pool = [m for m in cat.in_release(release)
-            if m.kind == "log" and m.level in ("INFO", "WARNING", "ERROR") and m.startup]
-    return sum(m.id in mapped for m in pool), len(pool)
-
-
-_STATED = re.compile(r"\b(?:took|takes|in)\s+%[-+ #0]*\d*(?:\.\d+)?[sdf]\s*(?:s\b|sec|second|ms\b)",
-                     re.IGNORECASE)
-
-
-def startup_meaning(message: Message, mapped: dict[str, list[str]]) -> str:
-    """What one start-up message means to the start-up reading: the meaning of the reader's
-    rule where it maps the message, else what its format shows it to be (a stated duration,
-    a failure, progress) marked `unread`, else `nothing`."""
-    rules = mapped.get(message.id)
-    if rules:
-        from sparktriage.logs.catalog import RULES_BY_ID
-        return meaning(RULES_BY_ID[rules[0]]) if rules[0] in RULES_BY_ID else "other"
-    if _STATED.search(message.fmt):
-        return "unread:stated-duration"
-    if message.kind == "raise" or message.level == "ERROR":
-        return "unread:failure"
-    if message.kind == "progress":
-        return "unread:progress"
-    return "nothing"
+    decided = {e.id: e.meaning for e in meanings.table()}
+    pool = [m for m in catalogue().in_release(release) if meanings.in_pool(m)]
+    derived = [m for m in pool if any(RULES_BY_ID[r].derived for r in mapped.get(m.id, ())
+                                      if r in RULES_BY_ID)]
+    return StartupShare(len(pool), sum(m.id in decided for m in pool),
+                        sum(decided.get(m.id, "nothing") != "nothing" for m in pool),
+                        sum(m.id in mapped for m in pool), len(derived))
 
 
 def startup_meanings(release: str) -> dict[str, int]:
-    """{meaning: count} over the start-up modules' messages (every kind) of one release."""
-    mapped = mapping()
+    """{meaning kind: count} over one release's start-up messages (`phase:compile` counts as
+    `phase`, `duration:graph_capture:s` as `duration`; `undecided` where the table has none)."""
+    from sparktriage.logs import meanings
+    decided = {e.id: e.meaning for e in meanings.table()}
     counts: dict[str, int] = {}
     for message in catalogue().in_release(release):
-        if message.startup:
-            key = startup_meaning(message, mapped)
+        if meanings.in_pool(message):
+            key = decided.get(message.id, "undecided").split(":", 1)[0]
             counts[key] = counts.get(key, 0) + 1
     return dict(sorted(counts.items()))
+
+
+def unread_durations(release: str) -> list[str]:
+    """The start-up messages of a release that state a duration no rule of the reader reads."""
+    from sparktriage.logs import meanings
+    mapped = mapping()
+    return sorted(f"{e.module}: {e.fmt}" for e in meanings.table()
+                  if e.meaning.startswith("duration:") and e.id not in mapped
+                  and release in _expand(e.releases))
+
+
+def _expand(spans: tuple[str, ...]) -> set[str]:
+    releases = catalogue().releases
+    out: set[str] = set()
+    for span in spans:
+        first, _, last = span.partition("..")
+        out.update(releases[releases.index(first):releases.index(last or first) + 1])
+    return out

@@ -54,6 +54,9 @@ _REPORTED = {
     "reported.torch_compile": "torch_compile_s",
     "reported.graph_capture": "graph_capture_s",
     "reported.init_engine": "init_engine_s",
+    "reported.weights_download": "weights_download_s",
+    "reported.online_quantization": "online_quantization_s",
+    "reported.encoder_graph_capture": "encoder_graph_capture_s",
 }
 
 

@@ -17,8 +17,8 @@ from sparktriage.report.readable import fitted, p_value, plain, signed_rate
 from sparktriage.report.sections import missing
 from sparktriage.report.values import as_dict, as_list, integer, num, text
 from sparktriage.stats.summary import summarize
-from sparktriage.sweep.allocate import decision_word
-from sparktriage.sweep.model_entry import verify_cost
+from sparktriage.sweep.policy.words import decision_word
+from sparktriage.sweep.model.entry import verify_cost
 
 
 BASIS_TEXT = {"decode": "mean delivered decode tok/s",
@@ -186,7 +186,7 @@ HEADERS = ["depth", "launches", "mean tok/s", "95% CI over launches", "acceptanc
 
 def decision_text(decision: dict) -> str:
     """A sweep decision as 'depth 2 (settled)': its depth and the one word of its state
-    (sweep.allocate.DECISION_WORDS; none for a state this sweep does not write)."""
+    (sweep.policy.words.WORDS; none for a state this sweep does not write)."""
     word = decision.get("word")
     return f"depth {decision.get('depth')}" + (f" ({word})" if word else "")
 

@@ -1,6 +1,6 @@
 """The session's steps that work on what its launches left in the run folder: the authoritative
-stall classification of a launch, the sweep (session/sweep_step.py, launching through the
-runner's group code), the environment differences across nodes, the report and its signature.
+stall classification of a launch, the sweep (session/sweep_step.py: the sweep engine, launching
+through the same launch loop as the runner, measure.loop, with the session's process book), the environment differences across nodes, the report and its signature.
 Each takes the session and its step and returns why it failed, or None."""
 
 from __future__ import annotations
@@ -34,19 +34,8 @@ def _sweep(session: Session, step: dict) -> str | None:
     if not labels:
         return "no launch of the deployment as given completed: nothing to compare against"
 
-    current: dict = {}
-
-    def observe(event: str, details: dict) -> None:
-        if event == "sweep-launch":
-            current["label"] = details.get("label")
-        elif event == "process":
-            state.add_process({"node": details.get("node"), "name": details.get("name"),
-                               "pid": details.get("pid"), "pgid": details.get("pgid"),
-                               "starttime": details.get("starttime"),
-                               "launch": current.get("label")})
-        session.observe(event, details)
-
-    run_engine(session.run.path, session.plan, session.deployment, observe)
+    run_engine(session.run.path, session.plan, session.deployment, session.observe,
+               session.state)
     return None
 
 

@@ -128,6 +128,10 @@ class StallWatcher:
         self.stop.set()
         self._thread.join(30.0)
 
+    def ready(self) -> None:
+        """The server is ready: its startup has nothing more to classify."""
+        self.stop.set()
+
     def check(self) -> list[dict]:
         """One pass of the classifier over the evidence so far; the new verdicts."""
         from sparktriage.stalls.analyze import analyze, load_rules

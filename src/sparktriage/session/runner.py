@@ -5,11 +5,12 @@ earlier, crashed run left running on any node, turns a launch that was running i
 interrupted one (its folder and raw records stay as they are) and makes every step that was
 running pending again. `run_session` then executes every step that is not done, in order:
 
-  launch group  node state checked and recorded; a new launch folder; the server started by the
-                launch supervisor with the live stall watcher on its bundle; the group's
-                protocol and probe run while it is up; teardown on every node
+  launch group  node state checked and recorded; then the one launch loop (measure.loop, the
+                sweep's too): a new launch folder, the server started by the launch supervisor
+                with the live stall watcher on its bundle, the group's protocol and probe run
+                while it is up, teardown on every node, every server process in session.json
   stalls        the authoritative classification of that launch after teardown
-  sweep         session/sweep_step.py (the sweep engine), launching through the same group code
+  sweep         session/sweep_step.py (the sweep engine), launching through the same loop
   envdiff       the environment differences across nodes, per launch, and the node-state flags
   report        `sparktriage report` into DIR/report, signed when a key was given
   signature     the signed report verified with the key's public half
@@ -32,11 +33,9 @@ from sparktriage.bench.workload import load_workloads
 from sparktriage.config import speculative as spec_source
 from sparktriage.config.deployment import Deployment, load_deployment
 from sparktriage.errors import SparktriageError, UsageError
-from sparktriage.bundle import layout
 from sparktriage.config.client_code import client_code
 from sparktriage.launch import acceptance
 from sparktriage.launch.plan import LaunchPlan, build_plan
-from sparktriage.launch.run import launch_once
 from sparktriage.session import nodestate
 from sparktriage.session.actions import ACTIONS
 from sparktriage.session.context import Session, attached_launch
@@ -44,15 +43,13 @@ from sparktriage.session.live import StallWatcher
 from sparktriage.session.plan import (DONE, FAILED, INTERRUPTED, PENDING, RUNNING, LabAssumptions,
                                       SessionOptions, base_depth, build_steps, estimate_s)
 from sparktriage.session.state import FILE, SessionState
+from sparktriage.measure.loop import Slot, measure_launch, run_deployment_file
 from sparktriage.measure.steps import bench_step, probe_step
 from sparktriage.session.summary import summarize
 from sparktriage.session.survivors import stop_survivors
 from sparktriage.session.sweep_step import sweep_plan
-from sparktriage.store.documents import write_yaml_document
-from sparktriage.store.rundir import LaunchDir, RunDir
+from sparktriage.store.rundir import RunDir
 from sparktriage.progress import Observer, quiet
-
-DEPLOYMENT_FILE = "deployment.yaml"  # the run's deployment, at the top (the report reads it)
 
 
 # --- opening ---------------------------------------------------------------------------------
@@ -143,9 +140,7 @@ def _load(session: Session, deployment: Deployment | None) -> None:
                                   tuple(options.extra.get(acceptance.OPTION) or ()))
     acceptance.record(session.run.path, accepted)
     session.plan = sweep_plan(options, session.deployment)
-    top = session.run.path / DEPLOYMENT_FILE
-    if not top.exists():
-        write_yaml_document(top, session.deployment.model_dump(mode="json"))
+    run_deployment_file(session.run.path, session.deployment)
 
 
 def _deployment(session: Session, depth: int) -> Deployment:
@@ -175,9 +170,10 @@ def _first_node_state(state: SessionState) -> dict | None:
 
 def _launch_group(session: Session, group: str, depth: int, substeps: list[dict],
                   launch_step: dict | None) -> str | None:
-    """One launch with `substeps` (protocol, probe) run while it is up; the label when it
-    completed, else None. KeyboardInterrupt propagates after teardown."""
-    state, options, observe = session.state, session.options, session.observe
+    """One launch with `substeps` (protocol, probe) run while it is up, through the one launch
+    loop (measure.loop); the label when it completed, else None. KeyboardInterrupt propagates
+    after teardown."""
+    state, observe = session.state, session.observe
     dep = _deployment(session, depth)
     plan = build_plan(dep)
     _check_budget(session)
@@ -187,67 +183,53 @@ def _launch_group(session: Session, group: str, depth: int, substeps: list[dict]
             pgids.setdefault(p["node"], []).append(int(p["pgid"]))
     node_state = nodestate.snapshot(plan, nodestate.engine_needles(dep.model.path), pgids)
     flags = nodestate.compare(_first_node_state(state), node_state)
-    launch = session.run.next_launch()
-    write_yaml_document(launch.path / "deployment.yaml", dep.model_dump(mode="json"))
-    redo = [l for l in state.doc["launches"] if l["step"] == group and l["state"] == INTERRUPTED
-            and not l.get("redone_as")]
-    state.add_launch({"label": launch.label, "step": group, "state": RUNNING, "depth": depth,
-                      "node_state": node_state, "flags": flags})
-    for old in redo:
-        state.update_launch(old["label"], redone_as=launch.label)
-        state.event("redo", f"launch {old['label']} was interrupted; redone as {launch.label}",
-                    launch=launch.label)
-        observe("session-note", {"text": f"launch {old['label']} was interrupted; redone as {launch.label}"})
-    for flag in flags:
-        observe("warning", {"text": f"{launch.label}: node state differs: {flag}"})
-    if launch_step is not None:
-        state.set_state(launch_step, RUNNING, launch=launch.label)
-    observe("session-launch", {"label": launch.label, "depth": depth, "nodes": [n.name for n in plan.nodes]})
-    endpoint = plan.endpoint
-    log = [str(launch.path / "bundle" / layout.NODES_DIR / plan.head.name / layout.log_file("server"))]
-    watcher = StallWatcher(launch.path / "bundle", launch.path / "live-stalls.jsonl", observe)
 
-    def on_event(event: str, details: dict) -> None:
-        if event == "process":
-            state.add_process({"node": details.get("node"), "name": details.get("name"),
-                               "pid": details.get("pid"), "pgid": details.get("pgid"),
-                               "starttime": details.get("starttime"), "launch": launch.label})
-        elif event == "ready":
-            watcher.stop.set()
-        observe(event, details)
+    def opened(slot: Slot) -> None:
+        label = slot.label
+        redo = [l for l in state.doc["launches"] if l["step"] == group
+                and l["state"] == INTERRUPTED and not l.get("redone_as")]
+        state.add_launch({"label": label, "step": group, "state": RUNNING, "depth": depth,
+                          "node_state": node_state, "flags": flags})
+        for old in redo:
+            state.update_launch(old["label"], redone_as=label)
+            state.event("redo", f"launch {old['label']} was interrupted; redone as {label}",
+                        launch=label)
+            observe("session-note", {"text": f"launch {old['label']} was interrupted; redone as {label}"})
+        for flag in flags:
+            observe("warning", {"text": f"{label}: node state differs: {flag}"})
+        if launch_step is not None:
+            state.set_state(launch_step, RUNNING, launch=label)
+        observe("session-launch", {"label": label, "depth": depth,
+                                   "nodes": [n.name for n in slot.plan.nodes]})
 
-    def while_ready(_supervisor) -> None:
+    def measure(slot: Slot) -> None:
         for sub in substeps:
-            _run_sub(session, sub, launch, endpoint, log, depth)
+            _run_sub(session, sub, slot, depth)
 
-    try:
-        with watcher:
-            result = launch_once(plan, launch, on_event, while_ready=while_ready)
-    except KeyboardInterrupt:
-        state.update_launch(launch.label, state=INTERRUPTED, ended=_now(),
+    def interrupted(slot: Slot, _wall_s: float) -> None:
+        state.update_launch(slot.label, state=INTERRUPTED, ended=_now(),
                             note="interrupted (Ctrl-C); torn down; its records are kept here")
         if launch_step is not None:
             state.set_state(launch_step, INTERRUPTED, "interrupted (Ctrl-C)")
-        raise
-    with state._lock:
-        for p in state.doc["processes"]:
-            if p.get("launch") == launch.label and not p.get("stopped"):
-                p["stopped"] = "teardown"
-        state.save()
-    completed = result.get("outcome") == "completed"
-    reason = None if completed else (result.get("error") or result.get("failure")
-                                     or f"outcome {result.get('outcome')}")
-    state.update_launch(launch.label, state=DONE if completed else FAILED, ended=_now(),
+
+    ended = measure_launch(session.run, dep, measure, observe=observe, plan=plan,
+                           processes=state, opened=opened, interrupted=interrupted,
+                           watch=lambda launch: StallWatcher(launch.path / "bundle",
+                                                             launch.path / "live-stalls.jsonl",
+                                                             observe))
+    result, label = ended.result, ended.label
+    reason = None if ended.completed else (ended.error or f"outcome {result.get('outcome')}")
+    state.update_launch(label, state=DONE if ended.completed else FAILED, ended=_now(),
                         outcome=result.get("outcome"), ready_s=result.get("ready_s"),
                         survivors=result.get("survivors") or {}, reason=reason)
     for sub in substeps:
         if sub["state"] in (PENDING, RUNNING):
-            state.set_state(sub, FAILED, f"launch {launch.label} did not stay up: {reason}", launch.label)
+            state.set_state(sub, FAILED, f"launch {label} did not stay up: {reason}", label)
     if launch_step is not None:
-        state.set_state(launch_step, DONE if completed else FAILED, reason, launch.label)
+        state.set_state(launch_step, DONE if ended.completed else FAILED, reason, label)
     done = sum(1 for l in state.doc["launches"] if l["state"] in (DONE, FAILED))
-    observe("session-launch-done", {"label": launch.label, "launches_done": done})
-    return launch.label if completed else None
+    observe("session-launch-done", {"label": label, "launches_done": done})
+    return label if ended.completed else None
 
 
 def _now() -> str:
@@ -271,9 +253,9 @@ def _record_outcome(session: Session, step: dict, work: Callable[[], str | None]
         session.observe("warning", {"text": f"{step['id']} failed: {reason}"})
 
 
-def _run_sub(session: Session, sub: dict, launch: LaunchDir, endpoint: str, log: list[str],
-             depth: int) -> None:
+def _run_sub(session: Session, sub: dict, slot: Slot, depth: int) -> None:
     state, options, observe = session.state, session.options, session.observe
+    launch, endpoint, log = slot.launch, slot.endpoint, slot.log
     state.set_state(sub, RUNNING, launch=launch.label)
     observe("session-step", {"id": sub["id"], "kind": sub["kind"]})
 

@@ -142,9 +142,20 @@ class SessionState:
                 record.update(fields)
                 self.save()
 
-    def add_process(self, record: dict) -> None:
+    # the run's process book (measure.loop.Processes): the session's launches and its sweep's
+    def process_started(self, label: str, details: dict) -> None:
+        record = {"node": details.get("node"), "name": details.get("name"),
+                  "pid": details.get("pid"), "pgid": details.get("pgid"),
+                  "starttime": details.get("starttime"), "launch": label}
         with self._lock:
             self.doc["processes"].append({"recorded": utc_now(), "stopped": None, **record})
+            self.save()
+
+    def launch_torn_down(self, label: str) -> None:
+        with self._lock:
+            for p in self.doc["processes"]:
+                if p.get("launch") == label and not p.get("stopped"):
+                    p["stopped"] = "teardown"
             self.save()
 
     def recover(self) -> list[str]:

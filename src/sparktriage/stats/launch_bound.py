@@ -24,8 +24,8 @@ T*·kl(1 − δ − q, δ); with several, the probability of naming one of them 
 bound keeps only the share the best-placed one must get). It holds for every δ, not only as δ → 0.
 
 Unknown spread (`unknown_scale=True`). A lab does not know its launch spread; the sweep's own
-model says it is relative and shared by the depths (sweep/allocate.py). A rule that must be right
-whatever that common scale is faces also the instances whose every σ_a is multiplied by one r;
+model says it is relative and shared by the depths (sweep/policy/allocate.py). A rule that must be
+right whatever that common scale is faces also the instances whose every σ_a is multiplied by one r;
 the cheapest of those costs, per launch, min_r [ln r + (1/2 + C)/r² − 1/2] = ½·ln(1 + 2C) (at
 r² = 1 + 2C), C the known-spread cost of the same allocation. The logarithm keeps the best
 allocation, so T_i(unknown) = 1 / (½·ln(1 + 2/T_i)): always more launches than with the spread

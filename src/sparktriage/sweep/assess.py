@@ -1,12 +1,12 @@
 """One assessment per launch: statistics, gates, the depth model and the decision, once.
 
-`assess(plan, evidence, previous)` reads the launches so far (sweep.evidence, in launch order)
-and computes, once, everything the sweep decides with: the basis of its rates (decode, else end
-to end), each depth's statistics over its pooled launches (sweep.stats), each depth's gate
-(sweep.depth_gates), the depths failed twice, the eligible depths, the rule's view
-(`rule.Situation`), the depth model and the decision of the rule that leads (sweep.decide). The
-engine loop asks the `Assessment` for the next launch (`next_launch`); `sweep.json` is written
-from it (sweep.document), so both read the same numbers.
+`assess(plan, evidence, previous)` reads the launches so far (sweep.evidence.launch, in launch
+order) and computes, once, everything the sweep decides with: the basis of its rates (decode, else
+end to end), each depth's statistics over its pooled launches (sweep.evidence.stats), each depth's
+gate (sweep.evidence.depth_gates), the depths failed twice, the eligible depths, the rule's view
+(`policy.situation.Situation`), the depth model and the decision of the rule that leads
+(sweep.policy.decide). The engine loop asks the `Assessment` for the next launch (`next_launch`);
+`sweep.json` is written from it (sweep.document), so both read the same numbers.
 
 The depth model is advanced, not replayed: when the new launches extend the previous
 assessment's history (same eligible depths, step shape, basis and margin), only they are fed to
@@ -20,16 +20,16 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from sparktriage.sweep import rule
-from sparktriage.sweep.allocate import Decision
-from sparktriage.sweep.depth_gates import gate_by_depth
-from sparktriage.sweep.evidence import LaunchEvidence
-from sparktriage.sweep.model import DepthModel, build
-from sparktriage.sweep.model_inputs import situation as situation_of
+from sparktriage.sweep.policy import rule
+from sparktriage.sweep.policy.allocate import Decision
+from sparktriage.sweep.evidence.depth_gates import gate_by_depth
+from sparktriage.sweep.evidence.launch import LaunchEvidence
+from sparktriage.sweep.model.depth import DepthModel, build
+from sparktriage.sweep.policy.situation import Situation, situation as situation_of
 from sparktriage.sweep.plan import SweepPlan
-from sparktriage.sweep.decide import model_leads, policy_for
-from sparktriage.sweep.stats import DepthStats, LaunchObservation, depth_stats
-from sparktriage.sweep.stepfit import StepShape
+from sparktriage.sweep.policy.decide import model_leads, policy_for
+from sparktriage.sweep.evidence.stats import DepthStats, LaunchObservation, depth_stats
+from sparktriage.sweep.model.stepfit import StepShape
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class Assessment:
     gates: dict[int, dict]
     failed: frozenset[int]
     eligible: tuple[int, ...]
-    situation: rule.Situation
+    situation: Situation
     model: DepthModel | None
     rule: str  # the policy that leads: model, black-box
     decision: Decision
@@ -128,12 +128,12 @@ def consecutive_failures(records, depth: int) -> int:
 
 
 # ---- the model ------------------------------------------------------------------------------
-def _same_ground(a: rule.Situation, b: rule.Situation) -> bool:
+def _same_ground(a: Situation, b: Situation) -> bool:
     return (a.eligible == b.eligible and a.shape == b.shape and a.basis == b.basis
             and a.margin == b.margin and a.use_model == b.use_model)
 
 
-def _model(where: rule.Situation, previous: "Assessment | None") -> tuple[DepthModel | None, bool]:
+def _model(where: Situation, previous: "Assessment | None") -> tuple[DepthModel | None, bool]:
     """The depth model after `where`'s history, and whether it was replayed (module doc)."""
     if not where.use_model or not where.eligible:
         return None, True

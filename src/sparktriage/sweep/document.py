@@ -8,7 +8,7 @@ contract, checked by the product before it writes); the rest is documented in do
 The launch is the unit of replication: per depth the mean of launch means with a t-interval over
 launches; `comparisons` holds the chosen depth's Welch tests against depth 0 and the runner-up
 (the report restates them), and `model` says what the depth model made of the launches
-(sweep.model_entry).
+(sweep.model.entry).
 """
 
 from __future__ import annotations
@@ -19,16 +19,16 @@ from sparktriage.documents.sweep import SweepJson  # noqa: F401 (the contract, r
 from sparktriage.roofline.ceiling import deployment_ceiling
 from sparktriage.stats.compare import welch
 from sparktriage.store.rundir import SCHEMA_VERSION
-from sparktriage.sweep.acceptance import combine
+from sparktriage.sweep.evidence.acceptance import combine
 from sparktriage.sweep.assess import Assessment, assess
-from sparktriage.sweep.evidence import derive_all
-from sparktriage.sweep.model import UNKNOWN_SHARE
-from sparktriage.sweep.model_entry import model_entry
-from sparktriage.sweep.model_inputs import step_shape
-from sparktriage.sweep.outlook import outlook, sentence
+from sparktriage.sweep.evidence.launch import derive_all
+from sparktriage.sweep.model.depth import UNKNOWN_SHARE
+from sparktriage.sweep.model.entry import model_entry
+from sparktriage.sweep.policy.situation import step_shape
+from sparktriage.sweep.policy.outlook import outlook, sentence
 from sparktriage.sweep.plan import SweepPlan
-from sparktriage.sweep.stats import DepthStats
-from sparktriage.sweep.stepfit import StepShape
+from sparktriage.sweep.evidence.stats import DepthStats
+from sparktriage.sweep.model.stepfit import StepShape
 
 
 # ---- building -------------------------------------------------------------------------------

@@ -65,8 +65,8 @@ class SweepPlan(BaseModel):
     margin: float = Field(DEFAULT_MARGIN, gt=0, lt=1)
     gate_tokens: int = Field(64, ge=1, description="Greedy tokens compared per prompt by the gate.")
     retries: int = Field(1, ge=0, description="Retries of a failed launch before its depth is failed.")
-    model: bool = Field(True, description="Decide with the depth model while it holds (sweep.rule); False: the black-box rule only.")
-    pairs: int = Field(2, ge=0, le=64, description="Pairs of concurrent requests after each launch's protocol (sweep.pair_phase); 0: none.")
+    model: bool = Field(True, description="Decide with the depth model while it holds (sweep.policy.rule); False: the black-box rule only.")
+    pairs: int = Field(2, ge=0, le=64, description="Pairs of concurrent requests after each launch's protocol (sweep.running.pair_phase); 0: none.")
 
     @property
     def deciding_workload(self) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sparktriage.view import View
-from sparktriage.sweep.allocate import decision_word
+from sparktriage.sweep.policy.words import decision_word
 
 
 def _rate(value: float | None) -> str:

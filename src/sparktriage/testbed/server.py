@@ -32,6 +32,12 @@ NODE = "local"
 # The CPU build's defaults fail on small NUMA nodes (docs/testbed.md); nothing may phone home.
 SERVE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1",
              "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
+# The engine's model runs inside the engine-core process (vLLM's uniprocess executor) instead of
+# a worker process of its own: one fewer Python that imports torch and vLLM, about a third of a
+# start of the tiny model on a 2-core machine (docs/testbed.md). For servers whose tests read
+# answers, metrics and logs; a lab node keeps vLLM's multiprocess layout (worker stacks, the
+# stall reproductions), so this is never the default.
+ONE_PROCESS = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
 
 
 @dataclass(frozen=True)

@@ -17,16 +17,15 @@ from pathlib import Path
 from sparktriage.probe import verdict as verdict_rules
 from sparktriage.probe.runner import ProbeOutcome, ProbeSettings, run_probe
 from sparktriage.testbed.garbage.bugs import CATALOGUE, Variant
-from sparktriage.testbed.server import ServeSpec
+from sparktriage.testbed.server import ONE_PROCESS, ServeSpec
 
 MAX_MODEL_LEN = 512  # the tiny model was trained on 256-token windows
 ORDER = [v.name for v in CATALOGUE]
-FAST_START = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
 
 
 def serve_spec(model_dir: Path) -> ServeSpec:
     """How the test bed serves a variant's checkpoint."""
-    return ServeSpec(model=model_dir, max_model_len=MAX_MODEL_LEN, env=dict(FAST_START))
+    return ServeSpec(model=model_dir, max_model_len=MAX_MODEL_LEN, env=dict(ONE_PROCESS))
 
 
 def probe(url: str, seed: int, baseline: Path | None = None) -> ProbeOutcome:

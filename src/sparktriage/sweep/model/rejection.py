@@ -4,8 +4,8 @@ It names the term of the model that did not fit (the step-cost curve, the accept
 the drafts' length) and what the launches measured against what the model allowed, e.g. "the
 step-cost curve did not fit: launches measured verify steps 1.41x a plain step at depth 3 where
 the model allowed at most 1.30x". The figures come from the model over every launch made
-(sweep.model's `DepthModel`, after the rejection too: the black-box rule goes on launching), so
-the sentence says what all of them measured; where they no longer show the misfit that rejected
+(sweep.model.depth's `DepthModel`, after the rejection too: the black-box rule goes on launching),
+so the sentence says what all of them measured; where they no longer show the misfit that rejected
 the model, it says after which launch which check failed and why. `sweep.json` carries it as
 `model.rejection` (docs/formats.md), page one shows it.
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-# the model is sweep.model.DepthModel; it is not imported here, since model.py imports this module
+# the model is sweep.model.depth.DepthModel; it is not imported here, since model.py imports this module
 DepthModel = Any
 
 TERMS = {"step_ratios": "the step-cost curve", "lack_of_fit": "the step-cost curve",

@@ -2,9 +2,9 @@
 
 Under the model the rate at depth k is TPS(k) / (t0 · (1 + s·g(k))): the ranking of the depths
 depends on the slope s alone (t0 cancels) and on the counted TPS(k). The slope's 95% confidence
-set S (sweep.stepfit) therefore carries everything the launches say; TPS(k) carries its counting
-error where a depth is read off another's counts (one-sided z at α over the other depths, the
-two depths' errors in quadrature). With
+set S (sweep.model.stepfit) therefore carries everything the launches say; TPS(k) carries its
+counting error where a depth is read off another's counts (one-sided z at α over the other depths,
+the two depths' errors in quadrature). With
 ℓ_k(s) = log TPS(k) − log(1 + s·g(k)):
 
 * `best`: one depth b beats every other for every s in S, by more than the counting error;
@@ -18,13 +18,14 @@ within the margin of the best: the guarantee of the black-box rule. Before the m
 it needs: the state `used` (every check passed), every eligible depth measured (a depth never
 launched could hide a step-cost jump that no curve fitted elsewhere can see), one depth measured
 twice (so the lack-of-fit test has run), df ≥ MIN_DF, and no `surprises` left; the recommended
-depth is then measured. Its checks run once more when it would settle (sweep.rule.advance, with
-`contender_check` aimed at the decision). The repeated looks are not corrected for; the
-benchmark measures the error rate that results (docs/benchmarks.md). When every measured
-speculative depth has a step-time ratio measured inside a launch (sweep.steptimes, or the
-two-stream phase's sweep.pairtimes; ratiofit), the slope's set comes from those ratios and a jump of the verify step's cost shows there, so the
-challenger and the contest of `surprises` (launch-level guards against a jump the curve smooths
-over) are not needed; depths far from the curve still are.
+depth is then measured. Its checks run once more when it would settle
+(sweep.policy.rule.advance, with `contender_check` aimed at the decision). The repeated looks
+are not corrected for; the benchmark measures the error rate that results (docs/benchmarks.md). When every measured
+speculative depth has a step-time ratio measured inside a launch (sweep.evidence.steptimes, or the
+two-stream phase's sweep.evidence.pairtimes; ratiofit), the slope's set comes from those ratios and
+a jump of the verify step's cost shows there, so the challenger and the contest of `surprises`
+(launch-level guards against a jump the curve smooths over) are not needed; depths far from the
+curve still are.
 
 Allocation: depth 0 and the deepest depth first (they pin the slope), then the depth best at the
 fitted slope, then its closest rivals until every depth has a launch, then the surprises, then
@@ -38,10 +39,10 @@ import math
 from statistics import NormalDist
 
 from sparktriage.stats.tdist import t_ppf
-from sparktriage.sweep.allocate import ALPHA, MARGIN, Decision
-from sparktriage.sweep.acceptance_model import Check
-from sparktriage.sweep.model import DepthModel
-from sparktriage.sweep.stepfit import StepFit, with_point
+from sparktriage.sweep.policy.allocate import ALPHA, MARGIN, Decision
+from sparktriage.sweep.model.acceptance_model import Check
+from sparktriage.sweep.model.depth import DepthModel
+from sparktriage.sweep.model.stepfit import StepFit, with_point
 
 MIN_DF = 3
 GRID = 24
@@ -136,7 +137,7 @@ def surprises(model: DepthModel, margin: float = MARGIN) -> list[int]:
         z = abs(sum(v) / len(v)) / (fit.sigma / math.sqrt(len(v)))
         if len(v) < SURPRISE_MAX and z > SURPRISE_Z:
             picked[d] = z
-    if model.ratio_covered:  # a verify step's jump shows in the ratios (sweep.ratiofit)
+    if model.ratio_covered:  # a verify step's jump shows in the ratios (sweep.model.ratiofit)
         return sorted(picked, key=lambda d: -picked[d])
     best = _fitted_best(model, [d for d in model.depths if model.predicts(d)])
     rivals = _contrasts(model, best, margin)

@@ -1,12 +1,12 @@
 """The two-stream phase of a sweep launch: pairs of concurrent requests after the protocol.
 
 A drafter that drafts at every step (MTP, EAGLE, a draft model) leaves no plain step inside a
-launch, so the launch cannot measure its verify step against a plain one (sweep.steptimes). Two
-concurrent streams can measure something close: every engine step then verifies both
+launch, so the launch cannot measure its verify step against a plain one (sweep.evidence.steptimes).
+Two concurrent streams can measure something close: every engine step then verifies both
 sequences' k + 1 tokens, and for a mixture-of-experts target reads the union of the experts both
-route to. The time of such a step over the one-stream step of the same launch (sweep.pairtimes)
-follows the step-cost curve's slope, free of the launch-to-launch spread (docs/sweep.md, "The
-two-stream phase").
+route to. The time of such a step over the one-stream step of the same launch
+(sweep.evidence.pairtimes) follows the step-cost curve's slope, free of the launch-to-launch spread
+(docs/sweep.md, "The two-stream phase").
 
 After the protocol (and the gate) of each launch, `pairs` pairs of streaming requests run, the
 two of a pair at the same time, each to the deciding workload's length: one with the workload's

@@ -1,7 +1,8 @@
 """Acceptance at every depth from counts: AL(k) and tokens per step, with intervals, and two checks.
 
-vLLM's per-position rates are unconditional (rate_i = P(at least i drafts accepted): sweep.counts),
-so one launch at the deepest depth K gives the mean acceptance length of every shallower depth,
+vLLM's per-position rates are unconditional (rate_i = P(at least i drafts accepted):
+sweep.evidence.counts), so one launch at the deepest depth K gives the mean acceptance length of
+every shallower depth,
 
     AL(k) = 1 + Σ_{i ≤ k} rate_i              (per drafted step)
     TPS(k) = 1 + q · Σ_{i ≤ k} rate_i          (per engine step; q the drafted share)
@@ -11,7 +12,7 @@ first k tokens of what they would propose at K). A depth measured itself uses it
 
 Counting error: the positions' counts are nested binomials, Var(Σ_{i≤k} rate_i) =
 (Σ_i s_i(1 − s_i) + 2 Σ_{i<j≤k} s_j(1 − s_i)) / D. For a depth read off the reference, D is one
-request's drafts (a greedy prompt repeated gives the same drafts: sweep.counts
+request's drafts (a greedy prompt repeated gives the same drafts: sweep.evidence.counts
 `independent_drafts`; which positions the drafter reaches at another depth varies with them). A
 depth measured itself has no counting error when its counts repeat one greedy prompt (they are
 what the prompt gets there, at every launch), else D is all its drafts. Intervals are normal, 95%.
@@ -31,7 +32,7 @@ import math
 from dataclasses import dataclass
 from statistics import NormalDist
 
-from sparktriage.sweep.counts import Counts
+from sparktriage.sweep.evidence.counts import Counts
 
 Z95 = 1.959964
 ALPHA = 0.05

@@ -1,22 +1,22 @@
-"""A launch's step with two streams against its step with one (sweep.pair_phase's records).
+"""A launch's step with two streams against its step with one (sweep.running.pair_phase's records).
 
 With one stream every engine step sends one chunk, so the mean gap between the chunks of the
 protocol's measured requests is the launch's mean step time t₁. In the two-stream phase both
 requests of a pair are served by the same steps: while both are open, the gap between one
 stream's chunks is the time of a step that verifies both sequences, t₂. Their ratio
 π = t₂ / t₁ is measured inside one launch (the launch's spread scales both and cancels), and
-under the step-cost curve (sweep.stepfit) it is (1 + s·g₂(k)) / (1 + s·g(k)), g₂ the cost of
-verifying k + 1 tokens of each of two sequences (sweep.ratiofit, kind "pair").
+under the step-cost curve (sweep.model.stepfit) it is (1 + s·g₂(k)) / (1 + s·g(k)), g₂ the cost of
+verifying k + 1 tokens of each of two sequences (sweep.model.ratiofit, kind "pair").
 
 Only the gaps while both streams of a pair were open count (a stream that finishes first leaves
 the other alone). Standard error: each phase's gap spread over its count (the pair's steps once,
-not once per stream), with the floor of sweep.steptimes.
+not once per stream), with the floor of sweep.evidence.steptimes.
 
 Not measured (`StepRatio.reason`) at a depth ≥ 1 whose drafter left plain steps (ngram finding
 no match): t₁ then mixes plain and verify steps in the launch's own shares, the pair's steps in
-others, and the verify ratio of sweep.steptimes measures that launch directly. Nor when the phase
-did not run, when too few steps of either kind arrived, when chunks were coalesced, or when the
-stream carries no exact per-chunk token count.
+others, and the verify ratio of sweep.evidence.steptimes measures that launch directly. Nor when the
+phase did not run, when too few steps of either kind arrived, when chunks were coalesced, or when
+the stream carries no exact per-chunk token count.
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ from pathlib import Path
 from sparktriage.bench.records import token_account
 from sparktriage.errors import SparktriageError
 from sparktriage.store.documents import read_records
-from sparktriage.sweep.counts import from_acceptance
-from sparktriage.sweep.pair_phase import FILE
-from sparktriage.sweep.steptimes import (FLOOR, MAX_COALESCED, MAX_RECORDS, MIN_PLAIN_SHARE,
+from sparktriage.sweep.evidence.counts import from_acceptance
+from sparktriage.sweep.running.pair_phase import FILE
+from sparktriage.sweep.evidence.steptimes import (FLOOR, MAX_COALESCED, MAX_RECORDS, MIN_PLAIN_SHARE,
                                          MIN_STEPS, StepRatio, moments)
 
 
@@ -120,7 +120,7 @@ def measure(depth: int, requests: list[dict], pairs: list[dict], workload: str) 
 
 
 def as_dict(ratio: StepRatio) -> dict:
-    """A launch record's `pair_ratio` (read back by sweep.steptimes.from_dict)."""
+    """A launch record's `pair_ratio` (read back by sweep.evidence.steptimes.from_dict)."""
     return {"depth": ratio.depth, "measured": ratio.measured,
             "ratio": None if ratio.log_ratio is None else round(math.exp(ratio.log_ratio), 5),
             "log_ratio": ratio.log_ratio, "log_sd": ratio.log_sd,

@@ -1,8 +1,8 @@
 """The gate of every depth of a sweep: each depth's greedy output against depth 0's.
 
-Read from the launch folders: the gate's own greedy outputs (`gate.json`, sweep.gate), else,
-when those gave none, the protocol's greedy streams (sweep.stream_gate); `source` says which. A
-probe baseline's verdict joins the gate (`probe.json`).
+Read from the launch folders: the gate's own greedy outputs (`gate.json`, sweep.evidence.gate),
+else, when those gave none, the protocol's greedy streams (sweep.evidence.stream_gate); `source`
+says which. A probe baseline's verdict joins the gate (`probe.json`).
 """
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sparktriage.sweep.gate import GreedyOutput, gate
+from sparktriage.sweep.evidence.gate import GreedyOutput, gate
 from sparktriage.sweep.plan import SweepPlan
-from sparktriage.sweep.stream_gate import protocol_outputs
-from sparktriage.sweep.stream_gate import unit as stream_unit
+from sparktriage.sweep.evidence.stream_gate import protocol_outputs
+from sparktriage.sweep.evidence.stream_gate import unit as stream_unit
 
 
 def _outputs(run_path: Path, label: str) -> list[GreedyOutput] | None:
@@ -37,7 +37,8 @@ def _first_ok(records: list[dict], depth: int) -> str | None:
 
 
 def _streamed(run_path: Path, records: list[dict], plan: SweepPlan, d: int, probe: dict | None) -> dict | None:
-    """The gate of depth d from the protocol's greedy streams (sweep.stream_gate), or None."""
+    """The gate of depth d from the protocol's greedy streams (sweep.evidence.stream_gate), or
+    None."""
     zero, here = _first_ok(records, 0), _first_ok(records, d)
     if zero is None or here is None:
         return None

@@ -3,7 +3,7 @@ one sentence a client can follow (docs/formats.md, docs/sweep.md "The depth mode
 
 from __future__ import annotations
 
-from sparktriage.sweep.model import DepthModel
+from sparktriage.sweep.model.depth import DepthModel
 
 
 def verify_cost(p: dict) -> float | None:

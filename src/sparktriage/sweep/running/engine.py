@@ -5,8 +5,9 @@ into a run directory, one launch folder per launch (`launches/L001`, ...), each 
 other commands write theirs: the evidence bundle and server log (launch), `bench.json`,
 `requests.jsonl`, `metrics/`, `reconcile.json` (bench --metrics --log), `gate.json` and
 `gate-requests.jsonl` (the gate's greedy outputs), `probe.json` (with --baseline),
-`deployment.yaml` (redacted). Per launch: start through the launch path (`launch.run.launch_once`),
-wait for readiness, run the protocol with `/metrics` scraped around each workload, tear down.
+`deployment.yaml` (redacted). Per launch, through the one launch loop the session also runs
+(`measure.loop.measure_launch`): start, wait for readiness, run the protocol with `/metrics`
+scraped around each workload, the gate, the probe and the two-stream phase, tear down.
 
 After every launch the state (`sweep-state.json`) and the sweep document (`sweep.json`) are
 rewritten, so Ctrl-C or kill -9 leaves a directory that `run_sweep` (`--resume DIR`) continues
@@ -21,29 +22,23 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from sparktriage.documents.sweep import SweepJson
 from sparktriage.errors import SparktriageError
-from sparktriage.bundle import layout
-from sparktriage.launch.plan import build_plan
-from sparktriage.launch.run import launch_once
+from sparktriage.measure.loop import Processes, Slot, measure_launch, run_deployment_file
 from sparktriage.measure.steps import bench_step, probe_step
 from sparktriage.progress import Observer, prefixed, quiet
-from sparktriage.store.documents import write_document, write_yaml_document
-from sparktriage.store.rundir import LaunchDir, RunDir
+from sparktriage.store.documents import write_document
+from sparktriage.store.rundir import RunDir
 from sparktriage.store.typed import check
 from sparktriage.sweep.assess import Assessment, assess
 from sparktriage.sweep.document import document as sweep_document
-from sparktriage.sweep.evidence import LaunchEvidence, derive, derive_all, protocol_failure
-from sparktriage.sweep.pair_phase import FILE, run_pairs
-from sparktriage.sweep.model_inputs import step_shape
-from sparktriage.sweep.gate import greedy_outputs
+from sparktriage.sweep.evidence.launch import LaunchEvidence, derive, derive_all, protocol_failure
+from sparktriage.sweep.running.pair_phase import FILE, run_pairs
+from sparktriage.sweep.policy.situation import step_shape
+from sparktriage.sweep.evidence.gate import greedy_outputs
 from sparktriage.sweep.plan import SweepPlan, deployment_hash, plan_sweep
-from sparktriage.sweep.state import SweepState, open_state
-
-# demo hook: (endpoint, launch, record so far) while the server of a launch is ready
-WhileReady = Callable[[str, LaunchDir, dict], None]
+from sparktriage.sweep.running.state import SweepState, open_state
 
 __all__ = ["plan_sweep", "run_sweep", "SweepResult", "SweepPlan"]
 
@@ -73,10 +68,10 @@ class _Sweep:
     """One run of the engine over a state (fresh or resumed)."""
 
     def __init__(self, plan: SweepPlan, run: RunDir, state: SweepState, observe: Observer,
-                 while_ready: WhileReady | None, deployment=None, label_prefix: str = "L") -> None:
+                 processes: Processes | None, deployment=None, label_prefix: str = "L") -> None:
         self.plan, self.run, self.state, self.observe = plan, run, state, observe
         self.label_prefix = label_prefix
-        self.while_ready = while_ready
+        self.processes = processes
         self.deployment = deployment if deployment is not None else plan.load_deployment()
         self.decide_name = plan.deciding_workload
         self.hash = deployment_hash(self.deployment)
@@ -100,7 +95,8 @@ class _Sweep:
         return not any(e.gate_collected for e in self.evidence if e.depth == depth)
 
     def pair_phase(self, endpoint: str, launch, deployment) -> str | None:
-        """Run the launch's two-stream phase (sweep.pair_phase); why it did not run, if not."""
+        """Run the launch's two-stream phase (sweep.running.pair_phase); why it did not run, if
+        not."""
         if deployment.serve.max_num_seqs == 1:
             return "the deployment serves one sequence at a time (max_num_seqs 1)"
         try:
@@ -112,28 +108,26 @@ class _Sweep:
         return None
 
     def launch(self, depth: int, why: str) -> dict:
-        launch = self.run.next_launch(self.label_prefix)
+        """One launch at `depth` through the one launch loop (measure.loop); its record."""
         deployment = self.plan.deployment_at(self.deployment, depth)
-        write_yaml_document(launch.path / "deployment.yaml", deployment.model_dump(mode="json"))
-        if not (self.run.path / "deployment.yaml").exists():
-            write_yaml_document(self.run.path / "deployment.yaml",
-                                self.deployment.model_dump(mode="json"))
-        launch_plan = build_plan(deployment)
         first = self.started() == 0
-        record: dict = {"label": launch.label, "depth": depth, "why": why,
-                        "attempt": self.assessment.consecutive_failures(depth) + 1}
-        self.observe("sweep-launch", {"label": launch.label, "depth": depth, "why": why,
-                                      "index": self.started() + 1, "max": self.plan.max_launches})
-        log = [str(launch.path / "bundle" / layout.NODES_DIR / launch_plan.head.name
-                   / layout.log_file("server"))]
-        endpoint = launch_plan.endpoint
+        record: dict = {}
         gate = self.needs_gate(depth)
         problems: list[str] = []
         pair_failure: list[str] = []
 
-        def ready(_supervisor) -> None:
+        def opened(slot: Slot) -> None:
+            run_deployment_file(self.run.path, self.deployment)
+            record.update(label=slot.label, depth=depth, why=why,
+                          attempt=self.assessment.consecutive_failures(depth) + 1)
+            self.observe("sweep-launch", {"label": slot.label, "depth": depth, "why": why,
+                                          "index": self.started() + 1,
+                                          "max": self.plan.max_launches})
+
+        def measure(slot: Slot) -> None:
+            launch, endpoint = slot.launch, slot.endpoint
             try:
-                bench_step(endpoint, launch, self.plan.load_workloads(first=first), log=log,
+                bench_step(endpoint, launch, self.plan.load_workloads(first=first), log=slot.log,
                            observe=self.observe,
                            warn=lambda m: self.observe("warning", {"text": m}))
             except SparktriageError as exc:
@@ -157,24 +151,23 @@ class _Sweep:
                 failed = self.pair_phase(endpoint, launch, deployment)
                 if failed:
                     pair_failure.append(failed)
-            if self.while_ready is not None:
-                self.while_ready(endpoint, launch, record)
 
-        started = time.monotonic()
-        try:
-            result = launch_once(launch_plan, launch, self.observe, while_ready=ready)
-        except KeyboardInterrupt:
+        def interrupted(_slot: Slot, wall_s: float) -> None:
             record.update(status="failed", reason="interrupted: stopped during this launch",
-                          interrupted=True, wall_s=round(time.monotonic() - started, 3))
+                          interrupted=True, wall_s=wall_s)
             self.state.add(record)
-            raise
-        # the loop's facts only: everything measured is derived from the folder (sweep.evidence)
-        record.update(wall_s=round(time.monotonic() - started, 3), ready_s=result.get("ready_s"),
-                      outcome=result.get("outcome"),
-                      error=result.get("error") or result.get("failure"), problems=problems,
+
+        ended = measure_launch(self.run, deployment, measure, observe=self.observe,
+                               prefix=self.label_prefix, processes=self.processes,
+                               opened=opened, interrupted=interrupted)
+        # the loop's facts only: everything measured is derived from the folder
+        # (sweep.evidence.launch)
+        result = ended.result
+        record.update(wall_s=ended.wall_s, ready_s=result.get("ready_s"),
+                      outcome=result.get("outcome"), error=ended.error, problems=problems,
                       pair_failure=pair_failure[0] if pair_failure else None,
                       metadata={"deployment_hash": self.hash,
-                                "nodes": [n.host for n in launch_plan.nodes]})
+                                "nodes": [n.host for n in ended.slot.plan.nodes]})
         return record
 
     def loop(self) -> str:
@@ -214,15 +207,16 @@ def write_sweep_json(run_path: Path, assessment: Assessment, stop_reason: str,
 
 
 def run_sweep(plan: SweepPlan | None, out_dir: Path, observer: Observer | None = None, *,
-              while_ready: WhileReady | None = None,
               command: list[str] | None = None, deployment=None,
-              label_prefix: str = "L") -> SweepResult:
+              label_prefix: str = "L", processes: Processes | None = None) -> SweepResult:
     """Run (or, when `out_dir` holds a sweep, continue) the sweep; return its result.
 
     `plan` None: resume the plan stored in `out_dir`. `deployment`: the plan's deployment already
     loaded (a session's), else loaded from the plan. `label_prefix`: the first letter of its
     launch labels (a session's sweep numbers its launches S001, ... so that no launch id of the
-    session's run directory names two launches). KeyboardInterrupt propagates after the
+    session's run directory names two launches). `processes`: the run's process book (a
+    session's), told of every server process a launch starts and of its teardown.
+    KeyboardInterrupt propagates after the
     running launch is torn down and recorded (the directory stays resumable)."""
     observe = observer or quiet
     run = RunDir.create(out_dir, command or ["sparktriage", "sweep"])
@@ -233,7 +227,7 @@ def run_sweep(plan: SweepPlan | None, out_dir: Path, observer: Observer | None =
         observe("sweep-resume", {"finished": len(state.launches) - len(interrupted),
                                  "interrupted": interrupted})
     state.save()
-    sweep = _Sweep(state.plan, run, state, observe, while_ready, deployment, label_prefix)
+    sweep = _Sweep(state.plan, run, state, observe, processes, deployment, label_prefix)
     try:
         stop = sweep.loop()
     except KeyboardInterrupt:

@@ -2,8 +2,8 @@
 
 The plan comes from `sweep-state.json`, each launch's facts from its record there (what only the
 launch loop saw: depth, why, attempt, outcome, wall time), and everything measured from the
-launch folder itself (sweep.evidence): rates, acceptance counts, step and pair ratios, the gate's
-outputs. The launches are assessed one by one in launch order, exactly as the live sweep did
+launch folder itself (sweep.evidence.launch): rates, acceptance counts, step and pair ratios, the
+gate's outputs. The launches are assessed one by one in launch order, exactly as the live sweep did
 (sweep.assess, the model advanced launch by launch), and `sweep.json` is written from the last
 assessment. Nothing else is written: no launch folder, no state, no measurement is touched. The
 stop reason is recomputed (settled, a budget spent); a sweep that had stopped before its end
@@ -21,10 +21,10 @@ from sparktriage.config.deployment import load_deployment
 from sparktriage.errors import InputError, SparktriageError
 from sparktriage.store.documents import write_document
 from sparktriage.sweep.assess import Assessment, assess
-from sparktriage.sweep.evidence import derive
-from sparktriage.sweep.model_inputs import step_shape
-from sparktriage.sweep.state import STATE_FILE, open_state
-from sparktriage.sweep.stepfit import StepShape
+from sparktriage.sweep.evidence.launch import derive
+from sparktriage.sweep.policy.situation import step_shape
+from sparktriage.sweep.running.state import STATE_FILE, open_state
+from sparktriage.sweep.model.stepfit import StepShape
 
 SESSION_SWEEP = "sweep"  # a session's sweep runs in DIR/sweep (session.sweep_step)
 
@@ -84,7 +84,7 @@ def reassess(path: Path) -> tuple[Assessment, object]:
 
 def rebuild(path: Path) -> Rebuilt:
     """Recompute and write `sweep.json` of the sweep in `path` (module doc)."""
-    from sparktriage.sweep.engine import write_sweep_json
+    from sparktriage.sweep.running.engine import write_sweep_json
     where, session = sweep_dir(path)
     before = _previous(where)
     found, deployment = reassess(where)

@@ -1,8 +1,8 @@
 """The gate without non-streaming requests: the protocol's own greedy streams, depth 0 against k.
 
-Some gateways refuse non-streaming requests, so the gate's greedy requests (sweep.gate) fail. The
-protocol's requests are greedy too (temperature 0, `ignore_eos`) and every launch of a sweep
-sends the same prompts with the same max tokens, so the streamed output of a launch at depth k
+Some gateways refuse non-streaming requests, so the gate's greedy requests (sweep.evidence.gate)
+fail. The protocol's requests are greedy too (temperature 0, `ignore_eos`) and every launch of a
+sweep sends the same prompts with the same max tokens, so the streamed output of a launch at depth k
 can be compared with depth 0's: the first measured ok request of each workload, as token ids when
 the stream carried them (`return_token_ids`), else as text (compared character by character). The
 streams carry no top-k logprobs, so a difference cannot be told from a near-tie: any difference in
@@ -17,7 +17,7 @@ from pathlib import Path
 from sparktriage.bench.workload import Workload
 from sparktriage.errors import SparktriageError
 from sparktriage.store.documents import read_records
-from sparktriage.sweep.gate import GreedyOutput
+from sparktriage.sweep.evidence.gate import GreedyOutput
 
 TEXT_CHARS_PER_TOKEN = 4  # without token ids, the compared prefix in characters
 

@@ -12,7 +12,8 @@
   (one-sided t, Bonferroni over the pairs).
 
 Each returns a `Check` (passed True/False, or None when it cannot run yet) at the caller's level
-(sweep.model: small levels spent over every launch, the full level when the model would settle).
+(sweep.model.depth: small levels spent over every launch, the full level when the model would
+settle).
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from __future__ import annotations
 import math
 
 from sparktriage.stats.tdist import f_sf, t_ppf
-from sparktriage.sweep.acceptance_model import Check
-from sparktriage.sweep.stepfit import ALPHA, StepFit, minimise
+from sparktriage.sweep.model.acceptance_model import Check
+from sparktriage.sweep.model.stepfit import ALPHA, StepFit, minimise
 
 def _groups(points) -> dict[int, list[float]]:
     out: dict[int, list[float]] = {}

@@ -35,6 +35,7 @@ import math
 from dataclasses import dataclass, field
 
 from sparktriage.stats.tdist import t_cdf
+from sparktriage.sweep.policy.words import SETTLED, DecisionState
 
 ALPHA = 0.05
 MARGIN = 0.02
@@ -46,7 +47,7 @@ MIN_DF = 4  # degrees of freedom of the pooled spread before anything settles (d
 class Decision:
     """The decision object of the sweep's JSON (plus the numbers behind it)."""
 
-    state: str  # best | tied | insufficient
+    state: DecisionState  # sweep.policy.words
     depth: int | None
     candidates: tuple[int, ...]
     reason: str
@@ -55,7 +56,7 @@ class Decision:
     df: int = 0
     p_values: dict = field(default_factory=dict)  # depth -> one-sided p of "best beats it"
     within_margin: tuple[int, ...] = ()  # depths shown within the margin of the best (tied)
-    rule: str = "black-box"  # black-box | model (sweep.rule)
+    rule: str = "black-box"  # black-box | model (sweep.policy.rule)
 
     def as_dict(self) -> dict:
         return {"state": self.state, "depth": self.depth, "candidates": list(self.candidates),
@@ -175,23 +176,8 @@ def decide(means: dict[int, list[float]], margin: float = MARGIN, alpha: float =
                     True, cv, df, p)
 
 
-# The one word each decision state is called by, in every rendering (report, console, JSON):
-# "best" and "tied" are settled decisions (tied: within the margin of the best), "insufficient"
-# names a depth only as the highest mean so far.
-DECISION_WORDS = {"best": "settled", "tied": "tied", "insufficient": "provisional"}
-UNDECIDED = "undecided"  # insufficient, with no depth to name
-
-
-def decision_word(state: str | None, depth: int | None = 0) -> str | None:
-    """The word a decision of `state` naming `depth` is called by (DECISION_WORDS); None for a
-    state this sweep does not write (another producer's sweep.json)."""
-    if depth is None:
-        return UNDECIDED
-    return DECISION_WORDS.get(state or "")
-
-
 def settled(decision: Decision) -> bool:
-    return decision.state in ("best", "tied")
+    return decision.state in SETTLED
 
 
 def next_depth(means: dict[int, list[float]], eligible: list[int], min_per_depth: int,

@@ -1,6 +1,6 @@
 """The cost of an engine step at depth k, fitted to every launch's measured step time.
 
-A launch's step time is its tokens per engine step (its counts, sweep.counts; 1 at depth 0)
+A launch's step time is its tokens per engine step (its counts, sweep.evidence.counts; 1 at depth 0)
 over its delivered decode rate: the mean time between two engine steps as the client sees it
 (with one stream each step sends one chunk). The curve has two parameters:
 
@@ -20,14 +20,14 @@ likelihood's F form), found by bisection on each side of the minimum.
 Routing reuse ρ: the share of a token's routed experts that the previous token of the
 same sequence already picked, the expert union's correlation (roofline.experts), bounded to
 [0, REUSE_MAX]. It is fitted from the step-time ratios measured inside launches
-(sweep.ratiofit), where a step of two sequences, which route independently of each other, and
+(sweep.model.ratiofit), where a step of two sequences, which route independently of each other, and
 a step of one tell it apart from the slope; the fit then uses the shape at the fitted ρ and its
 confidence set is a `region` of rows (ρ, s_low, s_high) over every ρ the ratios allow. Launch
 step times alone cannot tell ρ from s (for 8 of 384 experts g(k) ≈ (1 − ρ)·k): the free fit
 keeps ρ's prior range as rows at both ends of [0, REUSE_MAX]. Every prediction's interval and
-the decision (sweep.model_rule, over `candidates()`) take in every (s, ρ) of the region.
+the decision (sweep.policy.model_rule, over `candidates()`) take in every (s, ρ) of the region.
 
-The tests of the curve against the launches are in sweep.fitchecks.
+The tests of the curve against the launches are in sweep.model.fitchecks.
 """
 
 from __future__ import annotations
@@ -271,7 +271,7 @@ def _edge(points, shape, inside: float, outside: float, limit: float) -> float:
 def fit(points: list[StepPoint], shape: StepShape, prior: bool = True) -> StepFit | None:
     """Fit the curve to the launches' step times (None with fewer than two depths). `prior`:
     keep routing reuse's prior range as rows of the region (module doc); off where the ratios
-    fit ρ (the fit is then at their ρ, sweep.model)."""
+    fit ρ (the fit is then at their ρ, sweep.model.depth)."""
     pts = tuple(points)
     if len({p.depth for p in pts}) < 2:
         return None
@@ -305,7 +305,7 @@ def _prior_rows(pts, shape: StepShape, limit: float) -> tuple:
 def pinned(points: tuple[StepPoint, ...], shape: StepShape, slope: float, low: float,
            high: float, region: tuple = (), reuse_fitted: bool = False) -> StepFit:
     """The curve with its slope (and the slope's 95% set) measured inside launches
-    (sweep.ratiofit), `shape` at the ratios' ρ and `region` their set over (s, ρ): log t0 and
+    (sweep.model.ratiofit), `shape` at the ratios' ρ and `region` their set over (s, ρ): log t0 and
     the launch spread fitted to the launches at that slope."""
     rss, log_t0 = rss_at(points, shape, slope)
     return StepFit(shape, points, slope, log_t0, rss, low, high, True, region, reuse_fitted)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 
 from sparktriage.stats.launch_bound import launch_bound
-from sparktriage.sweep.allocate import MIN_DF
+from sparktriage.sweep.policy.allocate import MIN_DF
 
 BEYOND = 1000.0  # estimates above this are said as "more than"
 

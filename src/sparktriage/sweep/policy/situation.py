@@ -1,21 +1,42 @@
 """What the sweep's rule reads from its launch records: the model's launches and the step shape.
 
-The rule (sweep.rule) sees the ok launches that pool with the reference launch (sweep.stats), of
-the depths still eligible (gate not failed, not failed twice), in launch order: each with its
-launch mean (the same number the black-box rule uses) and its acceptance counts (sweep.counts,
-from the record's `acceptance`). The step shape comes from the deployment's roofline model
-profile: the expert union of an MoE profile (roofline.experts), a linear cost otherwise.
+The rule (sweep.policy.rule) sees the ok launches that pool with the reference launch
+(sweep.evidence.stats), of the depths still eligible (gate not failed, not failed twice), in launch
+order: each with its launch mean (the same number the black-box rule uses) and its acceptance counts
+(sweep.evidence.counts, from the record's `acceptance`). The step shape comes from the deployment's
+roofline model profile: the expert union of an MoE profile (roofline.experts), a linear cost
+otherwise.
 """
 
 from __future__ import annotations
 
-from sparktriage.sweep import steptimes
-from sparktriage.sweep.counts import from_acceptance
-from sparktriage.sweep.model import ModelLaunch
+from dataclasses import dataclass
+
+from sparktriage.sweep.evidence import steptimes
+from sparktriage.sweep.evidence.counts import from_acceptance
+from sparktriage.sweep.model.depth import ModelLaunch
 from sparktriage.sweep.plan import SweepPlan
-from sparktriage.sweep.rule import Situation
-from sparktriage.sweep.stats import DepthStats
-from sparktriage.sweep.stepfit import StepShape
+from sparktriage.sweep.policy import allocate
+from sparktriage.sweep.evidence.stats import DepthStats
+from sparktriage.sweep.model.stepfit import StepShape
+
+
+@dataclass(frozen=True)
+class Situation:
+    """What the rule looks at after some launches."""
+
+    history: list[ModelLaunch]  # ok, pooled launches of eligible depths, in launch order
+    means: dict[int, list[float]]  # eligible depth -> its launch means (the black-box view)
+    eligible: list[int]
+    shape: StepShape
+    basis: str = "decode"
+    use_model: bool = True
+    margin: float = allocate.MARGIN
+    min_per_depth: int = 1
+
+    @property
+    def measured(self) -> dict[int, int]:
+        return {d: len(v) for d, v in self.means.items()}
 
 
 def step_shape(deployment) -> StepShape:

@@ -1,41 +1,24 @@
 """Which rule decides the sweep: the depth model while it holds, the black-box rule otherwise.
 
-The depth model (sweep.model, sweep.model_rule) allocates and decides while its state is `used`
-or, on the way there, `not-enough-data` with its inputs still to come. Once a check rejects it
-(a rejection stands: `advance`), or when its inputs cannot come (rates compared
-end to end, no acceptance counts), or with `--no-model`, the black-box rule of sweep.allocate
+The depth model (sweep.model.depth, sweep.policy.model_rule) allocates and decides while its state
+is `used` or, on the way there, `not-enough-data` with its inputs still to come. Once a check
+rejects it (a rejection stands: `advance`), or when its inputs cannot come (rates compared
+end to end, no acceptance counts), or with `--no-model`, the black-box rule of sweep.policy.allocate
 allocates and decides, over every launch already made: a rejected model costs launches, never
 correctness. The model's own verdict and why are kept in `sweep.json` (`model`). Both rules are
-`sweep.decide.Policy`s; `next_depth` and `decide` ask the one that leads (`policy_for`).
+`sweep.policy.decide.Policy`s; `next_depth` and `decide` ask the one that leads (`policy_for`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from sparktriage.sweep import allocate, model_rule
-from sparktriage.sweep.allocate import Decision
-from sparktriage.sweep.decide import model_leads, policy_for  # noqa: F401 (model_leads: re-exported)
-from sparktriage.sweep.model import CONTENDER_ALPHA, DepthModel, ModelLaunch, build
-from sparktriage.sweep.stepfit import StepShape
-
-
-@dataclass(frozen=True)
-class Situation:
-    """What the rule looks at after some launches."""
-
-    history: list[ModelLaunch]  # ok, pooled launches of eligible depths, in launch order
-    means: dict[int, list[float]]  # eligible depth -> its launch means (the black-box view)
-    eligible: list[int]
-    shape: StepShape
-    basis: str = "decode"
-    use_model: bool = True
-    margin: float = allocate.MARGIN
-    min_per_depth: int = 1
-
-    @property
-    def measured(self) -> dict[int, int]:
-        return {d: len(v) for d, v in self.means.items()}
+from sparktriage.sweep.policy import allocate, model_rule
+from sparktriage.sweep.policy.allocate import Decision
+from sparktriage.sweep.policy.decide import (model_leads,  # noqa: F401 (re-exported)
+                                             policy_for)
+from sparktriage.sweep.model.depth import CONTENDER_ALPHA, DepthModel, ModelLaunch, build
+from sparktriage.sweep.policy.situation import Situation
 
 
 def _counted(history: list[ModelLaunch]) -> dict[int, int]:
@@ -49,8 +32,8 @@ def advance(previous: DepthModel | None, history: list[ModelLaunch], situation: 
     """The model after one more launch (the last of `history`), given the model before it.
 
     A rejection stands (a later launch cannot un-reject it). When the model would settle, its
-    checks run once more at the gate's level (sweep.model.level): it settles only if they pass,
-    and is rejected otherwise."""
+    checks run once more at the gate's level (sweep.model.depth.level): it settles only if they
+    pass, and is rejected otherwise."""
     depths, shape, basis = tuple(situation.eligible), situation.shape, situation.basis
     looks = previous.looks if previous is not None else None
     model = build(history, depths, shape, basis, looks)

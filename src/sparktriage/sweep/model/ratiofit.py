@@ -1,23 +1,24 @@
 """The step cost's slope from step times measured inside launches, and its check.
 
 Each launch at depth k ≥ 1 whose drafter sometimes proposed nothing measures ρ_k, its verify
-step's time over its plain step's (sweep.steptimes), free of the launch-to-launch spread, with a
-standard error sd_k. The step curve (sweep.stepfit) says a verify step costs 1 + s·g(k) plain
-steps (a launch whose steps draft at a share q has the mean step 1 + s·q·g(k)), so
+step's time over its plain step's (sweep.evidence.steptimes), free of the launch-to-launch spread,
+with a standard error sd_k. The step curve (sweep.model.stepfit) says a verify step costs 1 + s·g(k)
+plain steps (a launch whose steps draft at a share q has the mean step 1 + s·q·g(k)), so
 
     χ²(s) = Σ_j (log ρ_j − log(1 + s·g(k_j)))² / sd_j²
 
 is minimised over s, and the slope's 95% set is {s : χ²(s) ≤ χ²_min + 3.84·φ}, φ = max(1,
 χ²_min / (m − 1)) the overdispersion of m ratios (1 with one ratio). A slope known this well makes
-the ranking of the depths (which depends on s alone, sweep.model_rule) a matter of the counts.
+the ranking of the depths (which depends on s alone, sweep.policy.model_rule) a matter of the
+counts.
 
 A launch whose drafter drafts at every step has no plain step; its two-stream phase measures
-π_k, a step serving two sequences over a step serving one (sweep.pairtimes), whose curve is
+π_k, a step serving two sequences over a step serving one (sweep.evidence.pairtimes), whose curve is
 (1 + s·g₂(k)) / (1 + s·g(k)) with g₂ the cost of both sequences' k + 1 tokens (points of kind
 "pair"; at depth 0 too, where π = 1 + s·g₂(0)). The model reads pair points only where no launch
-measured a verify ratio (sweep.model).
+measured a verify ratio (sweep.model.depth).
 
-Routing reuse ρ (sweep.stepfit): on an expert-union shape the slope and
+Routing reuse ρ (sweep.model.stepfit): on an expert-union shape the slope and
 ρ ∈ [0, REUSE_MAX] are fitted together on a grid of ρ (0.025 apart; s on a fine grid at each ρ,
 then refined at the best ρ). A verify ratio sees 1 + s·g(k), and for 8 of 384 experts
 g(k) ≈ (1 − ρ)·k: verify ratios alone cannot tell ρ from s. A pair ratio at depth 0,
@@ -30,10 +31,10 @@ then {(s, ρ) : χ²(s, ρ) + RSS(s, ρ)/σ² ≤ its minimum + t²·φ} (t on t
 Otherwise (verify ratios, or one pair and nothing to compare with) ρ stays at the profile's
 value and its whole prior range enters the set (every ρ whose best s meets the same bound):
 "not fitted, prior range kept". Each row of the set (ρ, s_low, s_high) widens the predictions
-(sweep.stepfit.log_step_sd) and the decision (sweep.model_rule). The `step_ratios` check below
-then runs at the fitted ρ, and so do the launch-level checks (sweep.fitchecks), so that real
-reuse does not read as lack of fit; ρ is bounded, so a cost that the ratios cannot see and that
-makes the launches' steps dearer than the pairs say (ρ < 0) is still found.
+(sweep.model.stepfit.log_step_sd) and the decision (sweep.policy.model_rule). The `step_ratios`
+check below then runs at the fitted ρ, and so do the launch-level checks (sweep.model.fitchecks), so
+that real reuse does not read as lack of fit; ρ is bounded, so a cost that the ratios cannot see and
+that makes the launches' steps dearer than the pairs say (ρ < 0) is still found.
 
 `check` (`step_ratios`) rejects the model when the ratios disagree with the one-parameter curve
 (χ²_min on m − 1 df: a verify step whose cost jumps at some width, which a launch-level fit
@@ -50,8 +51,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from sparktriage.stats.tdist import f_sf, t_ppf
-from sparktriage.sweep.acceptance_model import Check
-from sparktriage.sweep.stepfit import (REUSE_MAX, S_MAX, ReuseReading, StepFit, StepShape, edge,
+from sparktriage.sweep.model.acceptance_model import Check
+from sparktriage.sweep.model.stepfit import (REUSE_MAX, S_MAX, ReuseReading, StepFit, StepShape, edge,
                                        minimise, rss_at)
 
 CHI2_95_1DF = 3.841459
@@ -174,7 +175,7 @@ def identifies_reuse(pts: tuple[RatioPoint, ...], shape: StepShape, launches: tu
 
 def fit(points: list[RatioPoint], shape: StepShape, launches: tuple = ()) -> RatioFit | None:
     """The slope, and routing reuse where it can be told (module doc), from the ratios and, for
-    reuse, the launches' step times (`launches`: sweep.stepfit.StepPoint). None without any
+    reuse, the launches' step times (`launches`: sweep.model.stepfit.StepPoint). None without any
     informative ratio."""
     pts = tuple(p for p in points if p.informative(shape))
     if not pts:

@@ -35,7 +35,7 @@ from pathlib import Path
 from sparktriage.bench.records import token_account
 from sparktriage.errors import SparktriageError
 from sparktriage.store.documents import read_records
-from sparktriage.sweep.counts import from_acceptance
+from sparktriage.sweep.evidence.counts import from_acceptance
 
 FLOOR = 0.01  # sd of log ρ that no number of steps removes
 MIN_PLAIN_SHARE = 0.05  # 1 − q below this: too few plain steps to compare with

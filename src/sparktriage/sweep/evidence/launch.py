@@ -1,7 +1,7 @@
 """What one launch of a sweep showed: a frozen record derived from its folder after teardown.
 
-The launch loop (sweep.engine) records only what it alone saw (`LaunchFacts`: the depth, why it
-was launched, its attempt, wall and ready seconds, the launch's outcome and error, the problems
+The launch loop (sweep.running.engine) records only what it alone saw (`LaunchFacts`: the depth, why
+it was launched, its attempt, wall and ready seconds, the launch's outcome and error, the problems
 of its protocol and probe, why the two-stream phase did not run, the launch's metadata) and
 writes that record to `sweep-state.json`. Everything measured is derived here, from the launch
 folder the launch left (`bench.json`, `logs.json`, `metrics/`, `requests.jsonl`, `pairs.jsonl`,
@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from sparktriage.store.rundir import LaunchDir
-from sparktriage.sweep import pairtimes, steptimes
-from sparktriage.sweep.acceptance import acceptance
+from sparktriage.sweep.evidence import pairtimes, steptimes
+from sparktriage.sweep.evidence.acceptance import acceptance
 from sparktriage.sweep.plan import SweepPlan
 
 # the keys of a launch record the loop writes (sweep-state.json); every other key is derived

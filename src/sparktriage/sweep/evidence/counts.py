@@ -1,7 +1,7 @@
 """The acceptance counts of one launch, as the depth model reads them (docs/sweep.md, "The depth model").
 
-vLLM's counters over the protocol's windows (`/metrics` deltas: sweep.acceptance) give, for one
-launch at depth k: D drafts (engine steps that proposed tokens), T draft tokens, A accepted
+vLLM's counters over the protocol's windows (`/metrics` deltas: sweep.evidence.acceptance) give, for
+one launch at depth k: D drafts (engine steps that proposed tokens), T draft tokens, A accepted
 tokens, A_i drafts whose position i was accepted (vLLM increments every position below the
 accepted count, so A_i / D is unconditional: P(at least i accepted)) and G output tokens. From
 them:
@@ -14,10 +14,10 @@ them:
 
 Without G (counts from the log's SpecDecoding lines, or a /metrics page without
 `vllm:generation_tokens_total`) the steps come from the protocol's stream instead, where one
-stream gets one chunk per engine step: S = A / (tokens per chunk − 1) (sweep.acceptance,
+stream gets one chunk per engine step: S = A / (tokens per chunk − 1) (sweep.evidence.acceptance,
 `chunk_steps`). Without either, q is not measured: a drafter that drafts at every step (MTP,
 EAGLE, a draft model) has q = 1 by its method, and ngram's no-match share is unknown
-(`share_known` false; the depth model then says so and is not used: sweep.model).
+(`share_known` false; the depth model then says so and is not used: sweep.model.depth).
 
 The protocol repeats one greedy prompt per workload (temperature 0), so its requests draft the
 same tokens every time: `repeats` (the requests the counts sum over) divides the drafts into the
@@ -125,7 +125,8 @@ class Counts:
 
 
 def from_acceptance(depth: int, acceptance: dict | None) -> Counts | None:
-    """The counts of a launch record's `acceptance` (sweep.acceptance), None without drafts."""
+    """The counts of a launch record's `acceptance` (sweep.evidence.acceptance), None without
+    drafts."""
     if not isinstance(acceptance, dict) or not acceptance.get("drafts"):
         return None
     drafts = float(acceptance["drafts"])

@@ -2,10 +2,10 @@
 
     throughput(k) = TPS(k) / step(k)
 
-TPS(k), tokens per engine step, comes from counts (sweep.acceptance_model: one launch at the
+TPS(k), tokens per engine step, comes from counts (sweep.model.acceptance_model: one launch at the
 deepest depth gives every shallower depth); step(k) is a two-parameter curve fitted to the step
-times of every launch (sweep.stepfit). A parametric curve pools every launch into two numbers
-instead of one mean per depth, so fewer launches decide (the rule: sweep.model_rule).
+times of every launch (sweep.model.stepfit). A parametric curve pools every launch into two numbers
+instead of one mean per depth, so fewer launches decide (the rule: sweep.policy.model_rule).
 
 `build(launches, depths, shape)` returns a `DepthModel` in one of three states:
 * `used`: every planned depth is predicted and no check failed;
@@ -24,24 +24,24 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from sparktriage.stats.tdist import t_ppf
-from sparktriage.sweep import acceptance_model, fitchecks, ratiofit, rejection, stepfit
-from sparktriage.sweep.acceptance_model import AcceptanceModel, Check
-from sparktriage.sweep.counts import Counts, pooled
-from sparktriage.sweep.ratiofit import RatioFit, RatioPoint
-from sparktriage.sweep.stepfit import StepFit, StepPoint, StepShape
-from sparktriage.sweep.steptimes import StepRatio
+from sparktriage.sweep.model import acceptance_model, fitchecks, ratiofit, rejection, stepfit
+from sparktriage.sweep.model.acceptance_model import AcceptanceModel, Check
+from sparktriage.sweep.evidence.counts import Counts, pooled
+from sparktriage.sweep.model.ratiofit import RatioFit, RatioPoint
+from sparktriage.sweep.model.stepfit import StepFit, StepPoint, StepShape
+from sparktriage.sweep.evidence.steptimes import StepRatio
 
 
 EARLY_ALPHA = 0.01  # per check, spent over the looks before the model would settle
 GATE_ALPHA = 0.04  # each step-curve check (lack_of_fit, jump, monotone) when the model would settle
-# Two-stream ratios stand in for the launch-level guards (sweep.model_rule.surprises) only while
+# Two-stream ratios stand in for the launch-level guards (sweep.policy.model_rule.surprises) only while
 # the launches' spread around the pinned curve stays within this (the field's 6.5% launch spread
 # and its estimation error at a few df). Benchmark, 300 sweeps: a 1.3x jump keyed on each
 # sequence's draft length, which the pairs cannot see, left a spread of 20-23% and was named
 # wrong in 51% of sweeps without this gate, 2.3% with it at 0.085 (4.7% at 0.10); the holding
 # scenarios took 7.6 launches against 7.3 without it (docs/sweep.md "The two-stream phase").
 PAIR_SPREAD_MAX = 0.085
-CONTENDER_ALPHA = 0.01  # the contender check then (sweep.model_rule.contender_check)
+CONTENDER_ALPHA = 0.01  # the contender check then (sweep.policy.model_rule.contender_check)
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ class DepthModel:
     @property
     def rejection(self) -> str | None:
         """Why the model was rejected, in one sentence a client can follow: which term did
-        not fit and what the launches measured (sweep.rejection; None unless rejected)."""
+        not fit and what the launches measured (sweep.model.rejection; None unless rejected)."""
         return rejection.sentence(self)
 
     @property
@@ -321,7 +321,7 @@ def build(launches: list[ModelLaunch], depths: tuple[int, ...], shape: StepShape
     acc = acceptance_model.build({d: c for d in {l.depth for l in used if l.depth}
                                   if (c := pooled([l.counts for l in used
                                                    if l.depth == d and l.counts])) is not None})
-    # routing reuse first (from the ratios, sweep.ratiofit); the launch-level fit and its
+    # routing reuse first (from the ratios, sweep.model.ratiofit); the launch-level fit and its
     # checks then run at the fitted reuse, so that real reuse does not read as lack of fit
     points = [StepPoint(l.label, l.depth, l.step_s, l.share)  # type: ignore[arg-type]
               for l in used]

@@ -22,8 +22,8 @@ sends one token-carrying chunk of 1 + (its accepted drafts) tokens, so tokens pe
 consistent (chunks not coalesced) and something accepted; S below D (a drafting step more than
 every step) beyond the check's tolerance is not a step count. Without either, a lookup drafter
 (`ngram`, `ngram_gpu`, `suffix`: they propose nothing where no match is found) has an unknown
-no-match share (`share_known` false, sweep.counts), while every other method drafts at every
-step (q = 1).
+no-match share (`share_known` false, sweep.evidence.counts), while every other method drafts at
+every step (q = 1).
 """
 
 from __future__ import annotations
@@ -161,8 +161,8 @@ def acceptance(launch: LaunchDir, logs: dict | None, bench: dict | None, workloa
                method: str | None = None) -> dict | None:
     """The launch's acceptance (metrics first, then the log) with its chunk cross-check, the
     steps from the stream where G was not counted, and the number of identical greedy requests
-    behind its counts (`repeats`, sweep.counts). `method`: the speculative method (None: taken
-    as one that may draft nothing at a step)."""
+    behind its counts (`repeats`, sweep.evidence.counts). `method`: the speculative method (None:
+    taken as one that may draft nothing at a step)."""
     found = from_metrics(launch, workloads) or from_log(logs)
     if found is None:
         return None
