@@ -103,3 +103,29 @@ def test_split_script_is_the_bash_reading() -> None:
     assert ["vllm", "serve", "/models/m", "--max-model-len", "8192", "--port", "8001",
             "--served-model-name", "m;x"] in words
     assert ["cd", "/tmp"] in words
+
+
+def test_the_shell_reader_knows_nothing_of_vllm() -> None:
+    """reproduce/bash reads shell as bash does; which commands start a server is
+    reproduce/meaning's: no module of bash/ imports the importers, the meaning stage or vLLM's
+    option tables, and none holds a string naming vLLM (docstrings aside)."""
+    import ast
+
+    import sparktriage.reproduce.bash as bash_package
+    folder = Path(bash_package.__file__).parent
+    found = []
+    for path in sorted(folder.glob("*.py")):
+        tree = ast.parse(path.read_text())
+        docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                      if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef))
+                      and node.body and isinstance(node.body[0], ast.Expr)
+                      and isinstance(node.body[0].value, ast.Constant)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(
+                    ("sparktriage.reproduce.importers", "sparktriage.reproduce.meaning",
+                     "sparktriage.reproduce.vllm_options", "sparktriage.reproduce.flags")):
+                found.append(f"{path.name}: imports {node.module}")
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                    id(node) not in docstrings and "vllm" in node.value.lower():
+                found.append(f"{path.name}:{node.lineno}: {node.value[:40]!r}")
+    assert found == []
