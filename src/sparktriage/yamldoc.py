@@ -164,15 +164,26 @@ def _dotted(loc: tuple) -> str:
 def load_with_lines(path: Path) -> tuple[Any, Lines]:
     """Parse a YAML file safely; return (data, {key path: line}); duplicate keys are errors."""
     text = yamlsafe.read_text(path, "YAML")  # InputError (exit 2) when unreadable or too big
-    try:
-        document = parse(text, str(path))
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
+    return text_with_lines(text, path)
+
+
+def text_with_lines(text: str, path: Path,
+                    parsed: Document | yaml.YAMLError | None = None) -> tuple[Any, Lines]:
+    """`load_with_lines` of a file's text already read; `parsed`: the text's parse where it
+    was already parsed (or the error it gave), so that it is parsed once."""
+    if parsed is None:
+        try:
+            parsed = parse(text, str(path))
+        except yaml.YAMLError as exc:
+            parsed = exc
+    if isinstance(parsed, yaml.MarkedYAMLError):
+        mark = parsed.problem_mark or parsed.context_mark
         line = mark.line + 1 if mark else None
-        raise ConfigError(f"not valid YAML: {exc.problem or exc}",
+        raise ConfigError(f"not valid YAML: {parsed.problem or parsed}",
                           location=SourceLocation(str(path), line)) from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML ({exc})") from None
+    if isinstance(parsed, yaml.YAMLError):
+        raise ConfigError(f"{path}: not valid YAML ({parsed})") from None
+    document = parsed
     if document.tree is None:
         raise ConfigError(f"{path}: empty document", location=SourceLocation(str(path), 1))
     if document.duplicates:

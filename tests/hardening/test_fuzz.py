@@ -268,7 +268,7 @@ def test_fuzz_bash_walk(data):
 @given(mutations(MAKEFILE))
 def test_fuzz_makefile(data):
     from sparktriage.reproduce.bash import read_script
-    from sparktriage.reproduce.makefile import to_shell
+    from sparktriage.reproduce.read.makefile import to_shell
     _count("Makefile")
     shell = _quiet(to_shell, data.decode("utf-8", "replace"), "Makefile")
     if shell is not None:

@@ -105,7 +105,7 @@ def test_capture_request_holds_only_the_labs_choices(hostile: dict) -> None:
     from sparktriage.config.lab import Lab
     from sparktriage.launch.plan import build_plan
     from sparktriage.config.deployment import load_deployment
-    from sparktriage.reproduce.capture import LAB_ENV_ALLOW, capture_request
+    from sparktriage.reproduce.check.capture import LAB_ENV_ALLOW, capture_request
 
     dep_path = hostile["tmp"] / "dep.yaml"
     dep_path.write_text(
@@ -130,7 +130,7 @@ def test_capture_of_an_ssh_node_uses_the_lab_files_interpreters(tmp_path: Path) 
     read, and the transport is the lab file's; the deployment's engine path plays no part."""
     from sparktriage.config.deployment import load_deployment
     from sparktriage.launch.plan import build_plan
-    from sparktriage.reproduce.capture import capture_request
+    from sparktriage.reproduce.check.capture import capture_request
 
     (tmp_path / "lab.yaml").write_text(
         "nodes:\n  - {name: s1, host: 10.0.0.1, ssh: admin@s1, port: 2200,\n"

@@ -13,7 +13,7 @@ from reproduce_helpers import gb10_lab, planned, ranks_per_node, run
 from sparktriage.config.deployment import load_deployment
 from sparktriage.errors import InputError
 from sparktriage.limits import YAML_MAX_DOCUMENTS, LimitError
-from sparktriage.reproduce.detect import detect
+from sparktriage.reproduce.read.detect import detect
 from sparktriage.reproduce.importers.kube_docs import read_documents
 from sparktriage.reproduce.importers.kube_pods import expand
 

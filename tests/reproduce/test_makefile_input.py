@@ -1,4 +1,4 @@
-"""A Makefile input is read as make (reproduce/makefile.py): recipe lines of its targets as
+"""A Makefile input is read as make (reproduce/read/makefile.py): recipe lines of its targets as
 shell, make variables expanded, target lines noted, unsupported constructs refused on one
 line naming the construct and line; nothing is run."""
 
@@ -11,7 +11,7 @@ from reproduce_helpers import run
 
 from sparktriage.config.deployment import load_deployment
 from sparktriage.errors import InputError
-from sparktriage.reproduce.makefile import looks_like, to_shell
+from sparktriage.reproduce.read.makefile import looks_like, to_shell
 
 MAKEFILE = """\
 # serve the model

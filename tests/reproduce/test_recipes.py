@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from sparktriage.errors import InputError
-from sparktriage.reproduce.detect import detect
+from sparktriage.reproduce.read.detect import detect
 from sparktriage.reproduce.importers.recipe_render import render as substitute
 
 from reproduce_helpers import cli, gb10_lab, run

@@ -10,7 +10,7 @@ import pytest
 
 from sparktriage.errors import ConfigError
 from sparktriage.reproduce import reproduce
-from sparktriage.reproduce.traps import config_rules_dir, load_traps, load_why
+from sparktriage.reproduce.check.traps import config_rules_dir, load_traps, load_why
 
 INVALID = "the imported settings do not make a valid deployment"
 

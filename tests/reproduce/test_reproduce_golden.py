@@ -107,7 +107,7 @@ def test_docker_entrypoint_and_secrets(tmp_path: Path) -> None:
 
 def test_peer_catalogue_findings_matched(tmp_path: Path) -> None:
     """What Model Serving Minefield finds on the same inputs, reproduce finds too (fires or possible)."""
-    from sparktriage.reproduce.traps import load_traps
+    from sparktriage.reproduce.check.traps import load_traps
     found = json.loads((HERE / "msmf_findings.json").read_text())
     ours_for_peer = {p: t.id for t in load_traps() for p in t.peer}
     for case, (names, capture) in CASES.items():

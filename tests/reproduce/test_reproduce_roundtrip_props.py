@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from sparktriage.config.deployment import Deployment, load_deployment
 from sparktriage.reproduce import reproduce
-from sparktriage.reproduce.traps import load_traps
+from sparktriage.reproduce.check.traps import load_traps
 
 names = st.from_regex(r"[a-z][a-z0-9-]{0,10}", fullmatch=True)
 values = st.from_regex(r"[A-Za-z0-9_./-]{1,12}", fullmatch=True)

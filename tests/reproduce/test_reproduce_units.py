@@ -11,8 +11,8 @@ import yaml
 
 from sparktriage.errors import InputError, UsageError
 from sparktriage.reproduce import reproduce
-from sparktriage.reproduce.detect import detect
-from sparktriage.reproduce.traps import load_why
+from sparktriage.reproduce.read.detect import detect
+from sparktriage.reproduce.check.traps import load_why
 
 ROOT = Path(__file__).resolve().parents[2]
 

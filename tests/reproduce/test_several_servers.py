@@ -1,6 +1,6 @@
 """Several independent vLLM servers in one input are never merged (importers/apart.py), KV
-connectors vLLM 0.32 does not ship are flagged (kvcheck.py), and a justfile is read as just
-reads it (justfile.py). Real reproduce core; nothing is run."""
+connectors vLLM 0.32 does not ship are flagged (check/kvcheck.py), and a justfile is read as just
+reads it (read/justfile.py). Real reproduce core; nothing is run."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from reproduce_helpers import gb10_lab, run
 
 from sparktriage.config.deployment import load_deployment
 from sparktriage.errors import InputError
-from sparktriage.reproduce.justfile import to_shell
-from sparktriage.reproduce.kvcheck import shipped
+from sparktriage.reproduce.read.justfile import to_shell
+from sparktriage.reproduce.check.kvcheck import shipped
 
 PD = """\
 #!/bin/bash

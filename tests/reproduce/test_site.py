@@ -1,4 +1,4 @@
-"""The client's own addresses and interfaces (reproduce/site.py), and what is asked to supply
+"""The client's own addresses and interfaces (reproduce/place/site.py), and what is asked to supply
 (reproduce/supply.py): replaced by the lab's or dropped with a row, never carried silently;
 each placeholder asked for once, and only when the written deployment holds it."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 from reproduce_helpers import gb10_lab, planned, run
-from sparktriage.reproduce.site import kind
+from sparktriage.reproduce.place.site import kind
 
 
 def _lab(tmp: Path, count: int = 2, **node) -> Path:

@@ -11,8 +11,8 @@ from reproduce_helpers import gb10_lab, planned, run
 
 from sparktriage.config.deployment import load_deployment
 from sparktriage.errors import InputError
-from sparktriage.reproduce.detect import detect
-from sparktriage.reproduce.importers.job_wrappers import container_of
+from sparktriage.reproduce.read.detect import detect
+from sparktriage.reproduce.meaning.job_wrappers import container_of
 from sparktriage.reproduce.importers.slurm import Batch, batch, step
 
 PYXIS = """\
@@ -102,6 +102,8 @@ def test_job_too_large_is_refused_naming_the_job_and_the_script_line(tmp_path: P
      "--gpus-per-task=2 x 4 task(s) per node"),
     ("#SBATCH --ntasks=8\n#SBATCH --gpus-per-task=1", 4, "--gpus-per-task=1"),
     ("#SBATCH --gpus-per-task=2", 2, "--gpus-per-task=2"),  # one task per node
+    ("#SBATCH --sockets-per-node=2\n#SBATCH --gpus-per-socket=2", 4,
+     "--gpus-per-socket=2 x 2 socket(s) per node"),
     ("#SBATCH --gres=tmpfs:10G", None, None),
 ])
 def test_gpus_per_node_by_slurms_meaning_of_each_option(header: str, per_node: int | None,
@@ -117,6 +119,9 @@ def test_an_srun_lines_own_gpu_options() -> None:
     assert step(["srun", "-N", "2", "-G8", "./start.sh"]) == Batch(2, 4, None,
                                                                    "srun -G 8 over 2 node(s)")
     assert step(["srun", "--label", "vllm", "serve", "m"]) == Batch()
+    # without -N the step runs on every node of the job: -G is shared over the job's nodes
+    assert step(["srun", "-G", "8", "vllm", "serve", "m"], nodes=2) == \
+        Batch(None, 4, None, "srun -G 8 over 2 node(s) (the job's)")
     assert step(["vllm", "serve", "m", "--gres=gpu:4"]) is None
 
 
@@ -171,3 +176,28 @@ def test_the_refusal_names_the_option_an_srun_line_asks_with(tmp_path: Path) -> 
         f"{job}:3: a SLURM job running tp 8 x pp 2 = 16 GPUs (#SBATCH 2 node(s) x 8 GPU(s) "
         "from srun --gpus-per-task=8 x 1 task(s) per node); the lab has 8 GB10 nodes (one GPU "
         "each): it needs 16")
+
+
+def test_an_srun_line_without_n_shares_its_gpus_over_the_jobs_nodes(tmp_path: Path) -> None:
+    job = tmp_path / "job.sbatch"
+    job.write_text("#!/bin/bash\n#SBATCH -N 2\n"
+                   "srun -G 8 vllm serve /m -tp 4 --nnodes 2 --node-rank $SLURM_NODEID\n")
+    result = run([job], tmp_path, gb10_lab(tmp_path, 8))
+    assert any(m.endswith("srun -G 8 over 2 node(s) (the job's) -> 4 GPU(s) per node")
+               for m in result.mapped)
+    assert [u.text for u in result.unknown if "GPUs per node" in u.note] == [
+        "srun -G 8 over 2 node(s) (the job's)"]
+
+
+def test_gpus_per_socket_without_sockets_per_node_is_a_row(tmp_path: Path) -> None:
+    text = "#!/bin/bash\n#SBATCH -N 1\n#SBATCH --gpus-per-socket=2\nsrun vllm serve /m\n"
+    job = batch(text)
+    assert job.gpus_per_node is None
+    assert job.unknown is not None and "--sockets-per-node" in job.unknown
+    path = tmp_path / "job.sbatch"
+    path.write_text(text)
+    result = run([path], tmp_path, gb10_lab(tmp_path, 1))
+    rows = [u for u in result.unknown if u.text == "--gpus-per-socket=2"]
+    assert [r.note for r in rows] == [
+        "#SBATCH --gpus-per-socket=2: GPUs per node are that times the sockets per node, which "
+        "the job does not say (--sockets-per-node); the GPUs each node asks for are not known"]

@@ -1,4 +1,4 @@
-"""Env files in shell syntax read where a script sources them (readall.py, envdump.py), and
+"""Env files in shell syntax read where a script sources them (read/readall.py, envdump.py), and
 options added in branches whose test is not known (bash/branches.py).
 
 Minimal synthetic inputs written for these tests (the published case is corpus 39).

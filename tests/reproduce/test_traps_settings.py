@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from sparktriage.reproduce.traps import check, load_traps
+from sparktriage.reproduce.check.traps import check, load_traps
 
 from reproduce_helpers import gb10_lab, run
 

@@ -11,7 +11,7 @@ import pytest
 
 from reproduce_helpers import cli, gb10_lab, run
 from sparktriage.errors import InputError
-from sparktriage.reproduce.detect import detect
+from sparktriage.reproduce.read.detect import detect
 
 
 def _write(tmp: Path, name: str, text: str) -> Path:

@@ -21,7 +21,7 @@ def reproduce(
 ) -> None:
     """Turn what a client sends into a launchable deployment, a lab plan and the diff that matters."""
     from sparktriage.reproduce import reproduce as run_reproduce  # imported when run, not for --help
-    from sparktriage.reproduce.nodemap import parse_node_map
+    from sparktriage.reproduce.place.nodemap import parse_node_map
     from sparktriage.reproduce.render import summary
 
     result = run_reproduce(list(inputs), lab, parse_node_map(node_map), out,

@@ -1,11 +1,14 @@
 """`sparktriage reproduce`: from what a client sends to a launchable deployment, a lab plan and
 the diff that matters (docs/reproduce.md).
 
-Modules, one job each: `shell` (shell text as data), `importers/` (one per input kind),
-`detect` (kind from content), `normalize` (inputs into one client deployment), `secrets`
-(placeholders), `nodemap`, `labplan` (the launch planner's view), `capture` and `labfacts`
-(the lab's environment), `diff` (with the why-table), `facts` and `traps` (rules-as-data in
-rules/config/), `core` (the pipeline and the written files), `render` (the human summary).
+One pipeline, its stages in folders: `read/` (each input once, bounded, its kind decided once),
+`importers/` (one `Importer` protocol, one ordered registry), `bash/` (the one shell reader, no
+vLLM knowledge), `meaning/` (which commands start the server, the wrappers around them),
+`place/` (ranks, nodes, addresses and devices onto the lab), `check/` (the lab's side, the diff,
+the traps), then the written files (`core`, `secrets`, `supply`, `render`). Beside them:
+`model` (typed results), `normalize` (inputs into one client deployment), `vllm_options` and
+`flags` (vLLM's option rules per release), `shell` (compose's command-string rule),
+`clientcode` (what the inputs ask to run, never followed), `budget` (the expansion bound).
 """
 
 from sparktriage.reproduce.core import reproduce

@@ -1,4 +1,4 @@
-"""The byte budget of the static readers of client text (bash/ and makefile.py).
+"""The byte budget of the static readers of client text (bash/ and read/makefile.py).
 
 A value these readers build (a variable, an expanded word, an array) can grow far faster than
 its source: `A=${A//x/$A}` squares a length in a 12-byte line, `A := $(A)$(A)` doubles it, and

@@ -13,12 +13,10 @@ accepted by name.
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from sparktriage.config.client_code import LOADER_ENV
 from sparktriage.config.client_code import item as code_item
 from sparktriage.reproduce.model import ClientNode, Imported, Unknown
-from sparktriage.yamldoc import load_with_lines
 
 
 def ignored_labs(imported: list[Imported]) -> list[Unknown]:
@@ -27,14 +25,9 @@ def ignored_labs(imported: list[Imported]) -> list[Unknown]:
     so it is never used, and it is said."""
     rows = []
     for part in imported:
-        if part.input.kind != "deployment":
+        if part.client_lab is None:
             continue
-        data, _ = load_with_lines(Path(part.input.path))
-        ref = data.get("lab") if isinstance(data, dict) else None
-        if ref is None:
-            continue
-        what = f"lab: {ref}" if isinstance(ref, str) else "lab: (an inline lab)"
-        rows.append(Unknown(input=part.input.path, text=what[:200], note=(
+        rows.append(Unknown(input=part.input.path, text=part.client_lab[:200], note=(
             "a lab named by a client file is ignored: which machines run the deployment and "
             "how they are reached (hosts, ports, ssh_config, keys) come from --lab only; "
             "without --lab the plan and the live capture are of this machine")))

@@ -20,22 +20,22 @@ from sparktriage.config.deployment import Deployment
 from sparktriage.config.lab import Lab
 from sparktriage.errors import ConfigError, SourceLocation, UsageError, InputError
 from sparktriage.yamldoc import load_model
-from sparktriage.reproduce import beside
-from sparktriage.reproduce import diff as diffing
-from sparktriage.reproduce import facts as trapfacts
-from sparktriage.reproduce import traps as trapcheck
-from sparktriage.reproduce.devices import asked_gpus, map_devices
-from sparktriage.reproduce.envcheck import unknown_vllm_env
-from sparktriage.reproduce.kvcheck import unshipped_connectors
-from sparktriage.reproduce.readall import import_all, import_input  # noqa: F401 (API)
-from sparktriage.reproduce.labfacts import read_capture
-from sparktriage.reproduce.labplan import Shape, place_ranks, plan_for
+from sparktriage.reproduce.place import beside
+from sparktriage.reproduce.check import diff as diffing
+from sparktriage.reproduce.check import facts as trapfacts
+from sparktriage.reproduce.check import traps as trapcheck
+from sparktriage.reproduce.place.devices import asked_gpus, map_devices
+from sparktriage.reproduce.check.envcheck import unknown_vllm_env
+from sparktriage.reproduce.check.kvcheck import unshipped_connectors
+from sparktriage.reproduce.read.readall import import_all, import_input  # noqa: F401 (API)
+from sparktriage.reproduce.check.labfacts import read_capture
+from sparktriage.reproduce.place.labplan import Shape, place_ranks, plan_for
 from sparktriage.reproduce.clientcode import ignored_labs, loader_rows, recorded_client_code
 from sparktriage.reproduce.model import ClientNode, Facts, Imported, LabPlan, ReproduceResult
-from sparktriage.reproduce.nodemap import assign
+from sparktriage.reproduce.place.nodemap import assign
 from sparktriage.reproduce.normalize import combine, origin
 from sparktriage.reproduce.secrets import Placeholders
-from sparktriage.reproduce.site import Localized, localize
+from sparktriage.reproduce.place.site import Localized, localize
 from sparktriage.reproduce.supply import header, settle
 from sparktriage.validation_words import plain
 
@@ -200,7 +200,7 @@ def _client_env(client_nodes: list[ClientNode], client_facts: dict[str, Facts],
 def _lab_deployment(client_dep: dict, site: Localized, pairs: list[tuple[str | None, str]],
                     lab_value: Any) -> dict:
     """The client's deployment placed on the lab nodes, the client's own addresses and
-    interfaces replaced by the lab's or left out (reproduce/site.py)."""
+    interfaces replaced by the lab's or left out (reproduce/place/site.py)."""
     used = [lab_node for _, lab_node in pairs]
     node_env = {}
     for client, lab_node in pairs:
@@ -271,7 +271,7 @@ def _lab_facts(lab_capture: Path | None, capture_live: bool, launch: LaunchPlan 
         lab_facts = read_capture(lab_capture, used, secrets)
         capture_status = {n: f"file {lab_capture}" for n in lab_facts}
     elif capture_live and launch is not None:
-        from sparktriage.reproduce.capture import capture_lab
+        from sparktriage.reproduce.check.capture import capture_lab
         lab_facts, capture_status = capture_lab(launch, lab, secrets, used)
     for node in used:
         capture_status.setdefault(node, "not captured")

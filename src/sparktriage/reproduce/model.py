@@ -81,10 +81,12 @@ class Imported(_Data):
                                       "written (`--gres=gpu:4`), named in rows and traps")
     command_at: Optional[str] = Field(None, description="FILE:LINE of the server command where "
                                       "it is in another file than the input (a script it runs)")
+    client_lab: Optional[str] = Field(None, description="the `lab:` a client deployment YAML "
+                                      "names, as `lab: NAME` (never used: clientcode.py)")
     others: list["Imported"] = Field(default_factory=list, description="independent servers "
                                      "of the same input, each as it would be reproduced alone "
                                      "(importers/apart.py); placed beside the first by "
-                                     "reproduce/beside.py")
+                                     "reproduce/place/beside.py")
 
 
 class DiffItem(_Data):

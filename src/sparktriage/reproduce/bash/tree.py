@@ -6,10 +6,16 @@ tree is refused above MAX_NODES nodes. An input is parsed once: one command read
 text several times (to find the scripts another runs, to import it, to look for a unit it
 writes), so the last few parses (trees and refusals) are kept by text. Helpers read a node's
 text and its 1-based line.
+
+One gap of the grammar is closed before parsing: a blank inside an ANSI-C string that opens a
+bracket expression (`case $k in *[!$' \t']*)`, as bash reads it the set of a blank and a tab)
+ends the grammar's pattern token, and the rest of the text then parses wrongly. Such blanks are
+written as `\x20`, which bash's ANSI-C quoting reads as the same character; lines do not move.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections import OrderedDict
 
@@ -27,6 +33,7 @@ _parsed: OrderedDict[str, tuple[tree_sitter.Tree, bytes] | str] = OrderedDict()
 _LANGUAGE = tree_sitter.Language(tree_sitter_bash.language())
 
 Node = tree_sitter.Node
+_BRACKET_ANSI = re.compile(r"(\[[!^]?)\$'([^'\n]*)'")
 
 
 def parse(text: str, source: str) -> tuple[tree_sitter.Tree, bytes]:
@@ -35,7 +42,7 @@ def parse(text: str, source: str) -> tuple[tree_sitter.Tree, bytes]:
         _parsed.move_to_end(text)
         done = _parsed[text]
     else:
-        done = _parse(text)
+        done = _parse(_grammar_gaps(text))
         _parsed[text] = done
         while len(_parsed) > _KEPT or (len(_parsed) > 1
                                        and sum(map(len, _parsed)) > _KEPT_CHARS):
@@ -43,6 +50,14 @@ def parse(text: str, source: str) -> tuple[tree_sitter.Tree, bytes]:
     if isinstance(done, str):
         raise InputError(f"{source}: {done}; not a launch script a client sends")
     return done
+
+
+def _grammar_gaps(text: str) -> str:
+    """The text with the grammar's gap closed (the module doc); the same text for bash."""
+    if "[" not in text or "$'" not in text:
+        return text
+    return _BRACKET_ANSI.sub(
+        lambda m: m.group(1) + "$'" + m.group(2).replace(" ", "\\x20") + "'", text)
 
 
 def _parse(text: str) -> tuple[tree_sitter.Tree, bytes] | str:

@@ -5,7 +5,7 @@ services, two Kubernetes workloads, two `vllm serve ... &` on different ports: e
 group of its own, not a node of one multi-node run. A deployment runs one server group, so the
 first is reproduced and each other one is an unknowns row that names it (its port, its KV role
 and connector, its line) and says why it is not in the deployment; each other one is also read
-alone (cluster.alone), for reproduce/beside.py to write beside the first where the lab has room.
+alone (cluster.alone), for reproduce/place/beside.py to write beside the first where the lab has room.
 Which servers are independent rather than alternatives of one another (branches of an `if`, a
 command run after another stopped) is decided here for every importer.
 """

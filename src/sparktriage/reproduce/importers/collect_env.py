@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from sparktriage.reproduce.importers.common import Ctx
+from sparktriage.reproduce.importers.protocol import ReadInput
 from sparktriage.reproduce.model import Facts, Imported
 
 _FRAME = re.compile(r"^=+\s*\Z")
@@ -144,5 +145,14 @@ def _interconnect(topology: list[str]) -> str | None:
     return None
 
 
-def import_collect_env(text: str, ctx: Ctx) -> Imported:
-    return ctx.result(facts=[parse(text, ctx)])
+class CollectEnvImporter:
+    """`vllm collect-env` output: its framed sections (module doc)."""
+
+    kind = "collect-env"
+    role = "values"
+
+    def claims(self, source: ReadInput) -> bool:
+        return looks_like(source.text)
+
+    def read(self, source: ReadInput, ctx: Ctx) -> Imported:
+        return ctx.result(facts=[parse(source.text, ctx)])

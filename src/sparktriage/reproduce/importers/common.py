@@ -1,12 +1,17 @@
-"""What every importer shares: the per-input context (unknowns, notes, placeholders)."""
+"""What every importer shares: the per-input context (unknowns, notes, placeholders, and what
+the client's other inputs give: their variables and scripts)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from sparktriage.reproduce.model import Imported, InputRef, Unknown
 from sparktriage.reproduce.secrets import Placeholders
 from sparktriage.reproduce.shell import variables_in
+
+if TYPE_CHECKING:
+    from sparktriage.reproduce.importers.source import ReadInput
 
 
 @dataclass
@@ -30,6 +35,13 @@ class Ctx:
     gpu_ask: tuple[int, str] | None = None
     # independent servers of the input besides the one reproduced, each read alone (apart.py)
     others: list[Imported] = field(default_factory=list)
+    # variables the client supplied (env dumps), which a script's `${VAR:-default}` and tests
+    # read; the other shell inputs by file name, read where a script runs them
+    given: dict[str, str] = field(default_factory=dict)
+    library: dict[str, str] = field(default_factory=dict)
+    # every input as read, by absolute path: a file one input names that is also an input
+    # (a compose file a script's `docker compose run` uses) is not read again
+    read: dict[str, ReadInput] = field(default_factory=dict)
 
     @property
     def source(self) -> str:

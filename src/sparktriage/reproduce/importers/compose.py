@@ -2,8 +2,9 @@
 
 Read with the bounded YAML reader (templates and merge keys `<<: *x` expand within its node
 bound). Then, per service: `extends` (same file or a file inside the input's folder, at most
-`MAX_EXTENDS` deep), `profiles` (a service with profiles runs only when one of them is active:
-`COMPOSE_PROFILES` in the `.env` beside the file; otherwise it is skipped, as compose does),
+`compose_include.MAX_EXTENDS` deep), `profiles` (a service with profiles runs only when one of
+them is active: `COMPOSE_PROFILES` in the `.env` beside the file; otherwise it is skipped, as
+compose does),
 `${VAR}` interpolation from that `.env` (compose_vars.py), `env_file:` files, then every key:
 mapped onto the deployment (`engine.container_args`, `env`, the plan's own `--gpus all`,
 `--ipc host`, `--network host`), noted (the plan does it its own way) or an `unknowns` row with
@@ -18,22 +19,21 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sparktriage.errors import InputError
-from sparktriage.limits import check_lines
 from sparktriage.reproduce.importers.cluster import Member, assemble_cluster, kept_servers
 from sparktriage.reproduce.importers.common import Ctx
-from sparktriage.reproduce.importers.compose_include import include_rows
+from sparktriage.reproduce.importers.compose_include import extends, include_rows
 from sparktriage.reproduce.importers.compose_keys import service_keys
 from sparktriage.reproduce.importers.compose_vars import Interpolator, inside, read_env_file
 from sparktriage.reproduce.importers.container import container_program
 from sparktriage.reproduce.importers.nodes import env_block
+from sparktriage.reproduce.importers.protocol import ReadInput
 from sparktriage.reproduce.model import Imported
 from sparktriage.reproduce.shell import split_words
 from sparktriage.yamldoc import load_with_lines
-from sparktriage.yamlsafe import read_text
 
-MAX_EXTENDS = 5
 PLACEHOLDER = re.compile(r"<supply:([A-Za-z0-9_.-]+)>")
 SAFE = "SPARKTRIAGE_SUPPLY_"
 SAFE_WORD = re.compile(SAFE + r"([A-Za-z0-9_.-]+?)" + SAFE)
@@ -107,52 +107,6 @@ def _env_files(value, base: Path, interp: Interpolator, ctx: Ctx, service: str,
     return out
 
 
-def _merge_service(base: dict, own: dict) -> dict:
-    """`extends`: the base service with the service's own keys over it (mappings merged,
-    lists of volumes/ports appended, other keys replaced), as compose merges them."""
-    out = dict(base)
-    for key, value in own.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = {**out[key], **value}
-        elif key in ("volumes", "ports", "devices", "env_file", "cap_add", "dns",
-                     "extra_hosts") and isinstance(value, list) and isinstance(out.get(key), list):
-            out[key] = out[key] + [v for v in value if v not in out[key]]
-        else:
-            out[key] = value
-    return out
-
-
-def _extends(name: str, service: dict, services: dict, base: Path, ctx: Ctx,
-             depth: int = 0) -> dict:
-    spec = service.get("extends")
-    if spec is None:
-        return service
-    own = {k: v for k, v in service.items() if k != "extends"}
-    if depth >= MAX_EXTENDS:
-        raise InputError(f"{ctx.source}: service {name}: extends is more than {MAX_EXTENDS} "
-                         "deep (or a cycle)")
-    if isinstance(spec, str):
-        spec = {"service": spec}
-    if not isinstance(spec, dict) or not isinstance(spec.get("service"), str):
-        raise InputError(f"{ctx.source}: service {name}: extends needs a service name")
-    pool = services
-    if spec.get("file"):
-        target = inside(base, str(spec["file"]))
-        if target is None or not target.is_file():
-            ctx.flag_unknown(f"extends: {spec['file']}", f"service {name}: the file is not "
-                             "in the input's folder; its settings are missing")
-            return own
-        check_lines(read_text(target), str(target))
-        data, _ = load_with_lines(target)
-        pool = (data or {}).get("services") or {} if isinstance(data, dict) else {}
-    parent = pool.get(spec["service"])
-    if not isinstance(parent, dict):
-        raise InputError(f"{ctx.source}: service {name}: extends names service "
-                         f"{spec['service']}, which is not there")
-    ctx.mapped.append(f"services.{name}.extends {spec['service']} -> merged")
-    return _merge_service(_extends(spec["service"], parent, pool, base, ctx, depth + 1), own)
-
-
 def _interpolated(service: dict, interp: Interpolator, marks: dict, name: str) -> dict:
     """The service with `${...}` filled in; in a `command`/`entrypoint` string a placeholder
     travels as a plain word through the word splitter (`<` would read as a redirection)."""
@@ -223,7 +177,7 @@ class Project:
             raise InputError(f"{ctx.source}:{self.marks.get(('services', name))}: service "
                              f"{name} is not a mapping")
         _check_shape(name, raw, self.marks, ctx)
-        service = _extends(name, raw, self.services, self.base, ctx)
+        service = extends(name, raw, self.services, self.base, ctx)
         _check_shape(name, service, self.marks, ctx)
         return service
 
@@ -237,8 +191,10 @@ class Project:
                              f"does not take ({type(exc).__name__}: {exc})") from None
 
 
-def load_project(path: Path, ctx: Ctx) -> Project:
-    data, marks = load_with_lines(path)
+def load_project(path: Path, ctx: Ctx,
+                 parsed: tuple[Any, dict] | None = None) -> Project:
+    """The compose project of `path`; `parsed`: its (data, lines) where the input was read."""
+    data, marks = parsed if parsed is not None else load_with_lines(path)
     services = data.get("services") if isinstance(data, dict) else None
     base = Path(os.path.abspath(path)).parent
     included = include_rows(data["include"], base, marks.get(("include",)), ctx) \
@@ -261,8 +217,20 @@ def load_project(path: Path, ctx: Ctx) -> Project:
     return Project(path, services, marks, base, dotenv, Interpolator(dotenv, ctx), active)
 
 
-def import_compose(path: Path, ctx: Ctx) -> Imported:
-    project = load_project(path, ctx)
+class ComposeImporter:
+    """A compose file: a YAML mapping whose `services` is a mapping."""
+
+    kind = "compose"
+    role = "compose"
+
+    def claims(self, source: ReadInput) -> bool:
+        return isinstance(source.data, dict) and isinstance(source.data.get("services"), dict)
+
+    def read(self, source: ReadInput, ctx: Ctx) -> Imported:
+        return _import(load_project(source.path, ctx, source.with_lines()), ctx)
+
+
+def _import(project: Project, ctx: Ctx) -> Imported:
     members: list[Member] = []
     engines: list[dict] = []
     skipped: list[str] = []

@@ -115,8 +115,10 @@ def compose_run(words: list[str], ctx: Ctx,
         raise InputError(f"{ctx.source}:{line}: docker compose run names no service")
     service_name, command = rest[i], rest[i + 1:]
     path = _compose_file(files, ctx, line)
-    sub = Ctx(InputRef(path=str(path), kind="compose"), ctx.secrets, release=ctx.release)
-    project = load_project(path, sub)
+    sub = Ctx(InputRef(path=str(path), kind="compose"), ctx.secrets, release=ctx.release,
+              read=ctx.read)
+    known = ctx.read.get(os.path.abspath(path))
+    project = load_project(path, sub, known.with_lines() if known is not None else None)
     if service_name not in project.services:
         raise InputError(f"{ctx.source}:{line}: docker compose run {service_name}: no such "
                          f"service in {path.name} ({', '.join(map(str, project.services))})")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from sparktriage.reproduce.importers.common import Ctx
+from sparktriage.reproduce.importers.protocol import ReadInput
 from sparktriage.reproduce.model import Facts, Imported
 
 _LINE = re.compile(r"^(?:declare -x |export )?([A-Za-z_][A-Za-z0-9_]*)=(.*)\n?\Z")
@@ -59,5 +60,14 @@ def shell_syntax(text: str) -> bool:
                if (m := _LINE.match(line)) and not line.startswith("declare -x "))
 
 
-def import_env(text: str, ctx: Ctx) -> Imported:
-    return ctx.result(facts=[parse(text, ctx)])
+class EnvImporter:
+    """An env dump (`env`, `printenv`, `export -p`, an env file): one node's environment."""
+
+    kind = "env"
+    role = "values"
+
+    def claims(self, source: ReadInput) -> bool:
+        return looks_like(source.text)
+
+    def read(self, source: ReadInput, ctx: Ctx) -> Imported:
+        return ctx.result(facts=[parse(source.text, ctx)])

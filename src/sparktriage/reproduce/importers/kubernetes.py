@@ -26,11 +26,13 @@ from sparktriage.reproduce.importers import apart
 from sparktriage.reproduce.importers.cluster import Member, alone, assemble_cluster
 from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.importers.container import container_program
-from sparktriage.reproduce.importers.kube_docs import Doc, read_documents
+from sparktriage.reproduce.importers.kube_docs import (Doc, helm_refusal, looks_like,
+                                                     read_documents, templated)
 from sparktriage.reproduce.importers.kube_pods import (PodGroup, container_env, expand, gpus,
                                                        pod_groups)
 from sparktriage.reproduce.importers.nodes import env_block
 from sparktriage.reproduce.importers.ray_start import RayStart
+from sparktriage.reproduce.importers.protocol import ReadInput
 from sparktriage.reproduce.model import Imported
 
 _MULTI_NODE = re.compile(r"multi-node-serving\.sh['\"]?\s+(leader|worker)\b")
@@ -227,7 +229,25 @@ def _ray_serve_refusal(doc: Doc, ctx: Ctx) -> InputError | None:
                       "the serve command with the engine arguments the application uses")
 
 
-def import_kubernetes(text: str, ctx: Ctx) -> Imported:
+class KubernetesImporter:
+    """Kubernetes manifests (one or several documents: kube_docs.py); a Helm chart template is
+    refused here, naming `helm template`."""
+
+    kind = "kubernetes"
+    role = "alone"
+
+    def claims(self, source: ReadInput) -> bool:
+        if templated(source.text):  # a Helm chart template is not what runs
+            raise InputError(helm_refusal(source.text, None) or "a Helm chart template: "
+                             "render it with `helm template RELEASE CHART -f values.yaml > "
+                             "manifests.yaml` and give manifests.yaml")
+        return looks_like(source.text)
+
+    def read(self, source: ReadInput, ctx: Ctx) -> Imported:
+        return _import(source.text, ctx)
+
+
+def _import(text: str, ctx: Ctx) -> Imported:
     docs = read_documents(text, ctx.source)
     found: list[Workload] = []
     refusal: InputError | None = None

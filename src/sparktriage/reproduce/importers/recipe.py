@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 from sparktriage.errors import InputError
@@ -35,10 +34,10 @@ from sparktriage.reproduce.importers.compose_vars import Interpolator
 from sparktriage.reproduce.importers.container_script import pick, split_script
 from sparktriage.reproduce.importers.recipe_steps import recipe_steps
 from sparktriage.reproduce.importers.nodes import env_block, find_serve
+from sparktriage.reproduce.importers.protocol import ReadInput
 from sparktriage.reproduce.importers.serve_args import parse_serve
 from sparktriage.reproduce.importers.vllm_config import config_args, value_words
 from sparktriage.reproduce.model import Imported
-from sparktriage.yamldoc import load_with_lines
 
 ARGS_KEYS = ("args", "serve_args", "vllm_args", "extra_args", "arguments")
 IMAGE_KEYS = ("container", "image", "docker_image")
@@ -86,8 +85,20 @@ def looks_like_recipe(data: Any) -> bool:
     return looks_like_vllm_config(data)
 
 
-def import_recipe(path: Path, ctx: Ctx) -> Imported:
-    data, marks = load_with_lines(path)
+class RecipeImporter:
+    """A recipe (sparkrun, vllm-project/recipes) or a vLLM `--config` file (module doc)."""
+
+    kind = "recipe"
+    role = "alone"
+
+    def claims(self, source: ReadInput) -> bool:
+        return isinstance(source.data, dict) and looks_like_recipe(source.data)
+
+    def read(self, source: ReadInput, ctx: Ctx) -> Imported:
+        return _recipe(*source.with_lines(), ctx)
+
+
+def _recipe(data, marks: dict, ctx: Ctx) -> Imported:
     if not isinstance(data, dict):
         raise InputError(f"{ctx.source}: a recipe is a YAML mapping")
     try:

@@ -17,23 +17,19 @@ import re
 from sparktriage.errors import InputError
 from sparktriage.reproduce.bash import Hole, Simple, read_script
 from sparktriage.reproduce.bash.transcript import commands_of
-from sparktriage.reproduce.bash.servers import Server, servers
-from sparktriage.reproduce.importers import apart, job_wrappers, slurm
+from sparktriage.reproduce.meaning.servers import Server, servers
+from sparktriage.reproduce.importers import apart, slurm
 from sparktriage.reproduce.importers.cluster import Member, alone, assemble_cluster
 from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.importers.docker import parse_container_run
 from sparktriage.reproduce.importers.nodes import env_block, find_serve
 from sparktriage.reproduce.importers.ray_start import parse_ray_start
+from sparktriage.reproduce.meaning import job_wrappers
+from sparktriage.reproduce.meaning.harmless import NOTED, QUIET
 from sparktriage.reproduce.importers.serve_args import parse_serve
 from sparktriage.reproduce.model import Imported
 from sparktriage.reproduce.secrets import PREFIX
 
-# not listed as ignored: shell bookkeeping (tee: said in the piped command's note)
-_QUIET = {"set", "true", ":", "shopt", "tee", "exit", "break", "continue", "return", "shift"}
-# output, waiting and looking: noted, not listed as unknown
-_HARMLESS = {"echo", "printf", "sleep", "wait", "cd", "pushd", "popd", "ls", "cat", "date",
-             "clear", "logger", "tput", "hostname", "whoami", "test", "[",
-             "[[", "pwd", "head", "tail", "grep", "ps", "watch"}
 _PLACEHOLDER = re.compile(re.escape(PREFIX) + r"([A-Za-z0-9_.-]+)>")
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 _JSON_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
@@ -135,10 +131,10 @@ def _ignored(ignored: list[Simple], ctx: Ctx) -> None:
     seen = set()
     for command in ignored:
         name = command.words[0].rsplit("/", 1)[-1]
-        if name in _QUIET or (command.line, command.source) in seen:
+        if name in QUIET or (command.line, command.source) in seen:
             continue
         seen.add((command.line, command.source))
-        if name in _HARMLESS:
+        if name in NOTED:
             ctx.note(f"{_at(command)}: ignored: {command.source[:120]}")
         else:
             ctx.flag_unknown(command.source[:300], f"{_at(command)}: ignored: not a server "
@@ -262,8 +258,11 @@ def _job_container(command: Simple, engine: dict, ctx: Ctx) -> None:
 
 def _job_gpus(command: Simple, ctx: Ctx) -> None:
     """The GPUs per node the server's `srun` line asks for (its own options win over the
-    job's `#SBATCH` header, as in SLURM), compared with the lab's nodes by reproduce/devices.py."""
-    asked = slurm.step(command.words)
+    job's `#SBATCH` header, as in SLURM), compared with the lab's nodes by reproduce/place/devices.py."""
+    asked = slurm.step(command.words, slurm.job_nodes(ctx.given))
+    if asked is not None and asked.unknown:
+        ctx.flag_unknown(asked.unknown.split(":")[0], f"line {command.line}: srun "
+                         f"{asked.unknown}")
     if asked is not None and asked.gpus_per_node is not None:
         ctx.gpu_ask = (asked.gpus_per_node, asked.asked or "srun")
         ctx.mapped.append(f"line {command.line}: {asked.asked} -> {asked.gpus_per_node} GPU(s) "

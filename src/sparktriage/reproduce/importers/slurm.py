@@ -33,7 +33,8 @@ _SRUN_VALUED = {"-N", "--nodes", "-n", "--ntasks", "--ntasks-per-node", "--tasks
                 "-D", "--chdir", "-o", "--output", "-e", "--error", "-i", "--input", "--export",
                 "--jobid", "--mpi", "-m", "--distribution", "--cpu-bind", "--gpu-bind",
                 "--reservation", "--het-group", "--container-image", "--container-mounts",
-                "--container-name", "--container-workdir", "--container-env"}
+                "--container-name", "--container-workdir", "--container-env",
+                "--gpus-per-socket", "--sockets-per-node"}
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,7 @@ class Batch:
     gpus_per_node: int | None = None
     tasks_per_node: int | None = None
     asked: str | None = None
+    unknown: str | None = None  # an option whose GPUs per node the job does not say enough for
 
     def shape_detail(self) -> str | None:
         if self.nodes is None:
@@ -126,50 +128,70 @@ def options(text: str) -> dict[str, str]:
     return out
 
 
-def request(opts: dict[str, str]) -> Batch:
+def request(opts: dict[str, str], job_nodes: int | None = None) -> Batch:
     """Nodes, tasks and GPUs per node from sbatch/srun options, by SLURM's meaning of each:
     `--gpus-per-node` and `--gres=gpu[:type]:N` count per node; `--gpus-per-task` counts per
     task (times the tasks on a node: `--ntasks-per-node`, else `--ntasks` over the nodes, else
-    one); `-G/--gpus` counts for the whole job, spread over its nodes, so some node gets at
-    least the rounded-up share."""
+    one); `--gpus-per-socket` per socket (times `--sockets-per-node`; unknown without it);
+    `-G/--gpus` counts for the whole job, spread over its nodes, so some node gets at least the
+    rounded-up share. `job_nodes`: the job's nodes, where the options do not say (an `srun`
+    line without `-N` runs on all of the job's nodes)."""
     nodes = _count(opts.get("nodes") or opts.get("-N") or "")
+    over = nodes or job_nodes
     tasks = _count(opts.get("ntasks-per-node") or opts.get("tasks-per-node") or "")
     all_tasks = _count(opts.get("ntasks") or opts.get("-n") or "")
     candidates = [("gpus-per-node", _count(opts.get("gpus-per-node") or "")),
                   ("gres", _gres_gpus(opts.get("gres") or ""))]
     per_task = _count(opts.get("gpus-per-task") or "")
     if per_task is not None:
-        on_node = tasks or (-(-all_tasks // (nodes or 1)) if all_tasks else 1)
+        on_node = tasks or (-(-all_tasks // (over or 1)) if all_tasks else 1)
         candidates.append(("gpus-per-task", per_task * on_node))
+    per_socket = _count(opts.get("gpus-per-socket") or "")
+    sockets = _count(opts.get("sockets-per-node") or "")
+    unknown = None
+    if per_socket is not None and sockets is not None:
+        candidates.append(("gpus-per-socket", per_socket * sockets))
+    elif per_socket is not None:
+        unknown = (f"--gpus-per-socket={opts['gpus-per-socket']}: GPUs per node are that times "
+                   "the sockets per node, which the job does not say (--sockets-per-node); "
+                   "the GPUs each node asks for are not known")
     total_key = "gpus" if "gpus" in opts else "-G"
     total = _count(opts.get(total_key) or "")
     if total is not None:
-        candidates.append((total_key, -(-total // (nodes or 1))))
+        candidates.append((total_key, -(-total // (over or 1))))
     for key, gpus in candidates:
         if gpus is not None:
             shown = f"-G {opts[key]}" if key == "-G" else f"--{key}={opts[key]}"
             if key == "gpus-per-task" and tasks:
                 shown += f" x {tasks} task(s) per node"
-            if key in ("gpus", "-G") and nodes:
-                shown += f" over {nodes} node(s)"
+            if key == "gpus-per-socket":
+                shown += f" x {sockets} socket(s) per node"
+            if key in ("gpus", "-G") and over:
+                shown += f" over {over} node(s)" + ("" if nodes else " (the job's)")
             return Batch(nodes, gpus, tasks, shown)
-    return Batch(nodes, None, tasks)
+    return Batch(nodes, None, tasks, unknown=unknown)
 
 
 def batch(text: str) -> Batch:
     return request(options(text))
 
 
-def step(words: list[str] | tuple[str, ...]) -> Batch | None:
+def job_nodes(values: dict[str, str]) -> int | None:
+    """The job's node count from the values SLURM sets (`SLURM_JOB_NUM_NODES`)."""
+    return _count(values.get("SLURM_JOB_NUM_NODES") or values.get("SLURM_NNODES") or "")
+
+
+def step(words: list[str] | tuple[str, ...], nodes: int | None = None) -> Batch | None:
     """What an `srun` line's own options ask for (`srun -N1 --gres=gpu:4 vllm serve ...`), up
-    to the program it runs; None for a command without srun."""
+    to the program it runs, `nodes` the job's (an `srun` without `-N` runs on all of them);
+    None for a command without srun."""
     words = list(words)
     at = next((i for i, w in enumerate(words) if os.path.basename(w) == "srun"), None)
     if at is None:
         return None
     out: dict[str, str] = {}
     _parse(words[at + 1:], out, stop=True)
-    found = request(out)
+    found = request(out, nodes)
     if found.gpus_per_node is not None:
         return Batch(found.nodes, found.gpus_per_node, found.tasks_per_node,
                      f"srun {found.asked}")

@@ -32,6 +32,7 @@ from sparktriage.reproduce.bash import read_script
 from sparktriage.reproduce.bash.transcript import commands_of
 from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.importers.compose_vars import inside, read_env_file
+from sparktriage.reproduce.importers.protocol import ReadInput
 from sparktriage.reproduce.importers.serve import import_script
 from sparktriage.reproduce.model import Imported
 
@@ -198,11 +199,23 @@ def _env_file(value: str, path: Path, ctx: Ctx, at: int) -> str:
     return ""
 
 
-def import_unit(text: str, path: Path, ctx: Ctx, given: dict[str, str] | None = None,
-                library: dict[str, str] | None = None) -> Imported:
+class UnitImporter:
+    """A systemd unit: `[Service]` with `ExecStart=` (never YAML or shell)."""
+
+    kind = "systemd"
+    role = "unit"
+
+    def claims(self, source: ReadInput) -> bool:
+        return looks_like_unit(source.text)
+
+    def read(self, source: ReadInput, ctx: Ctx) -> Imported:
+        return read_unit(source.text, source.path, ctx)
+
+
+def read_unit(text: str, path: Path, ctx: Ctx) -> Imported:
     """A systemd unit: its ExecStart with its environment, read as the serve importer reads a
-    script (module doc)."""
-    return import_script(unit_script(text, path, ctx), ctx, given, library)
+    script (module doc), with the variables and scripts of the client's other inputs."""
+    return import_script(unit_script(text, path, ctx), ctx, ctx.given, ctx.library)
 
 
 def written_unit(text: str, source: str, given: dict[str, str] | None = None,

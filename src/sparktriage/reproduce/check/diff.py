@@ -13,7 +13,7 @@ import fnmatch
 from typing import Any
 
 from sparktriage.reproduce.model import DiffItem, Facts
-from sparktriage.reproduce.traps import WhyTable
+from sparktriage.reproduce.check.traps import WhyTable
 
 ENV_PREFIXES = ("VLLM_", "NCCL_", "GLOO_", "TORCH", "PYTORCH_", "CUDA_", "OMP_", "UCX_",
                 "TP_SOCKET_IFNAME", "NVIDIA_VISIBLE_DEVICES")

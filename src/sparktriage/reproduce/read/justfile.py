@@ -1,6 +1,6 @@
 """A justfile input read as `just` reads it, turned into the shell text its recipes run.
 
-Like a Makefile (makefile.py), a justfile wraps launch commands in recipes (`prefill:`, `serve
+Like a Makefile (read/makefile.py), a justfile wraps launch commands in recipes (`prefill:`, `serve
 model='x':`), but with its own rules: a recipe's body is its indented lines; `{{expr}}` is
 replaced by just itself before the shell sees the line (`{{{{` is a literal `{{`), where expr is
 a variable of `name := value`, a recipe parameter (its default, else a run-time value the shell

@@ -20,12 +20,12 @@ import yaml
 from sparktriage.config.lab import Lab
 from sparktriage.errors import SparktriageError
 from sparktriage.reproduce.importers.apart import describe_deployment
-from sparktriage.reproduce.labplan import place_ranks
+from sparktriage.reproduce.place.labplan import place_ranks
 from sparktriage.reproduce.model import Imported
-from sparktriage.reproduce.nodemap import assign
+from sparktriage.reproduce.place.nodemap import assign
 from sparktriage.reproduce.normalize import combine
 from sparktriage.reproduce.secrets import Placeholders
-from sparktriage.reproduce.site import localize
+from sparktriage.reproduce.place.site import localize
 from sparktriage.reproduce.supply import header
 
 MAX_SERVERS = 32  # server groups of one input written beside the first

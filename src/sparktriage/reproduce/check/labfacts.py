@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from sparktriage.errors import InputError
-from sparktriage.reproduce.detect import read_input
+from sparktriage.reproduce.read.detect import read_input
 from sparktriage.reproduce.importers import collect_env, envdump
 from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.model import Facts, InputRef

@@ -16,10 +16,13 @@ import os
 import re
 from dataclasses import dataclass, replace
 
+from sparktriage.reproduce.bash.placeholders import protect, restore
 from sparktriage.reproduce.bash.reading import read_script
-from sparktriage.reproduce.bash.stdin import (EXEC_VALUE, SSH_VALUE, interactive_exec,
+from sparktriage.reproduce.meaning.stdin import (EXEC_VALUE, SSH_VALUE, interactive_exec,
                                               reads_stdin, typed_inside)
 from sparktriage.reproduce.bash.walk import Simple
+from sparktriage.reproduce.importers.docker import KEEP_BOOL, PLAN_BOOL
+from sparktriage.reproduce.meaning.harmless import NOT_LAUNCHERS
 from sparktriage.reproduce.bash.words import Hole
 
 PROGRAMS = ("vllm", "python", "python3", "docker", "podman", "ray", "uv", "env", "bash", "sh",
@@ -31,13 +34,8 @@ _WRAPPERS = {"sudo", "exec", "nohup", "time", "command", "builtin", "nice", "num
 _RUNNERS = {"uv", "conda", "mamba", "micromamba", "pixi", "poetry", "pipenv", "hatch"}
 _SUDO_VALUE = {"-u", "-g", "-C", "-D", "-h", "-p", "-U"}
 MAX_NESTED = 3
-# commands whose arguments name a server without running it
-_NOT_LAUNCHERS = {"echo", "printf", "logger", "log", "info", "warn", "error", "print", "cat",
-                  "tee", "grep", "pgrep", "pkill", "kill", "killall", "ps", "man", "which",
-                  "type", "alias", "read", "test", "[", "[["}
-# `docker run` options that take no value (importers/docker.py's PLAN_BOOL and KEEP_BOOL)
-RUN_FLAGS = {"--rm", "-d", "--detach", "-i", "-t", "-it", "-ti", "--interactive", "--tty",
-             "--privileged", "--init", "--read-only", "--oom-kill-disable"}
+# `docker run` options that take no value: the docker importer's own table
+RUN_FLAGS = frozenset(PLAN_BOOL) | KEEP_BOOL
 
 
 @dataclass(frozen=True)
@@ -258,33 +256,6 @@ def _quote(words: list[str]) -> str:
     return " ".join(shlex.quote(w) for w in words)
 
 
-_PLACEHOLDER = re.compile(r"<supply:[A-Za-z0-9_.-]+>")
-
-
-def _protect(text: str) -> tuple[str, dict[str, str]]:
-    """Placeholders in a command string read again as bash, as plain words (`<supply:X>`
-    would read as redirections)."""
-    tokens: dict[str, str] = {}
-
-    def swap(match: re.Match) -> str:
-        token = f"SUPPLYPLACEHOLDER{len(tokens)}X"
-        tokens[token] = match.group(0)
-        return token
-    return _PLACEHOLDER.sub(swap, text), tokens
-
-
-def _restore(command: Simple, tokens: dict[str, str]) -> Simple:
-    if not tokens:
-        return command
-    pattern = re.compile("|".join(map(re.escape, tokens)))
-
-    def back(value: str) -> str:
-        return pattern.sub(lambda m: tokens[m.group(0)], value)
-    return replace(command, words=tuple(back(w) for w in command.words),
-                   prefix={k: back(v) for k, v in command.prefix.items()},
-                   exported={k: back(v) for k, v in command.exported.items()})
-
-
 def servers(commands: list[Simple], source: str, ignored: list[Simple], holes: list[Hole],
             given: dict[str, str] | None = None, depth: int = 0, via: str = "") -> list[Server]:
     """The server commands among `commands`; the others are appended to `ignored`; what a
@@ -323,10 +294,10 @@ def servers(commands: list[Simple], source: str, ignored: list[Simple], holes: l
         elif is_ray_start(words):
             found.append(Server("ray", tuple(words), env, command, via))
         elif depth < MAX_NESTED and (inner := _inner(words, env, command.stdin)) is not None:
-            text, tokens = _protect(inner[0])
+            text, tokens = protect(inner[0])
             inner_env = {**(given or {}), **command.exported, **env}  # what the inner shell has
             script = read_script(text, f"{source}:{command.line} ({inner[1]})", inner_env)
-            commands = [_restore(c, tokens) for c in script.commands]  # the reading is shared
+            commands = [restore(c, tokens) for c in script.commands]  # the reading is shared
             holes.extend(Hole(h.name, command.line, f"{h.what} (inside {inner[1]})", h.dropped)
                          for h in script.holes)
             around: list[Simple] = []  # the inner script's other commands, at this line
@@ -367,16 +338,16 @@ def _runs_server(rest: list[str], source: str, command: Simple,
         else None
     if at is None:
         return True
-    text, tokens = _protect(rest[at])
+    text, tokens = protect(rest[at])
     script = read_script(text, f"{source}:{command.line} (container script)", given)
-    commands = [_restore(c, tokens) for c in script.commands]  # the reading is shared
+    commands = [restore(c, tokens) for c in script.commands]  # the reading is shared
     return bool(servers(commands, source, [], [], given, depth + 1))
 
 
 def _serve_in_tail(words: list[str]) -> int | None:
     """Where a serve command starts among the arguments of a launcher this module does not
     know (`./launch-cluster.sh -n a,b exec vllm serve MODEL ...`), or None."""
-    if os.path.basename(words[0]) in _NOT_LAUNCHERS:
+    if os.path.basename(words[0]) in NOT_LAUNCHERS:
         return None
     for index in range(1, len(words)):
         if is_serve(words[index:]):

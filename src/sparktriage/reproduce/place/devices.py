@@ -9,7 +9,7 @@ the first k of its own GPUs, k being how many the client pinned (at most what th
 `all`, `none`, `void` and an empty value mean the same everywhere and are kept. An index (or
 count) the node does not have is an unknowns row and the fact behind the
 `device-index-not-on-node` trap; the client's value stays in the client's environment, so the
-diff shows both. A value the lab YAML's node env sets wins, as for addresses (site.py).
+diff shows both. A value the lab YAML's node env sets wins, as for addresses (place/site.py).
 
 A job launcher's GPU request is a count per node as well: a SLURM job's `--gres=gpu:4`,
 `--gpus-per-node`, `--gpus-per-task` x tasks per node or `--gpus` over its nodes (its `#SBATCH`
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from sparktriage.config.lab import Lab
 from sparktriage.reproduce.model import ClientNode, Unknown
 from sparktriage.reproduce.secrets import PREFIX
-from sparktriage.reproduce.site import Localized
+from sparktriage.reproduce.place.site import Localized
 
 VARIABLES = ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES")
 SAME_EVERYWHERE = {"all", "none", "void", ""}

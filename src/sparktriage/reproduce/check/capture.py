@@ -34,7 +34,7 @@ from sparktriage.errors import SparktriageError
 from sparktriage.bundle.envdiff import read_environments
 from sparktriage.launch.attach_collect import CollectRequest, run_collect
 from sparktriage.launch.plan import LaunchPlan
-from sparktriage.reproduce.labfacts import from_environment_doc
+from sparktriage.reproduce.check.labfacts import from_environment_doc
 from sparktriage.reproduce.model import Facts
 from sparktriage.reproduce.secrets import Placeholders
 

@@ -1,7 +1,7 @@
 """How a command hands a script to a shell without `-c`: on its standard input (`bash -s
 <<EOF`, `ssh HOST bash <<EOF`, `docker exec -i NAME bash <<EOF`), or typed after an
 interactive `docker exec -it NAME bash` (the lines after it run inside that container, where
-the host shell's exports are not set). Used by bash/servers.py; nothing is run.
+the host shell's exports are not set). Used by meaning/servers.py; nothing is run.
 """
 
 from __future__ import annotations

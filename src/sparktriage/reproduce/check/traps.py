@@ -1,6 +1,6 @@
 """Known traps in a client's config, as rules-as-data: `rules/config/<id>.yaml` (docs/reproduce.md).
 
-Each rule has a stable id, named `conditions` on the flat facts of reproduce/facts.py, one
+Each rule has a stable id, named `conditions` on the flat facts of reproduce/check/facts.py, one
 `decision` over those names (the stall rules' language, `sparktriage.stalls.expr`: and, or,
 not, three-valued so that an unknown fact leaves a trap open rather than guessed), the setting
 it is about, why, the fix, its source in the research notes, and positive and negative
@@ -26,7 +26,7 @@ from sparktriage.stalls.schema import ID_PATTERN
 from sparktriage.stalls.validators import default_rules_dir
 
 WHY_FILE = "_why.yaml"
-# facts that are the input's own settings (facts.py): what the input does not set is absent
+# facts that are the input's own settings (check/facts.py): what the input does not set is absent
 # (known), unlike facts about hardware or the lab that may be unknown
 SETTINGS = ("model.", "parallelism.", "engine.", "serve.", "speculative.", "load.", "env.")
 M = TypeVar("M", bound=BaseModel)
