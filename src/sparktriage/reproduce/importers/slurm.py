@@ -20,21 +20,14 @@ import re
 import shlex
 from dataclasses import dataclass
 
+from sparktriage.reproduce.meaning.wrappers import row
+
 MAX_NODES = 1 << 16
 _SBATCH = re.compile(r"#SBATCH[ \t]+(.*)\Z")
 _NUMBER = re.compile(r"^(\d+)")
 # srun options that take a value as the next word (`-N 2`, `--gres gpu:4`): read to find where
-# srun's own options end and the program it runs begins
-_SRUN_VALUED = {"-N", "--nodes", "-n", "--ntasks", "--ntasks-per-node", "--tasks-per-node",
-                "-G", "--gpus", "--gpus-per-node", "--gpus-per-task", "--gres", "-p",
-                "--partition", "-w", "--nodelist", "-x", "--exclude", "-J", "--job-name", "-c",
-                "--cpus-per-task", "--cpus-per-gpu", "--mem", "--mem-per-cpu", "--mem-per-gpu",
-                "-t", "--time", "-A", "--account", "-q", "--qos", "-C", "--constraint",
-                "-D", "--chdir", "-o", "--output", "-e", "--error", "-i", "--input", "--export",
-                "--jobid", "--mpi", "-m", "--distribution", "--cpu-bind", "--gpu-bind",
-                "--reservation", "--het-group", "--container-image", "--container-mounts",
-                "--container-name", "--container-workdir", "--container-env",
-                "--gpus-per-socket", "--sockets-per-node"}
+# srun's own options end and the program it runs begins (the wrappers' table)
+_SRUN_VALUED = row("srun").valued
 
 
 @dataclass(frozen=True)

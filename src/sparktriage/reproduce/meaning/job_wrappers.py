@@ -12,15 +12,9 @@ SIF file or enroot squashfs cannot be run by docker and is an unknowns row.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
-_CONTAINER_RUNNERS = ("apptainer", "singularity")
-# apptainer/singularity exec options that take a value
-_VALUED = {"-B", "--bind", "--env", "--env-file", "-H", "--home", "-W", "--workdir", "--mount",
-           "-o", "--overlay", "--pwd", "--security", "--network", "--network-args", "--app",
-           "-S", "--scratch", "--apply-cgroups", "--hostname", "--fusemount"}
-
+from sparktriage.reproduce.meaning.wrappers import PROGRAM, lookup, options, unwrap
 
 @dataclass(frozen=True)
 class Wrapped:
@@ -44,64 +38,43 @@ def _local(image: str) -> bool:
 
 
 def container_of(words: list[str] | tuple[str, ...]) -> Wrapped | None:
-    """The image of the first container wrapper in `words` (a whole command line)."""
+    """The image of the first container wrapper in `words` (a whole command line), read by
+    its row of the wrappers' table (meaning/wrappers.py)."""
     words = list(words)
-    for i, word in enumerate(words):
-        base = os.path.basename(word)
-        name, eq, value = word.partition("=")
-        if name == "--container-image" and i and _launcher(words[:i]):
-            image = value if eq else (words[i + 1] if i + 1 < len(words) else "")
-            return _wrapped(image, "srun --container-image", _pyxis_args(words))
-        if base == "shifter" or (name == "--image" and i and
-                                 os.path.basename(words[i - 1]) == "shifter"):
-            for item in words[i + 1:]:
-                key, eq2, val = item.partition("=")
-                if key == "--image" and eq2:
-                    return _wrapped(val, "shifter --image")
-        if base in _CONTAINER_RUNNERS and i + 1 < len(words) and words[i + 1] in ("exec",
-                                                                                   "run"):
-            image, args = _runner_image(words[i + 2:])
-            if image:
-                return _wrapped(image, f"{base} {words[i + 1]}", args)
+    for i in range(len(words)):
+        found = lookup(words[i:])
+        if found is None or "image" not in found.gives.values() or \
+                {"docker", "podman"} & set(found.names):  # a docker run: the importer's
+            continue
+        if found.find == PROGRAM:  # srun --container-image, shifter --image
+            given = options(found, words[i + 1:])
+            image = next(((k, v) for k, v in given if found.gives.get(k) == "image"), None)
+            if image is None:
+                continue
+            binds = [v for k, v in given if found.gives.get(k) == "bind"]
+            return _wrapped(image[1], f"{found.label} {image[0]}", _pyxis_binds(binds))
+        read = unwrap(words[i:])
+        images = read.given("image") if read is not None else []
+        if images:
+            return _wrapped(images[0], found.label,
+                            _binds(read.given("bind")) + _env(read.given("env")))
     return None
 
 
-def _launcher(before: list[str]) -> bool:
-    return any(os.path.basename(w) in ("srun", "salloc", "sbatch") for w in before)
-
-
-def _pyxis_args(words: list[str]) -> list[str]:
+def _pyxis_binds(values: list[str]) -> list[str]:
     """pyxis's `--container-mounts=SRC:DST[:FLAGS],...` as `-v` binds."""
-    out = []
-    for i, word in enumerate(words):
-        name, eq, value = word.partition("=")
-        if name == "--container-mounts":
-            value = value if eq else (words[i + 1] if i + 1 < len(words) else "")
-            out += [arg for bind in value.split(",") if ":" in bind for arg in ("-v", bind)]
-    return out
+    return [arg for value in values for bind in value.split(",") if ":" in bind
+            for arg in ("-v", bind)]
 
 
-def _runner_image(args: list[str]) -> tuple[str, list[str]]:
-    """(IMAGE, its binds and variables as docker options) of `apptainer exec [options] IMAGE
-    COMMAND...`."""
-    out: list[str] = []
-    i = 0
-    while i < len(args):
-        arg = args[i]
-        if arg.startswith("-"):
-            name, eq, value = arg.partition("=")
-            if name in _VALUED and not eq:
-                value = args[i + 1] if i + 1 < len(args) else ""
-            if name in ("-B", "--bind"):
-                out += [a for bind in value.split(",") if bind for a in ("-v", bind if ":" in
-                                                                         bind else
-                                                                         f"{bind}:{bind}")]
-            elif name == "--env" and "=" in value:
-                out += ["-e", value]
-            i += 1 if eq or name not in _VALUED else 2
-            continue
-        return arg, out
-    return "", out
+def _binds(values: list[str]) -> list[str]:
+    """apptainer's `-B SRC[:DST],...` as `-v` binds (a path alone is bound to itself)."""
+    return [arg for value in values for bind in value.split(",") if bind
+            for arg in ("-v", bind if ":" in bind else f"{bind}:{bind}")]
+
+
+def _env(values: list[str]) -> list[str]:
+    return [arg for value in values if "=" in value for arg in ("-e", value)]
 
 
 def _wrapped(image: str, wrapper: str, args: list[str] | None = None) -> Wrapped | None:

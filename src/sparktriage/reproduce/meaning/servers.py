@@ -18,24 +18,17 @@ from dataclasses import dataclass, replace
 
 from sparktriage.reproduce.bash.placeholders import protect, restore
 from sparktriage.reproduce.bash.reading import read_script
-from sparktriage.reproduce.meaning.stdin import (EXEC_VALUE, SSH_VALUE, interactive_exec,
-                                              reads_stdin, typed_inside)
+from sparktriage.reproduce.meaning.stdin import interactive_exec, reads_stdin, typed_inside
+from sparktriage.reproduce.meaning.wrappers import NAME, OPERANDS, OPTIONS, lookup, unwrap
 from sparktriage.reproduce.bash.walk import Simple
-from sparktriage.reproduce.importers.docker import KEEP_BOOL, PLAN_BOOL
 from sparktriage.reproduce.meaning.harmless import NOT_LAUNCHERS
 from sparktriage.reproduce.bash.words import Hole
 
 PROGRAMS = ("vllm", "python", "python3", "docker", "podman", "ray", "uv", "env", "bash", "sh",
             "nohup", "exec", "ssh")
-_WRAPPERS = {"sudo", "exec", "nohup", "time", "command", "builtin", "nice", "numactl",
-             "taskset", "timeout", "stdbuf", "ionice", "chrt", "setsid", "unbuffer", "screen",
-             "srun", "mpirun", "apptainer", "singularity", "xargs"}
-# `TOOL run ... PROGRAM`: environment managers that run a program
-_RUNNERS = {"uv", "conda", "mamba", "micromamba", "pixi", "poetry", "pipenv", "hatch"}
-_SUDO_VALUE = {"-u", "-g", "-C", "-D", "-h", "-p", "-U"}
 MAX_NESTED = 3
-# `docker run` options that take no value: the docker importer's own table
-RUN_FLAGS = frozenset(PLAN_BOOL) | KEEP_BOOL
+# the command strings run in another container, machine or pod, read as scripts in turn
+_NESTED = ("ssh", "docker exec", "kubectl exec", "kubectl run")
 
 
 @dataclass(frozen=True)
@@ -67,28 +60,33 @@ def strip_wrappers(words: list[str], env: dict[str, str]) -> list[str]:
                     name, _, value = words[0].partition("=")
                     env[name] = value
                 words = words[1:]
-        elif head in _RUNNERS and len(words) > 1 and words[1] == "run":
-            words = _to_program(words[2:])
         elif head.startswith("python") and "-m" in words[1:] and \
                 all(w.startswith("-") or words[i - 1] in ("-X", "-W")
                     for i, w in enumerate(words[1:words.index("-m")], 1)):
             return [words[0]] + words[words.index("-m"):]  # python3 -u -X dev -m vllm...
-        elif head == "sudo":
-            words = words[1:]
-            while words and words[0].startswith("-"):
-                words = words[2:] if words[0] in _SUDO_VALUE else words[1:]
-        elif head in _WRAPPERS and len(words) > 1:
-            words = words[1:] if head in ("exec", "nohup", "time", "command", "builtin",
-                                          "setsid", "unbuffer") else _to_program(words[1:])
+        elif (wrapper := lookup(words)) is not None and wrapper.taken_off and \
+                len(words) > 1 + len(wrapper.sub):
+            words = _under(wrapper, words)
         else:
             return words
     return words
+
+
+def _under(wrapper, words: list[str]) -> list[str]:
+    """The command a wrapper (a row of the wrappers' table) runs, read as its row says."""
+    if wrapper.find in (NAME, OPTIONS, OPERANDS):
+        found = unwrap(words)
+        return list(found.command or ()) if found is not None else []
+    return _to_program(words[1 + len(wrapper.sub):])
 
 
 def _starts_program(words: list[str], i: int) -> bool:
     """Does a known program start at words[i] (not an option value that has its name, as in
     `conda run -n vllm ...`)?"""
     base, rest = os.path.basename(words[i]), words[i + 1:i + 6]
+    wrapper = lookup(words[i:])
+    if wrapper is not None and wrapper.taken_off and wrapper.where in ("container", "job"):
+        return True  # `srun -N1 apptainer exec IMAGE ...`: the container wrapper, then its run
     if base == "vllm":
         return rest[:1] == ["serve"]
     if base.startswith("python"):
@@ -147,19 +145,11 @@ def _shell_c(words: list[str]) -> int | None:
 
 def image_index(words: list[str]) -> int | None:
     """The index of the image in `docker|podman [container] run OPTIONS IMAGE ...`, options
-    read as the docker importer reads them (a known flag alone, else with its value)."""
-    i = 3 if len(words) > 2 and words[1] == "container" else 2
-    while i < len(words):
-        word = words[i]
-        if not word.startswith("-"):
-            return i
-        if word in RUN_FLAGS or "=" in word or \
-                (len(word) > 2 and word[:2] in ("-e", "-v", "-p", "-w", "-u", "-m")
-                 and not word.startswith("--")):
-            i += 1
-        else:
-            i += 2
-    return None
+    read by its row of the wrappers' table (the docker importer's flags)."""
+    found = unwrap(words)
+    if found is None or not found.operands:
+        return None
+    return found.operands_at[0]
 
 
 def _container(words: list[str]) -> tuple[str | None, list[str], list[str]] | None:
@@ -231,23 +221,19 @@ def _inner(words: list[str], env: dict[str, str],
         return words[-1] if words[1] not in ("send-keys", "send") else " ".join(
             w for w in words[2:] if w not in ("Enter", "C-m") and not w.startswith("-")), \
             f"tmux {words[1]}"
-    if base == "ssh":
-        i = 1
-        while i < len(words) and words[i].startswith("-"):
-            i += 2 if words[i] in SSH_VALUE else 1
-        if i + 1 < len(words):
-            return " ".join(words[i + 1:]), f"ssh {words[i]}"
+    found = unwrap(words)
+    if found is None or found.wrapper.label not in _NESTED or found.command is None or \
+            not found.operands:
         return None
-    if base in ("docker", "podman") and len(words) > 2 and words[1] == "exec":
-        i = 2
-        while i < len(words) and words[i].startswith("-"):
-            if words[i] in ("-e", "--env") and i + 1 < len(words) and "=" in words[i + 1]:
-                name, _, value = words[i + 1].partition("=")
-                env[name] = value
-            i += 2 if words[i] in EXEC_VALUE else 1
-        if i + 1 < len(words):
-            return _quote(words[i + 1:]), f"{base} exec {words[i]}"
-    return None
+    where = f"{base}{' ' + ' '.join(found.wrapper.sub) if found.wrapper.sub else ''} " \
+            f"{found.operands[0]}"
+    if base == "ssh":  # ssh joins its words with spaces for the remote shell to read
+        return " ".join(found.command), where
+    for assignment in found.given("env"):  # `docker exec -e A=1`, `kubectl run --env A=1`
+        if "=" in assignment:
+            name, _, value = assignment.partition("=")
+            env[name] = value
+    return _quote(list(found.command)), where
 
 
 def _quote(words: list[str]) -> str:

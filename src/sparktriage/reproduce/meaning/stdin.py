@@ -10,46 +10,46 @@ import os
 from dataclasses import replace
 
 from sparktriage.reproduce.bash.walk import Simple
+from sparktriage.reproduce.meaning.wrappers import Unwrapped, unwrap
 
-SSH_VALUE = {"-p", "-i", "-l", "-o", "-F", "-J", "-b", "-c", "-E", "-L", "-R", "-D", "-W",
-             "-S", "-m", "-O", "-Q", "-w", "-B", "-e", "-I"}
-EXEC_VALUE = {"-e", "--env", "-w", "--workdir", "-u", "--user", "--env-file"}
+_SHELLS = ("bash", "sh", "dash", "zsh")
+
+
+def _shell_alone(words: list[str] | tuple[str, ...]) -> bool:
+    """A shell given no script string (`bash`, `bash -s`, `sh -l`): it reads its input."""
+    return bool(words) and os.path.basename(words[0]) in _SHELLS and \
+        all(w.startswith("-") and not w.endswith("c") for w in words[1:])
+
+
+def _remote(words: list[str]) -> Unwrapped | None:
+    """`ssh HOST ...` or `docker|podman exec CONTAINER ...` read by the wrappers' table."""
+    found = unwrap(words)
+    if found is None or found.wrapper.label not in ("ssh", "docker exec") or not found.operands:
+        return None
+    return found
 
 
 def reads_stdin(words: list[str]) -> str | None:
     """How a command runs the script on its standard input (`bash`, `bash -s`, `ssh HOST`,
     `ssh HOST bash`, `docker exec -i NAME bash`), or None."""
-    base = os.path.basename(words[0])
-    if base in ("bash", "sh", "dash", "zsh"):
-        return base if all(w.startswith("-") and not w.endswith("c") for w in words[1:]) \
-            else None
-    if base == "ssh":
-        i = 1
-        while i < len(words) and words[i].startswith("-"):
-            i += 2 if words[i] in SSH_VALUE else 1
-        rest = words[i + 1:]
-        return f"ssh {words[i]}" if i < len(words) and (not rest or reads_stdin(rest)) \
-            else None
-    if base in ("docker", "podman") and words[1:2] == ["exec"]:
-        i = 2
-        while i < len(words) and words[i].startswith("-"):
-            i += 2 if words[i] in EXEC_VALUE else 1
-        rest = words[i + 1:]
-        return f"{base} exec {words[i]}" if rest and reads_stdin(rest) else None
-    return None
+    if os.path.basename(words[0]) in _SHELLS:
+        return os.path.basename(words[0]) if _shell_alone(words) else None
+    found = _remote(words)
+    if found is None:
+        return None
+    rest = list(found.command or ())
+    how = f"{os.path.basename(words[0])}{' exec' if found.wrapper.sub else ''} " \
+          f"{found.operands[0]}"
+    if found.wrapper.sub:  # a container runs what it is given: a shell, or nothing reads
+        return how if rest and reads_stdin(rest) else None
+    return how if not rest or reads_stdin(rest) else None
 
 
 def interactive_exec(words: list[str]) -> bool:
     """`docker exec -it NAME bash` (a shell with no script): the lines after it are typed
     inside that container (the playbooks' convention)."""
-    if os.path.basename(words[0]) not in ("docker", "podman") or words[1:2] != ["exec"]:
-        return False
-    i = 2
-    while i < len(words) and words[i].startswith("-"):
-        i += 2 if words[i] in EXEC_VALUE else 1
-    rest = words[i + 1:]
-    return bool(rest) and os.path.basename(rest[0]) in ("bash", "sh", "dash", "zsh") and \
-        all(w.startswith("-") and not w.endswith("c") for w in rest[1:])
+    found = _remote(words)
+    return found is not None and bool(found.wrapper.sub) and _shell_alone(found.command or ())
 
 
 def typed_inside(command: Simple, host: dict[str, str]) -> Simple:
