@@ -30,12 +30,16 @@ MAX_DEPTH = 120  # syntax-tree nesting followed
 MAX_CALL_DEPTH = 8  # nested function calls followed
 MAX_STEPS = 200_000  # statements and commands visited (function bodies count each call)
 WALK_SECONDS = 5.0
-# commands that take a script file as data, not to run it
 # programs that run the command given after their own options (job launchers, container
-# runners, privilege and process wrappers)
-_RUNS_ITS_COMMAND = {"srun", "mpirun", "mpiexec", "apptainer", "singularity", "shifter", "sudo",
-                     "nohup", "time", "nice", "timeout", "exec", "setsid", "stdbuf", "taskset",
-                     "numactl"}
+# runners, privilege and process wrappers): only to follow another input script one of them
+# runs. The shell's own notion, kept here so that this reader imports nothing of the meaning
+# stage; the meaning stage's table (meaning/wrappers.py), which says where each one's command
+# starts and what it gives, is checked to be covered by it (tests/reproduce/test_wrappers.py)
+_RUNS_ITS_COMMAND = frozenset({
+    "srun", "mpirun", "mpiexec", "apptainer", "singularity", "shifter", "sudo", "nohup", "time",
+    "nice", "timeout", "exec", "setsid", "stdbuf", "taskset", "numactl", "command", "builtin",
+    "unbuffer", "ionice", "chrt", "screen"})
+# commands that take a script file as data, not to run it
 _FILE_TOOLS = {"echo", "printf", "cat", "cp", "scp", "rsync", "chmod", "chown", "ls", "vi", "vim",
                "nano", "less", "more", "grep", "sed", "awk", "wc", "head", "tail", "tee", "rm",
                "mv", "git", "diff", "touch", "stat", "file", "dos2unix", "shellcheck", "test", "["}

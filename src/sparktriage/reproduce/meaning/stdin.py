@@ -1,7 +1,8 @@
 """How a command hands a script to a shell without `-c`: on its standard input (`bash -s
-<<EOF`, `ssh HOST bash <<EOF`, `docker exec -i NAME bash <<EOF`), or typed after an
-interactive `docker exec -it NAME bash` (the lines after it run inside that container, where
-the host shell's exports are not set). Used by meaning/servers.py; nothing is run.
+<<EOF`, `ssh HOST bash <<EOF`, `docker exec -i NAME bash <<EOF`, `kubectl exec -i POD -- bash
+<<EOF`), or typed after an interactive `docker exec -it NAME bash` (the lines after it run
+inside that container, where the host shell's exports are not set). The wrappers are read by
+their rows of meaning/wrappers.py. Used by meaning/servers.py; nothing is run.
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ def _shell_alone(words: list[str] | tuple[str, ...]) -> bool:
 
 
 def _remote(words: list[str]) -> Unwrapped | None:
-    """`ssh HOST ...` or `docker|podman exec CONTAINER ...` read by the wrappers' table."""
+    """`ssh HOST ...`, `docker|podman exec CONTAINER ...` or `kubectl exec POD -- ...` read by
+    the wrappers' table."""
     found = unwrap(words)
-    if found is None or found.wrapper.label not in ("ssh", "docker exec") or not found.operands:
+    if found is None or found.wrapper.label not in ("ssh", "docker exec", "kubectl exec") or \
+            not found.operands:
         return None
     return found
 
