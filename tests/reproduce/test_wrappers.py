@@ -95,3 +95,23 @@ def test_the_shell_reader_list_covers_the_local_wrappers() -> None:
     taken = {n for row in TABLE if row.taken_off and not row.sub or row.names[0] == "apptainer"
              for n in row.names}
     assert taken - walk._RUNS_ITS_COMMAND == {"salloc", "sbatch", "xargs"}
+
+
+def test_harmless_commands_are_said_by_their_category(tmp_path: Path) -> None:
+    """meaning/harmless.py's one table: bookkeeping is not listed in a launch script, looking is
+    a note everywhere, a command that acts on its machine (`mkdir`, `ulimit`) is an unknowns row
+    on the host and a note inside a container; anything else is a row everywhere."""
+    script = _write(tmp_path, "set -e\nmkdir -p /srv/cache\nulimit -n 65536\necho starting\n"
+                              "apt-get install -y jq\n"
+                              "docker run --gpus all img bash -c 'mkdir -p /c && ulimit -n 1 && "
+                              "echo in && apt-get install -y jq && vllm serve org/m'\n")
+    r = run([script], tmp_path, gb10_lab(tmp_path, 1))
+    rows = {u.text for u in r.unknown}
+    notes = "\n".join(r.notes)
+    assert {"mkdir -p /srv/cache", "ulimit -n 65536", "apt-get install -y jq"} <= rows
+    assert "set -e" not in rows and "set -e" not in notes  # bookkeeping: not listed
+    assert "ignored: echo starting" in notes
+    assert "`mkdir -p /c` in the container's script: not needed to reproduce" in notes
+    assert "`ulimit -n 1` in the container's script" in notes
+    assert "mkdir -p /c" not in rows and any(u.text == "apt-get install -y jq" and
+                                             "container's script" in u.note for u in r.unknown)

@@ -16,7 +16,6 @@ server nor `ray start` are listed as unknown (not reproduced) or noted when harm
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
 from sparktriage.errors import InputError
@@ -24,7 +23,7 @@ from sparktriage.reproduce.bash import Hole, read_script
 from sparktriage.reproduce.bash.placeholders import protect, restore
 from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.importers.ray_start import is_ray_start
-from sparktriage.reproduce.meaning.harmless import NOTED_IN_CONTAINER
+from sparktriage.reproduce.meaning.harmless import in_container
 from sparktriage.reproduce.secrets import placeholder
 
 WRAPPERS = {"exec", "nohup", "time", "command"}
@@ -86,11 +85,6 @@ def _unknowns(holes: list[Hole], ctx: Ctx, line: int | None) -> None:
                          f"{placeholder(hole.name)}")
 
 
-def is_harmless(words: list[str]) -> bool:
-    base = os.path.basename(words[0])
-    return base in NOTED_IN_CONTAINER or " ".join([base] + words[1:2]) in NOTED_IN_CONTAINER
-
-
 def pick(commands: list[ScriptCommand], finder, ctx: Ctx,
          line: int | None) -> tuple[ScriptCommand | None, ScriptCommand | None]:
     """(the serve command, the ray start command) among a script's commands; the others are
@@ -105,7 +99,7 @@ def pick(commands: list[ScriptCommand], finder, ctx: Ctx,
             serve = command
         elif is_ray_start(command.words):
             ray = ray or command
-        elif is_harmless(command.words):
+        elif in_container(command.words) == "note":
             ctx.note(f"{where}: `{' '.join(command.words)[:80]}` in the container's script: "
                      "not needed to reproduce")
         else:

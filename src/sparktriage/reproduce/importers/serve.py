@@ -25,7 +25,7 @@ from sparktriage.reproduce.importers.docker import parse_container_run
 from sparktriage.reproduce.importers.nodes import env_block, find_serve
 from sparktriage.reproduce.importers.ray_start import parse_ray_start
 from sparktriage.reproduce.meaning import job_wrappers
-from sparktriage.reproduce.meaning.harmless import NOTED, QUIET
+from sparktriage.reproduce.meaning.harmless import in_script
 from sparktriage.reproduce.importers.serve_args import parse_serve
 from sparktriage.reproduce.model import Imported
 from sparktriage.reproduce.secrets import PREFIX
@@ -130,11 +130,11 @@ def _ignored(ignored: list[Simple], ctx: Ctx) -> None:
     notes; anything that may change the machine (cleanup, installs, sysctl, ...) is unknown."""
     seen = set()
     for command in ignored:
-        name = command.words[0].rsplit("/", 1)[-1]
-        if name in QUIET or (command.line, command.source) in seen:
+        said = in_script(command.words)
+        if said == "quiet" or (command.line, command.source) in seen:
             continue
         seen.add((command.line, command.source))
-        if name in NOTED:
+        if said == "note":
             ctx.note(f"{_at(command)}: ignored: {command.source[:120]}")
         else:
             ctx.flag_unknown(command.source[:300], f"{_at(command)}: ignored: not a server "

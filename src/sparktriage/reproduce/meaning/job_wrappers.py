@@ -3,11 +3,12 @@
 On a SLURM cluster a server runs inside a container started by the job step, not by `docker
 run`: pyxis's `srun --container-image=IMAGE` (an enroot image: `nvcr.io#nvidia/vllm:25.09` is the
 registry image `nvcr.io/nvidia/vllm:25.09`), `apptainer|singularity exec|run [options] IMAGE`,
-`shifter --image=IMAGE`. The shell reader takes these wrappers off to find the program
-(meaning/servers.py); this reads what they say about the image, as a `docker run` image is read,
-so that the lab runs the same software, and their binds (`--container-mounts`, `-B/--bind`) and
-variables (`--env K=V`) as the `-v` / `-e` options they are. A Docker or OCI name is the deployment's image; a local
-SIF file or enroot squashfs cannot be run by docker and is an unknowns row.
+`shifter --image=IMAGE`; on Kubernetes, `kubectl run NAME --image=IMAGE -- ...`. Each is read by
+its row of the wrappers' table (meaning/wrappers.py: which option or operand gives the image,
+the binds, the variables), as a `docker run` image is read, so that the lab runs the same
+software; their binds (`--container-mounts`, `-B/--bind`) and variables (`--env K=V`) become
+the `-v` / `-e` options they are. A Docker or OCI name is the deployment's image; a local SIF
+file or enroot squashfs cannot be run by docker and is an unknowns row.
 """
 
 from __future__ import annotations

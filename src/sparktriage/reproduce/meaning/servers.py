@@ -21,7 +21,7 @@ from sparktriage.reproduce.bash.reading import read_script
 from sparktriage.reproduce.meaning.stdin import interactive_exec, reads_stdin, typed_inside
 from sparktriage.reproduce.meaning.wrappers import NAME, OPERANDS, OPTIONS, lookup, unwrap
 from sparktriage.reproduce.bash.walk import Simple
-from sparktriage.reproduce.meaning.harmless import NOT_LAUNCHERS
+from sparktriage.reproduce.meaning.harmless import ARGUMENTS_NOT_RUN
 from sparktriage.reproduce.bash.words import Hole
 
 PROGRAMS = ("vllm", "python", "python3", "docker", "podman", "ray", "uv", "env", "bash", "sh",
@@ -333,7 +333,7 @@ def _runs_server(rest: list[str], source: str, command: Simple,
 def _serve_in_tail(words: list[str]) -> int | None:
     """Where a serve command starts among the arguments of a launcher this module does not
     know (`./launch-cluster.sh -n a,b exec vllm serve MODEL ...`), or None."""
-    if os.path.basename(words[0]) in NOT_LAUNCHERS:
+    if os.path.basename(words[0]) in ARGUMENTS_NOT_RUN:
         return None
     for index in range(1, len(words)):
         if is_serve(words[index:]):
