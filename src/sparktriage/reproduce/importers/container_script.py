@@ -24,9 +24,12 @@ from sparktriage.reproduce.bash.placeholders import protect, restore
 from sparktriage.reproduce.importers.common import Ctx
 from sparktriage.reproduce.importers.ray_start import is_ray_start
 from sparktriage.reproduce.meaning.harmless import in_container
+from sparktriage.reproduce.meaning.wrappers import NAME, TABLE
 from sparktriage.reproduce.secrets import placeholder
 
-WRAPPERS = {"exec", "nohup", "time", "command"}
+# the wrappers that run the word right after their name (`exec vllm serve ...`): the wrappers'
+# table's rows read that way
+WRAPPERS = frozenset(n for row in TABLE if row.find == NAME for n in row.names)
 MAX_COMMANDS = 200
 
 

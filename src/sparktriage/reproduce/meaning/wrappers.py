@@ -30,7 +30,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from sparktriage.reproduce.importers.docker import KEEP_BOOL, PLAN_BOOL
+from sparktriage.reproduce.importers.docker_options import KEEP_BOOL, PLAN_BOOL
 
 NAME, OPTIONS, OPERANDS, DASHDASH, PROGRAM = "name", "options", "operands", "--", "program"
 
