@@ -49,7 +49,8 @@ class Wrapper:
     flags: frozenset[str] | None = None
     attached: tuple[str, ...] = ()
     # what it says about the command it runs: option (or "operand:N") -> image, env, bind,
-    # nodes, gpus, host, pod, container
+    # nodes, gpus, host, pod, container (the node and GPU counts by SLURM's meaning of each
+    # option: importers/slurm.py)
     gives: dict[str, str] = field(default_factory=dict)
     where: str = "local"  # local, container, job, remote (another machine or pod)
     # taken off in front of the command it runs; False where the wrapper itself is what is
@@ -145,11 +146,6 @@ def lookup(words: list[str] | tuple[str, ...]) -> Wrapper | None:
         if base in row.names and tuple(words[1:1 + len(row.sub)]) == row.sub:
             return row
     return None
-
-
-def names_where(*where: str) -> frozenset[str]:
-    """The program names of the rows that run their command in these places."""
-    return frozenset(n for row in TABLE if row.where in where for n in row.names)
 
 
 def row(name: str, sub: tuple[str, ...] = ()) -> Wrapper:
