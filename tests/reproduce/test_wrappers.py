@@ -98,13 +98,16 @@ def test_the_shell_reader_list_covers_the_local_wrappers() -> None:
 
 
 def test_harmless_commands_are_said_by_their_category(tmp_path: Path) -> None:
-    """meaning/harmless.py's one table: bookkeeping is not listed in a launch script, looking is
-    a note everywhere, a command that acts on its machine (`mkdir`, `ulimit`) is an unknowns row
-    on the host and a note inside a container; anything else is a row everywhere."""
+    """meaning/harmless.py's one table: bookkeeping is not listed in a launch script and a note
+    in a container's; looking is a note everywhere; a command that acts on its machine
+    (`mkdir`, `ulimit`) is an unknowns row on the host and a note inside a container; `exit` is
+    not listed on the host and a row in a container's script; anything else is a row
+    everywhere."""
     script = _write(tmp_path, "set -e\nmkdir -p /srv/cache\nulimit -n 65536\necho starting\n"
-                              "apt-get install -y jq\n"
+                              "apt-get install -y jq\n[ -d /srv ] || exit 3\n"
                               "docker run --gpus all img bash -c 'mkdir -p /c && ulimit -n 1 && "
-                              "echo in && apt-get install -y jq && vllm serve org/m'\n")
+                              "echo in && apt-get install -y jq && shift && [ -d /c ] || exit 4; "
+                              "vllm serve org/m'\n")
     r = run([script], tmp_path, gb10_lab(tmp_path, 1))
     rows = {u.text for u in r.unknown}
     notes = "\n".join(r.notes)
@@ -115,3 +118,6 @@ def test_harmless_commands_are_said_by_their_category(tmp_path: Path) -> None:
     assert "`ulimit -n 1` in the container's script" in notes
     assert "mkdir -p /c" not in rows and any(u.text == "apt-get install -y jq" and
                                              "container's script" in u.note for u in r.unknown)
+    # an `exit` ends a container's one script before its server: a row there, quiet on the host
+    assert "exit 4" in rows and "exit 3" not in rows and "exit 3" not in notes
+    assert "`shift` in the container's script: not needed to reproduce" in notes

@@ -3,8 +3,15 @@
 A launch script's and a container's script's other commands are listed with their line, each
 by what it does, in one table (`HARMLESS`: command -> category):
 
-- `BOOKKEEPING`: the shell's own (`set`, `true`, `shift`, `exit`, `tee`: said in the piped
-  command's note): not listed in a launch script; a note in a container's script.
+- `BOOKKEEPING`: the shell's own (`set`, `true`, `shift`, `tee`: said in the piped command's
+  note): not listed in a launch script; a note in a container's script.
+- `ENDS`: ends the script early (`exit`, `return`): not listed in a launch script, where every
+  branch is read and the server found whatever guard calls it; an unknowns row in a container's
+  script, whose one line (`[ -f /opt/patch.sh ] || exit 1; ... vllm serve`) it may end before
+  the server starts. This is the one place where a command is said differently in the two
+  places without acting on a machine: merged into `BOOKKEEPING`, the published compose file of
+  tests/reproduce/corpus/42 would lose its rows for the `exit 1` of
+  `python3 hotfix.py || exit 1` and its other guards.
 - `LOOKING`: output, waiting and looking (`echo`, `sleep`, `cd`, `ls`, `grep`, `ibv_devinfo`,
   `ray status`): a note wherever it is.
 - `CONTAINED`: acts on the machine it runs on (`mkdir`, `env`, `ulimit`, `trap`, `ip`,
@@ -24,11 +31,12 @@ from __future__ import annotations
 
 import os
 
-BOOKKEEPING, LOOKING, CONTAINED = "bookkeeping", "looking", "contained"
+BOOKKEEPING, ENDS, LOOKING, CONTAINED = "bookkeeping", "ends", "looking", "contained"
 
 HARMLESS: dict[str, str] = {
-    **dict.fromkeys(("set", "true", ":", "shopt", "tee", "exit", "break", "continue", "return",
-                     "shift"), BOOKKEEPING),
+    **dict.fromkeys(("set", "true", ":", "shopt", "tee", "break", "continue", "shift"),
+                    BOOKKEEPING),
+    **dict.fromkeys(("exit", "return"), ENDS),
     **dict.fromkeys(("echo", "printf", "sleep", "wait", "cd", "pushd", "popd", "ls", "cat",
                      "date", "clear", "logger", "tput", "hostname", "whoami", "test", "[", "[[",
                      "pwd", "head", "tail", "grep", "ps", "watch", "printenv", "ibv_devinfo",
@@ -43,7 +51,7 @@ ARGUMENTS_NOT_RUN = frozenset({
     "[", "[["})
 
 # what each category is where: not listed (None), a note, or (absent) an unknowns row
-_IN_SCRIPT = {BOOKKEEPING: None, LOOKING: "note"}
+_IN_SCRIPT = {BOOKKEEPING: None, ENDS: None, LOOKING: "note"}
 _IN_CONTAINER = {BOOKKEEPING: "note", LOOKING: "note", CONTAINED: "note"}
 
 
