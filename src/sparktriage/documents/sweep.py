@@ -169,12 +169,22 @@ class LaunchEntry(SweepPart):
     pair_ratio: dict[str, Any] | None = None  # two streams' step over one stream's, inside the launch
 
 
+class WelchTest(SweepPart):
+    """Welch's t-test of one depth's launch means against another's (stats.compare.Comparison;
+    its other fields, the means and counts, stay open)."""
+
+    difference: float | None
+    p_value: float | None
+    significant: bool
+    verdict: str
+
+
 class SweepComparison(SweepPart):
     """The chosen depth's Welch test (over launch means) against another depth."""
 
     depth: int
     versus: int
-    test: dict[str, Any]
+    test: WelchTest
 
 
 class SweepDocument(Faithful, Document):
