@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from sparktriage.documents.sweep import SweepComparison, SweepDocument, SweepModel
 from sparktriage.report.inputs import RunInputs
-from sparktriage.report.readable import fitted, p_value, plain, signed_rate
+from sparktriage.report.format import number
+from sparktriage.report.readable import fitted, p_value, signed_rate
 from sparktriage.report.sections import missing
 from sparktriage.report.values import as_dict, as_list, num, text
 from sparktriage.sweep.policy.words import decision_word
@@ -160,19 +161,15 @@ def decision_text(decision: dict) -> str:
     return f"depth {decision.get('depth')}" + (f" ({word})" if word else "")
 
 
-def _fmt(value: float | None, digits: int = 2) -> str:
-    return "–" if value is None else plain(value, digits)
-
-
 def sweep_rows(section: dict) -> list[list[str]]:
     """One row per depth: rate with its interval over launches, acceptance, gate, roofline %."""
     rows = []
     for p in section["points"]:
         mean, ci = fitted(p["mean"], p["ci95_low"], p["ci95_high"])
-        rows.append([str(p["depth"]), ", ".join(l["label"] for l in p["launches"]) or (p.get("status") or "–"),
-                     mean, ci, _fmt(p["acceptance_length"]),
-                     " / ".join(f"{v:.2f}" for v in p.get("per_position") or []) or "–",
-                     p.get("gate") or "unchecked", _fmt(p.get("roofline_pct"), 1)])
+        rows.append([str(p["depth"]), ", ".join(l["label"] for l in p["launches"]) or (p["status"] or "–"),
+                     mean, ci, number(p["acceptance_length"], 2),
+                     " / ".join(number(v, 2) for v in p["per_position"]) or "–",
+                     p["gate"], number(p["roofline_pct"], 1)])
     return rows
 
 
@@ -187,7 +184,7 @@ def model_rows(section: dict) -> list[list[str]]:
         predicted, interval = fitted(r["predicted"], r["ci95_low"], r["ci95_high"])
         mean, measured = fitted(r["measured"], r["measured_low"], r["measured_high"])
         out.append([str(r["depth"]), predicted, interval, mean, measured,
-                    str(r["n"]), _fmt(r["tokens_per_step"]),
+                    str(r["n"]), number(r["tokens_per_step"], 2),
                     "–" if r["step_ratio"] is None else f"{r['step_ratio']:.2f}×"])
     return out
 
