@@ -103,3 +103,19 @@ def test_a_malformed_sweep_json_is_one_line_naming_the_field():
     with pytest.raises(InputError, match=r"^sweep.json: field 'depths\[0\].depth' must be int"):
         read(doc)
 
+
+
+def test_the_reports_data_copy_is_the_file_not_its_upgrade(tmp_path):
+    """The golden demo's sweep.json has no per-depth statistics (another producer's): the report
+    renders the upgraded record, and its data copy is the file as it was."""
+    from sparktriage.report.build import execute, plan_report
+    from sparktriage.report.inputs import load_run
+
+    run_redaction.new_run()
+    run = RUNS["demo"](tmp_path / "run")
+    original = (run / "sweep.json").read_bytes()
+    assert b"mean_tok_s" not in original
+    sweep = load_run(run).sweep
+    assert all(d.n == len(d.launches) and d.mean_tok_s is not None for d in sweep.depths)
+    execute(plan_report(run, tmp_path / "report", "md", None, False, tmp_path / "map.json"))
+    assert (tmp_path / "report" / "data" / "sweep.json").read_bytes() == original
