@@ -13,7 +13,7 @@ figures are cross-checked with the launch's own bench document.
 
 from __future__ import annotations
 
-from sparktriage.documents.sweep import SweepComparison, SweepDocument, SweepModel
+from sparktriage.documents.sweep import SweepComparison, SweepDepth, SweepDocument, SweepModel
 from sparktriage.report.inputs import RunInputs
 from sparktriage.report.format import number
 from sparktriage.report.readable import fitted, p_value, signed_rate
@@ -46,7 +46,7 @@ def depth_of_launch(inputs: RunInputs) -> dict[str, int | None]:
             for depth in sweep.depths for launch in depth.launches}
 
 
-def _point(inputs: RunInputs, sweep: SweepDocument, depth, warnings: list[str]) -> dict:
+def _point(inputs: RunInputs, sweep: SweepDocument, depth: SweepDepth, warnings: list[str]) -> dict:
     """One depth as the section states it: its launches (cross-checked with their bench.json),
     the record's statistics, gate, roofline share and stability."""
     launches = []
