@@ -17,10 +17,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from sparktriage.documents.sweep import SweepJson
-from sparktriage.store.typed import parse
 from sparktriage.roofline.ceiling import deployment_ceiling
 from sparktriage.stats.compare import welch
 from sparktriage.store.rundir import SCHEMA_VERSION
+from sparktriage.store.typed import parse
 from sparktriage.sweep.evidence.acceptance import combine
 from sparktriage.sweep.assess import Assessment, assess
 from sparktriage.sweep.evidence.launch import derive_all
