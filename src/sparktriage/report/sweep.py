@@ -157,8 +157,8 @@ HEADERS = ["depth", "launches", "mean tok/s", "95% CI over launches", "acceptanc
 def decision_text(decision: dict) -> str:
     """A sweep decision as 'depth 2 (settled)': its depth and the one word of its state
     (sweep.policy.words.WORDS; none for a state this sweep does not write)."""
-    word = decision.get("word")
-    return f"depth {decision.get('depth')}" + (f" ({word})" if word else "")
+    word = decision["word"]
+    return f"depth {decision['depth']}" + (f" ({word})" if word else "")
 
 
 def sweep_rows(section: dict) -> list[list[str]]:
@@ -180,7 +180,7 @@ MODEL_HEADERS = ["depth", "predicted tok/s", "95% interval", "launches' mean tok
 def model_rows(section: dict) -> list[list[str]]:
     """The depth model's prediction per depth beside what its launches measured."""
     out = []
-    for r in (section.get("model") or {}).get("rows") or []:
+    for r in section["model"]["rows"] if section["model"] else []:
         predicted, interval = fitted(r["predicted"], r["ci95_low"], r["ci95_high"])
         mean, measured = fitted(r["measured"], r["measured_low"], r["measured_high"])
         out.append([str(r["depth"]), predicted, interval, mean, measured,
@@ -191,19 +191,19 @@ def model_rows(section: dict) -> list[list[str]]:
 
 def model_lines(section: dict) -> list[str]:
     """The depth model in sentences: what it made of the launches and whether it decided."""
-    model = section.get("model")
+    model = section["model"]
     if not model:
         return []
     how = (f"it made the decision: {decision_text(section['decision'])}" if model["decided"] else
            "the black-box rule decided, over every launch" if model["state"] == "rejected" else
            "it did not decide")
     lines = [f"Depth model: {model['state']} ({how}): {model['reason']}", model["summary"]]
-    if model.get("inside_launches") and model.get("inside_kind") == "pair":
+    if model["inside_launches"] and model["inside_kind"] == "pair":
         lines.append(f"The step cost was measured inside {model['inside_launches']} launch(es): the "
                      "time of a step serving two requests at once against a step serving one, in "
                      "the same launch (this drafter drafts at every step, so no launch has plain "
                      "steps to compare with), so the launch-to-launch spread cancels out of it.")
-    elif model.get("inside_launches"):
+    elif model["inside_launches"]:
         lines.append(f"The step cost was measured inside {model['inside_launches']} launch(es): each "
                      "verify step's time against the plain steps of the same launch (steps where "
                      "the drafter found nothing to propose), so the launch-to-launch spread "
@@ -214,17 +214,17 @@ def model_lines(section: dict) -> list[str]:
 def sweep_lines(section: dict) -> list[str]:
     """The decision and why, gate failures, stability warnings, comparisons, as sentences."""
     d = section["decision"]
-    cands = d.get("candidates") or []
+    cands = d["candidates"]
     head = "Decision: no depth" if d["depth"] is None else f"Decision: {decision_text(d)}"
     lines = [f"{head}. {d['reason'] or ''}".rstrip()]
-    if section.get("gate_note"):
+    if section["gate_note"]:
         lines.append(f"Note: {section['gate_note']}.")
     if cands:
         lines.append("Depths the data cannot separate from it: " + ", ".join(map(str, cands)) + ".")
     for p in section["points"]:
-        if p.get("gate") == "fail":
-            lines.append(f"Gate failed at depth {p['depth']} (never recommended): {p.get('gate_reason')}")
-        for reason in p.get("stability") or []:
+        if p["gate"] == "fail":
+            lines.append(f"Gate failed at depth {p['depth']} (never recommended): {p['gate_reason']}")
+        for reason in p["stability"]:
             lines.append(f"Depth {p['depth']} is unstable across launches: {reason}")
     lines += [c["statement"] for c in section["comparisons"]]
     lines += [f"warning: {w}" for w in section["warnings"]]
