@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from sparktriage.documents.sweep import read as read_sweep
 from sparktriage.sweep.document import SweepJson, build_document
 from sparktriage.sweep.plan import SweepPlan
 from sparktriage.sweep.running.state import SweepState
@@ -118,13 +119,11 @@ def test_a_depth_that_failed_twice_is_reported_failed_and_the_rest_decided(tmp_p
 
 
 class _Inputs:
-    """The two readers the report's sweep section uses, over an in-memory run."""
+    """The readers the report's sweep section uses, over an in-memory run: the sweep record as
+    the report reads it (documents.sweep.read)."""
 
     def __init__(self, sweep: dict) -> None:
-        self.sweep = sweep
-
-    def doc(self, rel: str):
-        return self.sweep if rel == "sweep.json" else None
+        self.sweep = read_sweep(sweep)
 
     def launch_doc(self, label: str, name: str):
         return None

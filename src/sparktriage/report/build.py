@@ -125,7 +125,7 @@ def write_data(folder: Path, inputs: RunInputs) -> list[str]:
             target.write_text(yaml.safe_dump(source.content, sort_keys=False, allow_unicode=True),
                               encoding="utf-8")
         else:
-            write_document(target, source.content)
+            write_document(target, source.data)
         written.append(f"data/{rel}")
     return written
 

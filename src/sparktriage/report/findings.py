@@ -114,7 +114,7 @@ def unchecked_gate(sections: dict) -> list[Finding]:
     """The recommended depth's greedy output was never compared with depth 0's while another
     depth's was: said on page one (docs/sweep.md, "Correctness gate")."""
     sw = sections["sweep"]
-    note = sw.get("gate_note") if sw["status"] == "present" else None
+    note = sw["gate_note"] if sw["status"] == "present" else None
     if not note:
         return []
     depth = sw["decision"]["depth"]
@@ -134,12 +134,12 @@ def sweep(sections: dict, configured: int | None) -> tuple[list[Finding], list[s
     chosen = sw["decision"]["depth"]
     points = {p["depth"]: p for p in sw["points"]}
     best = points.get(chosen)
-    provisional = bool(sw["decision"].get("provisional"))
+    provisional = sw["decision"]["provisional"]
     if configured == chosen:
         return [], [f"speculative depth: the configured depth {chosen} is the sweep's choice "
                     f"({rate(best['mean']) if best else 'rate not measured'})"]
     evidence = [c["statement"] for c in sw["comparisons"]][:2]
-    if sw["decision"].get("reason"):
+    if sw["decision"]["reason"]:
         evidence.insert(0, f"decision: {sw['decision']['reason']}")
     fix = f"set speculative num_speculative_tokens to {chosen}" if chosen else "turn speculative decoding off"
     base = points.get(configured) if configured is not None else None
@@ -151,11 +151,12 @@ def sweep(sections: dict, configured: int | None) -> tuple[list[Finding], list[s
         return [Finding("throughput", f"Speculative depth {chosen} is the sweep's best",
                         f"the sweep chose {decision_text(sw['decision'])}",
                         evidence, "sweep/decision", fix, gain, "low", 0.0)], []
-    diff = best["mean"] - base["mean"]
+    # the sweep's own test of the chosen depth against this one (sweep.json `comparisons`): its
+    # difference is the one stated; the means' difference only where the sweep made no test
+    test = next((c["test"] for c in sw["comparisons"] if c["versus"] == configured), None)
+    p, significant = (test["p_value"], test["significant"]) if test else (None, False)
+    diff = test["difference"] if test and test["difference"] is not None else best["mean"] - base["mean"]
     relative = diff / base["mean"] if base["mean"] else 0.0
-    # the sweep's own test of the chosen depth against this one (sweep.json `comparisons`)
-    test = next((c["test"] for c in sw["comparisons"] if c["versus"] == configured), {})
-    p, significant = test.get("p_value"), bool(test.get("significant"))
     if not test:
         sig, confidence = "the sweep gives no test against this depth", "low"
     elif p is None:
@@ -178,7 +179,7 @@ def sweep(sections: dict, configured: int | None) -> tuple[list[Finding], list[s
                 f"{count(base['n'], 'launch', 'launches')}; depth {chosen}: {rate(best['mean'])}"
                 f"{share(best['mean'], chosen)} over {count(best['n'], 'launch', 'launches')}"
                 + (f"; the sweep chose {decision_text(sw['decision'])}"
-                   if sw["decision"].get("word") else ""))
+                   if sw["decision"]["word"] else ""))
     if p is not None and not significant:
         return [], [f"speculative depth: depth {chosen} is not significantly faster than the configured "
                     f"depth {configured} ({signed_rate(diff)}, Welch {p_value(p)})"]

@@ -7,6 +7,8 @@ a file that is present but malformed (not JSON or YAML, not an object, an unknow
 typed model (`sparktriage.documents`: bench, launch, logs, reconcile, stalls, probe, sweep) is
 validated against it: a missing or mistyped field, an unknown field or another
 `schema_version` stops the report with a one-line error naming the file and the field (exit 2).
+sweep.json is kept as its typed record (`documents.sweep.read`, which also upgrades an older
+producer's file), so the sweep section renders the record's fields and validates nothing again.
 Other files (run.json, capabilities, bundle and node captures) keep their tolerant reading:
 extra fields are ignored there. Files are read in a fixed, sorted order so that everything downstream
 (redaction stand-ins above all) is deterministic.
@@ -17,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 
@@ -28,7 +30,7 @@ from sparktriage.documents.logs import LogsDocument
 from sparktriage.documents.probe import ProbeDocument
 from sparktriage.documents.reconcile import ReconcileDocument
 from sparktriage.documents.stalls import StallsDocument
-from sparktriage.documents.sweep import SweepDocument
+from sparktriage.documents.sweep import SweepDocument, read as read_sweep
 from sparktriage.errors import InputError
 from sparktriage.store.documents import read_document_bounded, read_records
 from sparktriage.store.rundir import SCHEMA_VERSION
@@ -44,16 +46,30 @@ BUNDLE_FILES = ("bundle.json", "environment-diff.json")
 NODE_FILES = ("environment.json", "clock.json")
 MODELS: dict[str, type[Document]] = {m.FILE: m for m in (  # validated on reading
     LaunchDocument, BenchDocument, LogsDocument, ReconcileDocument, StallsDocument, ProbeDocument,
-    SweepDocument, ClientCodeDocument)}
+    ClientCodeDocument)}
+# documents kept as their typed records (kind "record"): the file's JSON object becomes one here
+RECORDS: dict[str, Callable[[dict, str], Document]] = {SweepDocument.FILE: read_sweep}
 
 
 @dataclass(frozen=True)
 class SourceFile:
-    """One input file, parsed: a dict (json, yaml) or a list of dicts (jsonl)."""
+    """One input file, parsed: a dict (json, yaml), a list of dicts (jsonl) or a typed record
+    (record: a document in RECORDS)."""
 
     rel: str  # POSIX path relative to the run directory
-    kind: str  # json | jsonl | yaml
+    kind: str  # json | jsonl | yaml | record
     content: Any
+
+    @property
+    def data(self) -> Any:
+        """The file's JSON or YAML value (a record's JSON object, as the file gave it)."""
+        return self.content.to_dict() if self.kind == "record" else self.content
+
+    def replaced(self, rel: str, data: Any) -> "SourceFile":
+        """The same kind of file at `rel` holding `data` (a changed copy: redacted)."""
+        if self.kind == "record":
+            return SourceFile(rel, "record", RECORDS[rel.rsplit("/", 1)[-1]](data, rel))
+        return SourceFile(rel, self.kind, data)
 
 
 @dataclass(frozen=True)
@@ -65,7 +81,13 @@ class RunInputs:
 
     def doc(self, rel: str) -> dict | None:
         source = self.files.get(rel)
-        return source.content if source is not None and source.kind != "jsonl" else None
+        return source.content if source is not None and source.kind in ("json", "yaml") else None
+
+    @property
+    def sweep(self) -> SweepDocument | None:
+        """The sweep's record (sweep.json), None without a sweep."""
+        source = self.files.get(SweepDocument.FILE)
+        return source.content if source is not None else None
 
     def records(self, rel: str) -> list[dict] | None:
         source = self.files.get(rel)
@@ -158,6 +180,8 @@ def _load(path: Path, rel: str) -> SourceFile:
     if rel.endswith((".yaml", ".yml")):
         return SourceFile(rel, "yaml", _read_yaml(path, rel))
     doc = _read_json(path, rel)
+    if rel in RECORDS:
+        return SourceFile(rel, "record", RECORDS[rel](doc, rel))
     model = MODELS.get(rel.rsplit("/", 1)[-1]) if "/bundle/" not in rel else None
     if model is not None:
         parse(model, doc, rel)

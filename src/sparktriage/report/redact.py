@@ -91,7 +91,7 @@ class Redactor(DocumentRedactor):
                 for record in source.content:
                     self._learn(record)
             else:
-                self._learn(source.content)
+                self._learn(source.data)
         self.anonymizer.seal()
 
     # -- the stage ------------------------------------------------------------------------------
@@ -105,9 +105,9 @@ class Redactor(DocumentRedactor):
             if source.kind == "jsonl":
                 content: Any = [self.value(record) for record in source.content]
             else:
-                content = self.value(source.content)
+                content = self.value(source.data)
             new_rel = self.path(rel)
-            files[new_rel] = SourceFile(new_rel, source.kind, content)
+            files[new_rel] = source.replaced(new_rel, content)
         return inputs.with_files(files)
 
     def stats(self) -> RedactionStats:

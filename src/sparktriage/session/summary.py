@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from sparktriage.documents.sweep import SweepDocument, read as read_sweep
 from sparktriage.measure.steps import bench_summary
 from sparktriage.session.context import Session
 from sparktriage.session.plan import DONE
@@ -16,6 +17,13 @@ def _read(path: Path) -> dict | None:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+
+
+def _sweep(root: Path) -> SweepDocument | None:
+    """The session's sweep record (None before the sweep wrote one); a sweep.json that is not
+    one stops the summary with the file and the field named (the session wrote it)."""
+    doc = _read(root / "sweep.json")
+    return read_sweep(doc, str(root / "sweep.json")) if doc is not None else None
 
 
 def summarize(session: Session) -> dict:
@@ -38,14 +46,14 @@ def summarize(session: Session) -> dict:
                          "redone_as": record.get("redone_as")})
     probe_label = next((s["launch"] for s in state.steps if s["kind"] == "probe" and s["state"] == DONE), None)
     probe = _read(root / "launches" / probe_label / "probe.json") if probe_label else None
-    sweep = _read(root / "sweep.json")
+    sweep = _sweep(root)
     report = next((s.get("outputs") for s in state.steps if s["kind"] == "report"), None)
     signature = next((s.get("outputs") for s in state.steps if s["kind"] == "signature"), None)
     return {"schema_version": 1, "kind": "session-result", "run": str(root),
             "preset": session.options.preset, "launches": launches,
             "probe": {"verdict": probe.get("verdict"), "tokens_spent": probe.get("tokens_spent"),
                       "baseline": probe.get("baseline") is not None} if probe else None,
-            "sweep": (sweep or {}).get("decision"), "report": report, "signature": signature,
+            "sweep": sweep.decision.to_dict() if sweep is not None else None, "report": report, "signature": signature,
             "steps": [{"id": s["id"], "state": s["state"], "reason": s["reason"], "launch": s["launch"]}
                       for s in state.steps],
             "spent_s": state.doc.get("spent_s"), "estimate_s": state.doc.get("estimate_s")}

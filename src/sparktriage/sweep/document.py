@@ -1,10 +1,11 @@
 """The sweep document (`sweep.json`, also what `sweep --json` writes) from an assessment.
 
-`document(assessment, stop_reason, deployment)` writes out what sweep.assess computed once for
-the launches so far (statistics, gates, model, decision): nothing here decides. It can be
-rebuilt at any time from the launch folders (`sparktriage sweep --rebuild DIR`, after every
-launch, after a resume). The typed schema is documents/sweep.py (`SweepJson`: the issue's
-contract, checked by the product before it writes); the rest is documented in docs/formats.md.
+`record(assessment, stop_reason, deployment)` is the typed record (documents/sweep.py
+`SweepJson`: the file's contract, so what the sweep writes is checked by being made) of what
+sweep.assess computed once for the launches so far (statistics, gates, model, decision): nothing
+here decides. `document()` is its JSON object, the bytes of sweep.json (`record.to_dict()` gives
+the same). It can be rebuilt at any time from the launch folders (`sparktriage sweep --rebuild
+DIR`, after every launch, after a resume); the fields are documented in docs/formats.md.
 The launch is the unit of replication: per depth the mean of launch means with a t-interval over
 launches; `comparisons` holds the chosen depth's Welch tests against depth 0 and the runner-up
 (the report restates them), and `model` says what the depth model made of the launches
@@ -15,10 +16,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sparktriage.documents.sweep import SweepJson  # noqa: F401 (the contract, re-exported)
+from sparktriage.documents.sweep import SweepJson
 from sparktriage.roofline.ceiling import deployment_ceiling
 from sparktriage.stats.compare import welch
 from sparktriage.store.rundir import SCHEMA_VERSION
+from sparktriage.store.typed import parse
 from sparktriage.sweep.evidence.acceptance import combine
 from sparktriage.sweep.assess import Assessment, assess
 from sparktriage.sweep.evidence.launch import derive_all
@@ -198,10 +200,23 @@ def document(assessment: Assessment, stop_reason: str, deployment=None) -> dict:
     }
 
 
-def build_document(plan: SweepPlan, state, run_path: Path, stop_reason: str,
-                   deployment=None) -> dict:
-    """`sweep.json` of a sweep's state (its launch records) and launch folders, assessed afresh."""
+def record(assessment: Assessment, stop_reason: str, deployment=None) -> SweepJson:
+    """The typed sweep record of an assessment (a document that breaks the contract is a bug of
+    this module, stopped here with the field named)."""
+    return parse(SweepJson, document(assessment, stop_reason, deployment), SweepJson.FILE)
+
+
+def build_record(plan: SweepPlan, state, run_path: Path, stop_reason: str,
+                 deployment=None) -> SweepJson:
+    """The sweep record of a sweep's state (its launch records) and launch folders, assessed
+    afresh."""
     shape = step_shape(deployment) if deployment is not None else StepShape()
     found = assess(plan, derive_all(run_path, state.launches, plan), None, run_path=run_path,
                    shape=shape, final=stop_reason != "running")
-    return document(found, stop_reason, deployment)
+    return record(found, stop_reason, deployment)
+
+
+def build_document(plan: SweepPlan, state, run_path: Path, stop_reason: str,
+                   deployment=None) -> dict:
+    """`sweep.json` of a sweep's state and launch folders (build_record's JSON object)."""
+    return build_record(plan, state, run_path, stop_reason, deployment).to_dict()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sparktriage.view import View
+from sparktriage.sweep.model.entry import verify_cost
 from sparktriage.sweep.policy.words import decision_word
 
 
@@ -89,7 +90,7 @@ def model_lines(model: dict | None) -> list[str]:
         measured = ("not launched" if not p["measured_launches"] else
                     f"measured {p['measured_mean_tok_s']:.2f} over {p['measured_launches']} launch(es)")
         lines.append(f"  depth {p['depth']}: predicted {p['tok_s']:.2f} tok/s{ci}, "
-                     f"{p['tokens_per_step']:.2f} tokens per step at {p['step_ratio']:.2f}x a plain "
+                     f"{p['tokens_per_step']:.2f} tokens per step at {verify_cost(p):.2f}x a plain "
                      f"step; {measured}")
     lines.append(f"  {model['summary']}")
     return lines

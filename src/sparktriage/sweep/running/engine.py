@@ -30,9 +30,8 @@ from sparktriage.measure.steps import bench_step, probe_step
 from sparktriage.progress import Observer, prefixed, quiet
 from sparktriage.store.documents import write_document
 from sparktriage.store.rundir import RunDir
-from sparktriage.store.typed import check
 from sparktriage.sweep.assess import Assessment, assess
-from sparktriage.sweep.document import document as sweep_document
+from sparktriage.sweep.document import record as sweep_record
 from sparktriage.sweep.evidence.launch import LaunchEvidence, derive, derive_all, protocol_failure
 from sparktriage.sweep.running.pair_phase import FILE, run_pairs
 from sparktriage.sweep.policy.situation import step_shape
@@ -45,11 +44,16 @@ __all__ = ["plan_sweep", "run_sweep", "SweepResult", "SweepPlan"]
 
 @dataclass(frozen=True)
 class SweepResult:
-    """What a sweep left: its directory, the sweep document, why it stopped."""
+    """What a sweep left: its directory, the sweep record, why it stopped."""
 
     path: Path
-    document: dict
+    record: SweepJson
     stop_reason: str
+
+    @property
+    def document(self) -> dict:
+        """sweep.json's JSON object."""
+        return self.record.to_dict()
 
     @property
     def decision(self) -> dict:
@@ -194,16 +198,17 @@ class _Sweep:
                               for r in self.state.launches[len(self.evidence):]]
             self.assessment = self.assess(self.assessment)
 
-    def write(self, stop_reason: str) -> dict:
+    def write(self, stop_reason: str) -> SweepJson:
         return write_sweep_json(self.run.path, self.assessment, stop_reason, self.deployment)
 
 
 def write_sweep_json(run_path: Path, assessment: Assessment, stop_reason: str,
-                     deployment=None) -> dict:
-    """`sweep.json` of an assessment, checked against the contract (SweepJson), written."""
-    doc = sweep_document(assessment, stop_reason, deployment)
-    write_document(run_path / "sweep.json", check(SweepJson, doc))
-    return doc
+                     deployment=None) -> SweepJson:
+    """The sweep record of an assessment (its contract checked by its making), written as
+    `sweep.json`."""
+    made = sweep_record(assessment, stop_reason, deployment)
+    write_document(run_path / "sweep.json", made.to_dict())
+    return made
 
 
 def run_sweep(plan: SweepPlan | None, out_dir: Path, observer: Observer | None = None, *,
@@ -234,6 +239,6 @@ def run_sweep(plan: SweepPlan | None, out_dir: Path, observer: Observer | None =
         sweep.catch_up()
         sweep.write("interrupted")
         raise
-    document = sweep.write(stop)
-    observe("sweep-decision", document["decision"])
-    return SweepResult(run.path, document, stop)
+    made = sweep.write(stop)
+    observe("sweep-decision", made.decision.to_dict())
+    return SweepResult(run.path, made, stop)

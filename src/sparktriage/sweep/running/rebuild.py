@@ -91,7 +91,7 @@ def rebuild(path: Path) -> Rebuilt:
     depth, why = found.next_launch()
     stop = why if depth is None else ((before or {}).get("decision") or {}).get("stop_reason") \
         or "interrupted"
-    doc = write_sweep_json(where, found, stop, deployment)
+    doc = write_sweep_json(where, found, stop, deployment).to_dict()
     copies = ()
     if session is not None:
         write_document(session / "sweep.json", doc)
