@@ -20,7 +20,7 @@ import pytest
 from sparktriage.report.build import execute, plan_report
 from sparktriage.signing.signing import SignSpec
 from sparktriage.testbed.paths import locate
-from sparktriage.testbed.server import ONE_PROCESS, ServeSpec, served
+from sparktriage.testbed.server import ServeSpec, served
 from sparktriage.testbed.synthetic_run import SyntheticSpec, make_run
 from workergroups import longest_first, scope_of, undeclared_groups, worker_groups
 
@@ -200,15 +200,14 @@ def testbed():
 @pytest.fixture(scope="session")
 def vllm_server(testbed, tmp_path_factory):
     """A real `vllm serve` of the tiny model, eager mode, shared by the whole session."""
-    spec = ServeSpec(model=testbed.model(), env=dict(ONE_PROCESS))
-    with served(testbed, spec, tmp_path_factory.mktemp("vllm-plain")) as server:
+    with served(testbed, ServeSpec(model=testbed.model()), tmp_path_factory.mktemp("vllm-plain")) as server:
         yield server
 
 
 @pytest.fixture(scope="session")
 def vllm_ngram_server(testbed, tmp_path_factory):
     """A real `vllm serve` with ngram speculative decoding (3 draft tokens)."""
-    spec = ServeSpec(model=testbed.model(), speculative_config=NGRAM_SPEC, env=dict(ONE_PROCESS))
+    spec = ServeSpec(model=testbed.model(), speculative_config=NGRAM_SPEC)
     with served(testbed, spec, tmp_path_factory.mktemp("vllm-ngram")) as server:
         yield server
 

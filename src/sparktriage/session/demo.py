@@ -38,7 +38,7 @@ from sparktriage.testbed import garbage as garbage_package
 from sparktriage.testbed.garbage.variants import trained_model
 from sparktriage.testbed.paths import Testbed
 from sparktriage.testbed.ports import free_port
-from sparktriage.testbed.server import ONE_PROCESS, SERVE_ENV, cache_env
+from sparktriage.testbed.server import SERVE_ENV, cache_env
 from sparktriage.progress import Observer
 from sparktriage.view import View
 
@@ -137,7 +137,7 @@ def deployment(bed: Testbed, model: Path, port: int, scratch: Path, depth: int,
         "engine": {"vllm": str(bed.vllm)},
         "serve": {"host": "127.0.0.1", "port": port, "max_model_len": 1024, "dtype": "float32",
                   "enforce_eager": True},
-        "env": {**SERVE_ENV, **ONE_PROCESS, **cache_env(bed, scratch)},
+        "env": {**SERVE_ENV, **cache_env(bed, scratch)},
         "timeouts": {"startup_s": startup_s, "teardown_grace_s": 15},
         "collect": {"interval_s": 1.0, "stacks_interval_s": 15.0},
     }

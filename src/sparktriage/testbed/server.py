@@ -33,10 +33,10 @@ NODE = "local"
 SERVE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1",
              "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
 # The engine's model runs inside the engine-core process (vLLM's uniprocess executor) instead of
-# a worker process of its own: one fewer Python that imports torch and vLLM, about a third of a
-# start of the tiny model on a 2-core machine (docs/testbed.md). For servers whose tests read
-# answers, metrics and logs; a lab node keeps vLLM's multiprocess layout (worker stacks, the
-# stall reproductions), so this is never the default.
+# a worker process of its own: one fewer Python that imports torch and vLLM, so a start is
+# shorter, but decoding is slower (docs/testbed.md). For servers that answer a few short probes
+# (the garbage variants); the shared servers, the demo and every lab deployment keep vLLM's
+# multiprocess layout.
 ONE_PROCESS = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
 
 
